@@ -1,0 +1,52 @@
+import { z } from 'zod';
+import { KnownGoodError } from '../errors';
+
+/** Which Python produced a result: every result names it. */
+export const interpreterSchema = z.object({ executable: z.string(), version: z.string() });
+export type Interpreter = z.infer<typeof interpreterSchema>;
+
+/**
+ * One call of one Python probe (python/<probe>.py): its argv and the parser of its result. Build these with the
+ * one function per probe that `defineProbe` returns, never by hand.
+ */
+export interface ProbeCall<R> {
+  readonly probe: string;
+  readonly args: readonly string[];
+  parse(raw: unknown): R;
+}
+
+export interface ProbeOutcome<R> {
+  value: R;
+  python: Interpreter;
+}
+
+/** Runs probes on one host (one-shot, or through the resident helper). */
+export interface ProbeRunnerLike {
+  run<R>(call: ProbeCall<R>, options?: { timeoutMs?: number; signal?: AbortSignal }): Promise<ProbeOutcome<R>>;
+}
+
+/** Formats zod issues as `path: message` lines, for errors that name the probe. */
+export function describeIssues(error: z.ZodError): string {
+  return error.issues
+    .slice(0, 5)
+    .map((i) => `${i.path.length ? i.path.join('.') : '(root)'}: ${i.message}`)
+    .join('; ');
+}
+
+export function defineProbe<A extends unknown[], S extends z.ZodType>(
+  probe: string,
+  schema: S,
+  buildArgs: (...a: A) => string[],
+): (...a: A) => ProbeCall<z.infer<S>> {
+  return (...a: A) => ({
+    probe,
+    args: buildArgs(...a),
+    parse(raw: unknown): z.infer<S> {
+      const r = schema.safeParse(raw);
+      if (!r.success) {
+        throw new KnownGoodError('bad-output', `probe ${probe} returned unexpected output: ${describeIssues(r.error)}`);
+      }
+      return r.data;
+    },
+  });
+}

@@ -1,0 +1,322 @@
+import { randomBytes } from 'node:crypto';
+import { KnownGoodError, isKnownGoodError, messageOf } from '../errors';
+import { asciiJson, parsePythonJson } from '../json';
+import type { ProcessHandle, Transport } from '../transport/types';
+import { HELPER_LOADER, oneShotProgram, probeSource } from './sources';
+import { interpreterSchema, type Interpreter, type ProbeCall, type ProbeOutcome, type ProbeRunnerLike } from './probe';
+import { z } from 'zod';
+
+const envelopeSchema = z.union([
+  z.object({ ok: z.literal(true), result: z.unknown(), python: interpreterSchema }),
+  z.object({
+    ok: z.literal(false),
+    error: z.object({ message: z.string(), code: z.string() }),
+    python: interpreterSchema.optional(),
+  }),
+]);
+
+export interface RunOptions {
+  timeoutMs?: number;
+  signal?: AbortSignal;
+}
+
+export function newNonce(): string {
+  return randomBytes(9).toString('base64url');
+}
+
+/** The framed JSON document in a probe's stdout; whatever a login shell printed around it is ignored. */
+export function extractFramed(stdout: string, nonce: string): string | undefined {
+  const begin = `@@KNOWN-GOOD-BEGIN ${nonce}@@\n`;
+  const end = `\n@@KNOWN-GOOD-END ${nonce}@@`;
+  const b = stdout.indexOf(begin);
+  if (b < 0) return undefined;
+  const e = stdout.indexOf(end, b + begin.length);
+  if (e < 0) return undefined;
+  return stdout.slice(b + begin.length, e);
+}
+
+function outcome<R>(call: ProbeCall<R>, raw: unknown, where: string): ProbeOutcome<R> {
+  const env = envelopeSchema.safeParse(raw);
+  if (!env.success) {
+    throw new KnownGoodError('bad-output', `probe ${call.probe} on ${where} returned a malformed document`);
+  }
+  if (!env.data.ok) {
+    throw new KnownGoodError('probe-failed', `${call.probe} on ${where}: ${env.data.error.message}`, {
+      probe: call.probe,
+      probeCode: env.data.error.code,
+    });
+  }
+  return { value: call.parse(env.data.result), python: env.data.python };
+}
+
+export interface ProbeRunnerOptions {
+  /** Interpreter on the remote (host setting `python`, default python3). */
+  python: string;
+  /** Default per-request timeout. */
+  timeoutMs: number;
+  /** Set false to run every probe one-shot (no resident helper). */
+  resident?: boolean;
+}
+
+/**
+ * Runs the Python probes of one host. Probes go through a resident helper (one long-lived interpreter per
+ * connection that answers JSON-line requests) so that, once it is up, a request costs one round trip plus the
+ * work. `runOnce` pipes the probe's source to a fresh interpreter, as the terminal and the CLI do.
+ */
+export class ProbeRunner implements ProbeRunnerLike {
+  private helper: ResidentHelper | undefined;
+
+  constructor(
+    private readonly transport: Transport,
+    private readonly options: ProbeRunnerOptions,
+  ) {}
+
+  get python(): string {
+    return this.options.python;
+  }
+
+  async run<R>(call: ProbeCall<R>, options: RunOptions = {}): Promise<ProbeOutcome<R>> {
+    if (this.options.resident === false) return this.runOnce(call, options);
+    if (!this.helper || this.helper.dead) {
+      this.helper = new ResidentHelper(this.transport, this.options.python);
+    }
+    const helper = this.helper;
+    const raw = await helper.request(call, options.timeoutMs ?? this.options.timeoutMs, options.signal);
+    return outcome(call, raw, this.transport.label);
+  }
+
+  /** A fresh interpreter for this one probe: `<python> - args…` with the program on stdin. */
+  async runOnce<R>(call: ProbeCall<R>, options: RunOptions = {}): Promise<ProbeOutcome<R>> {
+    const nonce = newNonce();
+    const argv = [this.options.python, '-', ...call.args];
+    let res;
+    try {
+      res = await this.transport.exec(argv, {
+        stdin: oneShotProgram(call.probe, nonce),
+        timeoutMs: options.timeoutMs ?? this.options.timeoutMs,
+        ...(options.signal ? { signal: options.signal } : {}),
+      });
+    } catch (e) {
+      if (isKnownGoodError(e, 'command-not-found')) throw pythonNotFound(this.options.python, this.transport.label);
+      throw e;
+    }
+    const framed = extractFramed(res.stdout, nonce);
+    if (framed === undefined) {
+      if (res.exitCode === 127) throw pythonNotFound(this.options.python, this.transport.label);
+      const why = res.stderr.trim().split('\n').slice(-3).join(' | ') || `exit code ${res.exitCode}`;
+      throw new KnownGoodError('probe-failed', `${call.probe} on ${this.transport.label} printed no result: ${why}`);
+    }
+    return outcome(call, parsePythonJson(framed), this.transport.label);
+  }
+
+  /** The interpreter the resident helper runs (starting it if needed). */
+  async interpreter(options: RunOptions = {}): Promise<Interpreter> {
+    if (!this.helper || this.helper.dead) this.helper = new ResidentHelper(this.transport, this.options.python);
+    return this.helper.ready(options.timeoutMs ?? this.options.timeoutMs);
+  }
+
+  dispose(): void {
+    this.helper?.close();
+    this.helper = undefined;
+  }
+}
+
+export function pythonNotFound(python: string, label: string): KnownGoodError {
+  return new KnownGoodError(
+    'python-not-found',
+    `${python} not found on ${label}: set knownGood.hosts[].python (or run "Known Good: Select Remote Python")`,
+  );
+}
+
+interface Pending {
+  resolve(v: unknown): void;
+  reject(e: unknown): void;
+  timer?: NodeJS.Timeout;
+  cleanup(): void;
+}
+
+/** One long-lived interpreter on the remote, speaking JSON lines on one channel. */
+class ResidentHelper {
+  dead = false;
+  private readonly started: Promise<{ handle: ProcessHandle; python: Interpreter }>;
+  private nextId = 1;
+  private readonly pending = new Map<number, Pending>();
+  private readonly sent = new Set<string>();
+  private stderrTail = '';
+
+  constructor(
+    private readonly transport: Transport,
+    private readonly python: string,
+  ) {
+    this.started = this.start();
+    this.started.catch(() => {
+      this.dead = true;
+    });
+  }
+
+  async ready(timeoutMs: number): Promise<Interpreter> {
+    return (await withTimeout(this.started, timeoutMs, () => this.startTimeout(timeoutMs))).python;
+  }
+
+  private startTimeout(timeoutMs: number): KnownGoodError {
+    this.close();
+    return new KnownGoodError(
+      'timeout',
+      `${this.python} on ${this.transport.label} did not start within ${Math.round(timeoutMs / 1000)} s`,
+    );
+  }
+
+  private async start(): Promise<{ handle: ProcessHandle; python: Interpreter }> {
+    const nonce = newNonce();
+    let handle: ProcessHandle;
+    try {
+      handle = await this.transport.spawn([this.python, '-u', '-c', HELPER_LOADER]);
+    } catch (e) {
+      if (isKnownGoodError(e, 'command-not-found')) throw pythonNotFound(this.python, this.transport.label);
+      throw e;
+    }
+    handle.stdin.on('error', () => {
+      /* reported through exited */
+    });
+    handle.stderr.on('data', (c: Buffer) => {
+      this.stderrTail = (this.stderrTail + c.toString('utf8')).slice(-2000);
+    });
+    const modules = [
+      ['kg_common', probeSource('kg_common').source],
+      ['kg_helper', probeSource('kg_helper').source],
+    ];
+    handle.stdin.write(asciiJson({ modules, nonce }) + '\n');
+
+    return new Promise((resolve, reject) => {
+      let buf = '';
+      let isReady = false;
+      handle.stdout.on('data', (chunk: Buffer) => {
+        buf += chunk.toString('utf8');
+        let nl: number;
+        while ((nl = buf.indexOf('\n')) >= 0) {
+          const line = buf.slice(0, nl);
+          buf = buf.slice(nl + 1);
+          if (!isReady) {
+            // Lines before the ready line are login banners and the like.
+            if (!line.includes(nonce)) continue;
+            try {
+              const doc = JSON.parse(line) as { ready?: string; python?: unknown };
+              const py = interpreterSchema.safeParse(doc.python);
+              if (doc.ready === nonce && py.success) {
+                isReady = true;
+                resolve({ handle, python: py.data });
+              }
+            } catch {
+              /* not ours */
+            }
+            continue;
+          }
+          this.onLine(line);
+        }
+      });
+      void handle.exited.then(({ exitCode }) => {
+        this.dead = true;
+        const why = this.stderrTail.trim().split('\n').slice(-2).join(' | ');
+        const err =
+          exitCode === 127
+            ? pythonNotFound(this.python, this.transport.label)
+            : new KnownGoodError(
+                'connection-lost',
+                `the Known Good helper (${this.python}) on ${this.transport.label} stopped${
+                  exitCode !== null ? ` with exit code ${exitCode}` : ''
+                }${why ? `: ${why}` : ''}`,
+              );
+        if (!isReady) reject(err);
+        for (const p of this.pending.values()) p.reject(err);
+        this.pending.clear();
+      });
+    });
+  }
+
+  private onLine(line: string): void {
+    let doc: unknown;
+    try {
+      doc = parsePythonJson(line);
+    } catch {
+      return;
+    }
+    if (typeof doc !== 'object' || doc === null) return;
+    const id = (doc as { id?: unknown }).id;
+    if (typeof id !== 'number') return;
+    const p = this.pending.get(id);
+    if (!p) return; // timed out or cancelled earlier
+    this.pending.delete(id);
+    p.cleanup();
+    p.resolve(doc);
+  }
+
+  async request<R>(call: ProbeCall<R>, timeoutMs: number, signal?: AbortSignal): Promise<unknown> {
+    if (signal?.aborted) throw new KnownGoodError('cancelled', `${call.probe} was cancelled`);
+    const { handle } = await withTimeout(this.started, timeoutMs, () => this.startTimeout(timeoutMs));
+    const src = probeSource(call.probe);
+    const send = (withSource: boolean): Promise<unknown> => {
+      const id = this.nextId++;
+      const req: Record<string, unknown> = { id, op: 'probe', name: call.probe, hash: src.hash, args: call.args };
+      if (withSource) req['src'] = src.source;
+      return new Promise<unknown>((resolve, reject) => {
+        const onAbort = () => {
+          this.pending.get(id)?.cleanup();
+          this.pending.delete(id);
+          reject(new KnownGoodError('cancelled', `${call.probe} on ${this.transport.label} was cancelled`));
+        };
+        const p: Pending = {
+          resolve,
+          reject,
+          cleanup: () => {
+            if (p.timer) clearTimeout(p.timer);
+            signal?.removeEventListener('abort', onAbort);
+          },
+        };
+        p.timer = setTimeout(() => {
+          this.pending.delete(id);
+          p.cleanup();
+          reject(
+            new KnownGoodError(
+              'timeout',
+              `${call.probe} on ${this.transport.label} timed out after ${Math.round(timeoutMs / 100) / 10} s`,
+            ),
+          );
+        }, timeoutMs);
+        signal?.addEventListener('abort', onAbort, { once: true });
+        this.pending.set(id, p);
+        if (withSource) this.sent.add(src.hash);
+        handle.stdin.write(asciiJson(req) + '\n');
+      });
+    };
+    let doc = (await send(!this.sent.has(src.hash))) as { ok?: boolean; error?: { code?: string } };
+    if (doc.ok === false && doc.error?.code === 'need-source') doc = (await send(true)) as typeof doc;
+    return doc;
+  }
+
+  close(): void {
+    this.dead = true;
+    void this.started.then(
+      ({ handle }) => {
+        handle.stdin.end();
+        handle.kill('TERM');
+      },
+      () => undefined,
+    );
+  }
+}
+
+function withTimeout<T>(p: Promise<T>, ms: number, onTimeout: () => Error): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const t = setTimeout(() => reject(onTimeout()), ms);
+    p.then(
+      (v) => {
+        clearTimeout(t);
+        resolve(v);
+      },
+      (e: unknown) => {
+        clearTimeout(t);
+        reject(e instanceof Error ? e : new Error(messageOf(e)));
+      },
+    );
+  });
+}

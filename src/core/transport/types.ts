@@ -1,0 +1,55 @@
+import type { Readable, Writable } from 'node:stream';
+
+export interface ExecOptions {
+  /** Written to the command's stdin, which is then closed. Without it stdin is closed at once. */
+  stdin?: string | Buffer;
+  /** The command is stopped (remote process signalled, channel closed) after this long: KnownGoodError 'timeout'. */
+  timeoutMs?: number;
+  /** Aborting stops the command the same way: KnownGoodError 'cancelled'. */
+  signal?: AbortSignal;
+}
+
+export interface ExecResult {
+  stdout: string;
+  stderr: string;
+  /** null when the process ended by a signal. */
+  exitCode: number | null;
+  exitSignal?: string;
+}
+
+export interface PtySize {
+  cols: number;
+  rows: number;
+}
+
+export interface SpawnOptions {
+  /** Ask for a pseudo-terminal (interactive use: Ctrl+C, resize, colours). */
+  pty?: PtySize & { term?: string };
+}
+
+/** A running process whose streams are used directly (terminals, the resident helper). */
+export interface ProcessHandle {
+  readonly stdin: Writable;
+  readonly stdout: Readable;
+  readonly stderr: Readable;
+  /** Resolves once, when the process is gone. */
+  readonly exited: Promise<{ exitCode: number | null; exitSignal?: string }>;
+  resize(size: PtySize): void;
+  /** Ends the process: a signal first, then the channel/process is closed. */
+  kill(signal?: 'INT' | 'TERM' | 'KILL' | 'HUP'): void;
+}
+
+/**
+ * Runs argv somewhere: on this machine, over SSH, or inside a container on either. Words are never re-split or
+ * expanded: over SSH each word is quoted with `shellQuote` for the remote login shell.
+ */
+export interface Transport {
+  /** Stable id, e.g. `local`, `ssh:user@host:22`, `ssh:user@host:22/pct:200`. */
+  readonly id: string;
+  /** For messages: `gpu-box`, `gpu-box (container 200)`. */
+  readonly label: string;
+  exec(argv: readonly string[], options?: ExecOptions): Promise<ExecResult>;
+  spawn(argv: readonly string[], options?: SpawnOptions): Promise<ProcessHandle>;
+  /** Closes pooled resources (a no-op for local). */
+  dispose(): void;
+}
