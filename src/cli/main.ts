@@ -1,0 +1,159 @@
+import { readFileSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { join } from 'node:path';
+import { KnownGoodError, messageOf } from '../core/errors';
+import { localHost, resolveEndpoint, type HostSpec } from '../core/hosts';
+import { defineProbe } from '../core/probes/probe';
+import { HostRegistry, type HostSession } from '../core/registry';
+import { containerSchema, type ContainerSettings } from '../core/settings';
+import { parseSshConfig } from '../core/sshConfig';
+import { defaultKnownHostsFile } from '../core/transport/ssh';
+import { z } from 'zod';
+import { terminalPrompts } from './prompts';
+
+const USAGE = `known-good — Known Good's core from a terminal
+
+Usage:
+  known-good exec HOST [options] -- CMD [ARG…]    run a command (no shell; each word arrives as is)
+  known-good probe HOST [options] NAME [ARG…]     run python/NAME.py there and print its JSON result
+
+HOST is "local", an ~/.ssh/config alias, or user@host[:port].
+Options:
+  --container KIND:ID     run inside a container: pct:200, docker:NAME, kubectl:POD, custom:"PREFIX WORDS"
+  --identity FILE         private key (as ssh -i)
+  --known-hosts FILE      known_hosts to verify against (as ssh -o UserKnownHostsFile)
+  --accept-new            accept an unknown host key and remember it (never a changed one)
+  --python PATH           interpreter on the remote (default python3)
+  --timeout SECONDS       stop the command after this long (default 60)
+  --json                  machine-readable output where a command has it
+`;
+
+export interface CliOptions {
+  container?: ContainerSettings;
+  identity?: string;
+  knownHosts?: string;
+  acceptNew: boolean;
+  python: string;
+  timeoutMs: number;
+  json: boolean;
+}
+
+export function parseContainer(text: string): ContainerSettings {
+  const i = text.indexOf(':');
+  const kind = i < 0 ? text : text.slice(0, i);
+  const rest = i < 0 ? '' : text.slice(i + 1);
+  const r = containerSchema.safeParse(kind === 'custom' ? { kind, command: rest } : { kind, id: rest });
+  if (!r.success) throw new KnownGoodError('settings', `--container ${text}: expected pct:ID, docker:NAME, kubectl:POD or custom:"PREFIX"`);
+  return r.data;
+}
+
+/** Splits options from positional words; everything after `--` is positional and untouched. */
+export function parseArgs(argv: string[]): { positional: string[]; rest: string[]; options: CliOptions } {
+  const options: CliOptions = { acceptNew: false, python: 'python3', timeoutMs: 60000, json: false };
+  const positional: string[] = [];
+  let rest: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    const value = () => {
+      const v = argv[++i];
+      if (v === undefined) throw new KnownGoodError('settings', `${a} needs a value`);
+      return v;
+    };
+    if (a === '--') {
+      rest = argv.slice(i + 1);
+      break;
+    } else if (a === '--container') options.container = parseContainer(value());
+    else if (a === '--identity' || a === '-i') options.identity = value();
+    else if (a === '--known-hosts') options.knownHosts = value();
+    else if (a === '--accept-new') options.acceptNew = true;
+    else if (a === '--python') options.python = value();
+    else if (a === '--timeout') options.timeoutMs = Number(value()) * 1000;
+    else if (a === '--json') options.json = true;
+    else if (a.startsWith('--') && positional.length < 2) throw new KnownGoodError('settings', `unknown option ${a}`);
+    else positional.push(a);
+  }
+  return { positional, rest, options };
+}
+
+export function hostFromCli(host: string, options: CliOptions): HostSpec {
+  if (host === 'local') {
+    return { ...localHost([], options.python), ...(options.container ? { container: options.container } : {}) };
+  }
+  let configText: string | undefined;
+  try {
+    configText = readFileSync(join(homedir(), '.ssh', 'config'), 'utf8');
+  } catch {
+    configText = undefined;
+  }
+  const ssh = resolveEndpoint(host, parseSshConfig(configText), options.identity ? { identityFile: options.identity } : {});
+  return {
+    id: `cli:${host}`,
+    name: host,
+    source: 'cli',
+    ssh,
+    ...(options.container ? { container: options.container } : {}),
+    python: options.python,
+    roots: [],
+  };
+}
+
+export function openSession(host: string, options: CliOptions): { session: HostSession; registry: HostRegistry } {
+  const registry = new HostRegistry({
+    commandTimeoutMs: options.timeoutMs,
+    ssh: {
+      knownHostsFiles: [options.knownHosts ?? defaultKnownHostsFile()],
+      connectTimeoutMs: 15000,
+      prompts: terminalPrompts(options.acceptNew),
+    },
+  });
+  const spec = hostFromCli(host, options);
+  registry.setHosts([spec]);
+  return { session: registry.session(spec), registry };
+}
+
+async function main(argv: string[]): Promise<number> {
+  const [command, ...args] = argv;
+  if (!command || command === '--help' || command === '-h' || command === 'help') {
+    process.stdout.write(USAGE);
+    return command ? 0 : 2;
+  }
+  const { positional, rest, options } = parseArgs(args);
+  const host = positional[0];
+  if (!host) throw new KnownGoodError('settings', `${command}: HOST is missing\n\n${USAGE}`);
+  const { session, registry } = openSession(host, options);
+  try {
+    switch (command) {
+      case 'exec': {
+        const cmd = rest.length ? rest : positional.slice(1);
+        if (cmd.length === 0) throw new KnownGoodError('settings', 'exec: no command given (known-good exec HOST -- CMD…)');
+        const stdin = process.stdin.isTTY ? undefined : readFileSync(0);
+        const r = await session.transport.exec(cmd, { timeoutMs: options.timeoutMs, ...(stdin ? { stdin } : {}) });
+        process.stdout.write(r.stdout);
+        process.stderr.write(r.stderr);
+        return r.exitCode ?? 255;
+      }
+      case 'probe': {
+        const name = positional[1];
+        if (!name) throw new KnownGoodError('settings', 'probe: NAME is missing');
+        const call = defineProbe(name, z.unknown(), () => [...positional.slice(2), ...rest])();
+        const r = await session.probes.runOnce(call, { timeoutMs: options.timeoutMs });
+        process.stdout.write(JSON.stringify(options.json ? { result: r.value, python: r.python } : r.value, null, 2) + '\n');
+        return 0;
+      }
+      default:
+        throw new KnownGoodError('settings', `unknown command ${command}\n\n${USAGE}`);
+    }
+  } finally {
+    registry.dispose();
+  }
+}
+
+if (require.main === module) {
+  main(process.argv.slice(2)).then(
+    (code) => process.exit(code),
+    (e: unknown) => {
+      process.stderr.write(`known-good: ${messageOf(e)}\n`);
+      process.exit(e instanceof KnownGoodError && e.code === 'settings' ? 2 : 255);
+    },
+  );
+}

@@ -1,0 +1,120 @@
+import { readFileSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { join } from 'node:path';
+import * as vscode from 'vscode';
+import { Commands, VIEW_REMOTE_RUNS } from './constants';
+import { resolveHosts } from './core/hosts';
+import { HostRegistry } from './core/registry';
+import { parseSettings, type KnownGoodSettings } from './core/settings';
+import { parseSshConfig } from './core/sshConfig';
+import { defaultKnownHostsFile } from './core/transport/ssh';
+import { vscodePrompts } from './hosts/prompts';
+import { RemoteRunsProvider } from './tree/provider';
+import { getConfiguration, showError } from './window';
+
+/** What activate() returns: used by the extension-host tests and by other extensions. */
+export interface KnownGoodApi {
+  readonly registry: HostRegistry;
+  settings(): KnownGoodSettings;
+  readonly tree: RemoteRunsProvider;
+}
+
+function readSshConfig(): string | undefined {
+  try {
+    return readFileSync(join(homedir(), '.ssh', 'config'), 'utf8');
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The composition root: every service is built once here and disposed through `dispose()`, which VS Code calls
+ * because the container itself is in context.subscriptions.
+ */
+export class Container implements vscode.Disposable {
+  private readonly disposables: vscode.Disposable[] = [];
+  readonly log: vscode.LogOutputChannel;
+  readonly registry: HostRegistry;
+  readonly tree: RemoteRunsProvider;
+  private current: KnownGoodSettings;
+
+  constructor(readonly context: vscode.ExtensionContext) {
+    this.log = this.track(vscode.window.createOutputChannel('Known Good', { log: true }));
+    this.current = this.readSettings();
+    this.registry = new HostRegistry({
+      commandTimeoutMs: this.current.commandTimeoutMs,
+      ssh: {
+        knownHostsFiles: [this.current.knownHostsFile ?? defaultKnownHostsFile()],
+        connectTimeoutMs: this.current.connectTimeoutMs,
+        prompts: vscodePrompts(context.secrets),
+        log: (line) => this.log.info(line),
+      },
+    });
+    this.track({ dispose: () => this.registry.dispose() });
+    this.applyHosts();
+
+    this.tree = this.track(new RemoteRunsProvider(this.registry, () => this.current.problems));
+    this.track(vscode.window.createTreeView(VIEW_REMOTE_RUNS, { treeDataProvider: this.tree, showCollapseAll: true }));
+
+    this.track(
+      vscode.workspace.onDidChangeConfiguration((e) => {
+        if (!e.affectsConfiguration('knownGood')) return;
+        this.current = this.readSettings();
+        this.applyHosts();
+        this.tree.refresh();
+      }),
+    );
+    this.command(Commands.refresh, () => this.tree.refresh());
+    this.command(Commands.showLog, () => this.log.show());
+  }
+
+  get api(): KnownGoodApi {
+    return { registry: this.registry, settings: () => this.current, tree: this.tree };
+  }
+
+  private readSettings(): KnownGoodSettings {
+    const cfg = getConfiguration('knownGood');
+    const s = parseSettings((k) => cfg.get(k));
+    for (const p of s.problems) {
+      this.log?.warn(p);
+    }
+    if (s.problems.length) void showError(`Known Good settings: ${s.problems[0]}${s.problems.length > 1 ? ` (+${s.problems.length - 1} more)` : ''}`);
+    return s;
+  }
+
+  private applyHosts(): void {
+    const local = getConfiguration('knownGood').get<unknown>('localRoots');
+    const localRoots = Array.isArray(local) && local.every((x) => typeof x === 'string') ? (local as string[]) : undefined;
+    const ssh = parseSshConfig(this.current.includeSshConfigHosts ? readSshConfig() : undefined);
+    this.registry.setHosts(resolveHosts(this.current, ssh, localRoots));
+  }
+
+  command(id: string, run: (...args: unknown[]) => unknown): void {
+    this.track(
+      vscode.commands.registerCommand(id, async (...args: unknown[]) => {
+        try {
+          return await run(...args);
+        } catch (e) {
+          this.log.error(`${id}: ${e instanceof Error ? e.message : String(e)}`);
+          void showError(e instanceof Error ? e.message : String(e));
+          return undefined;
+        }
+      }),
+    );
+  }
+
+  track<T extends vscode.Disposable>(d: T): T {
+    this.disposables.push(d);
+    return d;
+  }
+
+  dispose(): void {
+    for (const d of this.disposables.splice(0).reverse()) {
+      try {
+        d.dispose();
+      } catch {
+        /* keep disposing the rest */
+      }
+    }
+  }
+}

@@ -1,0 +1,91 @@
+import { KnownGoodError } from '../errors';
+import type { ContainerSettings } from '../settings';
+import type { ExecOptions, ExecResult, ProcessHandle, SpawnOptions, Transport } from './types';
+
+/** Splits a custom prefix like `lxc-attach -n 200 --` into words (single/double quotes, backslash escapes). */
+export function splitWords(text: string): string[] {
+  const words: string[] = [];
+  let cur = '';
+  let inWord = false;
+  let quote: '"' | "'" | undefined;
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i]!;
+    if (quote) {
+      if (c === quote) quote = undefined;
+      else if (c === '\\' && quote === '"' && i + 1 < text.length) cur += text[++i];
+      else cur += c;
+    } else if (c === '"' || c === "'") {
+      quote = c;
+      inWord = true;
+    } else if (c === '\\' && i + 1 < text.length) {
+      cur += text[++i];
+      inWord = true;
+    } else if (/\s/.test(c)) {
+      if (inWord) words.push(cur);
+      cur = '';
+      inWord = false;
+    } else {
+      cur += c;
+      inWord = true;
+    }
+  }
+  if (quote) throw new Error(`unterminated ${quote} in container command: ${text}`);
+  if (inWord) words.push(cur);
+  return words;
+}
+
+/** The words put before a command to run it inside the container. */
+export function containerPrefix(c: ContainerSettings, interactive: boolean): string[] {
+  switch (c.kind) {
+    case 'pct':
+      return ['pct', 'exec', c.id!, '--'];
+    case 'docker':
+      return ['docker', 'exec', interactive ? '-it' : '-i', c.id!];
+    case 'kubectl':
+      return ['kubectl', 'exec', interactive ? '-it' : '-i', c.id!, '--'];
+    case 'custom':
+      return splitWords(c.command!);
+  }
+}
+
+const NOT_RUNNING =
+  /(CT \d+ not running|is not running|No such container|container not found|Error from server \(NotFound\)|cannot exec in a stopped)/i;
+
+/** Runs every command inside a container on another transport (`pct exec`, `docker exec -i`, …). */
+export class ContainerTransport implements Transport {
+  readonly id: string;
+  readonly label: string;
+
+  constructor(
+    private readonly inner: Transport,
+    private readonly container: ContainerSettings,
+    hostName: string,
+  ) {
+    const tag = container.kind === 'custom' ? 'custom' : `${container.kind}:${container.id}`;
+    this.id = `${inner.id}/${tag}`;
+    this.label = `${hostName} (${container.kind === 'custom' ? 'container' : `container ${container.id}`})`;
+  }
+
+  wrap(argv: readonly string[], interactive = false): string[] {
+    return [...containerPrefix(this.container, interactive), ...argv];
+  }
+
+  async exec(argv: readonly string[], options?: ExecOptions): Promise<ExecResult> {
+    const res = await this.inner.exec(this.wrap(argv), options);
+    if (res.exitCode !== 0 && res.stdout === '' && NOT_RUNNING.test(res.stderr)) {
+      throw new KnownGoodError(
+        'container-not-running',
+        `container ${this.container.id ?? ''} on ${this.label} is not running: ${res.stderr.trim().split('\n')[0]}`,
+      );
+    }
+    return res;
+  }
+
+  spawn(argv: readonly string[], options?: SpawnOptions): Promise<ProcessHandle> {
+    return this.inner.spawn(this.wrap(argv, !!options?.pty), options);
+  }
+
+  dispose(): void {
+    /* the inner transport is pooled and owned by the pool */
+  }
+}
