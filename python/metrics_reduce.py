@@ -1,0 +1,699 @@
+"""Reduce a jsonl metrics log to plot data, on the host that has it (stdlib only, Python 3.8+).
+
+    metrics_reduce.py FILE [--buckets N] [--x step|time|line] [--from X --to X] [--offset BYTES]
+                           [--series k1,k2] [--no-fast]
+
+One pass over the file in binary mode.  Numeric keys are found by themselves (nested dicts flattened as ``a.b``);
+NaN/Infinity values, lines without numbers and malformed lines are skipped and counted, never fatal.  A last line
+without its newline is being written: it is left for the next read and ``nextOffset`` points at its start.
+
+Per series the points are reduced to at most ``--buckets`` buckets of equal width in x, each keeping the smallest,
+largest and last value (the last is the value at the greatest x; at equal x the later line wins, so a run resumed
+from an earlier step overrides what it replays).  Plot lines drawn through min and max keep every spike.
+
+Speed: ``json.loads`` per line costs about 2.5 s per million lines here.  Real logs repeat a handful of line
+shapes (same keys in the same order, only the numbers change), so each shape seen is turned into a regular
+expression that captures its numbers; one ``findall`` per 4 MiB block then yields the numbers of every line of a
+known shape, converted column by column at C speed.  A shape is only trusted after it reproduced ``json.loads`` on
+the line it came from; lines of no known shape (first of their kind, NaN, odd spacing) take the json.loads path.
+"""
+import bisect
+import itertools
+import json
+import math
+import os
+import re
+import sys
+import time
+
+import kg_common
+
+STEP_KEYS = ("step", "global_step", "_step", "iter", "iteration", "train/global_step", "trainer/global_step")
+TIME_KEYS = ("time", "timestamp", "_timestamp", "wall_time")
+DEFAULT_BUCKETS = 2000
+BLOCK = 4 << 20
+MAX_SHAPES = 12
+MAX_SERIES = 256
+
+_NUM = rb"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?"
+# The same numbers, matched twice as fast where the regex engine has possessive quantifiers (Python 3.11+): the
+# token after a number is always a fixed character, so giving up backtracking changes no match.
+_NUM_FAST = rb"-?(?:0|[1-9][0-9]*+)(?:\.[0-9]++)?+(?:[eE][-+]?[0-9]++)?+" if sys.version_info >= (3, 11) else _NUM
+_STR = rb'"(?:[^"\\\n]|\\.)*"'
+_TOKEN = re.compile(
+    rb"([ \t]*)(?:(" + _STR + rb")|(" + _NUM + rb")|(true|false|null)|([{}\[\]:,])|(NaN|-?Infinity))"
+)
+
+
+class _Args(object):
+    pass
+
+
+def parse_args(argv):
+    a = _Args()
+    a.path = None
+    a.buckets = DEFAULT_BUCKETS
+    a.x = "step"
+    a.lo = None
+    a.hi = None
+    a.offset = 0
+    a.series = None
+    a.fast = True
+    it = iter(argv)
+    for tok in it:
+        if tok in ("--buckets", "--x", "--from", "--to", "--offset", "--series"):
+            try:
+                val = next(it)
+            except StopIteration:
+                raise kg_common.ProbeError("%s needs a value" % tok, "bad-args")
+            try:
+                if tok == "--buckets":
+                    a.buckets = int(val)
+                elif tok == "--x":
+                    a.x = val
+                elif tok == "--from":
+                    a.lo = float(val)
+                elif tok == "--to":
+                    a.hi = float(val)
+                elif tok == "--offset":
+                    a.offset = int(val)
+                else:
+                    a.series = [s for s in val.split(",") if s]
+            except ValueError:
+                raise kg_common.ProbeError("bad value for %s: %r" % (tok, val), "bad-args")
+        elif tok == "--no-fast":
+            a.fast = False
+        elif tok.startswith("--"):
+            raise kg_common.ProbeError("unknown option %s" % tok, "bad-args")
+        elif a.path is None:
+            a.path = tok
+        else:
+            raise kg_common.ProbeError("only one FILE is read", "bad-args")
+    if a.path is None:
+        raise kg_common.ProbeError("usage: metrics_reduce.py FILE [--buckets N] [--x step|time|line] "
+                                   "[--from X --to X] [--offset BYTES] [--series k1,k2]", "bad-args")
+    if a.x not in ("step", "time", "line"):
+        raise kg_common.ProbeError("--x must be step, time or line", "bad-args")
+    if not 1 <= a.buckets <= 1000000:
+        raise kg_common.ProbeError("--buckets must be between 1 and 1000000", "bad-args")
+    if (a.lo is None) != (a.hi is None):
+        raise kg_common.ProbeError("--from and --to go together", "bad-args")
+    if a.lo is not None and not (math.isfinite(a.lo) and math.isfinite(a.hi) and a.lo <= a.hi):
+        raise kg_common.ProbeError("--from must be a number not above --to", "bad-args")
+    if a.offset < 0:
+        raise kg_common.ProbeError("--offset must not be negative", "bad-args")
+    return a
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Lines one by one (the reference; every line of no known shape goes here)
+
+
+def _flatten(d, prefix, out, counts):
+    for k, v in d.items():
+        t = type(v)
+        if t is float:
+            if v - v == 0.0:
+                out[prefix + k] = v
+            else:
+                counts["nonFinite"] += 1
+        elif t is int:
+            try:
+                out[prefix + k] = float(v)
+            except OverflowError:
+                counts["nonFinite"] += 1
+        elif t is dict:
+            _flatten(v, prefix + k + ".", out, counts)
+
+
+def numbers_of(line, counts):
+    """The flattened numeric values of one line, or None (counted as malformed / not numeric)."""
+    try:
+        doc = json.loads(line)
+    except ValueError:
+        counts["malformed"] += 1
+        return None
+    if type(doc) is not dict:
+        counts["malformed"] += 1
+        return None
+    out = {}
+    _flatten(doc, "", out, counts)
+    if not out:
+        counts["nonNumeric"] += 1
+        return None
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Line shapes
+
+
+class Shape(object):
+    """A line shape: the regex source that matches lines like it, and the key path of each captured number."""
+
+    def __init__(self, pattern, paths):
+        self.pattern = pattern
+        self.paths = paths  # one per group, in order
+        self.first = 0  # index of its first group in the combined pattern
+
+
+def shape_of(line):
+    """The shape of one line, or None when it has none worth keeping (no numbers, NaN, arrays of objects...)."""
+    pos = 0
+    parts = []
+    paths = []
+    # Stack of [kind, path prefix, expecting a key, current key, inside an array].
+    stack = []
+    in_array = False
+    first = True
+    while True:
+        m = _TOKEN.match(line, pos)
+        if m is None:
+            break
+        ws, s, num, lit, punct, nonfinite = m.groups()
+        if nonfinite is not None:
+            return None
+        if first:
+            if punct != b"{" or ws:
+                return None
+            first = False
+        elif not stack:
+            return None  # something after the closing brace
+        if ws:
+            parts.append(re.escape(ws))
+        pos = m.end()
+        top = stack[-1] if stack else None
+        if punct is not None:
+            parts.append(re.escape(punct))
+            if punct == b"{":
+                prefix = ""
+                if top is not None:
+                    prefix = top[1] + (top[3] + "." if top[0] == "obj" else "")
+                stack.append(["obj", prefix, True, None, in_array])
+            elif punct == b"[":
+                stack.append(["arr", "", False, None, in_array])
+                in_array = True
+            elif punct in (b"}", b"]"):
+                if top is None:
+                    return None
+                stack.pop()
+                in_array = top[4]
+                if not stack:
+                    break
+            elif punct == b",":
+                if top is not None and top[0] == "obj":
+                    top[2] = True
+            continue
+        if s is not None:
+            if top is not None and top[0] == "obj" and top[2]:
+                try:
+                    key = json.loads(s)
+                except ValueError:
+                    return None
+                top[3] = key
+                top[2] = False
+                parts.append(re.escape(s))
+            else:
+                parts.append(_STR)
+            continue
+        if num is not None:
+            if top is not None and top[0] == "obj" and not in_array:
+                parts.append(b"(" + _NUM_FAST + b")")
+                paths.append(top[1] + top[3])
+            else:
+                parts.append(_NUM)
+            continue
+        parts.append(rb"(?:true|false|null)")
+    if stack or first:
+        return None
+    if line[pos:] not in (b"", b"\r"):
+        return None
+    parts.append(rb"\r?")
+    if not paths:
+        return None
+    return Shape(b"".join(parts), paths)
+
+
+def verified_shape(line):
+    """A shape only counts when its captures give exactly what json.loads gives on the line it came from."""
+    shape = shape_of(line)
+    if shape is None:
+        return None
+    try:
+        m = re.compile(shape.pattern).fullmatch(line)
+    except (re.error, OverflowError, RecursionError):
+        return None
+    if m is None:
+        return None
+    counts = {"malformed": 0, "nonNumeric": 0, "nonFinite": 0}
+    want = numbers_of(line, counts)
+    if want is None or counts["nonFinite"]:
+        return None
+    got = {}
+    for path, g in zip(shape.paths, m.groups()):
+        got[path] = float(g)
+    if got != want:
+        return None  # duplicate keys and the like: leave such lines to json.loads
+    return shape
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Buckets
+
+
+class Reducer(object):
+    """Equal-width buckets over x shared by all series; without a window the width doubles as the range grows."""
+
+    def __init__(self, nb, lo=None, hi=None):
+        self.nb = nb
+        self.window = lo is not None
+        self.origin = lo
+        self.width = None
+        if self.window:
+            self.width = (hi - lo) / nb if hi > lo else 1.0
+            self.hi = hi
+        self.lo_idx = None
+        self.hi_idx = None
+        self.buckets = {}  # series -> {index: [min, max, last x, last y, last t, count]}
+        self.xmin = None
+        self.xmax = None
+
+    def _double(self):
+        self.width *= 2.0
+        self.lo_idx //= 2
+        self.hi_idx //= 2
+        for name, old in self.buckets.items():
+            new = {}
+            for k in sorted(old):
+                b = old[k]
+                k2 = k // 2
+                cur = new.get(k2)
+                if cur is None:
+                    new[k2] = b
+                else:
+                    if b[0] < cur[0]:
+                        cur[0] = b[0]
+                    if b[1] > cur[1]:
+                        cur[1] = b[1]
+                    if b[2] >= cur[2]:
+                        cur[2], cur[3], cur[4] = b[2], b[3], b[4]
+                    cur[5] += b[5]
+            self.buckets[name] = new
+
+    def _bounds(self, xs):
+        """(bucket, i, j) for each run xs[i:j] of sorted xs in one bucket: a few divisions per bucket, not per point."""
+        o, w, floor = self.origin, self.width, math.floor
+        last_idx = self.nb - 1 if self.window else None
+        n = len(xs)
+        out = []
+        i = 0
+        left = bisect.bisect_left
+        while i < n:
+            k = floor((xs[i] - o) / w)
+            if last_idx is not None and k >= last_idx:
+                out.append((last_idx, i, n))
+                break
+            # The first x of the next bucket, then corrected so that membership is exactly floor((x - o) / w).
+            j = left(xs, o + (k + 1) * w, i + 1)
+            while j > i + 1 and floor((xs[j - 1] - o) / w) > k:
+                j -= 1
+            while j < n and floor((xs[j] - o) / w) <= k:
+                j += 1
+            out.append((k, i, j))
+            i = j
+        return out
+
+    def add(self, xs, ts, series):
+        """Points sharing xs (and ts, wall times, or None): series maps a key to its ys."""
+        if not xs:
+            return
+        xmin = min(xs)
+        xmax = max(xs)
+        if self.xmin is None or xmin < self.xmin:
+            self.xmin = xmin
+        if self.xmax is None or xmax > self.xmax:
+            self.xmax = xmax
+        if self.window:
+            lo, hi = self.origin, self.hi
+            if xmin < lo or xmax > hi:
+                keep = [i for i, x in enumerate(xs) if lo <= x <= hi]
+                if not keep:
+                    return
+                xs = [xs[i] for i in keep]
+                ts = [ts[i] for i in keep] if ts is not None else None
+                series = dict((k, [ys[i] for i in keep]) for k, ys in series.items())
+        else:
+            if self.width is None:
+                # Buckets are [k * w, (k + 1) * w) with w a power of two: x / w is then exact, and the width ends
+                # up the smallest power of two that fits the data in nb buckets, however the lines were chunked.
+                self.origin = 0.0
+                mag = max(abs(xmin), abs(xmax), 1.0)
+                w = 2.0 ** max(math.frexp(mag)[1] - 41, -1000)
+                span = xmax - xmin
+                if span > 0:
+                    w = max(w, 2.0 ** max(math.floor(math.log2(span / self.nb)) - 1, -1000))
+                self.width = w
+            o, w = self.origin, self.width
+            blo = math.floor((xmin - o) / w)
+            bhi = math.floor((xmax - o) / w)
+            if self.lo_idx is None:
+                self.lo_idx, self.hi_idx = blo, bhi
+            while max(self.hi_idx, bhi) - min(self.lo_idx, blo) + 1 > self.nb:
+                self._double()
+                blo = math.floor((xmin - o) / self.width)
+                bhi = math.floor((xmax - o) / self.width)
+            self.lo_idx = min(self.lo_idx, blo)
+            self.hi_idx = max(self.hi_idx, bhi)
+        # In x order (stable: at equal x the later line stays later) so that each bucket is one slice.
+        if any(map(float.__gt__, xs, itertools.islice(xs, 1, None))):
+            order = sorted(range(len(xs)), key=xs.__getitem__)
+            xs = [xs[i] for i in order]
+            ts = [ts[i] for i in order] if ts is not None else None
+            series = dict((k, [ys[i] for i in order]) for k, ys in series.items())
+        bounds = self._bounds(xs)
+        for name, ys in series.items():
+            table = self.buckets.get(name)
+            if table is None:
+                table = self.buckets[name] = {}
+            for k, i, j in bounds:
+                if j - i == 1:
+                    y = ys[i]
+                    mn = mx = y
+                else:
+                    seg = ys[i:j]
+                    mn = min(seg)
+                    mx = max(seg)
+                    y = ys[j - 1]
+                lx = xs[j - 1]
+                lt = ts[j - 1] if ts is not None else None
+                cur = table.get(k)
+                if cur is None:
+                    table[k] = [mn, mx, lx, y, lt, j - i]
+                else:
+                    if mn < cur[0]:
+                        cur[0] = mn
+                    if mx > cur[1]:
+                        cur[1] = mx
+                    if lx >= cur[2]:
+                        cur[2], cur[3], cur[4] = lx, y, lt
+                    cur[5] += j - i
+
+    def result(self, names):
+        out = []
+        for name in names:
+            table = self.buckets.get(name)
+            if not table:
+                continue
+            keys = sorted(table)
+            rows = [table[k] for k in keys]
+            s = {
+                "key": name,
+                "x": [_compact(r[2]) for r in rows],
+                "min": [_compact(r[0]) for r in rows],
+                "max": [_compact(r[1]) for r in rows],
+                "last": [_compact(r[3]) for r in rows],
+                "count": sum(r[5] for r in rows),
+                "lastX": _compact(rows[-1][2]),
+                "lastValue": _compact(rows[-1][3]),
+            }
+            if all(r[4] is not None for r in rows):
+                s["t"] = [r[4] for r in rows]
+            out.append(s)
+        return out
+
+
+def _compact(v):
+    return int(v) if v.is_integer() and abs(v) < 2 ** 53 else v
+
+
+def _finite_or_filter(xs, ts, ys, counts):
+    """Values that overflowed float (1e999) are the only non-finite ones a shape can capture: drop them."""
+    total = sum(ys)
+    if total - total == 0.0:
+        return xs, ts, ys
+    keep = [i for i, y in enumerate(ys) if y - y == 0.0]
+    counts["nonFinite"] += len(ys) - len(keep)
+    return [xs[i] for i in keep], ([ts[i] for i in keep] if ts is not None else None), [ys[i] for i in keep]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The pass
+
+
+class Pass(object):
+    def __init__(self, a, xmode):
+        self.a = a
+        self.xmode = xmode
+        self.want = set(a.series) if a.series else None
+        self.xkeys = STEP_KEYS if xmode == "step" else TIME_KEYS if xmode == "time" else ()
+        self.skip_default = set(STEP_KEYS) | set(TIME_KEYS)
+        self.reducer = Reducer(a.buckets, a.lo, a.hi)
+        self.counts = {"malformed": 0, "nonNumeric": 0, "nonFinite": 0, "noX": 0}
+        self.keys = set()
+        self.xused = set()
+        self.lines = 0
+        self.blank = 0
+        self.fast_lines = 0
+        self.shapes = []
+        self.shape_keys = set()
+        self.combined = None
+
+    def is_series(self, key):
+        if self.want is not None:
+            return key in self.want
+        return key not in self.skip_default
+
+    def _x_of(self, keys):
+        for k in self.xkeys:
+            if k in keys:
+                return k
+        return None
+
+    def _t_of(self, keys):
+        if self.xmode != "step":
+            return None
+        for k in TIME_KEYS:
+            if k in keys:
+                return k
+        return None
+
+    def _learn(self, line):
+        if not self.a.fast or len(self.shapes) >= MAX_SHAPES:
+            return
+        shape = verified_shape(line)
+        if shape is None or shape.pattern in self.shape_keys:
+            return
+        self.shape_keys.add(shape.pattern)
+        self.shapes.append(shape)
+        parts = []
+        g = 0
+        for s in self.shapes:
+            s.first = g
+            g += len(s.paths)
+            parts.append(s.pattern)
+        try:
+            self.combined = re.compile(rb"^(?:" + b"|".join(parts) + rb"|(.*))$", re.M)
+        except (re.error, OverflowError, RecursionError):
+            self.shapes.pop()
+            self.shape_keys.discard(shape.pattern)
+            self.combined = None
+
+    def block(self, buf, start, end, base):
+        """The complete lines in buf[start:end] (end is the position of the last newline); base = lines before."""
+        if self.combined is None and self.a.fast:
+            # Learn a shape from the first lines so the rest of this block already takes the fast path.
+            tries = 0
+            while self.combined is None and tries < 64:
+                nl = buf.find(b"\n", start, end)
+                stop = end if nl < 0 else nl
+                self.lines += 1
+                base += 1
+                tries += 1
+                self._slow([bytes(buf[start:stop])], [base])
+                if nl < 0:
+                    return
+                start = nl + 1
+        combined = self.combined
+        if combined is None:
+            lines = bytes(buf[start:end]).split(b"\n")
+            self.lines += len(lines)
+            self._slow(lines, range(base + 1, base + len(lines) + 1))
+            return
+        # The catch-all alternative matches whatever no shape does, so there is exactly one row per line.
+        rows = combined.findall(buf, start, end)
+        n = len(rows)
+        self.lines += n
+        cols = list(zip(*rows))
+        compress = itertools.compress
+        matched = 0
+        for shape in self.shapes:
+            mask = cols[shape.first]
+            if not any(mask):
+                continue
+            paths = shape.paths
+            xk = self._x_of(paths)
+            tk = self._t_of(paths)
+            cnt = n - mask.count(b"")
+            matched += cnt
+            if self.xmode == "line":
+                xs = [float(i) for i in compress(range(base + 1, base + n + 1), mask)]
+            elif xk is None:
+                self.counts["noX"] += cnt
+                self.keys.update(paths)
+                continue
+            else:
+                xs = list(map(float, compress(cols[shape.first + paths.index(xk)], mask)))
+                self.xused.add(xk)
+            ts = list(map(float, compress(cols[shape.first + paths.index(tk)], mask))) if tk else None
+            series = {}
+            for j, p in enumerate(paths):
+                self.keys.add(p)
+                if p == xk or not self.is_series(p):
+                    continue
+                ys = list(map(float, compress(cols[shape.first + j], mask)))
+                sx, st, sy = _finite_or_filter(xs, ts, ys, self.counts)
+                if sx is xs:
+                    series[p] = sy
+                else:
+                    self.reducer.add(sx, st, {p: sy})
+            if xs and (ts is None or sum(ts) - sum(ts) == 0.0) and sum(xs) - sum(xs) == 0.0:
+                self.reducer.add(xs, ts, series)
+            else:  # x itself overflowed somewhere: point by point
+                for p, ys in series.items():
+                    keep = [i for i in range(len(xs)) if xs[i] - xs[i] == 0.0 and (ts is None or ts[i] - ts[i] == 0.0)]
+                    self.reducer.add([xs[i] for i in keep], [ts[i] for i in keep] if ts else None,
+                                     {p: [ys[i] for i in keep]})
+        self.fast_lines += matched
+        rest = cols[-1]
+        others = list(compress(rest, rest))
+        if others:
+            self._slow(others, compress(range(base + 1, base + n + 1), rest))
+        self.blank += n - matched - len(others)
+
+    def _slow(self, lines, numbers):
+        """json.loads line by line; numbers yields each line's 1-based number."""
+        per = {}  # series -> (xs, ts, ys)
+        learned = 0
+        for line, lineno in zip(lines, numbers):
+            if not line or line.isspace():
+                self.blank += 1
+                continue
+            vals = numbers_of(line, self.counts)
+            if vals is None:
+                continue
+            if learned < 4 and len(self.shapes) < MAX_SHAPES and self.a.fast:
+                before = len(self.shapes)
+                self._learn(line)
+                learned += len(self.shapes) - before
+            self.keys.update(vals)
+            if self.xmode == "line":
+                xk = None
+                x = float(lineno)
+            else:
+                xk = self._x_of(vals)
+                if xk is None:
+                    self.counts["noX"] += 1
+                    continue
+                self.xused.add(xk)
+                x = vals[xk]
+            tk = self._t_of(vals)
+            t = vals[tk] if tk else None
+            for k, v in vals.items():
+                if k == xk or not self.is_series(k):
+                    continue
+                e = per.get(k)
+                if e is None:
+                    e = per[k] = ([], [], [], [True])
+                e[0].append(x)
+                e[1].append(t)
+                e[2].append(v)
+                if t is None:
+                    e[3][0] = False
+        for k, (xs, ts, ys, has_t) in per.items():
+            self.reducer.add(xs, ts if has_t[0] else None, {k: ys})
+
+
+def reduce_file(a, xmode):
+    p = Pass(a, xmode)
+    try:
+        f = open(a.path, "rb", buffering=0)
+    except OSError as e:
+        raise kg_common.ProbeError("cannot read %s: %s" % (a.path, e.strerror or e), "not-found")
+    with f:
+        try:
+            size = os.fstat(f.fileno()).st_size
+        except OSError:
+            size = None
+        if a.offset:
+            f.seek(a.offset)
+        pos = a.offset
+        # One buffer, reused: fresh multi-megabyte allocations cost more than the parsing on some hosts.
+        buf = bytearray(BLOCK)
+        filled = 0
+        first = a.offset == 0
+        base = 0
+        while True:
+            if filled == len(buf):  # one line longer than the buffer
+                buf.extend(bytes(len(buf)))
+            with memoryview(buf) as mv:
+                got = f.readinto(mv[filled:])
+            if not got:
+                break
+            filled += got
+            start = 0
+            if first and filled >= 3:
+                first = False
+                if buf[:3] == b"\xef\xbb\xbf":
+                    start = 3
+            cut = buf.rfind(b"\n", start, filled)
+            if cut < 0:
+                continue
+            p.block(buf, start, cut, base)
+            base = p.lines
+            done = cut + 1
+            buf[: filled - done] = buf[done:filled]
+            filled -= done
+            pos += done
+        # A line still being written (no newline yet) is read next time, whole.
+    return p, pos, size
+
+
+def main(argv):
+    a = parse_args(argv)
+    started = time.time()
+    p, next_offset, size = reduce_file(a, a.x)
+    xmode = a.x
+    if a.x == "step" and not p.xused and p.counts["noX"] > 0:
+        # No line has a step: number the lines instead (a second pass, only for such logs).
+        p, next_offset, size = reduce_file(a, "line")
+        xmode = "line"
+    names = sorted(p.reducer.buckets)
+    truncated = len(names) > MAX_SERIES
+    series = p.reducer.result(names[:MAX_SERIES])
+    r = p.reducer
+    skipped = dict(p.counts)
+    return {
+        "path": a.path,
+        "size": size,
+        "offset": a.offset,
+        "nextOffset": next_offset,
+        "lines": p.lines,
+        "blank": p.blank,
+        "skipped": skipped,
+        "x": xmode,
+        "xKeys": sorted(p.xused),
+        "xRange": [_compact(r.xmin), _compact(r.xmax)] if r.xmin is not None else None,
+        "keys": sorted(p.keys),
+        "buckets": a.buckets,
+        "bucketWidth": r.width,
+        "window": {"from": a.lo, "to": a.hi} if a.lo is not None else None,
+        "series": series,
+        "seriesTruncated": truncated,
+        "fastLines": p.fast_lines,
+        "shapes": len(p.shapes),
+        "elapsedMs": round((time.time() - started) * 1000.0, 1),
+    }
+
+
+if __name__ == "__main__":
+    kg_common.run(main)

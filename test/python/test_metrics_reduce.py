@@ -1,0 +1,251 @@
+import json
+import math
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PYDIR = os.path.join(HERE, "..", "..", "python")
+sys.path.insert(0, PYDIR)
+
+import kg_common  # noqa: E402
+import metrics_reduce  # noqa: E402
+
+
+def series_by_key(result):
+    return dict((s["key"], s) for s in result["series"])
+
+
+def comparable(result):
+    r = dict(result)
+    for k in ("elapsedMs", "fastLines", "shapes"):
+        r.pop(k)
+    return r
+
+
+class MetricsReduceTest(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="kg-metrics-")
+
+    def tearDown(self):
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def write(self, name, text, mode="w"):
+        path = os.path.join(self.dir, name)
+        with open(path, mode + "b") as f:
+            f.write(text.encode("utf-8") if isinstance(text, str) else text)
+        return path
+
+    def test_bucketing_keeps_extremes_and_last(self):
+        random.seed(7)
+        lines = []
+        for step in range(100000):
+            loss = 1.0 + random.random() * 0.01
+            if step == 31337:
+                loss = 1000.0
+            if step == 77777:
+                loss = -5.0
+            lines.append(json.dumps({"step": step, "loss": loss, "lr": 3e-4}))
+        path = self.write("log.jsonl", "\n".join(lines) + "\n")
+        r = metrics_reduce.main([path, "--buckets", "100"])
+        loss = series_by_key(r)["loss"]
+        self.assertLessEqual(len(loss["x"]), 100)
+        self.assertGreater(len(loss["x"]), 40)
+        self.assertEqual(max(loss["max"]), 1000.0)
+        self.assertEqual(min(loss["min"]), -5.0)
+        # The spike sits in the bucket that ends at or after its step, and in no other.
+        i = next(k for k, x in enumerate(loss["x"]) if x >= 31337)
+        self.assertEqual(loss["max"][i], 1000.0)
+        self.assertEqual(sum(1 for v in loss["max"] if v == 1000.0), 1)
+        self.assertEqual(loss["count"], 100000)
+        self.assertEqual(loss["lastX"], 99999)
+        self.assertEqual(loss["lastValue"], json.loads(lines[-1])["loss"])
+        self.assertEqual(r["lines"], 100000)
+        self.assertEqual(r["xRange"], [0, 99999])
+        self.assertEqual(r["keys"], ["loss", "lr", "step"])
+        self.assertGreater(r["fastLines"], 99000)
+
+    def test_window_matches_brute_force(self):
+        random.seed(3)
+        rows = []
+        for step in range(5000):
+            rows.append({"step": step, "loss": random.random(), "acc": random.random()})
+        random.shuffle(rows[1000:2000])  # out of order lines must not matter
+        path = self.write("w.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
+        lo, hi, nb = 1234.0, 3210.0, 37
+        r = metrics_reduce.main([path, "--buckets", str(nb), "--from", str(lo), "--to", str(hi)])
+        w = (hi - lo) / nb
+        want = {}
+        for row in rows:
+            x = float(row["step"])
+            if not lo <= x <= hi:
+                continue
+            k = min(int(math.floor((x - lo) / w)), nb - 1)
+            b = want.setdefault(k, {"min": 9e9, "max": -9e9, "lastx": -1, "last": None, "n": 0})
+            b["min"] = min(b["min"], row["loss"])
+            b["max"] = max(b["max"], row["loss"])
+            if x >= b["lastx"]:
+                b["lastx"], b["last"] = x, row["loss"]
+            b["n"] += 1
+        loss = series_by_key(r)["loss"]
+        ks = sorted(want)
+        self.assertEqual(loss["x"], [int(want[k]["lastx"]) for k in ks])
+        self.assertEqual(loss["min"], [want[k]["min"] for k in ks])
+        self.assertEqual(loss["max"], [want[k]["max"] for k in ks])
+        self.assertEqual(loss["last"], [want[k]["last"] for k in ks])
+        self.assertEqual(loss["count"], sum(b["n"] for b in want.values()))
+        self.assertEqual(r["window"], {"from": lo, "to": hi})
+        self.assertEqual(r["xRange"], [0, 4999])
+
+    def test_nan_infinity_malformed_counted_and_fast_equals_slow(self):
+        text = "".join(
+            [
+                '{"step": 0, "loss": 2.5, "acc": 0.1, "tag": "train", "ok": true}\n',
+                '{"step": 1, "loss": NaN, "acc": 0.2, "tag": "train", "ok": true}\n',
+                '{"step": 2, "loss": Infinity, "acc": -Infinity, "tag": "train", "ok": false}\n',
+                "this is not json\n",
+                '{"step": 3, "loss": 2.4, "acc": 0.3, "tag": "tr\\"ain", "ok": null}\n',
+                "\n",
+                '{"step": 4, "loss": 1e999, "acc": 0.4, "tag": "train", "ok": true}\n',
+                '{"step": 5, "eval": {"loss": 3.25, "ppl": 25.8}, "note": [1, 2]}\n',
+                '{"step": 6, "loss": 2.3, "acc": 0.5, "tag": "train", "ok": true}\r\n',
+                '   {"step": 7, "loss": 2.2, "acc": 0.6, "tag": "x", "ok": true}\n',
+                '{"step": 8, "loss": 2.1, "loss": 9.9, "acc": 0.7}\n',
+                '{"message": "hello"}\n',
+                "[1, 2, 3]\n",
+                '{"step": 9, "loss": 01}\n',
+                '{"loss": 4.0}\n',
+                '{"step": 10, "loss": 2.0, "acc": 0.8, "tag": "train", "ok": true}\n',
+                '{"step": 11, "loss": 1.9, "acc": 0.9, "tag": "train", "ok": true}\n',
+                '{"step": 12, "eval": {"loss": 3.0, "ppl": 20.1}, "note": [3, 4]}\n',
+                '{"step": 13, "loss": -1.5e-3, "acc": 1.0, "tag": "train", "ok": true}\n',
+            ]
+        )
+        path = self.write("mixed.jsonl", text)
+        fast = metrics_reduce.main([path])
+        slow = metrics_reduce.main([path, "--no-fast"])
+        self.assertEqual(comparable(fast), comparable(slow))
+        self.assertGreater(fast["fastLines"], 0)
+        self.assertEqual(slow["fastLines"], 0)
+        self.assertEqual(fast["lines"], 19)
+        self.assertEqual(fast["blank"], 1)
+        self.assertEqual(
+            fast["skipped"],
+            # malformed: prose, the array line, "01"; nonNumeric: the message line; no step: the bare loss line;
+            # nonFinite: NaN, Infinity, -Infinity and 1e999 (which overflows float).
+            {"malformed": 3, "nonNumeric": 1, "nonFinite": 4, "noX": 1},
+        )
+        s = series_by_key(fast)
+        self.assertEqual(s["loss"]["x"], [0, 3, 6, 7, 8, 10, 11, 13])
+        self.assertEqual(s["loss"]["last"], [2.5, 2.4, 2.3, 2.2, 9.9, 2.0, 1.9, -0.0015])
+        self.assertEqual(s["eval.loss"]["x"], [5, 12])
+        self.assertEqual(s["eval.ppl"]["last"], [25.8, 20.1])
+        self.assertNotIn("note", s)
+        self.assertNotIn("step", s)
+        self.assertIn("eval.loss", fast["keys"])
+
+    def test_torn_last_line_and_offset_follow(self):
+        full = "".join('{"step": %d, "loss": %s}\n' % (i, 1.0 / (i + 1)) for i in range(10))
+        torn = '{"step": 10, "loss": 0.0'
+        path = self.write("live.jsonl", full + torn)
+        r = metrics_reduce.main([path])
+        self.assertEqual(r["lines"], 10)
+        self.assertEqual(r["nextOffset"], len(full.encode()))
+        self.assertEqual(r["size"], len((full + torn).encode()))
+        self.assertEqual(series_by_key(r)["loss"]["lastX"], 9)
+        # The writer finishes the line and adds two more; only those bytes are read.
+        with open(path, "ab") as f:
+            f.write(b'9}\n{"step": 11, "loss": 0.05}\n{"step": 12, "loss": 0.04}\n')
+        r2 = metrics_reduce.main([path, "--offset", str(r["nextOffset"])])
+        self.assertEqual(r2["offset"], r["nextOffset"])
+        self.assertEqual(r2["lines"], 3)
+        loss = series_by_key(r2)["loss"]
+        self.assertEqual(loss["x"], [10, 11, 12])
+        self.assertEqual(loss["last"], [0.09, 0.05, 0.04])
+        self.assertEqual(r2["nextOffset"], os.path.getsize(path))
+        r3 = metrics_reduce.main([path, "--offset", str(r2["nextOffset"])])
+        self.assertEqual(r3["lines"], 0)
+        self.assertEqual(r3["series"], [])
+
+    def test_time_axis_step_times_and_series_choice(self):
+        text = "".join(
+            '{"_timestamp": %.3f, "step": %d, "loss": %s, "lr": 0.1}\n' % (1700000000.5 + i * 2, i, 5 - i)
+            for i in range(50)
+        )
+        path = self.write("t.jsonl", text)
+        r = metrics_reduce.main([path, "--x", "time", "--series", "loss"])
+        self.assertEqual(r["xKeys"], ["_timestamp"])
+        self.assertEqual([s["key"] for s in r["series"]], ["loss"])
+        self.assertEqual(r["series"][0]["x"][0], 1700000000.5)
+        r = metrics_reduce.main([path])
+        loss = series_by_key(r)["loss"]
+        self.assertEqual(loss["x"][:2], [0, 1])
+        self.assertEqual(loss["t"][:2], [1700000000.5, 1700000002.5])
+        self.assertNotIn("_timestamp", series_by_key(r))
+
+    def test_no_step_numbers_lines(self):
+        path = self.write("nostep.jsonl", "".join('{"loss": %d}\n' % (10 - i) for i in range(10)))
+        r = metrics_reduce.main([path])
+        self.assertEqual(r["x"], "line")
+        self.assertEqual(series_by_key(r)["loss"]["x"], list(range(1, 11)))
+
+    def test_bad_arguments_are_probe_errors(self):
+        with self.assertRaises(kg_common.ProbeError):
+            metrics_reduce.main([])
+        with self.assertRaises(kg_common.ProbeError):
+            metrics_reduce.main(["x", "--from", "3"])
+        with self.assertRaises(kg_common.ProbeError):
+            metrics_reduce.main([os.path.join(self.dir, "missing.jsonl")])
+
+    def test_runs_as_a_script(self):
+        path = self.write("s.jsonl", '{"step": 1, "loss": 2}\n')
+        out = subprocess.run(
+            [sys.executable, os.path.join(PYDIR, "metrics_reduce.py"), path], capture_output=True, check=True
+        )
+        self.assertEqual(json.loads(out.stdout)["series"][0]["key"], "loss")
+
+    def test_million_lines(self):
+        path = os.path.join(self.dir, "big.jsonl")
+        random.seed(11)
+        spike_step = 654321
+        with open(path, "w") as f:
+            chunk = []
+            for i in range(1000000):
+                loss = 4.0 * math.exp(-i / 2e5) + (i % 97) * 1e-4
+                if i == spike_step:
+                    loss = 99.0
+                chunk.append('{"step":%d,"loss":%.5f,"lr":0.0003,"tok_per_s":%.1f}\n' % (i, loss, 12800 + i % 300))
+                if len(chunk) == 10000:
+                    f.write("".join(chunk))
+                    chunk = []
+                if i == 500000:
+                    f.write('{"step":%d,"eval_loss":3.1}\n' % i)
+            f.write("".join(chunk))
+        size = os.path.getsize(path)
+        t0 = time.time()
+        c0 = time.process_time()
+        r = metrics_reduce.main([path])
+        wall = time.time() - t0
+        cpu = time.process_time() - c0
+        out = len(kg_common.dumps(r))
+        sys.stderr.write(
+            "\n  metrics_reduce: 1,000,001 lines, %.1f MB in %.2f s wall (%.2f s CPU); result %d bytes (%.3f%% of file)\n"
+            % (size / 1e6, wall, cpu, out, 100.0 * out / size)
+        )
+        self.assertEqual(r["lines"], 1000001)
+        s = series_by_key(r)
+        self.assertEqual(s["loss"]["count"], 1000000)
+        self.assertEqual(max(s["loss"]["max"]), 99.0)
+        self.assertLessEqual(len(s["loss"]["x"]), 2000)
+        self.assertEqual(s["eval_loss"]["x"], [500000])
+        self.assertLess(out, size / 100)
+        self.assertLess(wall, 60)  # a generous bound: the number that matters is printed above
+
+
+if __name__ == "__main__":
+    unittest.main()
