@@ -1,0 +1,145 @@
+// npm run test:vscode — the extension-host mocha suite, then the Playwright UI scenarios, in real VS Code
+// (the pinned VS Code server + headless Debian Chromium). Exit code: the extension host's, then the UI tests'.
+//
+//   node --import tsx scripts/vscode/run-tests.ts [--no-build] [--only ext|ui] [--grep <mocha grep>] [--headed]
+//   env: KG_VSCODE_TIMEOUT_S (extension-host suite, default 240), KG_UI_TIMEOUT_S (UI tests, default 420),
+//        KG_KEEP_VSCODE_STATE=1 keeps the server's temp state folder for debugging.
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { format } from 'node:util';
+import { launchBrowser, type Browser } from './browser';
+import { repoRoot, startServer, type VsCodeServer } from './server';
+import { buildSuite } from './suite';
+import { startSshd, type TestSshd } from '../../test/support/sshd';
+
+/** Same as test/vscode/suite/index.ts (not imported: that would load mocha here). */
+const MOCHA_LINE_MARK = '\u2063';
+
+const args = process.argv.slice(2);
+const flag = (name: string) => args.includes(name);
+const option = (name: string) => {
+  const i = args.indexOf(name);
+  return i >= 0 ? args[i + 1] : undefined;
+};
+const only = option('--only');
+const t0 = Date.now();
+const secs = (from: number) => `${((Date.now() - from) / 1000).toFixed(1)} s`;
+const say = (line: string) => process.stdout.write(`[test:vscode] ${line}\n`);
+
+async function main(): Promise<number> {
+  // Last resort if something hangs outside the per-phase timeouts (install, server start, browser launch);
+  // exiting runs server.ts's exit handler, which kills the servers' process groups.
+  const hardS = Number(process.env['KG_VSCODE_TIMEOUT_S'] ?? 240) + Number(process.env['KG_UI_TIMEOUT_S'] ?? 420) + 300;
+  setTimeout(() => {
+    process.stderr.write(`[test:vscode] gave up after ${hardS} s\n`);
+    process.exit(124);
+  }, hardS * 1000).unref();
+  if (!flag('--no-build')) {
+    const b = spawnSync(process.execPath, [join(repoRoot, 'scripts', 'build.mjs')], { cwd: repoRoot, stdio: 'inherit' });
+    if (b.status !== 0) return b.status ?? 1;
+  }
+  let code = 0;
+  if (only !== 'ui') code = await runExtensionHostSuite();
+  if (code === 0 && only !== 'ext') code = await runUiTests();
+  say(`${code === 0 ? 'passed' : `FAILED (exit ${code})`} in ${secs(t0)}`);
+  return code;
+}
+
+async function runExtensionHostSuite(): Promise<number> {
+  const started = Date.now();
+  const suite = await buildSuite();
+  const timeoutS = Number(process.env['KG_VSCODE_TIMEOUT_S'] ?? 240);
+  const artifacts = join(repoRoot, 'test-artifacts', 'vscode');
+  mkdirSync(artifacts, { recursive: true });
+  let server: VsCodeServer | undefined;
+  let browser: Browser | undefined;
+  let sshd: TestSshd | undefined;
+  const pageLog: string[] = [];
+  try {
+    sshd = await startSshd();
+    server = await startServer({
+      env: { KG_MOCHA_GREP: option('--grep') ?? '', KG_MOCHA_MARK: '1', KG_TEST_ARTIFACTS: artifacts, KG_TEST_SSHD: testSshdEnv(sshd) },
+      // The SSH pool reads knownHostsFile once, at activation: it has to be in place before the window opens.
+      settings: { 'knownGood.includeSshConfigHosts': false, 'knownGood.knownHostsFile': sshd.knownHostsFile },
+    });
+    browser = await launchBrowser({ headless: !flag('--headed') });
+    const { page } = browser;
+    let resolveExit!: (code: number) => void;
+    const exit = new Promise<number>((r) => (resolveExit = r));
+    // VS Code's browser test protocol: the extension host's console arrives here, then its exit code.
+    await page.exposeFunction('codeAutomationLog', (type: string, logArgs: unknown[]) => {
+      const text = format(...logArgs);
+      pageLog.push(`[${type}] ${text}`);
+      // Mocha's lines (marked by the suite's index.ts) go to stdout; the rest only to the log file.
+      for (const line of text.split('\n')) if (line.startsWith(MOCHA_LINE_MARK)) process.stdout.write(`${line.slice(1)}\n`);
+    });
+    await page.exposeFunction('codeAutomationExit', (code: number) => resolveExit(code));
+    page.on('console', (m) => pageLog.push(`[page ${m.type()}] ${m.text()}`));
+    page.on('pageerror', (e) => pageLog.push(`[pageerror] ${e.message}`));
+    const url = server.url({ extensionDevelopmentPath: process.env['KG_EXTENSION_PATH'] ?? repoRoot, extensionTestsPath: suite });
+    say(`extension-host suite: ${url}`);
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<number>((r) => {
+      timer = setTimeout(() => {
+        process.stderr.write(`[test:vscode] extension-host suite did not finish within ${timeoutS} s\n`);
+        const shot = page.screenshot({ path: join(artifacts, 'timeout.png'), timeout: 5000 }).catch(() => undefined);
+        void shot.then(() => r(124));
+      }, timeoutS * 1000);
+    });
+    const code = await Promise.race([page.goto(url).then(() => exit), timeout]);
+    clearTimeout(timer);
+    say(`extension-host suite exited ${code} after ${secs(started)}`);
+    writeFileSync(join(artifacts, 'workbench-console.log'), pageLog.join('\n') + '\n');
+    if (code !== 0) say(`workbench and extension host console: ${join(artifacts, 'workbench-console.log')}`);
+    return code;
+  } finally {
+    await browser?.close();
+    await server?.stop();
+    await sshd?.stop();
+  }
+}
+
+function testSshdEnv(s: TestSshd): string {
+  return JSON.stringify({ port: s.port, user: s.user, identityFile: s.identityFile, knownHostsFile: s.knownHostsFile });
+}
+
+async function runUiTests(): Promise<number> {
+  const dir = join(repoRoot, 'test', 'ui');
+  const files = readdirSync(dir)
+    .filter((f) => f.endsWith('.ui.ts'))
+    .sort()
+    .map((f) => join(dir, f));
+  if (files.length === 0) return 0;
+  const started = Date.now();
+  const timeoutS = Number(process.env['KG_UI_TIMEOUT_S'] ?? 420);
+  const nodeArgs = ['--import', 'tsx', '--test', '--test-concurrency=1', '--test-timeout=180000'];
+  if (flag('--headed')) process.env['KG_UI_HEADED'] = '1';
+  // Its own process group, so a hung scenario (browser and server included) dies with it.
+  const child = spawn(process.execPath, [...nodeArgs, ...files], { cwd: repoRoot, stdio: 'inherit', detached: true });
+  const kill = () => {
+    try {
+      if (child.pid !== undefined) process.kill(-child.pid, 'SIGKILL');
+    } catch {
+      // Gone.
+    }
+  };
+  process.on('exit', kill);
+  const timer = setTimeout(() => {
+    process.stderr.write(`[test:vscode] UI tests did not finish within ${timeoutS} s\n`);
+    kill();
+  }, timeoutS * 1000);
+  const code = await new Promise<number>((r) => child.on('exit', (c, sig) => r(c ?? (sig ? 124 : 1))));
+  clearTimeout(timer);
+  kill(); // Anything the scenarios left behind.
+  say(`UI tests exited ${code} after ${secs(started)}`);
+  return code;
+}
+
+main().then(
+  (code) => process.exit(code),
+  (err: unknown) => {
+    process.stderr.write(`[test:vscode] ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+    process.exit(1);
+  },
+);

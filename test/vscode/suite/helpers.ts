@@ -1,0 +1,68 @@
+// Shared by the extension-host tests: the extension under test, its test API, and settings changes that wait
+// for the extension to see them.
+import * as assert from 'node:assert/strict';
+import * as vscode from 'vscode';
+import type { KnownGoodApi } from '../../../src/container';
+import type { Node as TreeNode } from '../../../src/tree/nodes';
+
+export type { KnownGoodApi, TreeNode };
+
+export const EXTENSION_ID = 'known-good.known-good';
+
+export function extension(): vscode.Extension<unknown> {
+  const ext = vscode.extensions.getExtension(EXTENSION_ID);
+  assert.ok(ext, `extension ${EXTENSION_ID} is not loaded (extensionDevelopmentPath wrong?)`);
+  return ext;
+}
+
+/** What activate() returns: the KnownGoodApi test hooks (src/container.ts). */
+export async function activated(): Promise<KnownGoodApi> {
+  return (await extension().activate()) as KnownGoodApi;
+}
+
+/** A node's children (the root's without `node`) with their TreeItems and labels, in tree order. */
+export async function rows(api: KnownGoodApi, node?: TreeNode): Promise<{ node: TreeNode; label: string; item: vscode.TreeItem }[]> {
+  // Through the interface VS Code itself uses, so the provider may go async without breaking the tests.
+  const tree: vscode.TreeDataProvider<TreeNode> = api.tree;
+  const children = (await tree.getChildren(node)) ?? [];
+  return Promise.all(
+    children.map(async (n) => {
+      const item = await tree.getTreeItem(n);
+      const label = typeof item.label === 'string' ? item.label : (item.label?.label ?? '');
+      return { node: n, label, item };
+    }),
+  );
+}
+
+export async function setSetting(key: string, value: unknown): Promise<void> {
+  await vscode.workspace.getConfiguration('knownGood').update(key, value, vscode.ConfigurationTarget.Global);
+}
+
+export async function waitFor<T>(what: string, probe: () => Promise<T | undefined> | T | undefined, timeoutMs = 15_000): Promise<T> {
+  const until = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const v = await probe();
+      if (v !== undefined) return v;
+    } catch (e) {
+      last = e;
+    }
+    if (Date.now() > until) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last instanceof Error ? `: ${last.message}` : ''}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** The test sshd the runner started (test/support/sshd.ts) and passed in through the environment. */
+export interface TestSshHost {
+  port: number;
+  user: string;
+  identityFile: string;
+  knownHostsFile: string;
+}
+
+export function testSshHost(): TestSshHost {
+  const raw = process.env['KG_TEST_SSHD'];
+  assert.ok(raw, 'KG_TEST_SSHD is not set: the runner (scripts/vscode/run-tests.ts or electron.ts) starts the test sshd');
+  return JSON.parse(raw) as TestSshHost;
+}
