@@ -174,6 +174,7 @@ class _StandIn(object, metaclass=_Sealed):
     """An object of a class the reader does not import: records how the pickle built it, runs nothing."""
     _kg_name = "?"
     _kg_unsafe = False
+    _kg_ref = False  # a bare reference (an enum member): shown as its name
     __slots__ = ("_kg",)
 
     def __new__(cls, *args, **kwargs):
@@ -338,6 +339,10 @@ class _Reader(object):
 
     def find_class(self, module, name):
         module, name = str(module), str(name)
+        if module in ("__builtin__", "exceptions"):  # protocol 2 pickles use the Python 2 names
+            module = "builtins"
+        elif module == "copy_reg":
+            module = "copyreg"
         full = module + "." + name
         self.globals_seen.add(full)
         known = self._known.get(full)
@@ -446,6 +451,8 @@ class _Reader(object):
             k[b + ".object"] = _OBJECT
             k[b + ".range"] = _safe_range
             k[b + ".xrange"] = _safe_range
+        k["builtins.getattr"] = self._getattr
+        k["_codecs.encode"] = _codecs_encode
         k["collections.OrderedDict"] = _ODict
         k["collections.defaultdict"] = _defaultdict
         k["collections.Counter"] = _safe_dict
@@ -477,6 +484,19 @@ class _Reader(object):
             return obj
         return self.standin("copyreg", "_reconstructor")(cls, base, state)
 
+    def _getattr(self, obj, name, *_default):
+        """getattr(SomeEnum, 'MEMBER') is how Python 3.11+ pickles enum members: a named reference, never looked up.
+        Calling what it names is shown, and is unsafe when the object was."""
+        target = obj._kg_name if isinstance(obj, (_StandIn, _Sealed)) and hasattr(obj, "_kg_name") else _describe(obj)
+        full = "%s.%s" % (target, name if isinstance(name, str) else "?")
+        unsafe = bool(getattr(obj, "_kg_unsafe", False))
+        cls = self._classes.get(("attr", full))
+        if cls is None:
+            cls = _Sealed("attr", (_StandIn,), {"_kg_name": full, "_kg_unsafe": unsafe, "_kg_ref": True,
+                                                 "__slots__": ()})
+            self._classes[("attr", full)] = cls
+        return cls()
+
     def _newobj(self, cls, *args):
         if isinstance(cls, type) and isinstance(cls, _Sealed):
             return cls.__new__(cls, *args)
@@ -503,6 +523,13 @@ class _Reader(object):
 
 
 _OBJECT = _Sealed("object", (_StandIn,), {"_kg_name": "builtins.object", "__slots__": ()})
+
+
+def _codecs_encode(text, encoding="utf-8", *_rest):
+    # protocol 2 writes bytes as _codecs.encode(str, 'latin1')
+    if isinstance(text, str) and encoding in ("latin1", "latin-1", "utf-8", "utf8", "ascii"):
+        return text.encode(encoding)
+    return b""
 
 
 def _camel_dtype(stem):
@@ -696,7 +723,10 @@ class _Converter(object):
     def _standin(self, obj, depth, path):
         kg = obj._kg
         state, args, items, lst, attrs = kg["state"], kg["args"], kg["items"], kg["list"], kg["attrs"]
-        if (state is None and not items and not lst and not attrs and not kg["kwargs"] and len(args) == 1
+        bare = state is None and not items and not lst and not attrs and not kg["kwargs"] and not args
+        if obj._kg_ref and bare:
+            return obj._kg_name
+        if (not obj._kg_unsafe and state is None and not items and not lst and not attrs and not kg["kwargs"] and len(args) == 1
                 and (args[0] is None or isinstance(args[0], (bool, int, float, str)))):
             return args[0]  # an enum value, or a str/int subclass
         out = {"$class": obj._kg_name}

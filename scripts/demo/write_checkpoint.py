@@ -230,8 +230,9 @@ def build_checkpoint(args=None, tensors=None, step=None, optimizer=True, extra=N
     if optimizer:
         lr = (args.get("lr") if isinstance(args, dict) else getattr(args, "lr", None)) if args is not None else None
         obj["optimizer"] = {
+            # Adam moments for the small tensors only, so --size-mb gives a file of about that size.
             "state": {i: {"step": step or 0, "exp_avg": Tensor(t.shape), "exp_avg_sq": Tensor(t.shape)}
-                      for i, t in enumerate(state.values())},
+                      for i, t in enumerate(state.values()) if t.numel <= 1 << 20},
             "param_groups": [{"lr": lr if lr is not None else 1e-3, "betas": (0.9, 0.999), "eps": 1e-8,
                               "weight_decay": 0.0, "params": list(range(len(state)))}],
         }

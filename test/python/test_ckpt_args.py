@@ -1,0 +1,599 @@
+"""Tests of python/ckpt_args.py on real checkpoints written at test time by Debian's torch (/usr/bin/python3)."""
+import io
+import json
+import os
+import pickle
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+import textwrap
+import unittest
+import zipfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+PYDIR = os.path.join(ROOT, "python")
+sys.path.insert(0, PYDIR)
+
+import ckpt_args  # noqa: E402
+import kg_common  # noqa: E402
+
+TORCH_PY = "/usr/bin/python3"
+
+
+def _has_torch():
+    if not os.path.exists(TORCH_PY):
+        return False
+    r = subprocess.run([TORCH_PY, "-c", "import torch"], capture_output=True)
+    return r.returncode == 0
+
+
+HAS_TORCH = _has_torch()
+
+# Written into the temp dir and run by /usr/bin/python3: every torch checkpoint the tests read.
+GEN = r'''
+import argparse, collections, dataclasses, datetime, enum, io, json, os, pathlib, pickle, sys, types
+import torch
+out = sys.argv[1]
+big_mb = int(sys.argv[2])
+sys.path.insert(0, os.path.join(out, "mods"))
+import fake_transformers
+
+torch.manual_seed(0)
+lin = torch.nn.Linear(4, 3)
+
+torch.save({"args": {"lr": 0.01, "batch_size": 32, "name": "run-a", "betas": (0.9, 0.999), "nan": float("nan"),
+                     "inf": float("inf"), "tags": {"x"}, "none": None},
+            "model": lin.state_dict(), "step": 600, "epoch": 2}, os.path.join(out, "dict.pt"))
+torch.save({"args": {"lr": 0.02, "batch_size": 32, "name": "run-a", "betas": (0.9, 0.999), "nan": float("nan"),
+                     "inf": float("inf"), "tags": {"x"}, "none": None},
+            "model": lin.state_dict(), "step": 690, "epoch": 2}, os.path.join(out, "dict_lr2.pt"))
+
+ns = argparse.Namespace(lr=3e-4, batch_size=16, data=pathlib.PosixPath("/data/train"), started=datetime.datetime(2024, 5, 1, 12, 30),
+                        warmup=datetime.timedelta(minutes=5), optimizer="adamw")
+opt = torch.optim.AdamW(lin.parameters(), lr=3e-4)
+lin(torch.randn(2, 4)).sum().backward()
+opt.step()
+torch.save({"args": ns, "model": lin.state_dict(), "optimizer": opt.state_dict(), "global_step": 1200},
+           os.path.join(out, "namespace.pt"))
+
+nested = {"config": {"model": {"dtype": torch.bfloat16, "device": torch.device("cuda", 1), "cpu": torch.device("cpu"),
+                               "size": torch.Size([2, 3]), "layers": [{"d": 64}, {"d": 128}]},
+                     "train": {"lr": 1e-3, "schedule": collections.OrderedDict([("warmup", 100), ("decay", "cosine")])}},
+          "param": torch.nn.Parameter(torch.zeros(5, 2)), "half": torch.zeros(7, dtype=torch.float16),
+          "bf": torch.zeros(3, 3, dtype=torch.bfloat16), "ints": torch.arange(10), "mask": torch.ones(4, dtype=torch.bool)}
+try:
+    import numpy as np
+    nested["config"]["np"] = {"f": np.float64(0.5), "i": np.int64(7), "dt": np.dtype("float32"), "arr": np.arange(3)}
+except ImportError:
+    pass
+torch.save(nested, os.path.join(out, "nested.pt"))
+
+torch.save({"epoch": 3, "global_step": 120, "pytorch-lightning_version": "2.1.0", "state_dict": lin.state_dict(),
+            "hyper_parameters": {"lr": 5e-4, "hidden": 64, "model_name": "tiny"},
+            "optimizer_states": [opt.state_dict()], "lr_schedulers": [], "callbacks": {}},
+           os.path.join(out, "lightning.ckpt"))
+
+torch.save({"args": ns, "model": lin.state_dict(), "step": 7}, os.path.join(out, "legacy.pt"),
+           _use_new_zipfile_serialization=False)
+
+class Evil(object):
+    def __reduce__(self):
+        return (os.system, ("touch " + os.path.join(out, "MARKER"),))
+
+class Evil2(object):
+    def __reduce__(self):
+        return (eval, ("open(%r, 'w').close()" % os.path.join(out, "MARKER2"),))
+
+torch.save({"args": {"lr": 0.1}, "payload": Evil(), "more": Evil2(), "step": 1}, os.path.join(out, "hostile.pt"))
+torch.save({"args": {"lr": 0.1}, "payload": Evil()}, os.path.join(out, "hostile_legacy.pt"),
+           _use_new_zipfile_serialization=False)
+
+hf = os.path.join(out, "checkpoint-500")
+os.makedirs(hf)
+ta = fake_transformers.TrainingArguments(output_dir="/out", learning_rate=5e-5, num_train_epochs=3.0,
+                                         evaluation_strategy=fake_transformers.IntervalStrategy.STEPS)
+torch.save(ta, os.path.join(hf, "training_args.bin"))
+with open(os.path.join(hf, "config.json"), "w") as f:
+    json.dump({"model_type": "gpt2", "n_layer": 2, "torch_dtype": "float32"}, f)
+with open(os.path.join(hf, "trainer_state.json"), "w") as f:
+    json.dump({"global_step": 500, "epoch": 1.5, "log_history": [{"loss": 2.0, "step": 250}, {"loss": 1.5, "step": 500}]}, f)
+
+# torch.distributed.checkpoint's .metadata (torch 1.13 here has no DCP: same-named dataclasses, real pickle).
+names = ["torch.distributed.checkpoint", "torch.distributed.checkpoint.metadata",
+         "torch.distributed.checkpoint.filesystem"]
+for n in names:
+    sys.modules[n] = types.ModuleType(n)
+def dc(modname, name, fields):
+    cls = dataclasses.make_dataclass(name, fields)
+    cls.__module__ = modname
+    setattr(sys.modules[modname], name, cls)
+    return cls
+M = "torch.distributed.checkpoint.metadata"
+ChunkStorageMetadata = dc(M, "ChunkStorageMetadata", ["offsets", "sizes"])
+TensorProperties = dc(M, "TensorProperties", ["dtype", "layout", "requires_grad", "memory_format", "pin_memory"])
+TensorStorageMetadata = dc(M, "TensorStorageMetadata", ["properties", "size", "chunks"])
+BytesStorageMetadata = dc(M, "BytesStorageMetadata", [])
+MetadataIndex = dataclasses.make_dataclass("MetadataIndex", ["fqn", "offset", "index"], frozen=True)
+MetadataIndex.__module__ = M
+sys.modules[M].MetadataIndex = MetadataIndex
+Metadata = dc(M, "Metadata", ["state_dict_metadata", "planner_data", "storage_data"])
+StorageInfo = dc("torch.distributed.checkpoint.filesystem", "_StorageInfo", ["relative_path", "offset", "length"])
+dcp = os.path.join(out, "dcp")
+os.makedirs(dcp)
+blob = io.BytesIO()
+torch.save({"lr": 0.125, "layers": 4}, blob)
+blob = blob.getvalue()
+with open(os.path.join(dcp, "__0_0.distcp"), "wb") as f:
+    f.write(b"\0" * 100)
+    f.write(blob)
+props = TensorProperties(torch.float32, torch.strided, False, torch.contiguous_format, False)
+md = Metadata(
+    state_dict_metadata={"model.weight": TensorStorageMetadata(props, torch.Size([3, 4]), [ChunkStorageMetadata(torch.Size([0, 0]), torch.Size([3, 4]))]),
+                         "args": BytesStorageMetadata()},
+    planner_data=None,
+    storage_data={MetadataIndex("args", None, None): StorageInfo("__0_0.distcp", 100, len(blob)),
+                  MetadataIndex("model.weight", torch.Size([0, 0]), None): StorageInfo("__0_0.distcp", 0, 48)})
+with open(os.path.join(dcp, ".metadata"), "wb") as f:
+    pickle.dump(md, f)
+
+if big_mb:
+    torch.save({"args": {"lr": 0.01}, "blob": torch.zeros(big_mb * 1024 * 1024 // 4)}, os.path.join(out, "big.pt"))
+print("ok")
+'''
+
+FAKE_TRANSFORMERS = '''
+import dataclasses, enum
+class IntervalStrategy(enum.Enum):
+    NO = "no"
+    STEPS = "steps"
+@dataclasses.dataclass
+class TrainingArguments:
+    output_dir: str
+    learning_rate: float = 5e-5
+    num_train_epochs: float = 3.0
+    evaluation_strategy: IntervalStrategy = IntervalStrategy.NO
+'''
+
+
+def run_probe(*argv):
+    """The probe as the extension's one-shot path runs it: a fresh interpreter, JSON on stdout."""
+    return subprocess.run([sys.executable, os.path.join(PYDIR, "ckpt_args.py")] + list(argv),
+                          capture_output=True, text=True, timeout=60)
+
+
+def probe_json(*argv):
+    r = run_probe(*argv)
+    if r.returncode != 0:
+        raise AssertionError("probe failed (%d): %s" % (r.returncode, r.stderr))
+    return json.loads(r.stdout)
+
+
+def safetensors_bytes(tensors, metadata=None):
+    header, data, off = {}, b"", 0
+    for name, (dtype, shape, raw) in tensors.items():
+        header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [off, off + len(raw)]}
+        data += raw
+        off += len(raw)
+    if metadata is not None:
+        header["__metadata__"] = metadata
+    h = json.dumps(header).encode("utf-8")
+    h += b" " * ((8 - len(h) % 8) % 8)
+    return struct.pack("<Q", len(h)) + h + data
+
+
+@unittest.skipUnless(HAS_TORCH, "Debian's torch (/usr/bin/python3 with python3-torch) is needed")
+class TorchCheckpoints(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="kg-ckpt-args-")
+        os.makedirs(os.path.join(cls.tmp, "mods"))
+        with open(os.path.join(cls.tmp, "mods", "fake_transformers.py"), "w") as f:
+            f.write(FAKE_TRANSFORMERS)
+        gen = os.path.join(cls.tmp, "gen.py")
+        with open(gen, "w") as f:
+            f.write(GEN)
+        r = subprocess.run([TORCH_PY, gen, cls.tmp, "200"], capture_output=True, text=True, timeout=300)
+        if r.returncode != 0:
+            raise RuntimeError("torch generator failed: " + r.stderr[-2000:])
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def p(self, name):
+        return os.path.join(self.tmp, name)
+
+    def test_dict_args(self):
+        doc = probe_json(self.p("dict.pt"))
+        self.assertEqual(doc["format"], "torch-zip")
+        self.assertEqual(doc["key"], "args")
+        self.assertEqual(doc["argsType"], "dict")
+        a = doc["args"]
+        self.assertEqual(a["lr"], 0.01)
+        self.assertEqual(a["batch_size"], 32)
+        self.assertEqual(a["betas"], [0.9, 0.999])
+        self.assertEqual(a["tags"], ["x"])
+        self.assertIsNone(a["none"])
+        self.assertNotEqual(a["nan"], a["nan"])  # NaN survives as NaN
+        self.assertEqual(a["inf"], float("inf"))
+        self.assertIn("NaN", run_probe(self.p("dict.pt")).stdout)
+        self.assertEqual(doc["step"], 600)
+        self.assertEqual(doc["epoch"], 2)
+        self.assertEqual(doc["tensors"], {"count": 2, "bytes": (12 + 3) * 4})
+        self.assertEqual(doc["topLevelKeys"], ["args", "model", "step", "epoch"])
+        self.assertEqual(doc["unsafeGlobals"], [])
+        self.assertEqual(doc["bytes"], os.path.getsize(self.p("dict.pt")))
+
+    def test_namespace_args(self):
+        doc = probe_json(self.p("namespace.pt"))
+        self.assertEqual(doc["argsType"], "argparse.Namespace")
+        a = doc["args"]
+        self.assertEqual(a["lr"], 3e-4)
+        self.assertEqual(a["data"], "/data/train")
+        self.assertEqual(a["started"], "2024-05-01T12:30:00")
+        self.assertEqual(a["warmup"], "0:05:00")
+        self.assertEqual(doc["step"], 1200)
+        # model (2) + AdamW exp_avg/exp_avg_sq (4) + step tensors (torch >= 1.12 keeps step as a tensor)
+        self.assertGreaterEqual(doc["tensors"]["count"], 6)
+
+    def test_optimizer_key_and_param_groups(self):
+        doc = probe_json(self.p("namespace.pt"), "--key", "optimizer")
+        self.assertEqual(doc["key"], "optimizer")
+        self.assertEqual(doc["args"]["param_groups"][0]["lr"], 3e-4)
+        self.assertEqual(doc["args"]["state"]["0"]["exp_avg"], {"dtype": "float32", "shape": [3, 4], "bytes": 48})
+
+    def test_nested_dtypes_devices_parameters(self):
+        doc = probe_json(self.p("nested.pt"))
+        self.assertEqual(doc["key"], "config")
+        m = doc["args"]["model"]
+        self.assertEqual(m["dtype"], "torch.bfloat16")
+        self.assertEqual(m["device"], "cuda:1")
+        self.assertEqual(m["cpu"], "cpu")
+        self.assertEqual(m["size"], [2, 3])
+        self.assertEqual(m["layers"], [{"d": 64}, {"d": 128}])
+        self.assertEqual(doc["args"]["train"]["schedule"], {"warmup": 100, "decay": "cosine"})
+        if "np" in doc["args"]:
+            np_ = doc["args"]["np"]
+            self.assertEqual(np_["f"], 0.5)
+            self.assertEqual(np_["i"], 7)
+            self.assertEqual(np_["dt"], "float32")
+            self.assertEqual(np_["arr"]["shape"], [3])
+            self.assertEqual(np_["arr"]["values"], [0, 1, 2])
+        full = probe_json(self.p("nested.pt"), "--all")["args"]
+        self.assertEqual(full["param"], {"dtype": "float32", "shape": [5, 2], "bytes": 40})
+        self.assertEqual(full["half"], {"dtype": "float16", "shape": [7], "bytes": 14})
+        self.assertEqual(full["bf"], {"dtype": "bfloat16", "shape": [3, 3], "bytes": 18})
+        self.assertEqual(full["ints"], {"dtype": "int64", "shape": [10], "bytes": 80})
+        self.assertEqual(full["mask"], {"dtype": "bool", "shape": [4], "bytes": 4})
+
+    def test_lightning(self):
+        doc = probe_json(self.p("lightning.ckpt"))
+        self.assertEqual(doc["format"], "lightning")
+        self.assertEqual(doc["key"], "hyper_parameters")
+        self.assertEqual(doc["args"], {"lr": 5e-4, "hidden": 64, "model_name": "tiny"})
+        self.assertEqual(doc["step"], 120)
+        self.assertEqual(doc["epoch"], 3)
+
+    def test_legacy_format(self):
+        with open(self.p("legacy.pt"), "rb") as f:
+            self.assertNotEqual(f.read(2), b"PK")  # really the non-zip format
+        doc = probe_json(self.p("legacy.pt"))
+        self.assertEqual(doc["format"], "torch-legacy")
+        self.assertEqual(doc["args"]["lr"], 3e-4)
+        self.assertEqual(doc["step"], 7)
+        self.assertEqual(doc["tensors"]["count"], 2)
+        # stopped before the storages: the storages are the rest of the file
+        self.assertLess(doc["bytesRead"], 64 * 1024)
+
+    def test_summary_without_args_key(self):
+        doc = probe_json(self.p("big.pt"), "--key", "args")
+        self.assertEqual(doc["args"], {"lr": 0.01})
+        with tempfile.TemporaryDirectory() as d:
+            # lightning.ckpt read with an order that misses: the summary keeps non-tensor values
+            doc = probe_json(self.p("dict.pt"), "--key", "step", "--key", "epoch")
+            self.assertEqual(doc["args"], {"step": 600, "epoch": 2})
+            self.assertEqual(doc["key"], "step,epoch")
+            del d
+        doc = ckpt_args.main([self.p("lightning.ckpt"), "--key", "nothing"]) if False else None
+        with self.assertRaises(kg_common.ProbeError):
+            ckpt_args.main([self.p("lightning.ckpt"), "--key", "nothing"])
+
+    def test_hostile_checkpoint_runs_nothing(self):
+        marker = self.p("MARKER")
+        marker2 = self.p("MARKER2")
+        for m in (marker, marker2):
+            if os.path.exists(m):
+                os.unlink(m)
+        doc = probe_json(self.p("hostile.pt"))
+        ckpt_args.main([self.p("hostile.pt")])  # and in-process, as the resident helper runs it
+        ckpt_args.main([self.p("hostile_legacy.pt")])
+        self.assertFalse(os.path.exists(marker), "the probe ran code from the checkpoint")
+        self.assertFalse(os.path.exists(marker2), "the probe ran code from the checkpoint")
+        self.assertIn("posix.system", doc["unsafeGlobals"])
+        self.assertIn("builtins.eval", doc["unsafeGlobals"])
+        self.assertTrue(any("UNSAFE" in w and "posix.system" in w for w in doc["warnings"]))
+        self.assertEqual(doc["args"], {"lr": 0.1})
+        full = probe_json(self.p("hostile.pt"), "--all")["args"]
+        self.assertEqual(full["payload"]["$class"], "posix.system")
+        self.assertTrue(full["payload"]["$unsafe"])
+        self.assertEqual(full["payload"]["$args"], ["touch " + marker])
+        legacy = probe_json(self.p("hostile_legacy.pt"))
+        self.assertIn("posix.system", legacy["unsafeGlobals"])
+        self.assertFalse(os.path.exists(marker))
+        # Proof that the file is really hostile: a plain pickle.load of its data.pkl creates the marker.
+        with zipfile.ZipFile(self.p("hostile.pt")) as zf:
+            name = [n for n in zf.namelist() if n.endswith("/data.pkl")][0]
+            pickle.loads(zf.read(name))
+        self.assertTrue(os.path.exists(marker))
+        self.assertTrue(os.path.exists(marker2))
+        os.unlink(marker)
+        os.unlink(marker2)
+
+    def test_hf_folder(self):
+        doc = probe_json(self.p("checkpoint-500"))
+        self.assertEqual(doc["format"], "hf-folder")
+        self.assertEqual(doc["key"], "training_args")
+        self.assertEqual(doc["argsType"], "fake_transformers.TrainingArguments")
+        self.assertEqual(doc["args"]["learning_rate"], 5e-5)
+        self.assertEqual(doc["args"]["output_dir"], "/out")
+        # an enum member shows as its value (pickled by Python < 3.11) or its name (3.11+: getattr(cls, name))
+        self.assertIn(doc["args"]["evaluation_strategy"], ("steps", "fake_transformers.IntervalStrategy.STEPS"))
+        self.assertEqual(doc["step"], 500)
+        self.assertEqual(doc["epoch"], 1.5)
+        self.assertEqual(doc["unsafeGlobals"], [])
+        cfg = probe_json(self.p("checkpoint-500"), "--key", "config")
+        self.assertEqual(cfg["args"]["model_type"], "gpt2")
+        st = probe_json(self.p("checkpoint-500"), "--key", "trainer_state")["args"]
+        self.assertEqual(st["log_history"], "<2 entries>")
+        self.assertEqual(st["last_log"], {"loss": 1.5, "step": 500})
+        # training_args.bin on its own: the stand-in's fields are the args
+        one = probe_json(self.p("checkpoint-500/training_args.bin"))
+        self.assertEqual(one["argsType"], "fake_transformers.TrainingArguments")
+        self.assertEqual(one["args"]["num_train_epochs"], 3.0)
+
+    def test_dcp_metadata(self):
+        for target in (self.p("dcp"), self.p("dcp/.metadata")):
+            doc = probe_json(target)
+            self.assertEqual(doc["format"], "dcp-metadata")
+            self.assertEqual(doc["key"], "args")
+            self.assertEqual(doc["args"], {"lr": 0.125, "layers": 4})
+            self.assertEqual(doc["tensors"], {"count": 1, "bytes": 48})
+            self.assertIn("model.weight", doc["topLevelKeys"])
+
+    def test_truncated_zip(self):
+        with open(self.p("dict.pt"), "rb") as f:
+            data = f.read()
+        for cut in (len(data) // 2, len(data) - 10, 40):
+            bad = self.p("trunc-%d.pt" % cut)
+            with open(bad, "wb") as f:
+                f.write(data[:cut])
+            r = run_probe(bad)
+            self.assertNotEqual(r.returncode, 0)
+            self.assertEqual(r.stdout, "")
+            lines = r.stderr.strip().splitlines()
+            self.assertEqual(len(lines), 1, r.stderr)
+            self.assertIn("truncated or corrupt", lines[0])
+            self.assertNotIn("Traceback", r.stderr)
+
+    def test_truncated_legacy(self):
+        with open(self.p("legacy.pt"), "rb") as f:
+            data = f.read()
+        bad = self.p("trunc-legacy.pt")
+        with open(bad, "wb") as f:
+            f.write(data[:300])
+        r = run_probe(bad)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+        self.assertRegex(r.stderr, "truncated|corrupt")
+
+    def test_corrupt_pickle_in_zip(self):
+        bad = self.p("corrupt-pkl.pt")
+        with zipfile.ZipFile(self.p("dict.pt")) as src, zipfile.ZipFile(bad, "w") as dst:
+            for info in src.infolist():
+                data = src.read(info)
+                if info.filename.endswith("/data.pkl"):
+                    data = data[:len(data) // 2] + b"\xff" * 8
+                dst.writestr(info, data)
+        r = run_probe(bad)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("corrupt", r.stderr)
+        self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+
+    def test_memory_and_bytes_read_on_200mb(self):
+        big = self.p("big.pt")
+        self.assertGreater(os.path.getsize(big), 200 * 1024 * 1024)
+        code = textwrap.dedent("""
+            import json, resource, sys
+            sys.path.insert(0, %r)
+            import ckpt_args
+            doc = ckpt_args.main([%r])
+            rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+            # Linux carries ru_maxrss over execve, so a child forked from this big test process would report the
+            # parent's size: VmHWM is the peak of this process's own memory since exec.
+            try:
+                with open("/proc/self/status") as f:
+                    rss = [int(l.split()[1]) for l in f if l.startswith("VmHWM:")][0]
+            except (OSError, IndexError):
+                pass
+            print(json.dumps({"rss_kb": rss,
+                              "bytesRead": doc["bytesRead"], "tensors": doc["tensors"], "args": doc["args"]}))
+        """ % (PYDIR, big))
+        r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        out = json.loads(r.stdout)
+        self.assertEqual(out["args"], {"lr": 0.01})
+        self.assertEqual(out["tensors"]["bytes"], 200 * 1024 * 1024)
+        self.assertLess(out["rss_kb"], 32 * 1024, "peak RSS %d KB" % out["rss_kb"])
+        self.assertLess(out["bytesRead"], 64 * 1024)
+
+
+class NoTorchNeeded(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="kg-ckpt-args-")
+
+    def tearDown(self):
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def p(self, name):
+        return os.path.join(self.tmp, name)
+
+    def test_safetensors_header(self):
+        args = {"lr": 0.001, "layers": 2}
+        meta = {"format": "pt", "args": json.dumps(args), "step": "600"}
+        path = self.p("model.safetensors")
+        with open(path, "wb") as f:
+            f.write(safetensors_bytes({"w": ("F32", [2, 3], b"\0" * 24), "b": ("BF16", [3], b"\0" * 6)}, meta))
+        doc = probe_json(path)
+        self.assertEqual(doc["format"], "safetensors")
+        self.assertEqual(doc["key"], "args")
+        self.assertEqual(doc["args"], args)
+        self.assertEqual(doc["step"], 600)
+        self.assertEqual(doc["tensors"], {"count": 2, "bytes": 30})
+        full = probe_json(path, "--all")["args"]
+        self.assertEqual(full["tensors"]["w"], {"dtype": "F32", "shape": [2, 3], "bytes": 24})
+        self.assertEqual(full["__metadata__"]["format"], "pt")
+        plain = self.p("nometa.safetensors")
+        with open(plain, "wb") as f:
+            f.write(safetensors_bytes({"w": ("F32", [1], b"\0" * 4)}))
+        doc = probe_json(plain)
+        self.assertEqual(doc["args"], {})
+        self.assertTrue(any("__metadata__" in w for w in doc["warnings"]))
+        # truncated: the header promises more data than the file has
+        with open(path, "rb") as f:
+            data = f.read()
+        with open(self.p("trunc.safetensors"), "wb") as f:
+            f.write(data[:-10])
+        r = run_probe(self.p("trunc.safetensors"))
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("truncated", r.stderr)
+
+    def test_not_a_checkpoint(self):
+        cases = {"notes.txt": b"hello, this is not a checkpoint\n" * 10, "empty.pt": b"",
+                 "random.bin": bytes(range(256)) * 4}
+        for name, data in cases.items():
+            with open(self.p(name), "wb") as f:
+                f.write(data)
+            r = run_probe(self.p(name))
+            self.assertEqual(r.returncode, 2, name)
+            self.assertEqual(r.stdout, "")
+            self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+            self.assertIn("not a checkpoint", r.stderr)
+        with zipfile.ZipFile(self.p("other.zip"), "w") as zf:
+            zf.writestr("readme.txt", "hi")
+        r = run_probe(self.p("other.zip"))
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("without data.pkl", r.stderr)
+        os.makedirs(self.p("emptydir"))
+        r = run_probe(self.p("emptydir"))
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("not a checkpoint folder", r.stderr)
+
+    def test_missing_and_unreadable(self):
+        r = run_probe(self.p("nope.pt"))
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("no such file", r.stderr)
+        with self.assertRaises(kg_common.ProbeError) as cm:
+            ckpt_args.main([self.p("nope.pt")])
+        self.assertEqual(cm.exception.code, "not-found")
+        if os.geteuid() != 0:
+            path = self.p("locked.pt")
+            with open(path, "wb") as f:
+                f.write(b"PK\x03\x04")
+            os.chmod(path, 0)
+            r = run_probe(path)
+            self.assertNotEqual(r.returncode, 0)
+            self.assertIn("permission denied", r.stderr)
+
+    def test_usage_errors(self):
+        for argv in ([], ["a", "b"], ["a", "--bogus"], ["a", "--key"]):
+            with self.assertRaises(kg_common.ProbeError):
+                ckpt_args.main(argv)
+
+    def _zip_with_pickle(self, name, pkl):
+        path = self.p(name)
+        with zipfile.ZipFile(path, "w") as zf:
+            zf.writestr("x/data.pkl", pkl)
+            zf.writestr("x/version", "3\n")
+        return path
+
+    def test_standins_and_reduce_on_them(self):
+        # An unknown class rebuilt by NEWOBJ + BUILD, called by REDUCE, appended and set-itemed: nothing runs.
+        P = pickle
+        pkl = (P.PROTO + b"\x02" + P.EMPTY_DICT + P.MARK
+               + P.BINUNICODE + struct.pack("<I", 4) + b"args"
+               + P.GLOBAL + b"mylib.config\nConfig\n" + P.EMPTY_TUPLE + P.NEWOBJ
+               + P.EMPTY_DICT + P.BINUNICODE + struct.pack("<I", 2) + b"lr" + P.BINFLOAT + struct.pack(">d", 0.5)
+               + P.SETITEM + P.BUILD
+               + P.BINUNICODE + struct.pack("<I", 5) + b"other"
+               + P.GLOBAL + b"mylib\nfactory\n" + P.BININT1 + b"\x07" + P.TUPLE1 + P.REDUCE
+               + P.EMPTY_TUPLE + P.REDUCE  # calling the stand-in instance itself
+               + P.SETITEMS + P.STOP)
+        path = self._zip_with_pickle("standin.pt", pkl)
+        doc = ckpt_args.main([path])
+        self.assertEqual(doc["argsType"], "mylib.config.Config")
+        self.assertEqual(doc["args"], {"lr": 0.5})
+        full = ckpt_args.main([path, "--all"])["args"]
+        self.assertEqual(full["other"]["$class"], "mylib.factory(...)")
+        self.assertEqual(doc["unsafeGlobals"], [])
+
+    def test_ordered_dict_metadata_and_class_tampering(self):
+        P = pickle
+        # OrderedDict with _metadata through BUILD (as every state_dict), then a BUILD that tries to set an attribute
+        # on the argparse.Namespace stand-in class itself.
+        pkl = (P.PROTO + b"\x02" + P.EMPTY_DICT + P.MARK
+               + P.BINUNICODE + struct.pack("<I", 2) + b"sd"
+               + P.GLOBAL + b"collections\nOrderedDict\n" + P.EMPTY_TUPLE + P.REDUCE
+               + P.BINUNICODE + struct.pack("<I", 1) + b"a" + P.BININT1 + b"\x01" + P.SETITEM
+               + P.EMPTY_DICT + P.BINUNICODE + struct.pack("<I", 9) + b"_metadata" + P.EMPTY_DICT + P.SETITEM
+               + P.BUILD
+               + P.SETITEMS + P.STOP)
+        doc = ckpt_args.main([self._zip_with_pickle("od.pt", pkl), "--all"])
+        self.assertEqual(doc["args"], {"sd": {"a": 1}})
+        tamper = (P.PROTO + b"\x02" + P.GLOBAL + b"argparse\nNamespace\n"
+                  + P.NONE + P.EMPTY_DICT + P.BINUNICODE + struct.pack("<I", 8) + b"__init__"
+                  + P.GLOBAL + b"os\nsystem\n" + P.SETITEM + P.TUPLE2 + P.BUILD + P.STOP)
+        doc = ckpt_args.main([self._zip_with_pickle("tamper.pt", tamper)])
+        self.assertIn("os.system", doc["unsafeGlobals"])
+        self.assertTrue(any("could not decode" in w for w in doc["warnings"]), doc["warnings"])
+        # the next file is read as before: the class was not changed
+        ok = (P.PROTO + b"\x02" + P.GLOBAL + b"argparse\nNamespace\n" + P.EMPTY_TUPLE + P.NEWOBJ
+              + P.EMPTY_DICT + P.BINUNICODE + struct.pack("<I", 1) + b"x" + P.BININT1 + b"\x02" + P.SETITEM
+              + P.BUILD + P.STOP)
+        doc = ckpt_args.main([self._zip_with_pickle("ok.pt", ok)])
+        self.assertEqual(doc["args"], {"x": 2})
+
+    def test_pickle_bomb_is_bounded(self):
+        # 40 levels of a list holding the same list twice: 2**40 nodes if expanded naively.
+        P = pickle
+        pkl = P.PROTO + b"\x02" + P.EMPTY_LIST
+        for _ in range(40):
+            pkl += P.DUP + P.TUPLE2
+        pkl += P.STOP
+        doc = ckpt_args.main([self._zip_with_pickle("bomb.pt", pkl)])
+        self.assertTrue(any("truncated" in w for w in doc["warnings"]))
+        self.assertLess(len(kg_common.dumps(doc)), 20 * 1024 * 1024)
+
+    def test_bytes_bomb_refused(self):
+        P = pickle
+        pkl = (P.PROTO + b"\x02" + P.GLOBAL + b"builtins\nbytearray\n" + P.LONG1 + b"\x05\x00\x00\x00\x00\x10"
+               + P.TUPLE1 + P.REDUCE + P.STOP)
+        doc = ckpt_args.main([self._zip_with_pickle("bytes.pt", pkl)])
+        self.assertEqual(doc["args"], "b''")
+
+    def test_output_is_json(self):
+        P = pickle
+        pkl = (P.PROTO + b"\x02" + P.EMPTY_DICT + P.BINUNICODE + struct.pack("<I", 4) + b"args" + P.EMPTY_DICT
+               + P.BININT1 + b"\x01" + P.SHORT_BINBYTES + b"\x03abc" + P.SETITEM
+               + P.BINUNICODE + struct.pack("<I", 1) + b"c" + P.GLOBAL + b"builtins\ncomplex\n"
+               + P.BINFLOAT + struct.pack(">d", 1.0) + P.BINFLOAT + struct.pack(">d", 2.0) + P.TUPLE2 + P.REDUCE
+               + P.SETITEM + P.SETITEM + P.STOP)
+        doc = ckpt_args.main([self._zip_with_pickle("j.pt", pkl)])
+        again = json.loads(kg_common.dumps(doc))
+        self.assertEqual(again["args"], {"1": "b'abc'", "c": "(1+2j)"})
+
+
+if __name__ == "__main__":
+    unittest.main()
