@@ -32,8 +32,8 @@ function recapture(s: EnvSnapshot): EnvSnapshot {
   return c;
 }
 
-describe('canonical rendering', () => {
-  it('renders an unchanged machine to identical text, volatile values apart', () => {
+void describe('canonical rendering', () => {
+  void it('renders an unchanged machine to identical text, volatile values apart', () => {
     const a = renderSnapshot(h200KnownGood);
     const again = renderSnapshot(h200KnownGood);
     const b = renderSnapshot(recapture(h200KnownGood));
@@ -46,7 +46,7 @@ describe('canonical rendering', () => {
     assert.doesNotMatch(a.text, /capturedAt|available|2026-11-02|pcie\.link\.gen\.current|\.mtime|\.newest/);
   });
 
-  it('writes sections in order and sorted key: value lines', () => {
+  void it('writes sections in order and sorted key: value lines', () => {
     const { text, lines } = renderSnapshot(h200KnownGood);
     assert.match(text, /^packages\.torch: 2\.10\.0\+cu130$/m);
     assert.match(text, /^packages\.my-trainer: 0\.3\.0 \(editable \/workspace\/my-trainer\)$/m);
@@ -64,7 +64,7 @@ describe('canonical rendering', () => {
     }
   });
 
-  it('orders numbers naturally and quotes keys that would break a line', () => {
+  void it('orders numbers naturally and quotes keys that would break a line', () => {
     assert.ok(naturalCompare('gpu.2.name', 'gpu.10.name') < 0);
     assert.ok(naturalCompare('a10', 'a9') > 0);
     const s = cloneSnapshot(h200KnownGood);
@@ -76,7 +76,7 @@ describe('canonical rendering', () => {
     assert.match(text, /^env\.NCCL_ALGO: "Ring\\nTree"$/m);
   });
 
-  it('renders a snapshot whose parts failed', () => {
+  void it('renders a snapshot whose parts failed', () => {
     const { text } = renderSnapshot(cpuBoxPartial);
     assert.match(text, /^packages\.error: PermissionError/m);
     assert.match(text, /^gpus\.status: not found$/m);
@@ -85,10 +85,10 @@ describe('canonical rendering', () => {
   });
 });
 
-describe('drift summary', () => {
+void describe('drift summary', () => {
   const d = computeDrift(h200KnownGood, h200Now);
 
-  it('finds packages with torch and triton first', () => {
+  void it('finds packages with torch and triton first', () => {
     assert.deepEqual(
       d.packages.changed.map((c) => c.name),
       ['torch', 'triton', 'transformers', 'nvidia-nccl-cu13'],
@@ -98,7 +98,7 @@ describe('drift summary', () => {
     assert.deepEqual(d.packages.removed, [{ name: 'einops', from: '0.8.1', to: null }]);
   });
 
-  it('finds torch, CUDA, GPU, env, script and cache changes', () => {
+  void it('finds torch, CUDA, GPU, env, script and cache changes', () => {
     assert.equal(d.unchanged, false);
     assert.deepEqual(d.torch.gitVersion, { from: h200KnownGood.torch.gitVersion, to: h200Now.torch.gitVersion });
     assert.equal(d.torch.cuda, undefined);
@@ -129,7 +129,7 @@ describe('drift summary', () => {
     assert.deepEqual(d.errors, []);
   });
 
-  it('reads in five seconds and never shows a secret', () => {
+  void it('reads in five seconds and never shows a secret', () => {
     const md = renderDriftMarkdown(d, { baseline: 'known good (Nov 2)', now: 'now' });
     const txt = renderDriftText(d);
     for (const out of [md, txt]) {
@@ -149,7 +149,7 @@ describe('drift summary', () => {
     assert.match(md, /^- \*\*torch\*\*: /m);
   });
 
-  it('says no drift for an unchanged machine', () => {
+  void it('says no drift for an unchanged machine', () => {
     const same = computeDrift(h200KnownGood, recapture(h200KnownGood));
     assert.equal(same.unchanged, true);
     assert.equal(same.differingLines, 0);
@@ -159,7 +159,7 @@ describe('drift summary', () => {
     assert.match(renderDriftText(same), /^No drift: now matches the baseline\n$/);
   });
 
-  it('does not claim drift for a part that failed', () => {
+  void it('does not claim drift for a part that failed', () => {
     const x = computeDrift(h200KnownGood, cpuBoxPartial);
     assert.deepEqual(x.packages, { changed: [], added: [], removed: [] });
     assert.deepEqual(x.torch, {});
@@ -170,8 +170,8 @@ describe('drift summary', () => {
   });
 });
 
-describe('probe call', () => {
-  it('passes options as --flag=value words and parses the probe document', () => {
+void describe('probe call', () => {
+  void it('passes options as --flag=value words and parses the probe document', () => {
     assert.deepEqual(
       envSnapshotArgs({ scripts: ['-weird*.py'], cacheDirs: ['/c'], roots: ['/r'], extraVars: ['X'], deep: true }),
       ['--script=-weird*.py', '--cache-dir=/c', '--root=/r', '--extra-var=X', '--deep'],
@@ -189,7 +189,7 @@ describe('probe call', () => {
   });
 });
 
-describe('baseline store', () => {
+void describe('baseline store', () => {
   let dir: string;
   let store: BaselineStore;
   const host = 'ssh:root@gpu-box:22/pct:200';
@@ -202,7 +202,7 @@ describe('baseline store', () => {
     await rm(dir, { recursive: true, force: true });
   });
 
-  it('saves, lists, gets, renames and deletes', async () => {
+  void it('saves, lists, gets, renames and deletes', async () => {
     const a = await store.save({ label: 'known good', host, hostLabel: 'gpu-box', container: 'pct:200', snapshot: h200KnownGood });
     const b = await store.save({ label: 'after upgrade', host, snapshot: h200Now });
     assert.equal(a.baseline.capturedAt, h200KnownGood.capturedAt);
@@ -227,7 +227,7 @@ describe('baseline store', () => {
     await assert.rejects(store.get(host, b.baseline.id), /no baseline/);
   });
 
-  it('reports a corrupt or invalid file by name and still loads the others', async () => {
+  void it('reports a corrupt or invalid file by name and still loads the others', async () => {
     const good = await store.save({ label: 'good', host, snapshot: h200KnownGood });
     const hdir = store.hostDir(host);
     const text = await readFile(good.file, 'utf8');
@@ -245,7 +245,7 @@ describe('baseline store', () => {
     assert.match(problems[1]!.message, /not a valid baseline: .*label/);
   });
 
-  it('prefers the higher revision left by an interrupted rename', async () => {
+  void it('prefers the higher revision left by an interrupted rename', async () => {
     const a = await store.save({ label: 'v0', host, snapshot: h200KnownGood });
     const next = { ...JSON.parse(await readFile(a.file, 'utf8')), label: 'v1', revision: 1 };
     await writeFile(a.file.replace('.r0.json', '.r1.json'), JSON.stringify(next));
@@ -255,7 +255,7 @@ describe('baseline store', () => {
     assert.deepEqual(await readdir(store.hostDir(host)), []);
   });
 
-  it('never overwrites an existing file', async () => {
+  void it('never overwrites an existing file', async () => {
     const f = join(dir, 'x.json');
     await writeFileAtomic(f, 'first', true);
     await assert.rejects(writeFileAtomic(f, 'second', true), /EEXIST/);
@@ -263,7 +263,7 @@ describe('baseline store', () => {
     assert.deepEqual(await readdir(dir), ['x.json'], 'no temp file left behind');
   });
 
-  it('keeps benchmark results in their own files', async () => {
+  void it('keeps benchmark results in their own files', async () => {
     await store.save({ label: 'good', host, snapshot: h200KnownGood });
     const r = await store.appendResult(host, { kind: 'throughput', baselineId: null, tokensPerS: 41234.5 });
     await store.appendResult(host, { kind: 'throughput', baselineId: null, at: '2026-11-29T08:00:00Z', tokensPerS: 1 });
@@ -274,7 +274,7 @@ describe('baseline store', () => {
     assert.deepEqual((await store.list(host)).baselines.length, 1);
   });
 
-  it('names folders and remote copies safely', () => {
+  void it('names folders and remote copies safely', () => {
     const f = hostFolder('ssh:root@gpu-box:22/pct:200');
     assert.match(f, /^ssh_root@gpu-box_22_pct_200-[0-9a-f]{8}$/);
     assert.notEqual(hostFolder('a/b'), hostFolder('a:b'));
