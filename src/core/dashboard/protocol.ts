@@ -1,0 +1,212 @@
+// Messages between the dashboard panel (extension host) and its webview. Both sides import this file; neither
+// trusts the other: every message that crosses is parsed with these schemas, and a message that fails is dropped.
+import { z } from 'zod';
+
+/** Bumped when a message changes shape incompatibly; the webview sends it in `ready`. */
+export const DASHBOARD_PROTOCOL_VERSION = 1;
+
+const count = z.number().int().nonnegative();
+/** Finite numbers only: the reduction probe drops NaN/Infinity before they get here (and counts them). */
+const finite = z.number();
+
+/** Lines of the metrics log that produced no point, by reason. Shown next to the run, never fatal. */
+export const skippedCountsSchema = z.object({ malformed: count, nonNumeric: count, nonFinite: count });
+export type SkippedCounts = z.infer<typeof skippedCountsSchema>;
+
+export const runInfoSchema = z.object({
+  /** Stable id chosen by the host (e.g. `host:path`); every other message names the run by it. */
+  id: z.string().min(1),
+  label: z.string(),
+  host: z.string(),
+  /** The metrics log on that host. */
+  path: z.string(),
+  /** Lines read so far (all of them, skipped included). */
+  lines: count,
+  skipped: skippedCountsSchema,
+});
+export type RunInfo = z.infer<typeof runInfoSchema>;
+
+/**
+ * One metric of one run, bucketed: bucket i covers steps up to `x[i]` and holds the smallest, largest and last value
+ * seen in it. `t` (optional) is the wall-clock time in Unix seconds of the bucket's last point; without it the
+ * webview offers only the step axis for this series.
+ */
+export const seriesDataSchema = z
+  .object({
+    key: z.string().min(1),
+    x: z.array(finite),
+    min: z.array(finite),
+    max: z.array(finite),
+    last: z.array(finite),
+    t: z.array(finite).optional(),
+  })
+  .refine(
+    (s) =>
+      s.min.length === s.x.length &&
+      s.max.length === s.x.length &&
+      s.last.length === s.x.length &&
+      (s.t === undefined || s.t.length === s.x.length),
+    { message: 'x, min, max, last (and t) must have the same length' },
+  );
+export type SeriesData = z.infer<typeof seriesDataSchema>;
+
+export const runDataSchema = z.object({ run: runInfoSchema, series: z.array(seriesDataSchema) });
+export type RunData = z.infer<typeof runDataSchema>;
+
+export const checkpointSchema = z.object({
+  path: z.string().min(1),
+  label: z.string(),
+  /** Which run (RunInfo.id) it belongs to, when known. */
+  run: z.string().optional(),
+  step: finite.nullable().optional(),
+  /** Modification time, Unix seconds. */
+  mtime: finite.nullable().optional(),
+  /** Whether the checkpoint carries training args that Open Args / Diff can show. */
+  hasArgs: z.boolean().default(true),
+});
+export type Checkpoint = z.infer<typeof checkpointSchema>;
+
+/** The host's latest baseline against the environment now; `text` is preformatted by the host. */
+export const driftSummarySchema = z.object({
+  baseline: z.string(),
+  capturedAt: z.string().optional(),
+  /** How many entries differ; 0 means "no drift". */
+  changes: count,
+  text: z.string(),
+});
+export type DriftSummary = z.infer<typeof driftSummarySchema>;
+
+export const benchPointSchema = z.object({
+  /** Unix seconds. */
+  time: finite,
+  tokPerS: finite,
+  label: z.string().optional(),
+  /** The run recorded as the host's baseline; the chart marks it. */
+  baseline: z.boolean().default(false),
+});
+export type BenchPoint = z.infer<typeof benchPointSchema>;
+
+export const xAxisSchema = z.enum(['step', 'time', 'relative']);
+export type XAxis = z.infer<typeof xAxisSchema>;
+
+// ---- host → webview ----
+
+export const initMessageSchema = z.object({
+  type: z.literal('init'),
+  runs: z.array(runDataSchema),
+  checkpoints: z.array(checkpointSchema),
+  drift: driftSummarySchema.nullable(),
+  bench: z.array(benchPointSchema),
+  follow: z.boolean().default(false),
+  /** Series to show first; absent: the webview picks (or restores its saved choice). */
+  selected: z.array(z.string()).optional(),
+});
+
+/** Adds or replaces one run's data (follow mode sends this after reading the appended bytes). */
+export const runDataMessageSchema = z.object({ type: z.literal('runData'), data: runDataSchema });
+
+/** Answer to `requestRange`: finer buckets for [from, to] (steps) of one series; `from`/`to` are echoed. */
+export const rangeDataMessageSchema = z.object({
+  type: z.literal('rangeData'),
+  run: z.string().min(1),
+  series: z.string().min(1),
+  from: finite,
+  to: finite,
+  data: seriesDataSchema,
+});
+
+export const followStateMessageSchema = z.object({ type: z.literal('follow'), on: z.boolean() });
+export const errorMessageSchema = z.object({ type: z.literal('error'), message: z.string() });
+
+export const hostMessageSchema = z.discriminatedUnion('type', [
+  initMessageSchema,
+  runDataMessageSchema,
+  rangeDataMessageSchema,
+  followStateMessageSchema,
+  errorMessageSchema,
+]);
+export type HostMessage = z.infer<typeof hostMessageSchema>;
+export type InitMessage = z.infer<typeof initMessageSchema>;
+export type RangeDataMessage = z.infer<typeof rangeDataMessageSchema>;
+
+// ---- webview → host ----
+
+/** Sent once the script has loaded and listens; the host posts nothing before it. */
+export const readyMessageSchema = z.object({ type: z.literal('ready'), version: z.number().int() });
+/** Zoom: finer buckets wanted for [from, to], in steps whatever the x axis shows. */
+export const requestRangeMessageSchema = z
+  .object({
+    type: z.literal('requestRange'),
+    run: z.string().min(1),
+    series: z.string().min(1),
+    from: finite,
+    to: finite,
+  })
+  .refine((m) => m.from <= m.to, { message: 'from must not exceed to' });
+export const openArgsMessageSchema = z.object({ type: z.literal('openArgs'), path: z.string().min(1) });
+/** Diff the args of checkpoint `a` (older) against `b`. */
+export const diffArgsMessageSchema = z.object({
+  type: z.literal('diffArgs'),
+  a: z.string().min(1),
+  b: z.string().min(1),
+});
+/** The state the user wants: the host starts or stops reading appended bytes and answers with `follow`. */
+export const toggleFollowMessageSchema = z.object({ type: z.literal('toggleFollow'), on: z.boolean() });
+/** The series now shown; the host may remember it and reduce only these when following. */
+export const selectSeriesMessageSchema = z.object({ type: z.literal('selectSeries'), keys: z.array(z.string()) });
+
+export const webviewMessageSchema = z.discriminatedUnion('type', [
+  readyMessageSchema,
+  requestRangeMessageSchema,
+  openArgsMessageSchema,
+  diffArgsMessageSchema,
+  toggleFollowMessageSchema,
+  selectSeriesMessageSchema,
+]);
+export type WebviewMessage = z.infer<typeof webviewMessageSchema>;
+
+/**
+ * What the webview saves with setState, handed back to the panel serializer after a reload: enough to reopen the
+ * same runs (the host re-reads the data) and to restore the user's choices. Kept small on purpose.
+ */
+export const dashboardStateSchema = z.object({
+  runs: z.array(z.object({ id: z.string(), host: z.string(), path: z.string(), label: z.string() })).default([]),
+  selected: z.array(z.string()).optional(),
+  smoothing: z.number().min(0).max(0.999).default(0),
+  xAxis: xAxisSchema.default('step'),
+  follow: z.boolean().default(false),
+});
+export type DashboardState = z.infer<typeof dashboardStateSchema>;
+
+export type ParseResult<T> = { ok: true; message: T } | { ok: false; error: string };
+
+function parseWith<S extends z.ZodType>(schema: S, raw: unknown): ParseResult<z.infer<S>> {
+  const r = schema.safeParse(raw);
+  if (r.success) return { ok: true, message: r.data };
+  const where = r.error.issues
+    .slice(0, 3)
+    .map((i) => `${i.path.length ? i.path.join('.') : '(root)'}: ${i.message}`)
+    .join('; ');
+  const type = typeof raw === 'object' && raw !== null && 'type' in raw ? String(raw.type) : typeof raw;
+  return { ok: false, error: `invalid ${type} message: ${where}` };
+}
+
+/** Host side: validates what the webview posted. */
+export function parseWebviewMessage(raw: unknown): ParseResult<WebviewMessage> {
+  return parseWith(webviewMessageSchema, raw);
+}
+
+/** Webview side: validates what the host posted. */
+export function parseHostMessage(raw: unknown): ParseResult<HostMessage> {
+  return parseWith(hostMessageSchema, raw);
+}
+
+/** Host side: validates the state handed to the serializer (it comes from the webview, so it is untrusted too). */
+export function parseDashboardState(raw: unknown): DashboardState | undefined {
+  const r = dashboardStateSchema.safeParse(raw);
+  return r.success ? r.data : undefined;
+}
+
+/** What a sender builds (defaults may be left out); receivers get the parsed types above. */
+export type HostMessageInput = z.input<typeof hostMessageSchema>;
+export type WebviewMessageInput = z.input<typeof webviewMessageSchema>;

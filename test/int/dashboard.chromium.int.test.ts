@@ -1,0 +1,352 @@
+// The built dashboard (dist/webview) in headless Chromium, under the same CSP the panel uses, fed the fixture.
+// A shim stands in for acquireVsCodeApi and records what the page posts; themes are applied the way VS Code does it
+// (variables on <html>, a class on <body>), then changed live to check the redraw.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { extname, join, resolve } from 'node:path';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { dashboardHtml, DASHBOARD_SCRIPT, DASHBOARD_STYLES } from '../../webview/src/html';
+import { loadInitFixture } from '../fixtures/dashboard';
+import { parseWebviewMessage, type InitMessage } from '../../src/core/dashboard/protocol';
+
+const CHROMIUM = '/usr/bin/chromium';
+const ROOT = resolve(__dirname, '../..');
+const ARTIFACTS = join(ROOT, 'test-artifacts');
+const NONCE = 'a1B2c3D4e5F6g7H8i9J0kLmN';
+
+// VS Code's own values for these variables (Dark Modern / Light Modern).
+const DARK: Record<string, string> = {
+  '--vscode-font-family': 'system-ui, "Ubuntu", "Droid Sans", sans-serif',
+  '--vscode-font-size': '13px',
+  '--vscode-editor-font-family': '"Droid Sans Mono", monospace',
+  '--vscode-editor-background': '#1f1f1f',
+  '--vscode-editor-foreground': '#cccccc',
+  '--vscode-foreground': '#cccccc',
+  '--vscode-descriptionForeground': '#9d9d9d',
+  '--vscode-panel-border': '#2b2b2b',
+  '--vscode-charts-foreground': '#cccccc',
+  '--vscode-charts-lines': 'rgba(204, 204, 204, 0.5)',
+  '--vscode-charts-blue': '#3794ff',
+  '--vscode-charts-orange': '#d18616',
+  '--vscode-charts-green': '#89d185',
+  '--vscode-charts-purple': '#b180d7',
+  '--vscode-charts-red': '#f14c4c',
+  '--vscode-charts-yellow': '#cca700',
+  '--vscode-button-background': '#0078d4',
+  '--vscode-button-foreground': '#ffffff',
+  '--vscode-button-secondaryBackground': '#313131',
+  '--vscode-button-secondaryForeground': '#cccccc',
+  '--vscode-button-secondaryHoverBackground': '#3c3c3c',
+  '--vscode-button-hoverBackground': '#026ec1',
+  '--vscode-checkbox-background': '#313131',
+  '--vscode-checkbox-border': '#3c3c3c',
+  '--vscode-checkbox-foreground': '#cccccc',
+  '--vscode-dropdown-background': '#313131',
+  '--vscode-dropdown-border': '#3c3c3c',
+  '--vscode-dropdown-foreground': '#cccccc',
+  '--vscode-badge-background': '#616161',
+  '--vscode-badge-foreground': '#f8f8f8',
+  '--vscode-textCodeBlock-background': '#2b2b2b',
+  '--vscode-focusBorder': '#0078d4',
+};
+const LIGHT: Record<string, string> = {
+  ...DARK,
+  '--vscode-editor-background': '#ffffff',
+  '--vscode-editor-foreground': '#3b3b3b',
+  '--vscode-foreground': '#3b3b3b',
+  '--vscode-descriptionForeground': '#3b3b3b',
+  '--vscode-panel-border': '#e5e5e5',
+  '--vscode-charts-foreground': '#616161',
+  '--vscode-charts-lines': 'rgba(97, 97, 97, 0.5)',
+  '--vscode-charts-blue': '#1a85ff',
+  '--vscode-charts-orange': '#d18616',
+  '--vscode-charts-green': '#388a34',
+  '--vscode-charts-purple': '#652d90',
+  '--vscode-charts-red': '#e51400',
+  '--vscode-charts-yellow': '#bf8803',
+  '--vscode-button-secondaryBackground': '#e5e5e5',
+  '--vscode-button-secondaryForeground': '#3b3b3b',
+  '--vscode-button-secondaryHoverBackground': '#cccccc',
+  '--vscode-checkbox-background': '#f8f8f8',
+  '--vscode-checkbox-border': '#cecece',
+  '--vscode-checkbox-foreground': '#3b3b3b',
+  '--vscode-dropdown-background': '#ffffff',
+  '--vscode-dropdown-border': '#cecece',
+  '--vscode-dropdown-foreground': '#3b3b3b',
+  '--vscode-badge-background': '#cccccc',
+  '--vscode-badge-foreground': '#3b3b3b',
+  '--vscode-textCodeBlock-background': '#f2f2f2',
+};
+
+/** Builds with the project's build script; dist/webview is what the panel serves. */
+function build(): string {
+  const r = spawnSync(process.execPath, ['scripts/build.mjs'], { cwd: ROOT, encoding: 'utf8' });
+  assert.equal(r.status, 0, `node scripts/build.mjs failed:\n${r.stderr}${r.stdout}`);
+  const dir = join(ROOT, 'dist/webview');
+  for (const f of [DASHBOARD_SCRIPT, ...DASHBOARD_STYLES]) assert.ok(existsSync(join(dir, f)), `build did not produce ${f}`);
+  return dir;
+}
+
+/** Paths the page asked for that do not exist: a misspelt resource name shows up here. */
+const missing: string[] = [];
+
+const TYPES: Record<string, string> = { '.js': 'text/javascript', '.css': 'text/css', '.map': 'application/json' };
+
+function serve(dir: string): Promise<{ server: Server; origin: string }> {
+  return new Promise((ok) => {
+    const server = createServer((req, res) => {
+      const url = new URL(req.url ?? '/', 'http://127.0.0.1');
+      if (url.pathname === '/') {
+        const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+        res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
+        res.end(
+          dashboardHtml({
+            cspSource: origin,
+            nonce: NONCE,
+            scriptUri: `${origin}/webview/${DASHBOARD_SCRIPT}`,
+            cssUris: DASHBOARD_STYLES.map((s) => `${origin}/webview/${s}`),
+          }),
+        );
+        return;
+      }
+      if (url.pathname === '/favicon.ico') {
+        res.writeHead(204).end();
+        return;
+      }
+      const name = url.pathname.replace(/^\/webview\//, '');
+      const file = join(dir, name);
+      if (!url.pathname.startsWith('/webview/') || name.includes('..') || !existsSync(file)) {
+        missing.push(url.pathname);
+        res.writeHead(404).end();
+        return;
+      }
+      res.writeHead(200, { 'content-type': TYPES[extname(file)] ?? 'application/octet-stream' });
+      res.end(readFileSync(file));
+    });
+    server.listen(0, '127.0.0.1', () => ok({ server, origin: `http://127.0.0.1:${(server.address() as AddressInfo).port}` }));
+  });
+}
+
+/**
+ * Runs in the page before its scripts: the acquireVsCodeApi shim and a CSP violation recorder. A string, not a
+ * function: tsx would wrap named functions in a helper that does not exist in the page.
+ */
+const SHIM = `
+(() => {
+  const posted = [];
+  const violations = [];
+  let state;
+  let acquired = false;
+  window.__posted = posted;
+  window.__violations = violations;
+  window.__state = () => state;
+  window.acquireVsCodeApi = () => {
+    if (acquired) throw new Error('acquireVsCodeApi called twice');
+    acquired = true;
+    return {
+      postMessage: (m) => posted.push(JSON.parse(JSON.stringify(m))),
+      getState: () => state,
+      setState: (s) => { state = s; },
+    };
+  };
+  document.addEventListener('securitypolicyviolation', (e) =>
+    violations.push(e.violatedDirective + ' ' + e.blockedURI + ' ' + e.sourceFile + ':' + e.lineNumber));
+})();
+`;
+
+async function applyTheme(page: Page, kind: 'vscode-dark' | 'vscode-light', vars: Record<string, string>): Promise<void> {
+  await page.evaluate(
+    ({ kind, vars }) => {
+      const html = document.documentElement;
+      html.removeAttribute('style');
+      for (const [k, v] of Object.entries(vars)) html.style.setProperty(k, v);
+      document.body.className = kind;
+    },
+    { kind, vars },
+  );
+}
+
+const posted = (page: Page): Promise<{ type: string; [k: string]: unknown }[]> => page.evaluate(() => (window as unknown as { __posted: { type: string }[] }).__posted);
+
+/** Pixels of each plot canvas close to `rgb`: the run's line and, fainter, its band do not match; only the line. */
+function countColor(page: Page, selector: string, hex: string): Promise<number> {
+  return page.evaluate(
+    ({ selector, hex }) => {
+      const want = [1, 3, 5].map((i) => parseInt(hex.slice(i, i + 2), 16));
+      let n = 0;
+      for (const c of Array.from(document.querySelectorAll<HTMLCanvasElement>(selector))) {
+        const ctx = c.getContext('2d');
+        if (!ctx) continue;
+        const d = ctx.getImageData(0, 0, c.width, c.height).data;
+        for (let i = 0; i < d.length; i += 4) {
+          if ((d[i + 3] ?? 0) < 200) continue;
+          const dist = Math.abs((d[i] ?? 0) - (want[0] ?? 0)) + Math.abs((d[i + 1] ?? 0) - (want[1] ?? 0)) + Math.abs((d[i + 2] ?? 0) - (want[2] ?? 0));
+          if (dist < 40) n++;
+        }
+      }
+      return n;
+    },
+    { selector, hex },
+  );
+}
+
+function nonTransparent(page: Page, selector: string): Promise<number> {
+  return page.evaluate((selector) => {
+    const c = document.querySelector<HTMLCanvasElement>(selector);
+    const d = c?.getContext('2d')?.getImageData(0, 0, c.width, c.height).data;
+    let n = 0;
+    if (d) for (let i = 3; i < d.length; i += 4) if ((d[i] ?? 0) > 0) n++;
+    return n;
+  }, selector);
+}
+
+let browser: Browser | undefined;
+let server: Server | undefined;
+let origin = '';
+let init: InitMessage;
+
+before(async () => {
+  if (!existsSync(CHROMIUM)) return;
+  const dir = build();
+  ({ server, origin } = await serve(dir));
+  init = loadInitFixture();
+  browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    headless: true,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
+  });
+  mkdirSync(ARTIFACTS, { recursive: true });
+});
+
+after(async () => {
+  await browser?.close();
+  await new Promise<void>((ok) => (server ? server.close(() => ok()) : ok()));
+});
+
+void test('dashboard renders the fixture in headless Chromium, dark then light', { skip: !existsSync(CHROMIUM) && `${CHROMIUM} not installed` }, async () => {
+  assert.ok(browser);
+  const context = await browser.newContext({ viewport: { width: 1400, height: 1000 }, deviceScaleFactor: 1 });
+  const page = await context.newPage();
+  const problems: string[] = [];
+  const warnings: string[] = [];
+  page.on('pageerror', (e) => problems.push(`pageerror: ${e.message}`));
+  page.on('console', (m) => {
+    if (m.type() === 'error') problems.push(`console.error: ${m.text()}`);
+    if (m.type() === 'warning') warnings.push(m.text());
+  });
+  await page.addInitScript({ content: SHIM });
+  await page.goto(`${origin}/`);
+
+  // Handshake: ready first, and nothing drawn before init.
+  await page.waitForFunction(() => (window as unknown as { __posted: { type: string }[] }).__posted.some((m) => m.type === 'ready'));
+  assert.deepEqual((await posted(page))[0], { type: 'ready', version: 1 });
+  assert.equal(await page.locator('.kg-plot canvas').count(), 0, 'drew before init');
+
+  await applyTheme(page, 'vscode-dark', DARK);
+  // An invalid message is logged and ignored, not fatal.
+  await page.evaluate(() => window.postMessage({ type: 'init', runs: 'nope' }, '*'));
+  await page.evaluate((m) => window.postMessage(m, '*'), init);
+  await page.waitForSelector('.kg-plot[data-series="loss"] canvas');
+  await page.waitForSelector('.kg-bench-canvas canvas');
+  assert.ok(warnings.some((w) => w.includes('ignored a message') && w.includes('init')), `no warning for the bad message: ${warnings.join(' | ')}`);
+
+  // Saved before the checks, so a failure leaves a picture of what went wrong.
+  await page.screenshot({ path: join(ARTIFACTS, 'dashboard-dark.png'), fullPage: true });
+
+  // One plot per series, runs in distinct theme colours, bands and axes drawn.
+  const series = await page.locator('.kg-plot').evaluateAll((els) => els.map((e) => (e as HTMLElement).dataset.series));
+  assert.deepEqual(series, ['loss', 'lr', 'tok_per_s']);
+  const lossCanvas = '.kg-plot[data-series="loss"] canvas';
+  const painted = await nonTransparent(page, lossCanvas);
+  assert.ok(painted > 5_000, `loss canvas nearly empty: ${painted} px`);
+  const blueDark = await countColor(page, lossCanvas, DARK['--vscode-charts-blue']!);
+  const orangeDark = await countColor(page, lossCanvas, DARK['--vscode-charts-orange']!);
+  assert.ok(blueDark > 300, `run 1 line (charts-blue) barely drawn: ${blueDark} px`);
+  assert.ok(orangeDark > 300, `run 2 line (charts-orange) barely drawn: ${orangeDark} px`);
+  assert.ok((await countColor(page, '.kg-bench-canvas canvas', DARK['--vscode-charts-green']!)) > 50, 'baseline not marked on the bench plot');
+  // uPlot's legend names both runs; skipped counts are shown.
+  const legend = await page.locator('.kg-plot[data-series="loss"] .u-legend').innerText();
+  assert.match(legend, /baseline-1b/);
+  assert.match(legend, /lr6e-4/);
+  assert.match(await page.locator('.kg-legend').innerText(), /16 skipped/);
+  assert.match(await page.locator('.kg-drift-text').innerText(), /torch\s+2\.5\.1\+cu124\s+→\s+2\.6\.0\+cu126/);
+  // Text is readable on the dark background: the computed colour is the theme's foreground.
+  assert.equal(await page.locator('.kg-plot-title').first().evaluate((e) => getComputedStyle(e).color), 'rgb(204, 204, 204)');
+
+  // Series toggle: unchecking lr removes its plot and tells the host; checking brings it back.
+  const lrBox = page.locator('.kg-series-chooser vscode-checkbox[data-value="lr"]');
+  await lrBox.click();
+  await page.waitForSelector('.kg-plot[data-series="lr"]', { state: 'detached' });
+  assert.deepEqual((await posted(page)).at(-1), { type: 'selectSeries', keys: ['loss', 'tok_per_s'] });
+  await lrBox.click();
+  await page.waitForSelector('.kg-plot[data-series="lr"] canvas');
+  assert.deepEqual((await posted(page)).at(-1), { type: 'selectSeries', keys: ['loss', 'lr', 'tok_per_s'] });
+
+  // Checkpoint buttons post the right paths; the first of a run has nothing to diff against.
+  const ckpts = init.checkpoints;
+  const second = ckpts[1]!;
+  await page.locator(`.kg-checkpoint[data-path="${second.path}"] vscode-button[data-action="open-args"]`).click();
+  assert.deepEqual((await posted(page)).at(-1), { type: 'openArgs', path: second.path });
+  await page.locator(`.kg-checkpoint[data-path="${second.path}"] vscode-button[data-action="diff-args"]`).click();
+  assert.deepEqual((await posted(page)).at(-1), { type: 'diffArgs', a: ckpts[0]!.path, b: second.path });
+  const before = (await posted(page)).length;
+  await page.locator(`.kg-checkpoint[data-path="${ckpts[0]!.path}"] vscode-button[data-action="diff-args"]`).click({ force: true });
+  assert.equal((await posted(page)).length, before, 'diff of the first checkpoint posted a message');
+
+  // Zoom: a drag over the loss plot asks the host for finer buckets of each run, in steps.
+  const over = page.locator('.kg-plot[data-series="loss"] .u-over');
+  const box = (await over.boundingBox())!;
+  await page.mouse.move(box.x + box.width * 0.2, box.y + box.height / 2);
+  await page.mouse.down();
+  await page.mouse.move(box.x + box.width * 0.3, box.y + box.height / 2, { steps: 5 });
+  await page.mouse.up();
+  await page.waitForFunction(() => (window as unknown as { __posted: { type: string }[] }).__posted.some((m) => m.type === 'requestRange'));
+  await page.waitForTimeout(200);
+  const requests = (await posted(page)).flatMap((m) => {
+    const r = parseWebviewMessage(m);
+    return r.ok && r.message.type === 'requestRange' ? [r.message] : [];
+  });
+  const runsAsked = new Set(requests.map((r) => r.run));
+  assert.equal(runsAsked.size, 2, `expected requests for both runs: ${JSON.stringify(requests)}`);
+  const lossReq = requests.find((r) => r.series === 'loss' && r.run === init.runs[0]!.run.id)!;
+  const { from, to } = lossReq;
+  assert.ok(from < to && to - from < 40_000, `zoom window ${from}..${to} is not narrower than the run`);
+  // Answer with finer buckets; the plot takes them without errors.
+  const xs = Array.from({ length: 200 }, (_, i) => Math.round(from + ((to - from) * (i + 1)) / 200));
+  await page.evaluate(
+    (m) => window.postMessage(m, '*'),
+    { type: 'rangeData', run: lossReq.run, series: 'loss', from, to, data: { key: 'loss', x: xs, min: xs.map(() => 2.5), max: xs.map(() => 3.5), last: xs.map(() => 3), t: xs.map((x) => 1736496000 + x * 0.35) } },
+  );
+  await page.waitForTimeout(100);
+  await page.locator('vscode-button[data-action="reset-zoom"]').click();
+  await page.mouse.move(0, 0);
+
+  // Live theme switch: the canvases are drawn again with the light theme's colours.
+  await applyTheme(page, 'vscode-light', LIGHT);
+  await page.waitForFunction(() => getComputedStyle(document.body).backgroundColor === 'rgb(255, 255, 255)');
+  await page.waitForTimeout(300);
+  const blueLight = await countColor(page, lossCanvas, LIGHT['--vscode-charts-blue']!);
+  const blueDarkAfter = await countColor(page, lossCanvas, DARK['--vscode-charts-blue']!);
+  assert.ok(blueLight > 300, `light theme line not drawn in its charts-blue: ${blueLight} px`);
+  assert.ok(blueDarkAfter < blueLight / 4, `dark colours left after the theme switch: ${blueDarkAfter} vs ${blueLight}`);
+  assert.equal(await page.locator('.kg-plot-title').first().evaluate((e) => getComputedStyle(e).color), 'rgb(59, 59, 59)');
+  await page.screenshot({ path: join(ARTIFACTS, 'dashboard-light.png'), fullPage: true });
+
+  // State for the serializer: enough to reopen the runs.
+  const state = (await page.evaluate(() => (window as unknown as { __state: () => unknown }).__state())) as { runs: { id: string }[]; selected: string[] };
+  assert.deepEqual(state.runs.map((r) => r.id), init.runs.map((r) => r.run.id));
+  assert.deepEqual(state.selected, ['loss', 'lr', 'tok_per_s']);
+
+  // Everything the page posted is a valid protocol message.
+  for (const m of await posted(page)) assert.ok(parseWebviewMessage(m).ok, JSON.stringify(m));
+
+  const violations = await page.evaluate(() => (window as unknown as { __violations: string[] }).__violations);
+  assert.deepEqual(violations, [], 'CSP violations');
+  assert.deepEqual(missing, [], 'requests for missing files');
+  assert.deepEqual(problems, []);
+  await context.close();
+});

@@ -1,0 +1,470 @@
+// The dashboard: holds what the host sent and what the user chose, and (re)draws from that. It posts messages
+// through HostApi only and receives them already validated (see main.ts).
+import {
+  DASHBOARD_PROTOCOL_VERSION,
+  dashboardStateSchema,
+  type BenchPoint,
+  type Checkpoint,
+  type DashboardState,
+  type DriftSummary,
+  type HostMessage,
+  type RangeDataMessage,
+  type RunData,
+  type SeriesData,
+  type XAxis,
+} from '../../src/core/dashboard/protocol';
+import { badge, button, checkbox, dataGrid, divider, dropdown, slider } from './components';
+import {
+  buildPlotModel,
+  detectSeries,
+  formatValue,
+  hasWallTime,
+  mergeWindow,
+  previousCheckpoints,
+  runTimeOrigin,
+  stepWindow,
+  totalSkipped,
+  upsertRun,
+  xValues,
+} from './data';
+import { createBenchPlot, SeriesPlot } from './plots';
+import { readTheme, watchTheme, type Theme } from './theme';
+import type { HostApi } from './vscodeApi';
+
+/** Shown by default when the user has not chosen: more than this many plots is a wall, not an overview. */
+const DEFAULT_VISIBLE = 6;
+
+function h<K extends keyof HTMLElementTagNameMap>(tag: K, cls?: string, text?: string): HTMLElementTagNameMap[K] {
+  const e = document.createElement(tag);
+  if (cls) e.className = cls;
+  if (text !== undefined) e.textContent = text;
+  return e;
+}
+
+const seriesKey = (run: string, series: string): string => `${run}\u0000${series}`;
+
+export class Dashboard {
+  private runs: RunData[] = [];
+  private checkpoints: Checkpoint[] = [];
+  private drift: DriftSummary | null = null;
+  private bench: BenchPoint[] = [];
+  private selected: string[] | undefined;
+  private smoothing: number;
+  private axis: XAxis;
+  private follow: boolean;
+  /** The zoomed x window in the current axis' units; undefined: everything. */
+  private zoom: { min: number; max: number } | undefined;
+  /** Finer buckets received for the zoom window, by run+series, already merged into the coarse ones. */
+  private fine = new Map<string, SeriesData>();
+  /** Outstanding requestRange windows (steps) by run+series; answers for other windows are stale. */
+  private pending = new Map<string, { from: number; to: number }>();
+  private plots = new Map<string, { card: HTMLElement; plot: SeriesPlot }>();
+  private stopWatchingTheme: (() => void) | undefined;
+  private disposeBench: (() => void) | undefined;
+  private theme: Theme | undefined;
+  private zoomTimer: ReturnType<typeof setTimeout> | undefined;
+
+  private readonly els = {
+    banner: h('div', 'kg-banner'),
+    toolbar: h('div', 'kg-toolbar'),
+    seriesChooser: h('div', 'kg-series-chooser'),
+    legend: h('div', 'kg-legend'),
+    plots: h('div', 'kg-plots'),
+    runs: h('section', 'kg-section kg-runs'),
+    checkpoints: h('section', 'kg-section kg-checkpoints'),
+    drift: h('section', 'kg-section kg-drift'),
+    bench: h('section', 'kg-section kg-bench'),
+  };
+
+  constructor(
+    private readonly root: HTMLElement,
+    private readonly host: HostApi,
+  ) {
+    const saved = dashboardStateSchema.safeParse(host.getState() ?? {});
+    const state: DashboardState = saved.success ? saved.data : dashboardStateSchema.parse({});
+    this.selected = state.selected;
+    this.smoothing = state.smoothing;
+    this.axis = state.xAxis;
+    this.follow = state.follow;
+  }
+
+  /** Builds the empty frame and announces itself; nothing is drawn before `init`. */
+  start(): void {
+    this.root.replaceChildren();
+    this.root.classList.remove('kg-loading');
+    const main = h('main', 'kg-main');
+    const aside = h('aside', 'kg-aside');
+    this.els.banner.hidden = true;
+    main.append(this.els.banner, this.els.toolbar, this.els.seriesChooser, this.els.legend, this.els.plots);
+    aside.append(this.els.runs, this.els.checkpoints, this.els.drift, this.els.bench);
+    const waiting = h('p', 'kg-empty', 'Waiting for data…');
+    this.els.plots.append(waiting);
+    this.root.append(main, aside);
+    this.stopWatchingTheme = watchTheme(() => this.redrawAll());
+    this.host.post({ type: 'ready', version: DASHBOARD_PROTOCOL_VERSION });
+  }
+
+  handle(message: HostMessage): void {
+    switch (message.type) {
+      case 'init':
+        this.runs = message.runs;
+        this.checkpoints = message.checkpoints;
+        this.drift = message.drift;
+        this.bench = message.bench;
+        this.follow = message.follow;
+        if (message.selected) this.selected = message.selected;
+        this.zoom = undefined;
+        this.fine.clear();
+        this.pending.clear();
+        this.renderAll();
+        break;
+      case 'runData':
+        this.runs = upsertRun(this.runs, message.data);
+        for (const k of [...this.fine.keys()]) if (k.startsWith(`${message.data.run.id}\u0000`)) this.fine.delete(k);
+        this.renderControls();
+        this.renderRuns();
+        this.renderPlots();
+        if (this.zoom) this.requestRanges([message.data.run.id]);
+        break;
+      case 'rangeData':
+        this.acceptRange(message);
+        break;
+      case 'follow':
+        this.follow = message.on;
+        this.renderControls();
+        this.saveState();
+        break;
+      case 'error':
+        this.els.banner.textContent = message.message;
+        this.els.banner.hidden = false;
+        break;
+    }
+  }
+
+  private allSeries(): string[] {
+    return detectSeries(this.runs);
+  }
+
+  private visibleSeries(): string[] {
+    const all = this.allSeries();
+    const chosen = (this.selected ?? []).filter((k) => all.includes(k));
+    if (this.selected === undefined) return all.slice(0, DEFAULT_VISIBLE);
+    return all.filter((k) => chosen.includes(k));
+  }
+
+  private saveState(): void {
+    const state: DashboardState = {
+      runs: this.runs.map((r) => ({ id: r.run.id, host: r.run.host, path: r.run.path, label: r.run.label })),
+      selected: this.selected,
+      smoothing: this.smoothing,
+      xAxis: this.axis,
+      follow: this.follow,
+    };
+    this.host.setState(state);
+  }
+
+  private renderAll(): void {
+    this.theme = readTheme();
+    if (this.axis !== 'step' && !hasWallTime(this.runs)) this.axis = 'step';
+    this.renderControls();
+    this.renderRuns();
+    this.renderPlots(true);
+    this.renderSide();
+    this.saveState();
+  }
+
+  /** Theme change: canvases hold resolved colours, so they are drawn anew. */
+  private redrawAll(): void {
+    if (this.runs.length === 0 && this.bench.length === 0) return;
+    this.theme = readTheme();
+    this.renderRuns();
+    this.renderPlots(true);
+    this.renderBench();
+  }
+
+  private renderControls(): void {
+    const wall = hasWallTime(this.runs);
+    const axis = dropdown(
+      [
+        { value: 'step', label: 'x: step' },
+        { value: 'time', label: 'x: wall time', disabled: !wall },
+        { value: 'relative', label: 'x: hours since start', disabled: !wall },
+      ],
+      this.axis,
+      (v) => {
+        this.axis = v === 'time' || v === 'relative' ? v : 'step';
+        this.zoom = undefined;
+        this.fine.clear();
+        this.pending.clear();
+        this.renderPlots(true);
+        this.saveState();
+      },
+      'x axis',
+    );
+    const smooth = slider(
+      'Smoothing',
+      this.smoothing,
+      { min: 0, max: 0.99, step: 0.01 },
+      (v) => {
+        this.smoothing = v;
+        this.renderPlots();
+        this.saveState();
+      },
+      (v) => v.toFixed(2),
+    );
+    smooth.dataset.control = 'smoothing';
+    const follow = checkbox('Follow', this.follow, (on) => this.host.post({ type: 'toggleFollow', on }));
+    follow.dataset.control = 'follow';
+    const reset = button('Reset zoom', () => this.resetZoom(), { action: 'reset-zoom', title: 'Show the whole run (or double-click a plot)' });
+    axis.dataset.control = 'axis';
+    this.els.toolbar.replaceChildren(axis, smooth, follow, reset);
+
+    const visible = new Set(this.visibleSeries());
+    const boxes = this.allSeries().map((key) =>
+      checkbox(
+        key,
+        visible.has(key),
+        (on) => {
+          const now = new Set(this.visibleSeries());
+          if (on) now.add(key);
+          else now.delete(key);
+          this.selected = this.allSeries().filter((k) => now.has(k));
+          this.host.post({ type: 'selectSeries', keys: this.selected });
+          this.renderPlots();
+          this.saveState();
+        },
+        key,
+      ),
+    );
+    const label = h('span', 'kg-label', 'Series');
+    this.els.seriesChooser.replaceChildren(label, ...boxes);
+  }
+
+  private runColor(index: number): string {
+    const colors = this.theme?.runColors ?? [];
+    return colors[index % Math.max(1, colors.length)] ?? 'currentColor';
+  }
+
+  /** The run legend (colour, name, skipped lines) and the runs table in the side panel. */
+  private renderRuns(): void {
+    const items = this.runs.map((r, i) => {
+      const item = h('span', 'kg-legend-item');
+      item.dataset.run = r.run.id;
+      const swatch = h('span', 'kg-swatch');
+      swatch.style.backgroundColor = this.runColor(i);
+      const name = h('span', 'kg-run-label', r.run.label);
+      name.title = `${r.run.host}:${r.run.path}`;
+      item.append(swatch, name);
+      const skipped = totalSkipped(r.run.skipped);
+      if (skipped > 0) {
+        item.append(
+          badge(
+            `${skipped} skipped`,
+            `${r.run.skipped.malformed} malformed, ${r.run.skipped.nonNumeric} non-numeric, ${r.run.skipped.nonFinite} NaN/Infinity lines skipped`,
+          ),
+        );
+      }
+      return item;
+    });
+    this.els.legend.replaceChildren(...items);
+
+    const heading = h('h2', undefined, 'Runs');
+    const grid = dataGrid(
+      [
+        { key: 'run', title: 'Run', width: '2fr' },
+        { key: 'lines', title: 'Lines', width: '1.3fr' },
+        { key: 'malformed', title: 'Bad', width: '0.8fr' },
+        { key: 'nonNumeric', title: 'Text', width: '0.8fr' },
+        { key: 'nonFinite', title: 'NaN', width: '0.8fr' },
+      ],
+      this.runs.map((r) => ({
+        run: r.run.label,
+        lines: r.run.lines.toLocaleString('en-US'),
+        malformed: String(r.run.skipped.malformed),
+        nonNumeric: String(r.run.skipped.nonNumeric),
+        nonFinite: String(r.run.skipped.nonFinite),
+      })),
+    );
+    grid.classList.add('kg-runs-grid');
+    const note = h('p', 'kg-muted kg-note', 'Skipped lines: Bad = not JSON, Text = non-numeric value, NaN = NaN/Infinity.');
+    this.els.runs.replaceChildren(heading, grid, note);
+  }
+
+  private override = (runId: string, key: string): SeriesData | undefined => this.fine.get(seriesKey(runId, key));
+
+  /** Adds, updates and removes plot cards to match the chosen series. `recreate` draws every canvas anew. */
+  private renderPlots(recreate = false): void {
+    const theme = (this.theme ??= readTheme());
+    const keys = this.visibleSeries();
+    if (recreate) {
+      for (const { card, plot } of this.plots.values()) {
+        plot.destroy();
+        card.remove();
+      }
+      this.plots.clear();
+    }
+    for (const [key, { card, plot }] of this.plots) {
+      if (!keys.includes(key)) {
+        plot.destroy();
+        card.remove();
+        this.plots.delete(key);
+      }
+    }
+    if (keys.length === 0) {
+      const msg = this.runs.length === 0 ? 'No runs.' : 'No series chosen (or no numeric series in the log).';
+      this.els.plots.replaceChildren(h('p', 'kg-empty', msg));
+      return;
+    }
+    this.els.plots.querySelector('.kg-empty')?.remove();
+    for (const key of keys) {
+      const model = buildPlotModel(this.runs, key, this.axis, this.smoothing, this.override);
+      const existing = this.plots.get(key);
+      if (existing) {
+        existing.plot.update(model, this.zoom);
+        this.els.plots.append(existing.card);
+        continue;
+      }
+      const card = h('div', 'kg-plot');
+      card.dataset.series = key;
+      const title = h('h3', 'kg-plot-title', key);
+      const canvasHost = h('div', 'kg-plot-canvas');
+      card.append(title, canvasHost);
+      this.els.plots.append(card);
+      const plot = new SeriesPlot(canvasHost, model, this.axis, theme, {
+        onZoom: (min, max) => this.onUserZoom(key, min, max),
+        onReset: () => this.resetZoom(),
+      });
+      if (this.zoom) plot.setWindow(this.zoom.min, this.zoom.max);
+      this.plots.set(key, { card, plot });
+    }
+  }
+
+  private onUserZoom(source: string, min: number, max: number): void {
+    this.zoom = { min, max };
+    for (const [key, { plot }] of this.plots) if (key !== source) plot.setWindow(min, max);
+    // Dragging fires scale changes in bursts; ask the host once the window settles.
+    clearTimeout(this.zoomTimer);
+    this.zoomTimer = setTimeout(() => this.requestRanges(), 120);
+  }
+
+  /** Asks the host for finer buckets of every shown series in the zoom window, converted to steps. */
+  private requestRanges(onlyRuns?: string[]): void {
+    const zoom = this.zoom;
+    if (!zoom) return;
+    for (const key of this.visibleSeries()) {
+      for (const run of this.runs) {
+        if (onlyRuns && !onlyRuns.includes(run.run.id)) continue;
+        const series = run.series.find((s) => s.key === key);
+        if (!series || series.x.length === 0) continue;
+        const axisX = xValues(series, this.axis, runTimeOrigin(run));
+        if (!axisX) continue;
+        const win = stepWindow(series, axisX, zoom.min, zoom.max);
+        if (!win) continue;
+        this.pending.set(seriesKey(run.run.id, key), win);
+        this.host.post({ type: 'requestRange', run: run.run.id, series: key, from: win.from, to: win.to });
+      }
+    }
+  }
+
+  private acceptRange(m: RangeDataMessage): void {
+    const k = seriesKey(m.run, m.series);
+    const want = this.pending.get(k);
+    if (!this.zoom || !want || want.from !== m.from || want.to !== m.to) return;
+    const coarse = this.runs.find((r) => r.run.id === m.run)?.series.find((s) => s.key === m.series);
+    if (!coarse) return;
+    this.pending.delete(k);
+    this.fine.set(k, mergeWindow(coarse, { ...m.data, key: m.series }, m.from, m.to));
+    const entry = this.plots.get(m.series);
+    entry?.plot.update(buildPlotModel(this.runs, m.series, this.axis, this.smoothing, this.override), this.zoom);
+  }
+
+  private resetZoom(): void {
+    clearTimeout(this.zoomTimer);
+    const hadFine = this.fine.size > 0;
+    this.zoom = undefined;
+    this.fine.clear();
+    this.pending.clear();
+    if (hadFine) this.renderPlots();
+    for (const { plot } of this.plots.values()) plot.setWindow(undefined, undefined);
+  }
+
+  dispose(): void {
+    this.stopWatchingTheme?.();
+    this.disposeBench?.();
+    for (const { plot } of this.plots.values()) plot.destroy();
+    this.plots.clear();
+  }
+
+  private renderSide(): void {
+    this.renderCheckpoints();
+    this.renderDrift();
+    this.renderBench();
+  }
+
+  private renderCheckpoints(): void {
+    const heading = h('h2', undefined, 'Checkpoints');
+    if (this.checkpoints.length === 0) {
+      this.els.checkpoints.replaceChildren(heading, h('p', 'kg-empty', 'No checkpoints found for these runs.'));
+      return;
+    }
+    const prev = previousCheckpoints(this.checkpoints);
+    const list = h('ul', 'kg-checkpoint-list');
+    const runIndex = new Map(this.runs.map((r, i) => [r.run.id, i]));
+    for (const c of this.checkpoints) {
+      const li = h('li', 'kg-checkpoint');
+      li.dataset.path = c.path;
+      const idx = c.run !== undefined ? runIndex.get(c.run) : undefined;
+      const swatch = h('span', 'kg-swatch');
+      if (idx !== undefined) swatch.style.backgroundColor = this.runColor(idx);
+      const name = h('span', 'kg-checkpoint-label', c.label);
+      name.title = c.path;
+      const meta = h('span', 'kg-muted', c.step != null ? `step ${formatValue(c.step)}` : c.mtime != null ? new Date(c.mtime * 1000).toLocaleString() : '');
+      const before = prev.get(c.path);
+      const open = button('Open Args', () => this.host.post({ type: 'openArgs', path: c.path }), {
+        action: 'open-args',
+        disabled: !c.hasArgs,
+        title: c.hasArgs ? `Open the training args of ${c.path}` : 'This checkpoint has no args',
+      });
+      const diff = button('Diff with previous', () => before && this.host.post({ type: 'diffArgs', a: before.path, b: c.path }), {
+        action: 'diff-args',
+        disabled: !before || !c.hasArgs || !before.hasArgs,
+        title: before ? `Diff args against ${before.label}` : 'No earlier checkpoint of this run',
+      });
+      const actions = h('span', 'kg-actions');
+      actions.append(open, diff);
+      const head = h('span', 'kg-checkpoint-head');
+      head.append(swatch, name, meta);
+      li.append(head, actions);
+      list.append(li);
+    }
+    this.els.checkpoints.replaceChildren(heading, list);
+  }
+
+  private renderDrift(): void {
+    const heading = h('h2', undefined, 'Baseline drift');
+    const d = this.drift;
+    if (!d) {
+      this.els.drift.replaceChildren(heading, h('p', 'kg-empty', 'No baseline recorded for this host.'));
+      return;
+    }
+    const sub = h('p', 'kg-muted', `${d.baseline}${d.capturedAt ? ` · ${d.capturedAt}` : ''}`);
+    sub.append(' ', badge(d.changes === 0 ? 'no drift' : `${d.changes} changed`));
+    const pre = h('pre', 'kg-drift-text', d.text);
+    this.els.drift.replaceChildren(heading, sub, pre);
+  }
+
+  private renderBench(): void {
+    this.disposeBench?.();
+    this.disposeBench = undefined;
+    const heading = h('h2', undefined, 'Benchmark history');
+    if (this.bench.length === 0) {
+      this.els.bench.replaceChildren(heading, h('p', 'kg-empty', 'No benchmarks yet.'));
+      return;
+    }
+    const base = this.bench.find((b) => b.baseline);
+    const sub = h('p', 'kg-muted', base ? `tokens/s; baseline ${formatValue(base.tokPerS)} (${base.label ?? new Date(base.time * 1000).toLocaleDateString()})` : 'tokens/s; no baseline marked');
+    const canvasHost = h('div', 'kg-bench-canvas');
+    this.els.bench.replaceChildren(heading, sub, canvasHost, divider());
+    this.disposeBench = createBenchPlot(canvasHost, this.bench, this.theme ?? readTheme());
+  }
+}

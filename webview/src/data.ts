@@ -1,0 +1,282 @@
+// The dashboard's data handling, kept free of the DOM so it runs (and is tested) in plain Node.
+import type { RunData, SeriesData, SkippedCounts, XAxis } from '../../src/core/dashboard/protocol';
+
+/** Keys that are an x axis rather than a metric; plotting them against step is a straight line. */
+const X_LIKE = new Set(['step', '_step', 'global_step', 'iter', 'iteration', 'time', 'timestamp', '_timestamp', 'wall_time', '_runtime']);
+
+/** Familiar metrics first, in the order people look at them; the rest alphabetically. */
+const PRIORITY = [/^(train[/_.])?loss$/i, /loss/i, /acc/i, /^(lr|learning_rate)$/i, /lr|learning.?rate/i, /tok.*s|throughput/i, /grad.?norm/i];
+
+function rank(key: string): number {
+  const i = PRIORITY.findIndex((re) => re.test(key));
+  return i < 0 ? PRIORITY.length : i;
+}
+
+/** The numeric series present in any run: keys with at least one point, x-like keys left out, in display order. */
+export function detectSeries(runs: readonly RunData[]): string[] {
+  const keys = new Set<string>();
+  for (const r of runs) {
+    for (const s of r.series) {
+      if (s.x.length > 0 && !X_LIKE.has(s.key.toLowerCase()) && s.last.some(Number.isFinite)) keys.add(s.key);
+    }
+  }
+  return [...keys].sort((a, b) => rank(a) - rank(b) || a.localeCompare(b));
+}
+
+/**
+ * Exponential moving average with TensorBoard's debiasing, so the first points are not dragged towards zero.
+ * `weight` 0 returns the values unchanged; nulls (gaps) stay null and do not advance the average.
+ */
+export function ema(values: readonly (number | null)[], weight: number): (number | null)[] {
+  if (!(weight > 0)) return values.slice();
+  const w = Math.min(weight, 0.999);
+  let acc = 0;
+  let n = 0;
+  return values.map((v) => {
+    if (v === null || !Number.isFinite(v)) return null;
+    acc = acc * w + (1 - w) * v;
+    n += 1;
+    return acc / (1 - Math.pow(w, n));
+  });
+}
+
+/** Earliest wall time of a run (Unix seconds), the origin of the "relative" axis; undefined without times. */
+export function runTimeOrigin(run: RunData): number | undefined {
+  let origin: number | undefined;
+  for (const s of run.series) {
+    const t0 = s.t?.[0];
+    if (t0 !== undefined && (origin === undefined || t0 < origin)) origin = t0;
+  }
+  return origin;
+}
+
+/** Whether every series of every run carries wall times, i.e. whether the time axes can be offered. */
+export function hasWallTime(runs: readonly RunData[]): boolean {
+  return runs.length > 0 && runs.every((r) => r.series.every((s) => s.t !== undefined));
+}
+
+/** The x values of a series on the chosen axis (relative: hours since the run's start); undefined if not available. */
+export function xValues(series: SeriesData, axis: XAxis, origin: number | undefined): number[] | undefined {
+  if (axis === 'step') return series.x;
+  if (!series.t) return undefined;
+  if (axis === 'time') return series.t;
+  const o = origin ?? series.t[0] ?? 0;
+  return series.t.map((t) => (t - o) / 3600);
+}
+
+export interface AlignedPart {
+  x: readonly number[];
+  /** Columns sharing `x` (e.g. last, min, max). */
+  cols: readonly (readonly (number | null)[])[];
+}
+
+export interface Aligned {
+  x: number[];
+  /** parts[i][j]: column j of part i on the shared x, null where that part has no point. */
+  parts: (number | null)[][][];
+}
+
+/**
+ * Puts several runs on one x array (uPlot draws all series of a plot against a single x): the sorted union of
+ * their x values, each column padded with nulls where its run has no point. A run's duplicate x keeps its last value.
+ */
+export function alignRuns(parts: readonly AlignedPart[]): Aligned {
+  const all = new Set<number>();
+  for (const p of parts) for (const v of p.x) if (Number.isFinite(v)) all.add(v);
+  const x = [...all].sort((a, b) => a - b);
+  const index = new Map<number, number>();
+  x.forEach((v, i) => index.set(v, i));
+  const out = parts.map((p) => {
+    const cols = p.cols.map(() => new Array<number | null>(x.length).fill(null));
+    p.x.forEach((xv, i) => {
+      const at = index.get(xv);
+      if (at === undefined) return;
+      p.cols.forEach((col, j) => {
+        const v = col[i];
+        const target = cols[j];
+        if (target && v !== undefined) target[at] = v !== null && Number.isFinite(v) ? v : null;
+      });
+    });
+    return cols;
+  });
+  return { x, parts: out };
+}
+
+/** Coarse buckets outside [from, to] with the finer buckets from a zoom request inside it. */
+export function mergeWindow(coarse: SeriesData, fine: SeriesData, from: number, to: number): SeriesData {
+  const pick = (s: SeriesData, keep: (x: number) => boolean): number[] =>
+    s.x.map((x, i) => (keep(x) ? i : -1)).filter((i) => i >= 0);
+  const outside = pick(coarse, (x) => x < from || x > to);
+  const inside = pick(fine, (x) => x >= from && x <= to);
+  const rows: { x: number; min: number; max: number; last: number; t: number | undefined }[] = [];
+  const take = (s: SeriesData, idx: number[]): void => {
+    for (const i of idx) {
+      rows.push({ x: s.x[i] ?? 0, min: s.min[i] ?? 0, max: s.max[i] ?? 0, last: s.last[i] ?? 0, t: s.t?.[i] });
+    }
+  };
+  take(coarse, outside);
+  take(fine, inside);
+  rows.sort((a, b) => a.x - b.x);
+  const withTime = coarse.t !== undefined && (fine.t !== undefined || inside.length === 0);
+  const merged: SeriesData = {
+    key: coarse.key,
+    x: rows.map((r) => r.x),
+    min: rows.map((r) => r.min),
+    max: rows.map((r) => r.max),
+    last: rows.map((r) => r.last),
+  };
+  if (withTime) merged.t = rows.map((r) => r.t ?? 0);
+  return merged;
+}
+
+/**
+ * The step window that a window on another axis covers, for zoom requests (the probe buckets by step). Assumes
+ * time grows with step, which holds for one run's log; a window outside the data clamps to its ends.
+ */
+export function stepWindow(series: SeriesData, axisX: readonly number[], from: number, to: number): { from: number; to: number } | undefined {
+  let lo: number | undefined;
+  let hi: number | undefined;
+  axisX.forEach((v, i) => {
+    const step = series.x[i];
+    if (step === undefined || v < from || v > to) return;
+    if (lo === undefined || step < lo) lo = step;
+    if (hi === undefined || step > hi) hi = step;
+  });
+  if (lo === undefined || hi === undefined) return undefined;
+  // Widen to the neighbouring buckets: a bucket's x is its last step, so the window's first bucket starts earlier.
+  const i = series.x.indexOf(lo);
+  const before = i > 0 ? series.x[i - 1] : undefined;
+  return { from: before ?? lo, to: hi };
+}
+
+/** Adds a run, or replaces the one with the same id in place (so its colour does not change). */
+export function upsertRun(runs: readonly RunData[], data: RunData): RunData[] {
+  const i = runs.findIndex((r) => r.run.id === data.run.id);
+  if (i < 0) return [...runs, data];
+  const copy = runs.slice();
+  copy[i] = data;
+  return copy;
+}
+
+export function totalSkipped(s: SkippedCounts): number {
+  return s.malformed + s.nonNumeric + s.nonFinite;
+}
+
+/** `#rgb`, `#rrggbb`, `#rrggbbaa`, `rgb()`/`rgba()` with its alpha multiplied by `alpha`; other forms unchanged. */
+export function withAlpha(color: string, alpha: number): string {
+  const c = color.trim();
+  let r: number, g: number, b: number;
+  let a = 1;
+  const hex = /^#([0-9a-f]{3,8})$/i.exec(c)?.[1];
+  const rgb = /^rgba?\(\s*([\d.]+)[\s,]+([\d.]+)[\s,]+([\d.]+)(?:[\s,/]+([\d.]+%?))?\s*\)$/i.exec(c);
+  if (hex && (hex.length === 3 || hex.length === 6 || hex.length === 8)) {
+    const full = hex.length === 3 ? [...hex].map((ch) => ch + ch).join('') : hex;
+    r = parseInt(full.slice(0, 2), 16);
+    g = parseInt(full.slice(2, 4), 16);
+    b = parseInt(full.slice(4, 6), 16);
+    if (full.length === 8) a = parseInt(full.slice(6, 8), 16) / 255;
+  } else if (rgb) {
+    r = Number(rgb[1]);
+    g = Number(rgb[2]);
+    b = Number(rgb[3]);
+    const al = rgb[4];
+    if (al !== undefined) a = al.endsWith('%') ? Number(al.slice(0, -1)) / 100 : Number(al);
+  } else {
+    return c;
+  }
+  const out = Math.round(Math.max(0, Math.min(1, a * alpha)) * 1000) / 1000;
+  return `rgba(${r}, ${g}, ${b}, ${out})`;
+}
+
+/** Short numbers for legends and tables: 3 significant digits, exponent for the very large or small. */
+export function formatValue(v: number | null | undefined): string {
+  if (v === null || v === undefined || !Number.isFinite(v)) return '—';
+  const a = Math.abs(v);
+  if (a !== 0 && (a >= 1e6 || a < 1e-3)) return v.toExponential(2);
+  if (Number.isInteger(v)) return String(v);
+  return String(Number(v.toPrecision(4)));
+}
+
+/** For each checkpoint, the one before it of the same run in step (else mtime) order: "Diff with previous". */
+export function previousCheckpoints<C extends { path: string; run?: string | undefined; step?: number | null | undefined; mtime?: number | null | undefined }>(
+  checkpoints: readonly C[],
+): Map<string, C> {
+  const order = (c: C): number => c.step ?? c.mtime ?? 0;
+  const byRun = new Map<string, C[]>();
+  for (const c of checkpoints) {
+    const k = c.run ?? '';
+    byRun.set(k, [...(byRun.get(k) ?? []), c]);
+  }
+  const prev = new Map<string, C>();
+  for (const list of byRun.values()) {
+    const sorted = list.slice().sort((a, b) => order(a) - order(b));
+    sorted.forEach((c, i) => {
+      const p = i > 0 ? sorted[i - 1] : undefined;
+      if (p) prev.set(c.path, p);
+    });
+  }
+  return prev;
+}
+
+export interface PlotRun {
+  runId: string;
+  label: string;
+  /** Index of the run in the dashboard's run list: picks its colour, stable across redraws. */
+  colorIndex: number;
+  /** Smoothed last values (the line). */
+  line: (number | null)[];
+  min: (number | null)[];
+  max: (number | null)[];
+}
+
+export interface PlotModel {
+  key: string;
+  x: number[];
+  runs: PlotRun[];
+}
+
+/**
+ * Everything one plot draws: the runs that have series `key`, on one shared x (see alignRuns), the line smoothed.
+ * `override` supplies a run's series when a zoom replaced part of it with finer buckets.
+ */
+export function buildPlotModel(
+  runs: readonly RunData[],
+  key: string,
+  axis: XAxis,
+  smoothing: number,
+  override: (runId: string, key: string) => SeriesData | undefined = () => undefined,
+): PlotModel {
+  const used: { run: RunData; index: number; series: SeriesData; x: number[] }[] = [];
+  runs.forEach((run, index) => {
+    const series = override(run.run.id, key) ?? run.series.find((s) => s.key === key);
+    if (!series || series.x.length === 0) return;
+    const x = xValues(series, axis, runTimeOrigin(run));
+    if (x) used.push({ run, index, series, x });
+  });
+  const aligned = alignRuns(used.map((u) => ({ x: u.x, cols: [u.series.last, u.series.min, u.series.max] })));
+  return {
+    key,
+    x: aligned.x,
+    runs: used.map((u, i) => {
+      const [last = [], min = [], max = []] = aligned.parts[i] ?? [];
+      return { runId: u.run.run.id, label: u.run.run.label, colorIndex: u.index, line: ema(last, smoothing), min, max };
+    }),
+  };
+}
+
+/** The y range a plot needs to show the lines and the min/max bands between x indexes i0..i1 (inclusive). */
+export function yExtent(model: PlotModel, i0: number, i1: number): [number, number] | undefined {
+  let lo = Infinity;
+  let hi = -Infinity;
+  for (const r of model.runs) {
+    for (const col of [r.min, r.max, r.line]) {
+      for (let i = Math.max(0, i0); i <= Math.min(i1, col.length - 1); i++) {
+        const v = col[i];
+        if (v === null || v === undefined) continue;
+        if (v < lo) lo = v;
+        if (v > hi) hi = v;
+      }
+    }
+  }
+  return lo <= hi ? [lo, hi] : undefined;
+}

@@ -1,0 +1,59 @@
+// The dashboard page, for the panel (src/dashboard/panel.ts) to set as webview.html. No DOM here: this runs in the
+// extension host. The CSP allows only the panel's own resources: scripts by nonce, styles from the webview's
+// resource origin (uPlot.min.css, dashboard.css) or by nonce, no eval, no network.
+
+/** Files under dist/webview that the page loads; the panel turns them into webview URIs. */
+export const DASHBOARD_SCRIPT = 'dashboard.js';
+export const DASHBOARD_STYLES: readonly string[] = ['uPlot.min.css', 'dashboard.css'];
+
+export interface DashboardHtmlOptions {
+  /** webview.cspSource */
+  cspSource: string;
+  /** Fresh per page: letters and digits (e.g. 32 random base64url-free chars). */
+  nonce: string;
+  /** webview.asWebviewUri(dist/webview/dashboard.js).toString() */
+  scriptUri: string;
+  /** Same for DASHBOARD_STYLES, in that order. */
+  cssUris: readonly string[];
+  title?: string;
+}
+
+function escapeHtml(s: string): string {
+  return s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;').replace(/'/g, '&#39;');
+}
+
+export function dashboardCsp(cspSource: string, nonce: string): string {
+  return [
+    "default-src 'none'",
+    `img-src ${cspSource} data:`,
+    // The toolkit's components style themselves with constructed stylesheets (adoptedStyleSheets) and uPlot through
+    // element.style: neither is inline markup, so no 'unsafe-inline' is needed. The one <style> element the toolkit
+    // creates (FAST's :focus-visible probe) takes its nonce from <meta property="csp-nonce">.
+    `style-src ${cspSource} 'nonce-${nonce}'`,
+    `script-src 'nonce-${nonce}'`,
+    `font-src ${cspSource}`,
+  ].join('; ');
+}
+
+export function dashboardHtml(options: DashboardHtmlOptions): string {
+  const { cspSource, nonce, scriptUri, cssUris } = options;
+  if (!/^[A-Za-z0-9+/=_-]{16,}$/.test(nonce)) throw new Error('dashboardHtml: nonce must be 16+ base64 characters');
+  if (/[;'"\s]/.test(cspSource.trim()) || cspSource.trim() === '') throw new Error('dashboardHtml: bad cspSource');
+  const links = cssUris.map((u) => `  <link rel="stylesheet" href="${escapeHtml(u)}" nonce="${nonce}">`).join('\n');
+  return `<!DOCTYPE html>
+<html lang="en">
+<head>
+  <meta charset="UTF-8">
+  <meta http-equiv="Content-Security-Policy" content="${escapeHtml(dashboardCsp(cspSource.trim(), nonce))}">
+  <meta name="viewport" content="width=device-width, initial-scale=1.0">
+  <meta property="csp-nonce" content="${nonce}">
+${links}
+  <title>${escapeHtml(options.title ?? 'Known Good dashboard')}</title>
+</head>
+<body>
+  <div id="app" class="kg-loading">Loading the dashboard…</div>
+  <script nonce="${nonce}" src="${escapeHtml(scriptUri)}"></script>
+</body>
+</html>
+`;
+}
