@@ -8,7 +8,7 @@ export function parsePythonJson(text: string): unknown {
   } catch {
     // fall through: only pay for the scan when the text has non-finite numbers
   }
-  const marker = '"\u0000kg-nonfinite:';
+  const marker = '"\ue000kg-nonfinite:';
   let out = '';
   let i = 0;
   let inString = false;

@@ -72,7 +72,8 @@ export function parseSshConfig(text: string | undefined): ParsedSshConfig {
   const names = aliases(config);
   return {
     hosts: names.map((a) => resolveSshConfigHost(config, a)),
-    lookup: (alias) => (names.includes(alias) ? resolveSshConfigHost(config, alias) : undefined),
+    // Any name, not only listed aliases: `Host *` and pattern blocks apply to every host, as in ssh.
+    lookup: (alias) => resolveSshConfigHost(config, alias),
     problems: [],
   };
 }

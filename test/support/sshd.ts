@@ -130,6 +130,12 @@ export async function startSshd(options: { bashrc?: string } = {}): Promise<Test
   const stopChild = async () => {
     if (child.exitCode !== null || child.signalCode !== null) return;
     const gone = new Promise((r) => child.once('exit', r));
+    // Per-connection sshd processes outlive the listener; end them too so connections really drop.
+    try {
+      execFileSync('pkill', ['-TERM', '-P', String(child.pid)]);
+    } catch {
+      /* no sessions */
+    }
     child.kill('SIGTERM');
     await gone;
   };
