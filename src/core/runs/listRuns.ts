@@ -1,0 +1,124 @@
+import { z } from 'zod';
+import { defineProbe } from '../probes/probe';
+
+/** What python/list_runs.py recognised an entry as (see the probe's docstring). */
+export const entryRoles = [
+  'checkpoint',
+  'weights',
+  'train-log',
+  'metrics',
+  'stdout',
+  'log',
+  'config',
+  'link',
+  'dir',
+  'other',
+] as const;
+export type EntryRole = (typeof entryRoles)[number];
+
+export const rootStatuses = ['ok', 'missing', 'denied', 'not-a-directory', 'empty', 'no-checkpoints', 'error'] as const;
+export type RootStatus = (typeof rootStatuses)[number];
+
+/** One file, folder or link below a root; `path` is relative to the root, '/'-joined ('' for the root itself). */
+export interface RunEntry {
+  name: string;
+  path: string;
+  kind: 'dir' | 'file' | 'symlink';
+  /** Bytes; a folder's is the total of what was seen below it (complete unless `sizeComplete` is false). */
+  size: number;
+  /** Epoch seconds on the remote's clock. */
+  mtime: number | null;
+  role: EntryRole;
+  step?: number | undefined;
+  epoch?: number | undefined;
+  /** Checkpoint layout: step, hf, deepspeed, megatron, dcp, lightning, torch, safetensors, bin, weights. */
+  format?: string | undefined;
+  children?: RunEntry[] | undefined;
+  /** Entries of this folder cut by --max-entries. */
+  omitted?: number | undefined;
+  /** false: a folder past --depth, not listed (list it as a root of its own to expand it). */
+  listed?: boolean | undefined;
+  sizeComplete?: boolean | undefined;
+  /** Why this entry could not be read (`permission denied`). */
+  error?: string | undefined;
+  /** The path holds bytes that are not UTF-8: `name`/`path` show U+FFFD, the B64 fields hold the exact bytes. */
+  escaped?: boolean | undefined;
+  nameB64?: string | undefined;
+  pathB64?: string | undefined;
+  target?: string | undefined;
+  targetKind?: 'dir' | 'file' | 'missing' | undefined;
+}
+
+export const runEntrySchema: z.ZodType<RunEntry> = z.lazy(() =>
+  z.object({
+    name: z.string(),
+    path: z.string(),
+    kind: z.enum(['dir', 'file', 'symlink']),
+    size: z.number(),
+    mtime: z.number().nullable(),
+    role: z.enum(entryRoles),
+    step: z.number().int().optional(),
+    epoch: z.number().int().optional(),
+    format: z.string().optional(),
+    children: z.array(runEntrySchema).optional(),
+    omitted: z.number().int().optional(),
+    listed: z.boolean().optional(),
+    sizeComplete: z.boolean().optional(),
+    error: z.string().optional(),
+    escaped: z.boolean().optional(),
+    nameB64: z.string().optional(),
+    pathB64: z.string().optional(),
+    target: z.string().optional(),
+    targetKind: z.enum(['dir', 'file', 'missing']).optional(),
+  }),
+);
+
+export const rootListingSchema = z.object({
+  /** The root as configured (`~/ckpts`). */
+  root: z.string(),
+  /** Absolute path on the remote. */
+  path: z.string(),
+  status: z.enum(rootStatuses),
+  message: z.string(),
+  /** Cheap change marker: entry count and newest mtime of the root and its direct folders. */
+  signature: z.string().nullable(),
+  entry: runEntrySchema.nullable(),
+  counts: z.object({ checkpoints: z.number(), files: z.number(), dirs: z.number(), omitted: z.number() }).optional(),
+  escaped: z.boolean().optional(),
+  pathB64: z.string().optional(),
+});
+export type RootListing = z.infer<typeof rootListingSchema>;
+
+export const runsListingSchema = z.object({
+  roots: z.array(rootListingSchema),
+  depth: z.number(),
+  maxEntries: z.number(),
+  /** Epoch seconds on the remote's clock when it listed: ages are relative to this clock. */
+  now: z.number(),
+  user: z.string().nullable(),
+  elapsedMs: z.number(),
+});
+export type RunsListing = z.infer<typeof runsListingSchema>;
+
+export interface ListRunsOptions {
+  /** Folder levels listed below each root (default 3: root → run → checkpoint → files). */
+  depth?: number;
+  /** Entries kept per folder; the rest are counted in `omitted` (default 5000). */
+  maxEntries?: number;
+  /** Only each root's status and signature, for polling. */
+  signatureOnly?: boolean;
+}
+
+/** `python/list_runs.py ROOT…`: every root's tree in one call. */
+export const listRunsProbe = defineProbe(
+  'list_runs',
+  runsListingSchema,
+  (roots: readonly string[], options: ListRunsOptions = {}) => {
+    const args: string[] = [];
+    if (options.depth !== undefined) args.push('--depth', String(options.depth));
+    if (options.maxEntries !== undefined) args.push('--max-entries', String(options.maxEntries));
+    if (options.signatureOnly) args.push('--signature-only');
+    // Roots after `--`, so one named `-x` is a root, not an option.
+    return [...args, '--', ...roots];
+  },
+);
