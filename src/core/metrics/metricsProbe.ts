@@ -1,0 +1,75 @@
+import { z } from 'zod';
+import { defineProbe } from '../probes/probe';
+
+/*
+ * python/metrics_reduce.py: one pass over a jsonl metrics log on its host, returning per series at most `buckets`
+ * min/max/last buckets, so a million-line log crosses the wire as a few hundred kilobytes.
+ */
+
+const count = z.number().int().nonnegative();
+
+/** Same shape as the dashboard's series data (key, x, min, max, last, optional t), plus totals. */
+export const reducedSeriesSchema = z.looseObject({
+  key: z.string(),
+  /** x of the last point in each bucket (step, wall time or line number, per `x` of the result). */
+  x: z.array(z.number()),
+  min: z.array(z.number()),
+  max: z.array(z.number()),
+  last: z.array(z.number()),
+  /** With x = step: the wall time of each bucket's last point, when every line had one. */
+  t: z.array(z.number()).optional(),
+  count,
+  lastX: z.number(),
+  lastValue: z.number(),
+});
+export type ReducedSeries = z.infer<typeof reducedSeriesSchema>;
+
+export const metricsReductionSchema = z.looseObject({
+  path: z.string(),
+  size: count.nullable(),
+  offset: count,
+  /** Where the next read starts: after the last complete line (a line being written is left for later). */
+  nextOffset: count,
+  lines: count,
+  blank: count,
+  skipped: z.looseObject({ malformed: count, nonNumeric: count, nonFinite: count, noX: count }),
+  x: z.enum(['step', 'time', 'line']),
+  xKeys: z.array(z.string()),
+  xRange: z.tuple([z.number(), z.number()]).nullable(),
+  keys: z.array(z.string()),
+  buckets: count,
+  bucketWidth: z.number().nullable(),
+  window: z.object({ from: z.number(), to: z.number() }).nullable(),
+  series: z.array(reducedSeriesSchema),
+  seriesTruncated: z.boolean(),
+  fastLines: count,
+  shapes: count,
+  elapsedMs: z.number(),
+});
+export type MetricsReduction = z.infer<typeof metricsReductionSchema>;
+
+export interface MetricsReduceOptions {
+  path: string;
+  buckets?: number;
+  x?: 'step' | 'time' | 'line';
+  /** Zoom: only x in [from, to], in `buckets` equal buckets. */
+  window?: { from: number; to: number };
+  /** Follow a live run: read only the bytes from here (a previous result's nextOffset). */
+  offset?: number;
+  /** Only these series (default: every numeric key but the step/time keys). */
+  series?: readonly string[];
+}
+
+export function metricsReduceArgs(o: MetricsReduceOptions): string[] {
+  const args = [o.path];
+  if (o.buckets !== undefined) args.push('--buckets', String(o.buckets));
+  if (o.x) args.push('--x', o.x);
+  if (o.window) args.push('--from', String(o.window.from), '--to', String(o.window.to));
+  if (o.offset) args.push('--offset', String(o.offset));
+  if (o.series?.length) args.push('--series', o.series.join(','));
+  return args;
+}
+
+export const metricsReduceProbe = defineProbe('metrics_reduce', metricsReductionSchema, (o: MetricsReduceOptions) =>
+  metricsReduceArgs(o),
+);
