@@ -1,0 +1,66 @@
+import { z } from 'zod';
+import { defineProbe } from '../probes/probe';
+
+/** Formats python/ckpt_args.py can read. */
+export const ckptFormats = [
+  'torch-zip',
+  'torch-legacy',
+  'lightning',
+  'hf-folder',
+  'safetensors',
+  'dcp-metadata',
+  'pickle',
+] as const;
+export type CkptFormat = (typeof ckptFormats)[number];
+
+/** A JSON value as Python writes it: numbers may be NaN or ±Infinity (parsePythonJson keeps them). */
+export type ArgValue = null | boolean | number | string | ArgValue[] | { [key: string]: ArgValue };
+export const argValueSchema: z.ZodType<ArgValue> = z.lazy(() =>
+  z.union([
+    z.null(),
+    z.boolean(),
+    // z.number() refuses NaN and Infinity: args carry them on purpose (a NaN loss scale, an inf clip)
+    z.custom<number>((v) => typeof v === 'number'),
+    z.string(),
+    z.array(argValueSchema),
+    z.record(z.string(), argValueSchema),
+  ]),
+);
+
+export const ckptArgsSchema = z.object({
+  // a newer probe may know more formats: keep the text rather than refuse the result
+  format: z.union([z.enum(ckptFormats), z.string()]),
+  path: z.string(),
+  bytes: z.number(),
+  key: z.string().nullable(),
+  args: argValueSchema,
+  argsType: z.string().nullable(),
+  step: z.number().nullable(),
+  epoch: z.number().nullable(),
+  tensors: z.object({ count: z.number(), bytes: z.number() }),
+  topLevelKeys: z.array(z.string()),
+  unsafeGlobals: z.array(z.string()),
+  warnings: z.array(z.string()),
+  bytesRead: z.number(),
+  mtime: z.number(),
+});
+export type CkptArgs = z.infer<typeof ckptArgsSchema>;
+
+export interface CkptArgsOptions {
+  /** Keys to show (`--key`, repeatable; a dotted path reaches inside). Default: the first of args, config, … */
+  keys?: readonly string[];
+  /** The whole checkpoint object, tensors as {dtype, shape, bytes}. */
+  all?: boolean;
+}
+
+/**
+ * Reads a checkpoint's args on the host without torch and without the weights: only the pickle (or the
+ * safetensors header) is read, and nothing in the file is ever run. See python/ckpt_args.py.
+ */
+export const ckptArgsProbe = defineProbe('ckpt_args', ckptArgsSchema, (path: string, options: CkptArgsOptions = {}) => {
+  // '--' is not needed: the probe takes one positional PATH, and a path starting with '-' is made explicit
+  const args = [path.startsWith('-') ? `./${path}` : path];
+  for (const k of options.keys ?? []) args.push('--key', k);
+  if (options.all) args.push('--all');
+  return args;
+});

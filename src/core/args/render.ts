@@ -1,0 +1,157 @@
+import { formatBytes, formatExactBytes } from '../runs/format';
+import type { ArgValue, CkptArgs } from './argsProbe';
+
+/** Where and when the args were read: the document's header. */
+export interface ArgsDocMeta {
+  /** Host name as the tree shows it ("This machine" for local). */
+  host: string;
+  capturedAt: Date;
+}
+
+/**
+ * A value as stable, indented JSON: keys sorted at every level, one value per line, so that two documents diff
+ * line by line. NaN and ±Infinity are written bare (as Python does); they are not JSON, but they read as what they
+ * are, where null would hide a diverged loss scale.
+ */
+export function stableJson(value: ArgValue, indent = '  ', depth = 0): string {
+  const pad = indent.repeat(depth + 1);
+  const end = indent.repeat(depth);
+  if (Array.isArray(value)) {
+    if (value.length === 0) return '[]';
+    return `[\n${value.map((v) => pad + stableJson(v, indent, depth + 1)).join(',\n')}\n${end}]`;
+  }
+  if (value !== null && typeof value === 'object') {
+    const keys = Object.keys(value).sort(compareKeys);
+    if (keys.length === 0) return '{}';
+    return `{\n${keys
+      .map((k) => `${pad}${JSON.stringify(k)}: ${stableJson(value[k] as ArgValue, indent, depth + 1)}`)
+      .join(',\n')}\n${end}}`;
+  }
+  return scalar(value);
+}
+
+/** Plain code-unit order: the same on every machine and locale (localeCompare is not). */
+function compareKeys(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+function scalar(v: null | boolean | number | string): string {
+  if (typeof v === 'number') {
+    if (Number.isNaN(v)) return 'NaN';
+    if (v === Infinity) return 'Infinity';
+    if (v === -Infinity) return '-Infinity';
+    return JSON.stringify(v);
+  }
+  return JSON.stringify(v);
+}
+
+/** One line for a value in the changed-only document: scalars as themselves, containers compact. */
+export function inlineJson(value: ArgValue): string {
+  if (Array.isArray(value)) return `[${value.map(inlineJson).join(', ')}]`;
+  if (value !== null && typeof value === 'object') {
+    const keys = Object.keys(value).sort(compareKeys);
+    return `{${keys.map((k) => `${JSON.stringify(k)}: ${inlineJson(value[k] as ArgValue)}`).join(', ')}}`;
+  }
+  return scalar(value);
+}
+
+/** `step_600` from `/ckpt/run/step_600.pt` (the folder's name for an HF checkpoint-600/). */
+export function checkpointLabel(path: string): string {
+  const base = path.replace(/\/+$/, '').split('/').pop() ?? path;
+  const dot = base.lastIndexOf('.');
+  return dot > 0 && !base.startsWith('.') ? base.slice(0, dot) : base || path;
+}
+
+/** The diff editor's title: `args: step_600 ↔ step_690 (gpu-box)`, naming both hosts when they differ. */
+export function argsDiffTitle(a: { host: string; path: string }, b: { host: string; path: string }): string {
+  const la = checkpointLabel(a.path);
+  const lb = checkpointLabel(b.path);
+  if (a.host === b.host) return `args: ${la} ↔ ${lb} (${a.host})`;
+  return `args: ${la} (${a.host}) ↔ ${lb} (${b.host})`;
+}
+
+/** The read-only args document: a short `//` header, then the args as stable JSON. */
+export function renderArgsDocument(r: CkptArgs, meta: ArgsDocMeta): string {
+  const lines: string[] = [];
+  lines.push(`// Known Good: args of ${checkpointLabel(r.path)}`);
+  lines.push(`// host:     ${meta.host}`);
+  lines.push(`// path:     ${r.path}`);
+  if (r.format !== 'hf-folder') lines.push(`// size:     ${formatBytes(r.bytes)} (${formatExactBytes(r.bytes)})`);
+  const what = r.key === null ? 'no args key: top-level values' : `key "${r.key}"`;
+  lines.push(`// format:   ${r.format}, ${what}${r.argsType ? ` (${r.argsType})` : ''}`);
+  const step = r.step !== null ? String(r.step) : '?';
+  lines.push(`// step:     ${step}${r.epoch !== null ? `, epoch ${r.epoch}` : ''}`);
+  if (r.tensors.count > 0) {
+    lines.push(`// tensors:  ${r.tensors.count} (${formatBytes(r.tensors.bytes)}), not read`);
+  }
+  lines.push(`// captured: ${meta.capturedAt.toISOString()}`);
+  for (const w of r.warnings) lines.push(`// ${w.startsWith('UNSAFE') ? '⚠ ' : 'note: '}${w}`);
+  lines.push(stableJson(r.args));
+  return lines.join('\n') + '\n';
+}
+
+/** Nested objects flattened to `a.b.c` keys; arrays and scalars are leaves. */
+export function flattenArgs(value: ArgValue, prefix = '', out = new Map<string, ArgValue>()): Map<string, ArgValue> {
+  if (value !== null && typeof value === 'object' && !Array.isArray(value)) {
+    const keys = Object.keys(value);
+    if (keys.length === 0 && prefix) out.set(prefix, value);
+    for (const k of keys) flattenArgs(value[k] as ArgValue, prefix ? `${prefix}.${k}` : k, out);
+    return out;
+  }
+  out.set(prefix || '(args)', value);
+  return out;
+}
+
+export interface ArgsDiff {
+  changed: { key: string; from: ArgValue; to: ArgValue }[];
+  added: { key: string; value: ArgValue }[];
+  removed: { key: string; value: ArgValue }[];
+  same: number;
+}
+
+/** Which flattened keys differ between a and b (NaN equals NaN: it is the same setting). */
+export function diffArgs(a: ArgValue, b: ArgValue): ArgsDiff {
+  const fa = flattenArgs(a);
+  const fb = flattenArgs(b);
+  const d: ArgsDiff = { changed: [], added: [], removed: [], same: 0 };
+  for (const [k, va] of fa) {
+    if (!fb.has(k)) d.removed.push({ key: k, value: va });
+    else if (inlineJson(va) !== inlineJson(fb.get(k) as ArgValue))
+      d.changed.push({ key: k, from: va, to: fb.get(k) as ArgValue });
+    else d.same++;
+  }
+  for (const [k, vb] of fb) if (!fa.has(k)) d.added.push({ key: k, value: vb });
+  const byKey = (x: { key: string }, y: { key: string }) => compareKeys(x.key, y.key);
+  d.changed.sort(byKey);
+  d.added.sort(byKey);
+  d.removed.sort(byKey);
+  return d;
+}
+
+/**
+ * "Show Changed Args Only": the keys that differ, were added or were removed, one per line. `labels` name the two
+ * sides in the header (default A and B).
+ */
+export function changedArgs(a: ArgValue, b: ArgValue, labels: { a: string; b: string } = { a: 'A', b: 'B' }): string {
+  const d = diffArgs(a, b);
+  const lines = [`// Known Good: changed args, ${labels.a} ↔ ${labels.b}`];
+  const n = d.changed.length + d.added.length + d.removed.length;
+  lines.push(
+    n === 0
+      ? `// no differences (${d.same} the same)`
+      : `// ${d.changed.length} changed, ${d.added.length} added, ${d.removed.length} removed (${d.same} the same)`,
+  );
+  if (d.changed.length) {
+    lines.push('changed:');
+    for (const c of d.changed) lines.push(`  ${c.key}: ${inlineJson(c.from)} → ${inlineJson(c.to)}`);
+  }
+  if (d.added.length) {
+    lines.push(`added in ${labels.b}:`);
+    for (const c of d.added) lines.push(`  ${c.key}: ${inlineJson(c.value)}`);
+  }
+  if (d.removed.length) {
+    lines.push(`removed in ${labels.b}:`);
+    for (const c of d.removed) lines.push(`  ${c.key}: ${inlineJson(c.value)}`);
+  }
+  return lines.join('\n') + '\n';
+}
