@@ -187,6 +187,7 @@ export class BaselineStore {
 
   private async write(baseline: Baseline): Promise<StoredBaseline> {
     await fs.mkdir(this.hostDir(baseline.host), { recursive: true });
+    await sweepTemps(this.hostDir(baseline.host));
     const file = this.fileFor(baseline.host, baseline.id, baseline.revision);
     try {
       await writeFileAtomic(file, JSON.stringify(baseline, null, 1) + '\n', true);
@@ -327,6 +328,22 @@ export class BaselineStore {
       }
     }
     return out;
+  }
+}
+
+const STALE_TEMP_MS = 60 * 60 * 1000;
+
+/** Temp files of writers that died mid-write (an hour old: no live writer takes that long). */
+async function sweepTemps(dir: string): Promise<void> {
+  try {
+    for (const name of await fs.readdir(dir)) {
+      if (!name.startsWith('.tmp-')) continue;
+      const p = join(dir, name);
+      const st = await fs.stat(p).catch(() => undefined);
+      if (st && Date.now() - st.mtimeMs > STALE_TEMP_MS) await fs.rm(p, { force: true });
+    }
+  } catch {
+    // best effort: leftovers are ignored by list() anyway
   }
 }
 
