@@ -86,6 +86,8 @@ export interface ServerOptions {
   /** Written to <home>/.ssh/config when given. */
   sshConfig?: string;
   env?: Record<string, string>;
+  /** Fixed port (the demo's --port); default: a free one. */
+  port?: number;
   log?: Log;
 }
 
@@ -186,7 +188,7 @@ export async function startServer(opts: ServerOptions = {}): Promise<VsCodeServe
 
   // The port can be taken between freePort() and the bind; retry a few times on that race.
   for (let attempt = 1; ; attempt++) {
-    const port = await freePort();
+    const port = opts.port ?? (await freePort());
     writeFileSync(join(stateDir, 'config.yaml'), `bind-addr: 127.0.0.1:${port}\nauth: none\ncert: false\n`);
     const logFile = join(stateDir, `server-${port}.log`);
     const out = createWriteStream(logFile);
@@ -238,7 +240,7 @@ export async function startServer(opts: ServerOptions = {}): Promise<VsCodeServe
       killGroup(child, 'SIGKILL');
       await exitPromise;
       const text = existsSync(logFile) ? readFileSync(logFile, 'utf8') : '';
-      if (attempt < 3 && /EADDRINUSE/.test(text)) continue;
+      if (attempt < 3 && opts.port === undefined && /EADDRINUSE/.test(text)) continue;
       throw new Error(`code-server did not become healthy on ${baseUrl}; its log:\n${text.split('\n').slice(-40).join('\n')}`);
     }
     log(`code-server ${CODE_SERVER_VERSION} on ${baseUrl} (state ${stateDir})`);

@@ -1,0 +1,162 @@
+// UI scenarios in real VS Code: the pinned VS Code server with the extension under development, driven by
+// Playwright in headless Chromium. One scenario = one small `test/ui/<feature>.ui.ts` file:
+//
+//   import { scenario } from './harness';
+//   scenario('expand a root lists its checkpoints', { sshHost: true, localRoots: ['<abs path>'] }, async (vs) => {
+//     await vs.openView('Known Good');
+//     await vs.expand('This machine');
+//     await vs.treeItem('step_600').waitFor();
+//     await vs.screenshot('tree-steps');
+//   });
+//
+// Run one: `node --import tsx --test test/ui/<feature>.ui.ts` (after `npm run build`); all: `npm run test:vscode`.
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import type { Locator, Page } from 'playwright-core';
+import { launchBrowser, type Browser } from '../../scripts/vscode/browser';
+import { repoRoot, startServer, type VsCodeServer } from '../../scripts/vscode/server';
+import { startSshd, type TestSshd } from '../support/sshd';
+
+export const artifactsDir = join(repoRoot, 'test-artifacts', 'ui');
+
+/** Name of the settings host that points at the test sshd. */
+export const TEST_SSH_HOST = 'test-sshd';
+
+export interface ScenarioOptions {
+  /** User settings for the window (knownGood.* and anything else). */
+  settings?: Record<string, unknown>;
+  /** Roots of "This machine" (knownGood.localRoots). */
+  localRoots?: string[];
+  /**
+   * Start a real OpenSSH sshd on loopback and add it to knownGood.hosts as `test-sshd` (with these roots when an
+   * object is given; default: one empty folder created for it).
+   */
+  sshHost?: boolean | { roots: string[] };
+  /** Folder the window opens (default: an empty one). */
+  workspace?: string;
+  /** Per-scenario time limit (default 120 s). */
+  timeoutMs?: number;
+}
+
+export interface Workbench {
+  readonly page: Page;
+  readonly server: VsCodeServer;
+  /** The test sshd, when `sshHost` was asked for. */
+  readonly sshd: TestSshd | undefined;
+  /** A temp folder deleted after the scenario: put fixtures here. */
+  readonly tmp: string;
+  /** Clicks the activity-bar entry and waits for its side bar. */
+  openView(title: string): Promise<void>;
+  /** A tree row in the side bar by its accessible name (label, then description). */
+  treeItem(name: string | RegExp): Locator;
+  /** Expands a tree row (no-op when already expanded) and waits until it is. */
+  expand(name: string | RegExp): Promise<Locator>;
+  /** Right-clicks a tree row and picks a context-menu entry by its title. */
+  contextMenu(item: string | RegExp, command: string | RegExp): Promise<void>;
+  /** Runs a command through the command palette (F1), picking the first entry that matches `text`. */
+  commandPalette(text: string): Promise<void>;
+  /** Saves test-artifacts/ui/<name>.png and returns its path. */
+  screenshot(name: string): Promise<string>;
+}
+
+const exact = (name: string | RegExp): RegExp => (typeof name === 'string' ? new RegExp(`^${escapeRe(name)}(\\s|,|$)`) : name);
+const escapeRe = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+export function scenario(name: string, options: ScenarioOptions, body: (vs: Workbench) => Promise<void>): void {
+  void test(name, { timeout: options.timeoutMs ?? 120_000 }, async () => {
+    const tmp = mkdtempSync(join(tmpdir(), 'kg-ui-'));
+    let sshd: TestSshd | undefined;
+    let server: VsCodeServer | undefined;
+    let browser: Browser | undefined;
+    try {
+      const settings: Record<string, unknown> = { 'knownGood.includeSshConfigHosts': false, ...options.settings };
+      if (options.localRoots) settings['knownGood.localRoots'] = options.localRoots;
+      if (options.sshHost) {
+        sshd = await startSshd();
+        let roots: string[];
+        if (typeof options.sshHost === 'object') roots = options.sshHost.roots;
+        else {
+          roots = [join(tmp, 'ssh-runs')];
+          mkdirSync(roots[0]!, { recursive: true });
+        }
+        const hosts = Array.isArray(settings['knownGood.hosts']) ? (settings['knownGood.hosts'] as unknown[]) : [];
+        settings['knownGood.hosts'] = [
+          ...hosts,
+          { name: TEST_SSH_HOST, host: '127.0.0.1', port: sshd.port, user: sshd.user, identityFile: sshd.identityFile, roots },
+        ];
+        settings['knownGood.knownHostsFile'] = sshd.knownHostsFile;
+      }
+      server = await startServer({ settings, ...(options.workspace ? { workspace: options.workspace } : {}), log: () => undefined });
+      browser = await launchBrowser({ headless: process.env['KG_UI_HEADED'] !== '1' });
+      const page = browser.page;
+      await page.goto(server.url({ extensionDevelopmentPath: repoRoot }));
+      await page.locator('.monaco-workbench').waitFor({ timeout: 60_000 });
+      await body(makeWorkbench(page, server, sshd, tmp));
+    } catch (e) {
+      if (browser) await saveShot(browser.page, `FAILED-${slug(name)}`);
+      throw e;
+    } finally {
+      await browser?.close();
+      await server?.stop();
+      await sshd?.stop();
+      rmSync(tmp, { recursive: true, force: true });
+    }
+  });
+}
+
+function makeWorkbench(page: Page, server: VsCodeServer, sshd: TestSshd | undefined, tmp: string): Workbench {
+  const sideBar = page.locator('#workbench\\.parts\\.sidebar');
+  const treeItem = (name: string | RegExp) => sideBar.getByRole('treeitem', { name: exact(name) });
+  return {
+    page,
+    server,
+    sshd,
+    tmp,
+    async openView(title) {
+      const tab = page.getByRole('tab', { name: exact(title) });
+      // The extension's entry appears once the extension host has read the manifest (~5 s on 2 cores).
+      await tab.waitFor({ timeout: 60_000 });
+      if ((await tab.getAttribute('aria-selected')) !== 'true') await tab.click();
+      await sideBar.locator('.composite.title').getByText(title, { exact: false }).first().waitFor();
+    },
+    treeItem,
+    async expand(name) {
+      const row = treeItem(name);
+      await row.waitFor();
+      if ((await row.getAttribute('aria-expanded')) !== 'true') {
+        await row.click();
+        // A click selects and toggles in VS Code trees; wait for the state, not for an animation.
+        await page.waitForFunction(
+          (el) => el?.getAttribute('aria-expanded') === 'true',
+          await row.elementHandle(),
+          { timeout: 15_000 },
+        );
+      }
+      return row;
+    },
+    async contextMenu(item, command) {
+      await treeItem(item).click({ button: 'right' });
+      await page.getByRole('menuitem', { name: exact(command) }).click();
+    },
+    async commandPalette(text) {
+      await page.keyboard.press('F1');
+      const input = page.locator('.quick-input-widget input');
+      await input.waitFor();
+      await input.fill(`>${text}`);
+      await page.locator('.quick-input-list .monaco-list-row').first().waitFor();
+      await page.keyboard.press('Enter');
+    },
+    screenshot: (name) => saveShot(page, name),
+  };
+}
+
+async function saveShot(page: Page, name: string): Promise<string> {
+  mkdirSync(artifactsDir, { recursive: true });
+  const path = join(artifactsDir, `${slug(name)}.png`);
+  await page.screenshot({ path, timeout: 15_000 }).catch(() => undefined);
+  return path;
+}
+
+const slug = (s: string) => s.replace(/[^a-zA-Z0-9_.-]+/g, '-').slice(0, 80);
