@@ -20,7 +20,8 @@ sys.path.insert(0, PYDIR)
 import ckpt_args  # noqa: E402
 import kg_common  # noqa: E402
 
-TORCH_PY = "/usr/bin/python3"
+# Debian torch here; KG_TORCH_PYTHON points at another torch (a GPU box with torch 2.x) for the same tests.
+TORCH_PY = os.environ.get("KG_TORCH_PYTHON", "/usr/bin/python3")
 
 
 def _has_torch():

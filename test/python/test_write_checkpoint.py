@@ -17,7 +17,8 @@ sys.path.insert(0, os.path.join(ROOT, "python"))
 import ckpt_args  # noqa: E402
 import write_checkpoint as wc  # noqa: E402
 
-TORCH_PY = "/usr/bin/python3"
+# Debian torch here; KG_TORCH_PYTHON points at another torch (a GPU box with torch 2.x) for the same tests.
+TORCH_PY = os.environ.get("KG_TORCH_PYTHON", "/usr/bin/python3")
 HAS_TORCH = os.path.exists(TORCH_PY) and subprocess.run([TORCH_PY, "-c", "import torch"],
                                                          capture_output=True).returncode == 0
 
