@@ -23,7 +23,7 @@ def series_by_key(result):
 
 def comparable(result):
     r = dict(result)
-    for k in ("elapsedMs", "fastLines", "shapes"):
+    for k in ("elapsedMs", "fastLines", "shapes", "jobs"):
         r.pop(k)
     return r
 
@@ -148,6 +148,35 @@ class MetricsReduceTest(unittest.TestCase):
         self.assertNotIn("note", s)
         self.assertNotIn("step", s)
         self.assertIn("eval.loss", fast["keys"])
+
+    def test_parallel_parts_merge_exactly(self):
+        random.seed(5)
+        out = []
+        for i in range(20000):
+            step = i if i % 3000 else max(0, i - 700)  # resumed runs replay earlier steps
+            if i % 997 == 0:
+                out.append('{"step": %d, "loss": NaN}' % step)
+            elif i % 500 == 0:
+                out.append('{"step": %d, "eval": {"loss": %.4f}}' % (step, random.random()))
+            else:
+                out.append('{"step": %d, "loss": %.6f, "lr": %.2e}' % (step, random.random(), 1e-4 * (1 + i % 7)))
+        path = self.write("par.jsonl", "\n".join(out) + "\n" + '{"step": 1')
+        saved = metrics_reduce.PART_MIN
+        metrics_reduce.PART_MIN = 4096
+        try:
+            one = metrics_reduce.main([path, "--jobs", "1", "--buckets", "300"])
+            many = metrics_reduce.main([path, "--jobs", "5", "--buckets", "300"])
+            win1 = metrics_reduce.main([path, "--jobs", "1", "--from", "100", "--to", "9000"])
+            win5 = metrics_reduce.main([path, "--jobs", "5", "--from", "100", "--to", "9000"])
+        finally:
+            metrics_reduce.PART_MIN = saved
+        self.assertEqual(one["jobs"], 1)
+        self.assertEqual(many["jobs"], 5)
+        self.assertEqual(comparable(one), comparable(many))
+        self.assertEqual(comparable(win1), comparable(win5))
+        self.assertEqual(many["lines"], 20000)
+        self.assertEqual(many["skipped"]["nonFinite"], 21)
+        self.assertEqual(many["nextOffset"], os.path.getsize(path) - len('{"step": 1'))
 
     def test_torn_last_line_and_offset_follow(self):
         full = "".join('{"step": %d, "loss": %s}\n' % (i, 1.0 / (i + 1)) for i in range(10))
