@@ -1,0 +1,64 @@
+import { spawn } from 'node:child_process';
+import { envSnapshotProbe } from '../../src/core/baselines/envProbe';
+import { ProbeRunner } from '../../src/core/probes/runner';
+import { LocalTransport } from '../../src/core/transport/local';
+
+/*
+ * The environment snapshot probe versus `python -m torch.utils.collect_env`, the usual way, on the same interpreter
+ * (Debian's python3-torch here; set KG_BENCH_PYTHON to a venv's python on a GPU box). Both start a fresh
+ * interpreter each run (the probe one-shot, piped as the CLI does), so the comparison is process start to result.
+ */
+
+const RUNS = 3;
+
+function median(xs: number[]): number {
+  const s = xs.slice().sort((a, b) => a - b);
+  const m = Math.floor(s.length / 2);
+  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+}
+
+function collectEnv(python: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const t0 = performance.now();
+    const p = spawn(python, ['-m', 'torch.utils.collect_env'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    p.stdout.on('data', (c: Buffer) => (out += c.toString()));
+    p.stderr.resume();
+    p.once('error', reject);
+    p.once('close', (code) => {
+      const ms = performance.now() - t0;
+      if (code !== 0 || !out.includes('PyTorch version')) reject(new Error(`collect_env exited ${code}`));
+      else resolve(ms);
+    });
+  });
+}
+
+export async function benchEnvSnapshot(): Promise<{ case: string; ours_ms: number; usual_ms: number; note: string }> {
+  const python = process.env['KG_BENCH_PYTHON'] ?? '/usr/bin/python3';
+  const runner = new ProbeRunner(new LocalTransport(), { python, timeoutMs: 120_000, resident: false });
+  const ours: number[] = [];
+  const usual: number[] = [];
+  let tookMs = 0;
+  let packages = 0;
+  try {
+    // one warm-up of each (page cache), then alternate so load on a shared machine hits both alike
+    await runner.runOnce(envSnapshotProbe({}));
+    await collectEnv(python);
+    for (let i = 0; i < RUNS; i++) {
+      const t0 = performance.now();
+      const r = await runner.runOnce(envSnapshotProbe({}));
+      ours.push(performance.now() - t0);
+      tookMs = r.value.tookMs ?? 0;
+      packages = r.value.packages.count ?? 0;
+      usual.push(await collectEnv(python));
+    }
+  } finally {
+    runner.dispose();
+  }
+  return {
+    case: `env snapshot (${python}) vs collect_env`,
+    ours_ms: median(ours),
+    usual_ms: median(usual),
+    note: `median of ${RUNS}; probe's own time ${tookMs} ms, ${packages} packages; fresh interpreter each run`,
+  };
+}
