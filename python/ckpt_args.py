@@ -1128,6 +1128,10 @@ def _read_file(path, size, keys, want_all, res):
         if head[:4] == b"PK\x03\x04" or head[:4] == b"PK\x05\x06":
             top = _read_torch_zip(f, path, reader)
             doc["format"] = "torch-zip"
+            if _is_dcp(top):  # some torch versions torch.save the .metadata
+                doc["format"] = "dcp-metadata"
+                _fill_dcp(doc, reader, top, path, keys, want_all)
+                return
             if isinstance(top, dict) and ("pytorch-lightning_version" in top or "hyper_parameters" in top):
                 doc["format"] = "lightning"
         elif head[:1] == b"\x80" or head[:1] in (b"(", b"}", b"]", b"c", b"K", b"I", b"N"):
@@ -1214,12 +1218,11 @@ def _fill_dcp(doc, reader, top, path, keys, want_all):
         else:
             entries[fqn] = _DCP_BYTES
     # Bytes items (args, step...) are small torch.save blobs inside the .distcp files: read the ones asked for.
-    wanted = set(keys) if keys else set(ARG_KEYS) | set(STEP_KEYS) | {"epoch"}
-    if want_all:
-        wanted = set(k for k, v in entries.items() if v is _DCP_BYTES)
+    # dcp.save flattens nested dicts: {"args": {"lr": ...}} is saved as the item "args.lr".
+    wanted = set(k.split(".")[0] for k in keys) if keys else set(ARG_KEYS) | set(STEP_KEYS) | {"epoch"}
     for idx, info in (storage.items() if isinstance(storage, dict) else []):
         fqn = _key(idx)
-        if entries.get(fqn) is not _DCP_BYTES or fqn not in wanted:
+        if entries.get(fqn) is not _DCP_BYTES or not (want_all or fqn.split(".")[0] in wanted):
             continue
         ist = _standin_state(info) or {}
         rel, off, length = ist.get("relative_path"), ist.get("offset"), ist.get("length")
@@ -1232,7 +1235,23 @@ def _fill_dcp(doc, reader, top, path, keys, want_all):
         entries[fqn] = _read_dcp_item(doc, reader, os.path.join(folder, rel), off, length, fqn)
     doc["tensors"]["count"] += count
     doc["tensors"]["bytes"] += nbytes
-    top_dict = {k: (v if v is not _DCP_BYTES else "<bytes item>") for k, v in entries.items()}
+    top_dict = {}
+    for k, v in entries.items():
+        v = "<bytes item>" if v is _DCP_BYTES else v
+        parts = k.split(".")
+        if isinstance(v, _Tensor) or len(parts) == 1 or parts[0] in top_dict and not isinstance(top_dict[parts[0]], dict):
+            top_dict[k] = v
+            continue
+        cur = top_dict
+        for part in parts[:-1]:
+            nxt = cur.setdefault(part, {})
+            if not isinstance(nxt, dict):
+                break
+            cur = nxt
+        else:
+            cur[parts[-1]] = v
+            continue
+        top_dict[k] = v
     _fill(doc, reader, top_dict, keys, want_all)
 
 

@@ -127,15 +127,20 @@ os.makedirs(dcp)
 blob = io.BytesIO()
 torch.save({"lr": 0.125, "layers": 4}, blob)
 blob = blob.getvalue()
+blob2 = io.BytesIO()
+torch.save(3, blob2)  # dcp.save flattens {"cfg": {"depth": 3}} into the item "cfg.depth"
+blob2 = blob2.getvalue()
 with open(os.path.join(dcp, "__0_0.distcp"), "wb") as f:
     f.write(b"\0" * 100)
     f.write(blob)
+    f.write(blob2)
 props = TensorProperties(torch.float32, torch.strided, False, torch.contiguous_format, False)
 md = Metadata(
     state_dict_metadata={"model.weight": TensorStorageMetadata(props, torch.Size([3, 4]), [ChunkStorageMetadata(torch.Size([0, 0]), torch.Size([3, 4]))]),
-                         "args": BytesStorageMetadata()},
+                         "args": BytesStorageMetadata(), "cfg.depth": BytesStorageMetadata()},
     planner_data=None,
     storage_data={MetadataIndex("args", None, None): StorageInfo("__0_0.distcp", 100, len(blob)),
+                  MetadataIndex("cfg.depth", None, None): StorageInfo("__0_0.distcp", 100 + len(blob), len(blob2)),
                   MetadataIndex("model.weight", torch.Size([0, 0]), None): StorageInfo("__0_0.distcp", 0, 48)})
 with open(os.path.join(dcp, ".metadata"), "wb") as f:
     pickle.dump(md, f)
@@ -363,6 +368,11 @@ class TorchCheckpoints(unittest.TestCase):
             self.assertEqual(doc["args"], {"lr": 0.125, "layers": 4})
             self.assertEqual(doc["tensors"], {"count": 1, "bytes": 48})
             self.assertIn("model.weight", doc["topLevelKeys"])
+        doc = probe_json(self.p("dcp"), "--key", "cfg")
+        self.assertEqual(doc["args"], {"depth": 3})
+        full = probe_json(self.p("dcp"), "--all")["args"]
+        self.assertEqual(full["model.weight"], {"dtype": "float32", "shape": [3, 4], "bytes": 48})
+        self.assertEqual(full["cfg"], {"depth": 3})
 
     def test_truncated_zip(self):
         with open(self.p("dict.pt"), "rb") as f:
