@@ -23,13 +23,15 @@ import {
   yExtent,
 } from '../../webview/src/data';
 import { dashboardCsp, dashboardHtml } from '../../webview/src/html';
+import { appendReduction, coarsen, runDataFromReduction } from '../../src/core/dashboard/fromReduction';
+import { metricsReductionSchema, type MetricsReduction } from '../../src/core/metrics/metricsProbe';
 import { loadInitFixture } from '../fixtures/dashboard';
 
 function series(key: string, x: number[], last: number[], t?: number[]): SeriesData {
   return { key, x, min: last.map((v) => v - 1), max: last.map((v) => v + 1), last, ...(t ? { t } : {}) };
 }
 function run(id: string, s: SeriesData[]): RunData {
-  return { run: { id, label: id, host: 'h', path: `/r/${id}.jsonl`, lines: 10, skipped: { malformed: 0, nonNumeric: 0, nonFinite: 0 } }, series: s };
+  return { run: { id, label: id, host: 'h', path: `/r/${id}.jsonl`, lines: 10, skipped: { malformed: 0, nonNumeric: 0, nonFinite: 0, noX: 0 } }, series: s };
 }
 
 // ---- protocol ----
@@ -242,4 +244,64 @@ void test('dashboard HTML: strict CSP with the nonce, resources escaped, bad non
   assert.doesNotMatch(html, /<script(?![^>]*nonce=)/);
   assert.throws(() => dashboardHtml({ cspSource: 'x', nonce: "x' 'unsafe-eval", scriptUri: 's', cssUris: [] }), /nonce/);
   assert.throws(() => dashboardHtml({ cspSource: "x 'unsafe-eval'", nonce: 'abcDEF0123456789xyz', scriptUri: 's', cssUris: [] }), /cspSource/);
+});
+
+// ---- from the reduction probe to messages ----
+
+function reduction(series: { key: string; x: number[]; last: number[]; t?: number[] }[], lines: number, skipped = { malformed: 0, nonNumeric: 0, nonFinite: 0, noX: 0 }): MetricsReduction {
+  return metricsReductionSchema.parse({
+    path: '/runs/a/train_log.jsonl',
+    size: 1000,
+    offset: 0,
+    nextOffset: 1000,
+    lines,
+    blank: 0,
+    skipped,
+    x: 'step',
+    xKeys: ['step'],
+    xRange: [0, 100],
+    keys: series.map((s) => s.key),
+    buckets: 100,
+    bucketWidth: 1,
+    window: null,
+    series: series.map((s) => ({
+      ...s,
+      min: s.last.map((v) => v - 1),
+      max: s.last.map((v) => v + 1),
+      count: s.x.length,
+      lastX: s.x.at(-1) ?? 0,
+      lastValue: s.last.at(-1) ?? 0,
+    })),
+    seriesTruncated: false,
+    fastLines: lines,
+    shapes: 1,
+    elapsedMs: 1,
+  });
+}
+
+void test('reduction → run data: only the drawn fields cross, and the result is a valid runData message', () => {
+  const r = reduction([{ key: 'loss', x: [1, 2], last: [5, 4], t: [10, 20] }], 7, { malformed: 1, nonNumeric: 2, nonFinite: 3, noX: 1 });
+  const data = runDataFromReduction({ id: 'h:/runs/a', label: 'a', host: 'h' }, r);
+  assert.deepEqual(data.series, [{ key: 'loss', x: [1, 2], min: [4, 3], max: [6, 5], last: [5, 4], t: [10, 20] }]);
+  assert.deepEqual(data.run, { id: 'h:/runs/a', label: 'a', host: 'h', path: '/runs/a/train_log.jsonl', lines: 7, skipped: { malformed: 1, nonNumeric: 2, nonFinite: 3, noX: 1 } });
+  assert.ok(parseHostMessage({ type: 'runData', data }).ok);
+});
+
+void test('follow: appended buckets extend the run, re-read ones are dropped, extremes survive coarsening', () => {
+  const first = runDataFromReduction({ id: 'r', label: 'r', host: 'h' }, reduction([{ key: 'loss', x: [1, 2, 3, 4], last: [9, 8, 7, 6] }], 4));
+  const more = reduction([{ key: 'loss', x: [4, 5, 6], last: [100, 5, 4] }, { key: 'acc', x: [5], last: [0.5] }], 3, { malformed: 1, nonNumeric: 0, nonFinite: 0, noX: 0 });
+  const next = appendReduction(first, more, 100);
+  const loss = next.series.find((s) => s.key === 'loss')!;
+  assert.deepEqual(loss.x, [1, 2, 3, 4, 5, 6]);
+  assert.deepEqual(loss.last, [9, 8, 7, 6, 5, 4]);
+  assert.deepEqual(next.series.find((s) => s.key === 'acc')?.x, [5]);
+  assert.equal(next.run.lines, 7);
+  assert.equal(next.run.skipped.malformed, 1);
+  const small = appendReduction(first, more, 2).series.find((s) => s.key === 'loss')!;
+  assert.ok(small.x.length <= 2);
+  assert.equal(Math.max(...small.max), 10, 'the largest max survives');
+  assert.equal(Math.min(...small.min), 3, 'the smallest min survives');
+  assert.equal(small.x.at(-1), 6);
+  const c = coarsen({ key: 'k', x: [1, 2, 3], min: [0, -5, 1], max: [1, 2, 9], last: [1, 2, 3] }, 2);
+  assert.deepEqual(c, { key: 'k', x: [2, 3], min: [-5, 1], max: [2, 9], last: [2, 3] });
 });

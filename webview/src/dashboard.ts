@@ -260,7 +260,7 @@ export class Dashboard {
         item.append(
           badge(
             `${skipped} skipped`,
-            `${r.run.skipped.malformed} malformed, ${r.run.skipped.nonNumeric} non-numeric, ${r.run.skipped.nonFinite} NaN/Infinity lines skipped`,
+            `${r.run.skipped.malformed} malformed, ${r.run.skipped.nonNumeric} non-numeric, ${r.run.skipped.nonFinite} NaN/Infinity, ${r.run.skipped.noX} without a step: lines skipped`,
           ),
         );
       }

@@ -159,7 +159,7 @@ export function upsertRun(runs: readonly RunData[], data: RunData): RunData[] {
 }
 
 export function totalSkipped(s: SkippedCounts): number {
-  return s.malformed + s.nonNumeric + s.nonFinite;
+  return s.malformed + s.nonNumeric + s.nonFinite + s.noX;
 }
 
 /** `#rgb`, `#rrggbb`, `#rrggbbaa`, `rgb()`/`rgba()` with its alpha multiplied by `alpha`; other forms unchanged. */

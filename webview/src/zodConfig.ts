@@ -1,5 +1,5 @@
 // Imported first by main.ts, before any schema exists: zod compiles object parsers with `new Function` unless told
 // not to, and the dashboard's CSP has no 'unsafe-eval' (the attempt alone is reported as a CSP violation).
-import { z } from 'zod';
+import * as z from 'zod';
 
 z.config({ jitless: true });

@@ -1,6 +1,6 @@
 // Messages between the dashboard panel (extension host) and its webview. Both sides import this file; neither
 // trusts the other: every message that crosses is parsed with these schemas, and a message that fails is dropped.
-import { z } from 'zod';
+import * as z from 'zod';
 
 /** Bumped when a message changes shape incompatibly; the webview sends it in `ready`. */
 export const DASHBOARD_PROTOCOL_VERSION = 1;
@@ -10,7 +10,13 @@ const count = z.number().int().nonnegative();
 const finite = z.number();
 
 /** Lines of the metrics log that produced no point, by reason. Shown next to the run, never fatal. */
-export const skippedCountsSchema = z.object({ malformed: count, nonNumeric: count, nonFinite: count });
+export const skippedCountsSchema = z.object({
+  malformed: count,
+  nonNumeric: count,
+  nonFinite: count,
+  /** Lines with metrics but no step (or time) to place them at. */
+  noX: count.default(0),
+});
 export type SkippedCounts = z.infer<typeof skippedCountsSchema>;
 
 export const runInfoSchema = z.object({
