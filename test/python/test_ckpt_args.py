@@ -441,6 +441,77 @@ class TorchCheckpoints(unittest.TestCase):
         self.assertLess(out["bytesRead"], 64 * 1024)
 
 
+# Newer torch features, each used only where this torch has it (the GPU box with torch 2.x runs them all).
+GEN2 = r'''
+import argparse, json, os, sys, torch
+out = sys.argv[1]
+made = {"torch": torch.__version__}
+dev = "cuda" if torch.cuda.is_available() else "cpu"
+sd = {"args": argparse.Namespace(lr=3e-4, bs=8), "w": torch.zeros(4, 4, device=dev, dtype=torch.bfloat16),
+      "p": torch.nn.Parameter(torch.ones(3, device=dev)), "step": 7}
+if hasattr(torch, "float8_e4m3fn"):
+    sd["f8"] = torch.zeros(8, dtype=torch.float8_e4m3fn)
+    made["f8"] = True
+torch.save(sd, os.path.join(out, "newer.pt"))
+made["device"] = dev
+try:
+    import torch.distributed.checkpoint as dcp
+    if hasattr(dcp, "save"):
+        dcp.save({"model": {"w": torch.zeros(3, 4)}, "args": {"lr": 0.125, "name": "x"}, "step": 9},
+                 checkpoint_id=os.path.join(out, "realdcp"))
+        made["dcp"] = True
+except Exception as e:
+    made["dcpError"] = repr(e)
+try:
+    torch.load(os.path.join(out, "newer.pt"))  # torch >= 2.6: weights_only by default, a Namespace is refused
+    made["defaultRefusesNamespace"] = False
+except Exception:
+    made["defaultRefusesNamespace"] = True
+print(json.dumps(made))
+'''
+
+
+@unittest.skipUnless(HAS_TORCH, "a torch interpreter is needed")
+class NewerTorch(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="kg-ckpt-args-new-")
+        gen = os.path.join(cls.tmp, "gen2.py")
+        with open(gen, "w") as f:
+            f.write(GEN2)
+        r = subprocess.run([TORCH_PY, gen, cls.tmp], capture_output=True, text=True, timeout=300)
+        if r.returncode != 0:
+            raise RuntimeError("torch generator failed: " + r.stderr[-2000:])
+        cls.made = json.loads(r.stdout.strip().splitlines()[-1])
+        sys.stderr.write("\n[NewerTorch] %s\n" % json.dumps(cls.made))
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def test_device_tensors_parameters_float8(self):
+        doc = probe_json(os.path.join(self.tmp, "newer.pt"))
+        self.assertEqual(doc["args"], {"lr": 3e-4, "bs": 8})
+        self.assertEqual(doc["argsType"], "argparse.Namespace")
+        self.assertEqual(doc["step"], 7)
+        full = probe_json(os.path.join(self.tmp, "newer.pt"), "--all")["args"]
+        self.assertEqual(full["w"], {"dtype": "bfloat16", "shape": [4, 4], "bytes": 32})
+        self.assertEqual(full["p"], {"dtype": "float32", "shape": [3], "bytes": 12})
+        if self.made.get("f8"):
+            self.assertEqual(full["f8"], {"dtype": "float8_e4m3fn", "shape": [8], "bytes": 8})
+        self.assertEqual(doc["unsafeGlobals"], [])
+
+    def test_real_dcp(self):
+        if not self.made.get("dcp"):
+            self.skipTest("this torch has no torch.distributed.checkpoint.save (%s)" % self.made.get("dcpError"))
+        doc = probe_json(os.path.join(self.tmp, "realdcp"))
+        self.assertEqual(doc["format"], "dcp-metadata")
+        self.assertEqual(doc["args"], {"lr": 0.125, "name": "x"})
+        self.assertEqual(doc["step"], 9)
+        self.assertEqual(doc["tensors"], {"count": 1, "bytes": 48})
+        self.assertEqual(doc["unsafeGlobals"], [])
+
+
 class NoTorchNeeded(unittest.TestCase):
     def setUp(self):
         self.tmp = tempfile.mkdtemp(prefix="kg-ckpt-args-")
