@@ -214,7 +214,7 @@ class ResidentHelper {
           this.onLine(line);
         }
       });
-      void handle.exited.then(({ exitCode }) => {
+      const onExit = (exitCode: number | null) => {
         this.dead = true;
         const why = this.stderrTail.trim().split('\n').slice(-2).join(' | ');
         const err =
@@ -229,7 +229,11 @@ class ResidentHelper {
         if (!isReady) reject(err);
         for (const p of this.pending.values()) p.reject(err);
         this.pending.clear();
-      });
+      };
+      handle.exited.then(
+        ({ exitCode }) => onExit(exitCode),
+        () => onExit(null),
+      );
     });
   }
 

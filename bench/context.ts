@@ -1,0 +1,83 @@
+import { ProbeRunner } from '../src/core/probes/runner';
+import { SshPool } from '../src/core/transport/ssh';
+import type { Transport } from '../src/core/transport/types';
+import { endpointOf, recordingPrompts, sshOptions } from '../test/support/hosts';
+import { startSshd, type TestSshd } from '../test/support/sshd';
+
+export interface BenchResult {
+  case: string;
+  ours_ms: number;
+  usual_ms: number;
+  ratio?: number;
+  note?: string;
+}
+
+/** What the cases share: one real sshd on loopback, one pooled connection to it, one resident helper. */
+export class BenchContext {
+  private sshdP: Promise<TestSshd> | undefined;
+  private pool: SshPool | undefined;
+  private runner: ProbeRunner | undefined;
+  private transportV: Transport | undefined;
+
+  sshd(): Promise<TestSshd> {
+    this.sshdP ??= startSshd();
+    return this.sshdP;
+  }
+
+  async transport(): Promise<Transport> {
+    if (!this.transportV) {
+      const sshd = await this.sshd();
+      this.pool = new SshPool(sshOptions(sshd, recordingPrompts().prompts));
+      this.transportV = this.pool.transport(endpointOf(sshd), 'bench-sshd');
+    }
+    return this.transportV;
+  }
+
+  async probes(python = 'python3'): Promise<ProbeRunner> {
+    if (!this.runner || this.runner.python !== python) {
+      this.runner?.dispose();
+      this.runner = new ProbeRunner(await this.transport(), { python, timeoutMs: 120000 });
+    }
+    return this.runner;
+  }
+
+  /** `ssh … user@127.0.0.1 CMD` with the OpenSSH client: the usual way, a new connection and login shell each time. */
+  async sshArgv(command: string): Promise<string[]> {
+    const s = await this.sshd();
+    return [
+      'ssh',
+      '-p',
+      String(s.port),
+      '-i',
+      s.identityFile,
+      '-o',
+      `UserKnownHostsFile=${s.knownHostsFile}`,
+      '-o',
+      'StrictHostKeyChecking=yes',
+      '-o',
+      'BatchMode=yes',
+      '-o',
+      'LogLevel=ERROR',
+      `${s.user}@127.0.0.1`,
+      command,
+    ];
+  }
+
+  async dispose(): Promise<void> {
+    this.runner?.dispose();
+    this.pool?.dispose();
+    if (this.sshdP) await (await this.sshdP).stop();
+  }
+}
+
+export function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = Math.floor(s.length / 2);
+  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+}
+
+export async function timeIt(fn: () => Promise<unknown>): Promise<number> {
+  const t = process.hrtime.bigint();
+  await fn();
+  return Number(process.hrtime.bigint() - t) / 1e6;
+}

@@ -1,0 +1,59 @@
+/**
+ * `npm run bench [-- --json FILE] [-- --only WORD]`: each case side by side with the usual way, from one run, as a
+ * ratio (this machine is noisy: ratios and medians, never single absolute times as pass/fail).
+ */
+import { writeFileSync } from 'node:fs';
+import { BenchContext, type BenchResult } from './context';
+import { benchHelperRequests } from './cases/helperRequests';
+
+type Case = { name: string; run: (ctx: BenchContext) => Promise<BenchResult | BenchResult[]> };
+
+const cases: Case[] = [{ name: 'helper', run: benchHelperRequests }];
+
+function fmt(ms: number): string {
+  return ms >= 1000 ? `${(ms / 1000).toFixed(2)} s` : `${ms.toFixed(1)} ms`;
+}
+
+async function main(): Promise<number> {
+  const args = process.argv.slice(2);
+  const jsonAt = args.indexOf('--json');
+  const jsonFile = jsonAt >= 0 ? args[jsonAt + 1] : undefined;
+  const onlyAt = args.indexOf('--only');
+  const only = onlyAt >= 0 ? args[onlyAt + 1] : undefined;
+  const ctx = new BenchContext();
+  const results: BenchResult[] = [];
+  let failed = 0;
+  try {
+    for (const c of cases) {
+      if (only && !c.name.includes(only)) continue;
+      try {
+        const out = await c.run(ctx);
+        for (const r of Array.isArray(out) ? out : [out]) {
+          r.ratio = r.usual_ms / r.ours_ms;
+          results.push(r);
+          console.log(
+            `${r.case}\n  ours ${fmt(r.ours_ms).padStart(10)}   usual ${fmt(r.usual_ms).padStart(10)}   ${r.ratio.toFixed(1)}× faster${r.note ? `   (${r.note})` : ''}`,
+          );
+        }
+      } catch (e) {
+        failed++;
+        console.error(`${c.name}: FAILED: ${e instanceof Error ? e.stack : String(e)}`);
+      }
+    }
+  } finally {
+    await ctx.dispose();
+  }
+  if (jsonFile) {
+    writeFileSync(
+      jsonFile,
+      JSON.stringify(
+        results.map((r) => ({ case: r.case, ours_ms: r.ours_ms, usual_ms: r.usual_ms, ratio: r.ratio, ...(r.note ? { note: r.note } : {}) })),
+        null,
+        2,
+      ) + '\n',
+    );
+  }
+  return failed ? 1 : 0;
+}
+
+main().then((code) => process.exit(code));
