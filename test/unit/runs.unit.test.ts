@@ -14,6 +14,7 @@ import {
   printableName,
 } from '../../src/core/runs/format';
 import {
+  entryProblem,
   listRunsProbe,
   runsListingSchema,
   type RootListing,
@@ -403,6 +404,27 @@ void describe('real probe output', () => {
     assert.equal(parsed.roots[1]!.status, 'missing');
     assert.ok(runsListingSchema.safeParse(parsed).success);
     assert.throws(() => listRunsProbe(['/x']).parse({ roots: 'nope' }), /probe list_runs returned unexpected output/);
+    const broken = structuredClone(parsed);
+    const deep = broken.roots[0]!.entry!.children![0]!.children![0]!;
+    (deep as unknown as Record<string, unknown>)['role'] = 'banana';
+    assert.throws(
+      () => listRunsProbe(['/x']).parse(broken),
+      /roots\.0\.entry.*entry\.children\.0\.children\.0\.role: unknown role/,
+    );
+    assert.equal(
+      entryProblem({ name: 'a', path: 'a', kind: 'file', size: 1, mtime: null, role: 'other', step: '3' }),
+      'entry.step: expected a number',
+    );
+    assert.deepEqual(listRunsProbe(['-odd', '/b'], { depth: 4, maxEntries: 10, signatureOnly: true }).args, [
+      '--depth',
+      '4',
+      '--max-entries',
+      '10',
+      '--signature-only',
+      '--',
+      '-odd',
+      '/b',
+    ]);
   });
 
   void it('builds the tree from it', () => {

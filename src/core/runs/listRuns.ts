@@ -49,29 +49,59 @@ export interface RunEntry {
   targetKind?: 'dir' | 'file' | 'missing' | undefined;
 }
 
-export const runEntrySchema: z.ZodType<RunEntry> = z.lazy(() =>
-  z.object({
-    name: z.string(),
-    path: z.string(),
-    kind: z.enum(['dir', 'file', 'symlink']),
-    size: z.number(),
-    mtime: z.number().nullable(),
-    role: z.enum(entryRoles),
-    step: z.number().int().optional(),
-    epoch: z.number().int().optional(),
-    format: z.string().optional(),
-    children: z.array(runEntrySchema).optional(),
-    omitted: z.number().int().optional(),
-    listed: z.boolean().optional(),
-    sizeComplete: z.boolean().optional(),
-    error: z.string().optional(),
-    escaped: z.boolean().optional(),
-    nameB64: z.string().optional(),
-    pathB64: z.string().optional(),
-    target: z.string().optional(),
-    targetKind: z.enum(['dir', 'file', 'missing']).optional(),
-  }),
-);
+const KINDS: ReadonlySet<string> = new Set(['dir', 'file', 'symlink']);
+const ROLES: ReadonlySet<string> = new Set(entryRoles);
+const TARGET_KINDS: ReadonlySet<string> = new Set(['dir', 'file', 'missing']);
+const OPTIONAL: Record<string, 'string' | 'number' | 'boolean'> = {
+  step: 'number',
+  epoch: 'number',
+  format: 'string',
+  omitted: 'number',
+  listed: 'boolean',
+  sizeComplete: 'boolean',
+  error: 'string',
+  escaped: 'boolean',
+  nameB64: 'string',
+  pathB64: 'string',
+  target: 'string',
+};
+
+/**
+ * Why `value` is not a RunEntry tree, or undefined. Checked by hand rather than with a recursive zod schema: a listing
+ * of 1,000 checkpoints has thousands of entries, and zod took 100-300 ms on the first (cold) parse of one; this loop
+ * takes a few.
+ */
+export function entryProblem(value: unknown, where = 'entry'): string | undefined {
+  const stack: [unknown, string][] = [[value, where]];
+  while (stack.length) {
+    const [v, at] = stack.pop()!;
+    if (typeof v !== 'object' || v === null || Array.isArray(v)) return `${at}: expected an object`;
+    const e = v as Record<string, unknown>;
+    if (typeof e['name'] !== 'string') return `${at}.name: expected a string`;
+    if (typeof e['path'] !== 'string') return `${at}.path: expected a string`;
+    if (typeof e['kind'] !== 'string' || !KINDS.has(e['kind'])) return `${at}.kind: unknown kind`;
+    if (typeof e['size'] !== 'number') return `${at}.size: expected a number`;
+    if (e['mtime'] !== null && typeof e['mtime'] !== 'number') return `${at}.mtime: expected a number or null`;
+    if (typeof e['role'] !== 'string' || !ROLES.has(e['role'])) return `${at}.role: unknown role`;
+    for (const key in OPTIONAL) {
+      const x = e[key];
+      if (x !== undefined && typeof x !== OPTIONAL[key]) return `${at}.${key}: expected a ${OPTIONAL[key]}`;
+    }
+    const tk = e['targetKind'];
+    if (tk !== undefined && (typeof tk !== 'string' || !TARGET_KINDS.has(tk))) return `${at}.targetKind: unknown`;
+    const children = e['children'];
+    if (children !== undefined) {
+      if (!Array.isArray(children)) return `${at}.children: expected an array`;
+      for (let i = children.length - 1; i >= 0; i--) stack.push([children[i], `${at}.children.${i}`]);
+    }
+  }
+  return undefined;
+}
+
+export const runEntrySchema = z.custom<RunEntry>().superRefine((value, ctx) => {
+  const why = entryProblem(value);
+  if (why) ctx.addIssue({ code: 'custom', message: why });
+});
 
 export const rootListingSchema = z.object({
   /** The root as configured (`~/ckpts`). */
