@@ -246,7 +246,10 @@ def main(argv):
     except TypeError:  # no fused AdamW before torch 2.0
         opt = torch.optim.AdamW(model.parameters(), lr=3e-4, weight_decay=0.1)
     amp_dtype = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": None}[dtype_name]
-    scaler = torch.cuda.amp.GradScaler() if dtype_name == "fp16" else None
+    scaler = None
+    if dtype_name == "fp16":
+        amp = getattr(torch, "amp", None)
+        scaler = amp.GradScaler("cuda") if amp is not None and hasattr(amp, "GradScaler") else torch.cuda.amp.GradScaler()
 
     data = torch.randint(cfg["vocab"], (cfg["batch"], cfg["seq"] + 1), device=device)
     inputs, targets = data[:, :-1].contiguous(), data[:, 1:].contiguous()

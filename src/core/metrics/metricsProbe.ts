@@ -44,6 +44,8 @@ export const metricsReductionSchema = z.looseObject({
   seriesTruncated: z.boolean(),
   fastLines: count,
   shapes: count,
+  /** Processes that read parts of the file (forked workers on Linux for large files). */
+  jobs: count.default(1),
   elapsedMs: z.number(),
 });
 export type MetricsReduction = z.infer<typeof metricsReductionSchema>;
@@ -58,6 +60,8 @@ export interface MetricsReduceOptions {
   offset?: number;
   /** Only these series (default: every numeric key but the step/time keys). */
   series?: readonly string[];
+  /** Worker processes for a large file (default: the host's CPUs, at most 8). */
+  jobs?: number;
 }
 
 export function metricsReduceArgs(o: MetricsReduceOptions): string[] {
@@ -67,6 +71,7 @@ export function metricsReduceArgs(o: MetricsReduceOptions): string[] {
   if (o.window) args.push('--from', String(o.window.from), '--to', String(o.window.to));
   if (o.offset) args.push('--offset', String(o.offset));
   if (o.series?.length) args.push('--series', o.series.join(','));
+  if (o.jobs !== undefined) args.push('--jobs', String(o.jobs));
   return args;
 }
 
