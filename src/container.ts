@@ -66,6 +66,8 @@ export class Container implements vscode.Disposable {
     );
     this.command(Commands.refresh, () => this.tree.refresh());
     this.command(Commands.showLog, () => this.log.show());
+
+    // Feature registrations: one line each; each feature lives in its own folder (src/<feature>/register.ts).
   }
 
   get api(): KnownGoodApi {

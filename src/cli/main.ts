@@ -3,19 +3,18 @@ import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { KnownGoodError, messageOf } from '../core/errors';
 import { localHost, resolveEndpoint, type HostSpec } from '../core/hosts';
-import { defineProbe } from '../core/probes/probe';
 import { HostRegistry, type HostSession } from '../core/registry';
 import { containerSchema, type ContainerSettings } from '../core/settings';
 import { parseSshConfig } from '../core/sshConfig';
 import { defaultKnownHostsFile } from '../core/transport/ssh';
-import { z } from 'zod';
+import { cliCommands } from './commands';
 import { terminalPrompts } from './prompts';
 
-const USAGE = `known-good — Known Good's core from a terminal
+export function usage(): string {
+  return `known-good — Known Good's core from a terminal
 
 Usage:
-  known-good exec HOST [options] -- CMD [ARG…]    run a command (no shell; each word arrives as is)
-  known-good probe HOST [options] NAME [ARG…]     run python/NAME.py there and print its JSON result
+${cliCommands.map((c) => `  known-good ${c.usage.padEnd(44)} ${c.summary}`).join('\n')}
 
 HOST is "local", an ~/.ssh/config alias, or user@host[:port].
 Options:
@@ -27,6 +26,7 @@ Options:
   --timeout SECONDS       stop the command after this long (default 60)
   --json                  machine-readable output where a command has it
 `;
+}
 
 export interface CliOptions {
   container?: ContainerSettings;
@@ -75,6 +75,12 @@ export function parseArgs(argv: string[]): { positional: string[]; rest: string[
   return { positional, rest, options };
 }
 
+/** `HOST:/abs/path` → host and path; `user@host:2222` stays a host (the part after `:` must start with `/`). */
+export function splitHostPath(word: string): { host: string; path?: string } {
+  const m = /^([^/]*?):(\/.*)$/s.exec(word);
+  return m ? { host: m[1]!, path: m[2]! } : { host: word };
+}
+
 export function hostFromCli(host: string, options: CliOptions): HostSpec {
   if (host === 'local') {
     return { ...localHost([], options.python), ...(options.container ? { container: options.container } : {}) };
@@ -114,35 +120,40 @@ export function openSession(host: string, options: CliOptions): { session: HostS
 async function main(argv: string[]): Promise<number> {
   const [command, ...args] = argv;
   if (!command || command === '--help' || command === '-h' || command === 'help') {
-    process.stdout.write(USAGE);
+    process.stdout.write(usage());
     return command ? 0 : 2;
   }
   const { positional, rest, options } = parseArgs(args);
   const host = positional[0];
-  if (!host) throw new KnownGoodError('settings', `${command}: HOST is missing\n\n${USAGE}`);
-  const { session, registry } = openSession(host, options);
-  try {
-    switch (command) {
-      case 'exec': {
-        const cmd = rest.length ? rest : positional.slice(1);
-        if (cmd.length === 0) throw new KnownGoodError('settings', 'exec: no command given (known-good exec HOST -- CMD…)');
-        const stdin = process.stdin.isTTY ? undefined : readFileSync(0);
-        const r = await session.transport.exec(cmd, { timeoutMs: options.timeoutMs, ...(stdin ? { stdin } : {}) });
-        process.stdout.write(r.stdout);
-        process.stderr.write(r.stderr);
-        return r.exitCode ?? 255;
-      }
-      case 'probe': {
-        const name = positional[1];
-        if (!name) throw new KnownGoodError('settings', 'probe: NAME is missing');
-        const call = defineProbe(name, z.unknown(), () => [...positional.slice(2), ...rest])();
-        const r = await session.probes.runOnce(call, { timeoutMs: options.timeoutMs });
-        process.stdout.write(JSON.stringify(options.json ? { result: r.value, python: r.python } : r.value, null, 2) + '\n');
-        return 0;
-      }
-      default:
-        throw new KnownGoodError('settings', `unknown command ${command}\n\n${USAGE}`);
+  if (!host) throw new KnownGoodError('settings', `${command}: HOST is missing\n\n${usage()}`);
+  const first = splitHostPath(host);
+  const { session, registry } = openSession(first.host, options);
+  const sessions = new Map<string, HostSession>([[first.host, session]]);
+  const open = (word: string): { session: HostSession; path?: string } => {
+    const hp = splitHostPath(word);
+    let s = sessions.get(hp.host);
+    if (!s) {
+      const spec = { ...hostFromCli(hp.host, options), id: `cli:${hp.host}` };
+      registry.setHosts([...registry.hosts(), spec]);
+      s = registry.session(spec);
+      sessions.set(hp.host, s);
     }
+    return { session: s, ...(hp.path !== undefined ? { path: hp.path } : {}) };
+  };
+  try {
+    const cmd = cliCommands.find((c) => c.name === command);
+    if (!cmd) throw new KnownGoodError('settings', `unknown command ${command}\n\n${usage()}`);
+    return await cmd.run({
+      session,
+      ...(first.path !== undefined ? { path: first.path } : {}),
+      open,
+      registry,
+      positional: positional.slice(1),
+      rest,
+      options,
+      out: process.stdout,
+      err: process.stderr,
+    });
   } finally {
     registry.dispose();
   }

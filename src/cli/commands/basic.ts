@@ -1,0 +1,34 @@
+import { readFileSync } from 'node:fs';
+import { z } from 'zod';
+import { KnownGoodError } from '../../core/errors';
+import { defineProbe } from '../../core/probes/probe';
+import type { CliCommand } from './types';
+
+export const execCommand: CliCommand = {
+  name: 'exec',
+  usage: 'exec HOST [options] -- CMD [ARG…]',
+  summary: 'run a command (no shell; each word arrives as is)',
+  async run({ session, positional, rest, options, out, err }) {
+    const cmd = rest.length ? rest : positional;
+    if (cmd.length === 0) throw new KnownGoodError('settings', 'exec: no command given (known-good exec HOST -- CMD…)');
+    const stdin = process.stdin.isTTY ? undefined : readFileSync(0);
+    const r = await session.transport.exec(cmd, { timeoutMs: options.timeoutMs, ...(stdin ? { stdin } : {}) });
+    out.write(r.stdout);
+    err.write(r.stderr);
+    return r.exitCode ?? 255;
+  },
+};
+
+export const probeCommand: CliCommand = {
+  name: 'probe',
+  usage: 'probe HOST [options] NAME [ARG…]',
+  summary: 'run python/NAME.py there and print its JSON result',
+  async run({ session, positional, rest, options, out }) {
+    const [name, ...args] = positional;
+    if (!name) throw new KnownGoodError('settings', 'probe: NAME is missing');
+    const call = defineProbe(name, z.unknown(), () => [...args, ...rest])();
+    const r = await session.probes.runOnce(call, { timeoutMs: options.timeoutMs });
+    out.write(JSON.stringify(options.json ? { result: r.value, python: r.python } : r.value, null, 2) + '\n');
+    return 0;
+  },
+};

@@ -1,0 +1,24 @@
+import type * as vscode from 'vscode';
+import type { HostSpec } from '../core/hosts';
+
+/**
+ * A feature's own nodes in Remote Runs (e.g. "Baselines" under each host). The feature owns its nodes; the
+ * provider only places them after the host's roots and asks the section for items and children.
+ */
+export interface SectionNode {
+  kind: 'section';
+  /** The TreeSection.id that owns this node. */
+  section: string;
+  hostId: string;
+  /** Unique within the section and host; becomes part of TreeItem.id. */
+  key: string;
+  data?: unknown;
+}
+
+export interface TreeSection {
+  readonly id: string;
+  /** Nodes placed under each host, after its roots. */
+  hostNodes(host: HostSpec): SectionNode[];
+  children(node: SectionNode): SectionNode[] | Promise<SectionNode[]>;
+  treeItem(node: SectionNode): vscode.TreeItem;
+}
