@@ -845,6 +845,15 @@ def reduce_file(a, xmode):
 def main(argv):
     a = parse_args(argv)
     started = time.time()
+    requested = a.offset
+    reset = False
+    try:
+        if a.offset and os.path.getsize(a.path) < a.offset:
+            # Shorter than where the last read stopped: a new run rewrote the log. Start over, and say so.
+            a.offset = 0
+            reset = True
+    except OSError:
+        pass
     p, next_offset, size = reduce_file(a, a.x)
     xmode = a.x
     if a.x == "step" and not p.xused and p.counts["noX"] > 0:
@@ -860,6 +869,8 @@ def main(argv):
         "path": a.path,
         "size": size,
         "offset": a.offset,
+        "requestedOffset": requested,
+        "reset": reset,
         "nextOffset": next_offset,
         "lines": p.lines,
         "blank": p.blank,

@@ -200,6 +200,23 @@ class MetricsReduceTest(unittest.TestCase):
         r3 = metrics_reduce.main([path, "--offset", str(r2["nextOffset"])])
         self.assertEqual(r3["lines"], 0)
         self.assertEqual(r3["series"], [])
+        self.assertFalse(r3["reset"])
+        # A new run rewrites the log: shorter than the offset, so it is read from the start.
+        with open(path, "wb") as f:
+            f.write(b'{"step": 0, "loss": 7}\n')
+        r4 = metrics_reduce.main([path, "--offset", str(r3["nextOffset"])])
+        self.assertTrue(r4["reset"])
+        self.assertEqual((r4["offset"], r4["requestedOffset"]), (0, r3["nextOffset"]))
+        self.assertEqual(series_by_key(r4)["loss"]["last"], [7])
+
+    def test_empty_file_and_a_line_longer_than_the_buffer(self):
+        r = metrics_reduce.main([self.write("empty.jsonl", "")])
+        self.assertEqual((r["lines"], r["series"], r["xRange"], r["nextOffset"]), (0, [], None, 0))
+        big = '{"step": 1, "note": "%s", "loss": 0.5}\n' % ("x" * (metrics_reduce.BLOCK + 100))
+        path = self.write("long.jsonl", '{"step": 0, "loss": 1}\n' + big + '{"step": 2, "loss": 0.25}\n')
+        r = metrics_reduce.main([path])
+        self.assertEqual(series_by_key(r)["loss"]["last"], [1, 0.5, 0.25])
+        self.assertEqual(r["nextOffset"], os.path.getsize(path))
 
     def test_time_axis_step_times_and_series_choice(self):
         text = "".join(

@@ -28,6 +28,9 @@ export const metricsReductionSchema = z.looseObject({
   path: z.string(),
   size: count.nullable(),
   offset: count,
+  requestedOffset: count,
+  /** The file was shorter than the requested offset (rewritten by a new run): it was read from 0 instead. */
+  reset: z.boolean(),
   /** Where the next read starts: after the last complete line (a line being written is left for later). */
   nextOffset: count,
   lines: count,
