@@ -297,6 +297,13 @@ void test('dashboard renders the fixture in headless Chromium, dark then light',
   await page.locator(`.kg-checkpoint[data-path="${ckpts[0]!.path}"] vscode-button[data-action="diff-args"]`).click({ force: true });
   assert.equal((await posted(page)).length, before, 'diff of the first checkpoint posted a message');
 
+  // Hovering shows each run's value at the cursor, though the runs' buckets sit at different steps.
+  const hover = (await page.locator('.kg-plot[data-series="loss"] .u-over').boundingBox())!;
+  await page.mouse.move(hover.x + hover.width * 0.25, hover.y + hover.height / 2);
+  const values = await page.locator('.kg-plot[data-series="loss"] .u-legend .u-value').allInnerTexts();
+  assert.equal(values.length, 3, values.join(' | '));
+  for (const v of values.slice(1)) assert.match(v, /^\d+(\.\d+)?$/, `legend value "${v}" (all: ${values.join(' | ')})`);
+
   // Zoom: a drag over the loss plot asks the host for finer buckets of each run, in steps.
   const over = page.locator('.kg-plot[data-series="loss"] .u-over');
   const box = (await over.boundingBox())!;

@@ -34,6 +34,22 @@ function visibleIdx(u: uPlot): [number, number] {
   return [Math.max(0, i0 - 1), Math.min(xs.length - 1, i1 + 1)];
 }
 
+/**
+ * The value of series `si` nearest to index `idx`. Runs share one x array with gaps (see alignRuns), so at the
+ * cursor's index usually only one run has a point; the legend shows each run's closest one instead of a dash.
+ */
+function nearest(u: uPlot, si: number, idx: number | null): number | null {
+  const col = u.data[si];
+  if (!col || idx === null) return null;
+  for (let d = 1; d < 64; d++) {
+    const before = col[idx - d];
+    if (before != null) return before;
+    const after = col[idx + d];
+    if (after != null) return after;
+  }
+  return null;
+}
+
 export interface SeriesPlotEvents {
   /** The user selected an x window (axis units). */
   onZoom(min: number, max: number): void;
@@ -98,7 +114,7 @@ export class SeriesPlot {
           width: 1.5,
           spanGaps: true,
           points: { show: false },
-          value: (_u: uPlot, v: number | null) => formatValue(v),
+          value: (u: uPlot, v: number | null, si: number, idx: number | null) => formatValue(v ?? nearest(u, si, idx)),
         })),
       ],
       axes: [
