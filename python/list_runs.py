@@ -479,7 +479,7 @@ def main(argv):
         elif a == "--":
             only_roots = True
         elif a == "--depth":
-            depth = _int_arg(argv, i, a)
+            depth = max(1, _int_arg(argv, i, a))
             i += 1
         elif a == "--max-entries":
             max_entries = max(1, _int_arg(argv, i, a))

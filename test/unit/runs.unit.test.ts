@@ -28,6 +28,7 @@ import {
   hostChildren,
   hostNode,
   newestCheckpoint,
+  remoteNow,
   type EntryNode,
   type MessageNode,
   type RootNode,
@@ -316,6 +317,16 @@ void describe('tree model', () => {
     const roots = hostChildren({ ...h, state: 'connected' }, sample);
     assert.equal(roots[0]!.kind, 'root');
     assert.equal((roots[0] as RootNode).remotePath, '/ckpts');
+  });
+
+  void it('measures ages on the remote clock', () => {
+    // The remote is 2 h behind this machine; 10 s passed since the listing arrived.
+    const local = NOW + 2 * H * 1000;
+    assert.equal(remoteNow(sample, local, local + 10_000), NOW + 10_000);
+    const [r] = buildRootNodes('h1', sample);
+    const run = childrenOf(r!)[0]!;
+    const ck = only(childrenOf(run, { now: remoteNow(sample, local, local + 10_000) }), 'checkpoint')[0]!;
+    assert.equal(ck.description, 'step 690 · 2.1 GB · 3 h ago');
   });
 
   void it('finds the newest checkpoint by time across runs, with the ids to reveal it', () => {

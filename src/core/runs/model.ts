@@ -150,8 +150,9 @@ function plural(n: number, word: string): string {
   return `${n.toLocaleString('en-US')} ${word}${n === 1 ? '' : 's'}`;
 }
 
-function tooltipOf(entry: RunEntry, remotePath: string, what: string): string {
-  const lines = [printableName(remotePath), what];
+function tooltipOf(entry: RunEntry, where: { remotePath: string; remotePathB64?: string }, what: string): string {
+  const raw = where.remotePathB64 ? b64Bytes(where.remotePathB64) : undefined;
+  const lines = [printableName(where.remotePath, raw), what];
   if (entry.kind !== 'symlink' || entry.targetKind === 'file') {
     lines.push(
       entry.kind === 'dir' && entry.sizeComplete === false
@@ -163,7 +164,7 @@ function tooltipOf(entry: RunEntry, remotePath: string, what: string): string {
   if (entry.kind === 'symlink')
     lines.push(`link to ${entry.target ?? '?'}${entry.targetKind === 'missing' ? ' (missing)' : ''}`);
   if (entry.omitted)
-    lines.push(`${plural(entry.omitted, 'more entry')} not listed (--max-entries)`.replace('entrys', 'entries'));
+    lines.push(`${entry.omitted.toLocaleString('en-US')} more not listed (cut at the listing's max entries)`);
   if (entry.escaped) lines.push('the path holds bytes that are not UTF-8: shown as \\xNN');
   if (entry.error) lines.push(entry.error);
   return lines.join('\n');
@@ -403,7 +404,7 @@ export function entryNode(
       ...base,
       kind: 'checkpoint',
       description: parts.join(' · '),
-      tooltip: tooltipOf(entry, remotePath, what),
+      tooltip: tooltipOf(entry, base, what),
       icon: 'package',
       contextValue: `checkpoint;${entry.kind === 'dir' ? 'dir' : 'file'}${entry.format ? `;format-${entry.format}` : ''}${escaped}`,
       collapsible,
@@ -429,7 +430,7 @@ export function entryNode(
       ...base,
       kind: isRun ? 'run' : 'folder',
       description: entry.error ? entry.error : description,
-      tooltip: tooltipOf(entry, remotePath, isRun ? 'run folder' : 'folder'),
+      tooltip: tooltipOf(entry, base, isRun ? 'run folder' : 'folder'),
       icon: entry.error ? 'warning' : 'folder',
       contextValue: (isRun ? 'run' : 'folder') + escaped,
       collapsible,
@@ -446,7 +447,7 @@ export function entryNode(
     ...base,
     kind: 'file',
     description: entry.error ? entry.error : desc,
-    tooltip: tooltipOf(entry, remotePath, role === 'weights' ? 'checkpoint part' : role),
+    tooltip: tooltipOf(entry, base, role === 'weights' ? 'checkpoint part' : role),
     icon: entry.kind === 'symlink' ? linkIcon : (ICON[role] ?? 'file'),
     contextValue: `file;${ROLE_TOKENS[role] ?? 'other'}${entry.kind === 'symlink' ? ';symlink' : ''}${escaped}`,
     collapsible: 'none',
@@ -628,4 +629,12 @@ export function graftListing(folder: RunEntry, sub: RootListing): RunEntry {
   if (sub.entry.sizeComplete === false) grafted.sizeComplete = false;
   else delete grafted.sizeComplete;
   return grafted;
+}
+
+/**
+ * "Now" on the remote's clock, for ModelOptions.now: mtimes are the remote's, so ages must be measured on its clock
+ * or a host whose clock is off shows checkpoints "in the future". `receivedAtMs` is Date.now() when the listing came.
+ */
+export function remoteNow(listing: Pick<RunsListing, 'now'>, receivedAtMs: number, localNowMs = Date.now()): number {
+  return listing.now * 1000 + (localNowMs - receivedAtMs);
 }
