@@ -253,6 +253,8 @@ function reduction(series: { key: string; x: number[]; last: number[]; t?: numbe
     path: '/runs/a/train_log.jsonl',
     size: 1000,
     offset: 0,
+    requestedOffset: 0,
+    reset: false,
     nextOffset: 1000,
     lines,
     blank: 0,
@@ -302,6 +304,10 @@ void test('follow: appended buckets extend the run, re-read ones are dropped, ex
   assert.equal(Math.max(...small.max), 10, 'the largest max survives');
   assert.equal(Math.min(...small.min), 3, 'the smallest min survives');
   assert.equal(small.x.at(-1), 6);
+  // A rewritten log (reset) replaces the run's data instead of extending it.
+  const fresh = appendReduction(first, metricsReductionSchema.parse({ ...more, reset: true }), 100);
+  assert.deepEqual(fresh.series.find((s) => s.key === 'loss')?.x, [4, 5, 6]);
+  assert.equal(fresh.run.lines, 3);
   const c = coarsen({ key: 'k', x: [1, 2, 3], min: [0, -5, 1], max: [1, 2, 9], last: [1, 2, 3] }, 2);
   assert.deepEqual(c, { key: 'k', x: [2, 3], min: [-5, 1], max: [2, 9], last: [2, 3] });
 });

@@ -45,9 +45,15 @@ export function coarsen(s: SeriesData, maxBuckets: number): SeriesData {
 /**
  * Follow mode: adds the reduction of the bytes appended since the last read (metrics_reduce with `offset`) to a
  * run's data. Buckets at or before the previous last x are dropped (a re-read line must not go backwards); new
- * series are added; the result is coarsened back to `maxBuckets` per series.
+ * series are added; the result is coarsened back to `maxBuckets` per series. A reset result (the file was shorter
+ * than the offset, so the probe read it from 0) replaces the data.
  */
 export function appendReduction(prev: RunData, appended: MetricsReduction, maxBuckets: number): RunData {
+  // The log was rewritten (a new run in the same file): what came back is all there is.
+  if (appended.reset) {
+    const fresh = runDataFromReduction(prev.run, appended);
+    return { ...fresh, series: fresh.series.map((s) => coarsen(s, maxBuckets)) };
+  }
   const byKey = new Map(prev.series.map((s) => [s.key, s]));
   for (const raw of appended.series) {
     const add = seriesFromReduction(raw);
