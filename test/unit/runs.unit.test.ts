@@ -213,6 +213,18 @@ void describe('tree model', () => {
     assert.equal(runB.description!.split(' · ')[0], '1 checkpoint');
   });
 
+  void it('shows a root that is itself one checkpoint as that checkpoint', () => {
+    const ck = { ...step('', 42, 7, NOW_S - 60), path: '', name: 'step_42' };
+    ck.children = ck.children!.map((c) => ({ ...c, path: 'checkpoint.pt' }));
+    const [r] = buildRootNodes('h', listing(root(ck)));
+    assert.equal(r!.description, 'step 42 · 7 B');
+    assert.match(r!.contextValue, /\bcheckpoint\b/);
+    const kids = childrenOf(r!);
+    assert.deepEqual(labels(kids), ['checkpoint.pt']);
+    assert.equal(kids[0]!.kind, 'file');
+    assert.notEqual(kids[0]!.id, r!.id);
+  });
+
   void it('says honestly why a root shows no checkpoints', () => {
     const cases: [RootListing['status'], string, RegExp, MessageNode['severity']][] = [
       ['missing', '/ckpts does not exist', /does not exist/, 'warning'],

@@ -299,7 +299,7 @@ export function rootNode(hostId: string, listing: RootListing): RootNode {
     description = [
       ...(e.step !== undefined ? [`step ${e.step}`] : []),
       sizeText(e),
-      ...(e.format ? [e.format] : []),
+      ...(e.format && e.format !== 'step' ? [e.format] : []),
     ].join(' · ');
   } else if (listing.status === 'ok' && listing.entry) {
     const runs = (listing.entry.children ?? []).filter((c) => c.kind === 'dir' && c.role !== 'checkpoint').length;
