@@ -9,7 +9,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { launchBrowser } from '../vscode/browser';
-import { repoRoot, startServer, type VsCodeServer } from '../vscode/server';
+import { interrupted, repoRoot, startServer, type VsCodeServer } from '../vscode/server';
 
 const args = process.argv.slice(2);
 const check = args.includes('--check');
@@ -202,8 +202,11 @@ async function main(): Promise<number> {
 }
 
 main().then(
-  (code) => process.exit(code),
+  (code) => {
+    if (!interrupted()) process.exit(code);
+  },
   (err: unknown) => {
+    if (interrupted()) return; // The signal handler exits once its cleanup is done.
     process.stderr.write(`[demo] ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
     process.exit(1);
   },

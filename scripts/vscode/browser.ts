@@ -5,6 +5,7 @@ import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import { onInterrupt } from './server';
 
 export const chromiumPath = process.env['KG_CHROMIUM'] ?? '/usr/bin/chromium';
 
@@ -35,14 +36,13 @@ export async function launchBrowser(opts: { headless?: boolean; viewport?: { wid
   });
   const page = context.pages()[0] ?? (await context.newPage());
   let closed = false;
-  return {
-    context,
-    page,
-    close: async () => {
-      if (closed) return;
-      closed = true;
-      await context.close().catch(() => undefined);
-      rmSync(profile, { recursive: true, force: true });
-    },
+  const close = async () => {
+    if (closed) return;
+    closed = true;
+    unregister();
+    await context.close().catch(() => undefined);
+    rmSync(profile, { recursive: true, force: true });
   };
+  const unregister = onInterrupt(close);
+  return { context, page, close };
 }

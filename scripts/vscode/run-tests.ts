@@ -5,11 +5,12 @@
 //   env: KG_VSCODE_TIMEOUT_S (extension-host suite, default 240), KG_UI_TIMEOUT_S (UI tests, default 420),
 //        KG_KEEP_VSCODE_STATE=1 keeps the server's temp state folder for debugging.
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { format } from 'node:util';
 import { launchBrowser, type Browser } from './browser';
-import { repoRoot, startServer, type VsCodeServer } from './server';
+import { interrupted, onInterrupt, repoRoot, startServer, type VsCodeServer } from './server';
 import { buildSuite } from './suite';
 import { startSshd, type TestSshd } from '../../test/support/sshd';
 
@@ -58,6 +59,8 @@ async function runExtensionHostSuite(): Promise<number> {
   const pageLog: string[] = [];
   try {
     sshd = await startSshd();
+    const ours = sshd;
+    onInterrupt(() => ours.stop());
     server = await startServer({
       env: { KG_MOCHA_GREP: option('--grep') ?? '', KG_MOCHA_MARK: '1', KG_TEST_ARTIFACTS: artifacts, KG_TEST_SSHD: testSshdEnv(sshd) },
       // The SSH pool reads knownHostsFile once, at activation: it has to be in place before the window opens.
@@ -115,30 +118,60 @@ async function runUiTests(): Promise<number> {
   const timeoutS = Number(process.env['KG_UI_TIMEOUT_S'] ?? 420);
   const nodeArgs = ['--import', 'tsx', '--test', '--test-concurrency=1', '--test-timeout=180000'];
   if (flag('--headed')) process.env['KG_UI_HEADED'] = '1';
-  // Its own process group, so a hung scenario (browser and server included) dies with it.
-  const child = spawn(process.execPath, [...nodeArgs, ...files], { cwd: repoRoot, stdio: 'inherit', detached: true });
-  const kill = () => {
-    try {
-      if (child.pid !== undefined) process.kill(-child.pid, 'SIGKILL');
-    } catch {
-      // Gone.
+  // Its own process group, so a hung scenario dies with it; the VS Code servers it starts have groups of their
+  // own, which they list in pgidFile for us to kill when the scenarios could not.
+  // All their temp folders go under one TMPDIR that is removed at the end, even after a SIGKILL.
+  const runTmp = mkdtempSync(join(tmpdir(), 'kg-ui-run-'));
+  const pgidFile = join(runTmp, 'pgids');
+  writeFileSync(pgidFile, '');
+  const child = spawn(process.execPath, [...nodeArgs, ...files], {
+    cwd: repoRoot,
+    stdio: 'inherit',
+    detached: true,
+    env: { ...process.env, KG_VSCODE_PGID_FILE: pgidFile, TMPDIR: runTmp },
+  });
+  const signalGroup = (sig: NodeJS.Signals) => {
+    const groups = [child.pid, ...(sig === 'SIGKILL' && existsSync(pgidFile) ? readFileSync(pgidFile, 'utf8').split('\n').map(Number) : [])];
+    for (const pgid of groups) {
+      try {
+        if (pgid) process.kill(-pgid, sig);
+      } catch {
+        // Gone.
+      }
     }
   };
-  process.on('exit', kill);
+  const exited = new Promise<number>((r) => child.on('exit', (c, sig) => r(c ?? (sig ? 124 : 1))));
+  // SIGINT first so each scenario's own handlers stop its VS Code server, sshd and browser (they live in
+  // process groups of their own); SIGKILL for whatever did not listen.
+  const stop = async () => {
+    signalGroup('SIGINT');
+    await Promise.race([exited, new Promise((r) => setTimeout(r, 8000))]);
+    signalGroup('SIGKILL');
+  };
+  const unregister = onInterrupt(async () => {
+    await stop();
+    rmSync(runTmp, { recursive: true, force: true, maxRetries: 5, retryDelay: 300 });
+  });
+  process.on('exit', () => signalGroup('SIGKILL'));
   const timer = setTimeout(() => {
     process.stderr.write(`[test:vscode] UI tests did not finish within ${timeoutS} s\n`);
-    kill();
+    void stop();
   }, timeoutS * 1000);
-  const code = await new Promise<number>((r) => child.on('exit', (c, sig) => r(c ?? (sig ? 124 : 1))));
+  const code = await exited;
   clearTimeout(timer);
-  kill(); // Anything the scenarios left behind.
+  unregister();
+  signalGroup('SIGKILL'); // Anything the scenarios left behind.
+  if (!process.env['KG_KEEP_VSCODE_STATE']) rmSync(runTmp, { recursive: true, force: true, maxRetries: 5, retryDelay: 300 });
   say(`UI tests exited ${code} after ${secs(started)}`);
   return code;
 }
 
 main().then(
-  (code) => process.exit(code),
+  (code) => {
+    if (!interrupted()) process.exit(code);
+  },
   (err: unknown) => {
+    if (interrupted()) return; // The signal handler exits once its cleanup is done.
     process.stderr.write(`[test:vscode] ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
     process.exit(1);
   },

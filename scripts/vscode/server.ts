@@ -2,7 +2,7 @@
 // on machines that cannot download the desktop build. See ../../../shared/design/VSCODE_HARNESS.md for why each
 // install flag is there. It lives in .cache/vscode-server/, never in the extension's own node_modules.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { createWriteStream, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, createWriteStream, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { mkdtemp } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -126,12 +126,30 @@ const defaultSettings: Record<string, unknown> = {
   'workbench.secondarySideBar.defaultVisibility': 'hidden',
 };
 
-const live = new Set<ChildProcess>();
+const live = new Map<ChildProcess, string>();
+const cleanups = new Set<() => unknown>();
 let handlersInstalled = false;
+let interruptedBy: NodeJS.Signals | undefined;
 
-/** Kills every process group we started; synchronous so it also works from the 'exit' event. */
+/** True once Ctrl+C/SIGTERM arrived: the signal handler exits after its cleanup, callers should not exit first. */
+export const interrupted = (): boolean => interruptedBy !== undefined;
+
+/**
+ * Registers async cleanup (a test sshd, a browser) that runs on Ctrl+C/SIGTERM before the process exits; returns
+ * the function that unregisters it. Normal exits run their own `finally` blocks instead.
+ */
+export function onInterrupt(cleanup: () => unknown): () => void {
+  installExitHandlers();
+  cleanups.add(cleanup);
+  return () => cleanups.delete(cleanup);
+}
+
+/** Kills every process group we started and removes their state; synchronous so it also works from 'exit'. */
 export function killAllServers(): void {
-  for (const child of live) killGroup(child, 'SIGKILL');
+  for (const [child, stateDir] of live) {
+    killGroup(child, 'SIGKILL');
+    if (!process.env['KG_KEEP_VSCODE_STATE']) rmSync(stateDir, { recursive: true, force: true, maxRetries: 3, retryDelay: 200 });
+  }
   live.clear();
 }
 
@@ -141,8 +159,19 @@ function installExitHandlers(): void {
   process.on('exit', killAllServers);
   for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
     process.once(sig, () => {
-      killAllServers();
-      process.exit(sig === 'SIGINT' ? 130 : 143);
+      interruptedBy = sig;
+      process.stderr.write(`[vscode-server] ${sig}: stopping\n`);
+      const all = [...cleanups].map(async (c) => {
+        try {
+          await c();
+        } catch {
+          // Best effort: we are exiting anyway.
+        }
+      });
+      void Promise.race([Promise.all(all), sleep(10_000)]).then(() => {
+        killAllServers();
+        process.exit(sig === 'SIGINT' ? 130 : 143);
+      });
     });
   }
 }
@@ -222,7 +251,10 @@ export async function startServer(opts: ServerOptions = {}): Promise<VsCodeServe
         },
       },
     );
-    live.add(child);
+    live.set(child, stateDir);
+    // A parent runner (run-tests.ts) kills these groups itself if this process dies before it can.
+    const pgidFile = process.env['KG_VSCODE_PGID_FILE'];
+    if (pgidFile && child.pid !== undefined) appendFileSync(pgidFile, `${child.pid}\n`);
     child.stdout?.pipe(out);
     child.stderr?.pipe(out);
     let exited: number | null | undefined;
@@ -263,7 +295,7 @@ export async function startServer(opts: ServerOptions = {}): Promise<VsCodeServe
         // The watcher may still be alive even after the main process exited.
         killGroup(child, 'SIGKILL');
         live.delete(child);
-        if (!process.env['KG_KEEP_VSCODE_STATE']) rmSync(stateDir, { recursive: true, force: true });
+        if (!process.env['KG_KEEP_VSCODE_STATE']) rmSync(stateDir, { recursive: true, force: true, maxRetries: 3, retryDelay: 200 });
       },
     };
   }

@@ -16,7 +16,7 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import type { Locator, Page } from 'playwright-core';
 import { launchBrowser, type Browser } from '../../scripts/vscode/browser';
-import { repoRoot, startServer, type VsCodeServer } from '../../scripts/vscode/server';
+import { onInterrupt, repoRoot, startServer, type VsCodeServer } from '../../scripts/vscode/server';
 import { startSshd, type TestSshd } from '../support/sshd';
 
 export const artifactsDir = join(repoRoot, 'test-artifacts', 'ui');
@@ -74,7 +74,9 @@ export function scenario(name: string, options: ScenarioOptions, body: (vs: Work
       const settings: Record<string, unknown> = { 'knownGood.includeSshConfigHosts': false, ...options.settings };
       if (options.localRoots) settings['knownGood.localRoots'] = options.localRoots;
       if (options.sshHost) {
-        sshd = await startSshd();
+        const started = await startSshd();
+        sshd = started;
+        onInterrupt(() => started.stop());
         let roots: string[];
         if (typeof options.sshHost === 'object') roots = options.sshHost.roots;
         else {
