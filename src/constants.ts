@@ -1,8 +1,22 @@
 /** Command and view ids: one place, matched by package.json contributes. */
 export const VIEW_REMOTE_RUNS = 'knownGood.remoteRuns';
+/** The dashboard's webview panel type (serializer, onWebviewPanel activation). */
+export const DASHBOARD_VIEW_TYPE = 'knownGood.dashboard';
 
 export const Commands = {
   refresh: 'knownGood.remoteRuns.refresh',
+  revealNewest: 'knownGood.remoteRuns.revealNewest',
+  copyPath: 'knownGood.remoteRuns.copyPath',
+  openFile: 'knownGood.remote.openFile',
+  loadMore: 'knownGood.remote.loadMore',
   selectPython: 'knownGood.hosts.selectPython',
   showLog: 'knownGood.hosts.showLog',
+  openDashboard: 'knownGood.dashboard.open',
+  retry: 'knownGood.hosts.retry',
+  connect: 'knownGood.hosts.connect',
+  disconnect: 'knownGood.hosts.disconnect',
+  addHost: 'knownGood.hosts.add',
+  removeHost: 'knownGood.hosts.remove',
+  addRoot: 'knownGood.hosts.addRoot',
+  removeRoot: 'knownGood.hosts.removeRoot',
 } as const;

@@ -8,8 +8,11 @@ import { HostRegistry } from './core/registry';
 import { parseSettings, type KnownGoodSettings } from './core/settings';
 import { parseSshConfig } from './core/sshConfig';
 import { defaultKnownHostsFile } from './core/transport/ssh';
+import { registerDashboard } from './dashboard/register';
+import type { DashboardManager, DashboardTestApi } from './dashboard/manager';
 import { vscodePrompts } from './hosts/prompts';
-import { RemoteRunsProvider } from './tree/provider';
+import { RemoteRunsProvider, type TreeNode } from './tree/provider';
+import { registerRuns } from './runs/register';
 import { getConfiguration, showError } from './window';
 
 /** What activate() returns: used by the extension-host tests and by other extensions. */
@@ -17,6 +20,8 @@ export interface KnownGoodApi {
   readonly registry: HostRegistry;
   settings(): KnownGoodSettings;
   readonly tree: RemoteRunsProvider;
+  /** The open dashboards (what they received and posted), for the extension-host tests. */
+  readonly dashboard: DashboardTestApi;
 }
 
 function readSshConfig(): string | undefined {
@@ -36,6 +41,8 @@ export class Container implements vscode.Disposable {
   readonly log: vscode.LogOutputChannel;
   readonly registry: HostRegistry;
   readonly tree: RemoteRunsProvider;
+  readonly dashboard: DashboardManager;
+  readonly treeView: vscode.TreeView<TreeNode>;
   private current: KnownGoodSettings;
 
   constructor(readonly context: vscode.ExtensionContext) {
@@ -53,25 +60,36 @@ export class Container implements vscode.Disposable {
     this.track({ dispose: () => this.registry.dispose() });
     this.applyHosts();
 
-    this.tree = this.track(new RemoteRunsProvider(this.registry, () => this.current.problems));
-    this.track(vscode.window.createTreeView(VIEW_REMOTE_RUNS, { treeDataProvider: this.tree, showCollapseAll: true }));
+    const cfg = () => getConfiguration('knownGood');
+    this.tree = this.track(
+      new RemoteRunsProvider(this.registry, () => this.current.problems, {
+        newestFirst: () => cfg().get<string>('sortSteps') !== 'oldestFirst',
+        depth: () => 3,
+        maxEntries: () => cfg().get<number>('maxEntries') ?? 5000,
+        log: (line) => this.log.info(line),
+      }),
+    );
+    this.treeView = this.track(
+      vscode.window.createTreeView(VIEW_REMOTE_RUNS, { treeDataProvider: this.tree, showCollapseAll: true, canSelectMany: true }),
+    );
 
     this.track(
       vscode.workspace.onDidChangeConfiguration((e) => {
         if (!e.affectsConfiguration('knownGood')) return;
         this.current = this.readSettings();
         this.applyHosts();
-        this.tree.refresh();
+        this.tree.reload();
       }),
     );
-    this.command(Commands.refresh, () => this.tree.refresh());
     this.command(Commands.showLog, () => this.log.show());
 
     // Feature registrations: one line each; each feature lives in its own folder (src/<feature>/register.ts).
+    registerRuns(this);
+    this.dashboard = registerDashboard(this);
   }
 
   get api(): KnownGoodApi {
-    return { registry: this.registry, settings: () => this.current, tree: this.tree };
+    return { registry: this.registry, settings: () => this.current, tree: this.tree, dashboard: this.dashboard };
   }
 
   private readSettings(): KnownGoodSettings {
@@ -85,17 +103,22 @@ export class Container implements vscode.Disposable {
   }
 
   private applyHosts(): void {
-    const local = getConfiguration('knownGood').get<unknown>('localRoots');
-    const localRoots = Array.isArray(local) && local.every((x) => typeof x === 'string') ? (local as string[]) : undefined;
+    const cfg = getConfiguration('knownGood');
+    const local = cfg.get<unknown>('localRoots');
+    const localRoots = Array.isArray(local) && local.length && local.every((x) => typeof x === 'string') ? local : undefined;
+    const localPython = cfg.get<unknown>('localPython');
     const ssh = parseSshConfig(this.current.includeSshConfigHosts ? readSshConfig() : undefined);
-    this.registry.setHosts(resolveHosts(this.current, ssh, localRoots));
+    const hosts = resolveHosts(this.current, ssh, localRoots);
+    if (typeof localPython === 'string' && localPython.trim()) hosts[0] = { ...hosts[0]!, python: localPython.trim() };
+    this.registry.setHosts(hosts);
   }
 
-  command(id: string, run: (...args: unknown[]) => unknown): void {
+  /** Registers a command whose failures are logged and shown; arguments come from VS Code (tree nodes, URIs). */
+  command<A extends unknown[]>(id: string, run: (...args: A) => unknown): void {
     this.track(
       vscode.commands.registerCommand(id, async (...args: unknown[]) => {
         try {
-          return await run(...args);
+          return await run(...(args as A));
         } catch (e) {
           this.log.error(`${id}: ${e instanceof Error ? e.message : String(e)}`);
           void showError(e instanceof Error ? e.message : String(e));

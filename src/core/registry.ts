@@ -54,7 +54,7 @@ export class HostRegistry {
 
   session(hostOrId: HostSpec | string): HostSession {
     const spec = typeof hostOrId === 'string' ? this.find(hostOrId) : hostOrId;
-    if (!spec) throw new Error(`unknown host ${String(hostOrId)}`);
+    if (!spec) throw new Error(`unknown host ${typeof hostOrId === 'string' ? hostOrId : hostOrId.id}`);
     const key = JSON.stringify(spec);
     const cur = this.sessions.get(spec.id);
     if (cur && cur.key === key) return cur.session;

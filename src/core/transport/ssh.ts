@@ -291,7 +291,7 @@ export class SshConnection {
       });
     }
     if (opts.prompts.password) {
-      const ask = opts.prompts.password;
+      const ask = (q: { user: string; host: string; prompt: string }) => opts.prompts.password!(q);
       steps.push({
         type: 'keyboard-interactive',
         run: () => {

@@ -1,0 +1,29 @@
+import * as vscode from 'vscode';
+import type { HostRegistry } from '../core/registry';
+import { fromRemoteFileUri, readFileProbe, renderFileText, REMOTE_FILE_SCHEME, toRemoteFileUri, type RemoteFileRef } from '../core/remote/readFile';
+
+export function remoteFileUri(ref: RemoteFileRef): vscode.Uri {
+  return vscode.Uri.from(toRemoteFileUri(ref));
+}
+
+/**
+ * Read-only documents of remote logs, jsonl and configs: only the last `maxBytes` cross the wire, with a header that
+ * says how much was left out; "Load More" reopens with twice as much.
+ */
+export class RemoteFileProvider implements vscode.TextDocumentContentProvider {
+  constructor(private readonly registry: HostRegistry) {}
+
+  async provideTextDocumentContent(uri: vscode.Uri, token: vscode.CancellationToken): Promise<string> {
+    const ref = fromRemoteFileUri(uri);
+    const session = this.registry.session(ref.hostId);
+    const ac = new AbortController();
+    token.onCancellationRequested(() => ac.abort());
+    const r = await session.probes.run(
+      readFileProbe({ text: ref.path, ...(ref.pathB64 ? { b64: ref.pathB64 } : {}) }, { maxBytes: ref.maxBytes }),
+      { signal: ac.signal },
+    );
+    return renderFileText(r.value, 'Run "Known Good: Load More of Remote File" to see more.');
+  }
+}
+
+export { REMOTE_FILE_SCHEME };
