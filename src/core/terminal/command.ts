@@ -1,6 +1,6 @@
 import { deflateSync } from 'node:zlib';
 import { KnownGoodError } from '../errors';
-import { shellJoin, shellQuote } from '../quote';
+import { shellQuote } from '../quote';
 import { oneShotProgram } from '../probes/sources';
 
 /*
@@ -33,15 +33,20 @@ export function probeTerminalCommand(python: string, probe: string, args: readon
   }
   const argv = [python, '-u', '-c', TERMINAL_LOADER, program, ...args];
   const shown = [python, '-u', '-c', '<loader>', `<python/${probe}.py: ${formatKb(program.length)} zlib+base64>`]
-    .map((w) => (w.startsWith('<') ? w : shellQuote(w)))
+    .map((w) => (w.startsWith('<') ? w : displayWord(w)))
     .join(' ');
-  const display = `${shown}${args.length ? ` ${shellJoin(args)}` : ''}  # python/${probe}.py passed as an argv word`;
+  const display = `${shown}${args.length ? ` ${args.map(displayWord).join(' ')}` : ''}  # python/${probe}.py passed as an argv word`;
   return { argv, display };
 }
 
 /** The user's own benchmark command, run by the host's `sh` as written. */
 export function shellTerminalCommand(command: string): TerminalCommand {
   return { argv: ['sh', '-c', command], display: command };
+}
+
+/** A word as a person would type it: options such as `-u` unquoted (shellQuote quotes a leading `-`). */
+export function displayWord(w: string): string {
+  return /^[A-Za-z0-9_@%+=:,./-]+$/.test(w) ? w : shellQuote(w);
 }
 
 function formatKb(n: number): string {

@@ -1,0 +1,163 @@
+import { formatRate } from '../bench/compare';
+import { messageOf } from '../errors';
+import { IncrementalLogReader, type LatestProgress } from '../metrics/logTail';
+import type { ProbeRunnerLike } from '../probes/probe';
+
+/*
+ * Live throughput of a selected run: the newest step and tokens/s of its metrics jsonl, polled every few seconds
+ * while it is on screen. Each poll reads only the bytes appended since the last one (IncrementalLogReader, which
+ * leaves a half-written last line for the next poll).
+ */
+
+export interface LiveTarget {
+  hostId: string;
+  /** The jsonl on the host. */
+  path: string;
+}
+
+interface EntryLike {
+  name?: unknown;
+  role?: unknown;
+  children?: unknown;
+  mtime?: unknown;
+}
+
+const ROLE_RANK: Record<string, number> = { metrics: 0, 'train-log': 1 };
+
+function tokens(contextValue: unknown): string[] {
+  return typeof contextValue === 'string' ? contextValue.split(/[;\s]+/) : [];
+}
+
+/** The metrics log of a selected tree node (a run folder, a metrics/train-log file), if it has one. */
+export function liveTargetOf(node: unknown): LiveTarget | undefined {
+  if (typeof node !== 'object' || node === null) return undefined;
+  const n = node as { kind?: unknown; hostId?: unknown; remotePath?: unknown; contextValue?: unknown; entry?: EntryLike };
+  if (typeof n.hostId !== 'string' || typeof n.remotePath !== 'string') return undefined;
+  const t = tokens(n.contextValue);
+  if (n.kind === 'file' && (t.includes('metrics') || t.includes('trainLog'))) return { hostId: n.hostId, path: n.remotePath };
+  if (n.kind === 'run' || t.includes('run')) {
+    const kids = Array.isArray(n.entry?.children) ? (n.entry.children as EntryLike[]) : [];
+    const logs = kids
+      .filter((k) => typeof k.role === 'string' && k.role in ROLE_RANK && typeof k.name === 'string' && /\.jsonl$/i.test(k.name))
+      .sort(
+        (a, b) =>
+          ROLE_RANK[a.role as string]! - ROLE_RANK[b.role as string]! ||
+          (typeof b.mtime === 'number' ? b.mtime : 0) - (typeof a.mtime === 'number' ? a.mtime : 0),
+      );
+    const first = logs[0];
+    if (first && typeof first.name === 'string') {
+      const base = n.remotePath.endsWith('/') ? n.remotePath : `${n.remotePath}/`;
+      return { hostId: n.hostId, path: base + first.name };
+    }
+  }
+  return undefined;
+}
+
+export type LiveState =
+  | { kind: 'hidden' }
+  | { kind: 'waiting'; target: LiveTarget }
+  | { kind: 'value'; target: LiveTarget; latest: LatestProgress; bytes: number; at: number }
+  | { kind: 'error'; target: LiveTarget; message: string };
+
+/** The status-bar text: `step 1200 · 12.8K tok/s`. */
+export function formatLive(s: LiveState): string {
+  switch (s.kind) {
+    case 'hidden':
+      return '';
+    case 'waiting':
+      return 'step … · … tok/s';
+    case 'error':
+      return 'tok/s: error';
+    case 'value': {
+      const step = s.latest.step !== null ? `step ${s.latest.step}` : 'step ?';
+      const tps = s.latest.tokensPerSec !== null ? `${formatRate(s.latest.tokensPerSec)} tok/s` : 'no tok/s in log';
+      return `${step} · ${tps}`;
+    }
+  }
+}
+
+export interface LiveThroughputOptions {
+  runnerFor(hostId: string): ProbeRunnerLike;
+  intervalMs?: number;
+  onState(s: LiveState): void;
+  /** Bytes read per poll at most (the first poll starts this far from the end). */
+  maxBytes?: number;
+}
+
+/** Follows one target at a time; polls only while visible. */
+export class LiveThroughput {
+  private target: LiveTarget | undefined;
+  private reader: IncrementalLogReader | undefined;
+  private visible = false;
+  private timer: NodeJS.Timeout | undefined;
+  private polling = false;
+  private generation = 0;
+  private disposed = false;
+  /** Polls made and bytes of log they moved (for tests and the tooltip). */
+  polls = 0;
+  bytesRead = 0;
+
+  constructor(private readonly options: LiveThroughputOptions) {}
+
+  get current(): LiveTarget | undefined {
+    return this.target;
+  }
+
+  follow(target: LiveTarget | undefined): void {
+    if (target && this.target && target.hostId === this.target.hostId && target.path === this.target.path) return;
+    this.generation++;
+    this.target = target;
+    this.reader = target
+      ? new IncrementalLogReader(this.options.runnerFor(target.hostId), target.path, {
+          fromEnd: true,
+          latestOnly: true,
+          maxBytes: this.options.maxBytes ?? 256 * 1024,
+          timeoutMs: 20_000,
+        })
+      : undefined;
+    this.options.onState(target ? { kind: 'waiting', target } : { kind: 'hidden' });
+    this.reschedule(0);
+  }
+
+  setVisible(visible: boolean): void {
+    if (this.visible === visible) return;
+    this.visible = visible;
+    this.reschedule(0);
+  }
+
+  private reschedule(delay: number): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    if (this.disposed || !this.visible || !this.target || this.polling) return;
+    this.timer = setTimeout(() => void this.poll(), delay);
+    this.timer.unref?.();
+  }
+
+  /** One poll now (also what the timer runs). */
+  async poll(): Promise<void> {
+    const reader = this.reader;
+    const target = this.target;
+    if (!reader || !target || this.polling) return;
+    const gen = this.generation;
+    this.polling = true;
+    try {
+      const r = await reader.poll();
+      this.polls++;
+      this.bytesRead += r.bytes;
+      if (gen !== this.generation) return;
+      if (!r.exists) this.options.onState({ kind: 'error', target, message: `${target.path} does not exist (yet)` });
+      else if (r.latest) this.options.onState({ kind: 'value', target, latest: r.latest, bytes: r.bytes, at: Date.now() });
+      else this.options.onState({ kind: 'waiting', target });
+    } catch (e) {
+      if (gen === this.generation) this.options.onState({ kind: 'error', target, message: messageOf(e) });
+    } finally {
+      this.polling = false;
+      this.reschedule(this.options.intervalMs ?? 3000);
+    }
+  }
+
+  dispose(): void {
+    this.disposed = true;
+    if (this.timer) clearTimeout(this.timer);
+  }
+}
