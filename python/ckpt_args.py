@@ -1,6 +1,7 @@
 """Read the args of a training checkpoint without torch, without the weights and without running code from the file.
 
 Usage: python3 ckpt_args.py PATH [--key KEY]... [--all]
+       python3 ckpt_args.py PATH --stat    (only {path, bytes, mtime, dir}: what a cache of results is keyed by)
 
 stdlib only.  Formats: torch zip checkpoints (only the one ``*/data.pkl`` member is read, never the tensor storages),
 the legacy non-zip torch format (stops before the storages), Lightning ``.ckpt``, a Hugging Face checkpoint folder
@@ -1379,8 +1380,23 @@ def _read_folder(path, keys, want_all, res):
 # --------------------------------------------------------------------------------------------------------------------
 
 
+def _stat_only(path, st):
+    """Size and newest mtime, read cheaply: a folder's is the newest of itself and the files the reader reads."""
+    mtime, size = st.st_mtime, st.st_size
+    if stat.S_ISDIR(st.st_mode):
+        size = 0
+        for n in ("training_args.bin", "config.json", "trainer_state.json", ".metadata"):
+            try:
+                s = os.stat(os.path.join(path, n))
+            except OSError:
+                continue
+            mtime = max(mtime, s.st_mtime)
+            size += s.st_size
+    return {"path": path, "bytes": size, "mtime": mtime, "dir": stat.S_ISDIR(st.st_mode)}
+
+
 def _parse_argv(argv):
-    path, keys, want_all = None, [], False
+    path, keys, want_all, want_stat = None, [], False, False
     i = 0
     while i < len(argv):
         a = argv[i]
@@ -1394,9 +1410,11 @@ def _parse_argv(argv):
             keys.append(a[len("--key="):])
         elif a == "--all":
             want_all = True
+        elif a == "--stat":
+            want_stat = True
         elif a.startswith("--") and a != "--":
-            raise kg_common.ProbeError("unknown option %s (usage: ckpt_args.py PATH [--key KEY]... [--all])" % a,
-                                       "usage")
+            raise kg_common.ProbeError(
+                "unknown option %s (usage: ckpt_args.py PATH [--key KEY]... [--all] | PATH --stat)" % a, "usage")
         elif path is None:
             path = a
         else:
@@ -1404,11 +1422,11 @@ def _parse_argv(argv):
         i += 1
     if path is None:
         raise kg_common.ProbeError("usage: ckpt_args.py PATH [--key KEY]... [--all]", "usage")
-    return os.path.expanduser(path), keys, want_all
+    return os.path.expanduser(path), keys, want_all, want_stat
 
 
 def main(argv):
-    path, keys, want_all = _parse_argv(argv)
+    path, keys, want_all, want_stat = _parse_argv(argv)
     try:
         st = os.stat(path)
     except FileNotFoundError:
@@ -1417,6 +1435,8 @@ def main(argv):
         raise kg_common.ProbeError("permission denied: %s" % path, "permission-denied")
     except OSError as e:
         raise kg_common.ProbeError("cannot read %s: %s" % (path, e.strerror or e), "unreadable")
+    if want_stat:
+        return _stat_only(path, st)
     res = _Result(path, st.st_size)
     if stat.S_ISDIR(st.st_mode):
         res.doc["bytes"] = 0

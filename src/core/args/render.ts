@@ -6,6 +6,8 @@ export interface ArgsDocMeta {
   /** Host name as the tree shows it ("This machine" for local). */
   host: string;
   capturedAt: Date;
+  /** The checkpoint's name as the tree shows it (default: from the path). */
+  label?: string;
 }
 
 /**
@@ -63,9 +65,12 @@ export function checkpointLabel(path: string): string {
 }
 
 /** The diff editor's title: `args: step_600 ↔ step_690 (gpu-box)`, naming both hosts when they differ. */
-export function argsDiffTitle(a: { host: string; path: string }, b: { host: string; path: string }): string {
-  const la = checkpointLabel(a.path);
-  const lb = checkpointLabel(b.path);
+export function argsDiffTitle(
+  a: { host: string; path: string; label?: string },
+  b: { host: string; path: string; label?: string },
+): string {
+  const la = a.label ?? checkpointLabel(a.path);
+  const lb = b.label ?? checkpointLabel(b.path);
   if (a.host === b.host) return `args: ${la} ↔ ${lb} (${a.host})`;
   return `args: ${la} (${a.host}) ↔ ${lb} (${b.host})`;
 }
@@ -73,7 +78,9 @@ export function argsDiffTitle(a: { host: string; path: string }, b: { host: stri
 /** The read-only args document: a short `//` header, then the args as stable JSON. */
 export function renderArgsDocument(r: CkptArgs, meta: ArgsDocMeta): string {
   const lines: string[] = [];
-  lines.push(`// Known Good: args of ${checkpointLabel(r.path)}`);
+  // A hostile file's warning comes first: it must be seen before anyone copies a load command from below.
+  for (const w of r.warnings) if (w.startsWith('UNSAFE')) lines.push(`// ⚠ ${w}`);
+  lines.push(`// Known Good: args of ${meta.label ?? checkpointLabel(r.path)}`);
   lines.push(`// host:     ${meta.host}`);
   lines.push(`// path:     ${r.path}`);
   if (r.format !== 'hf-folder') lines.push(`// size:     ${formatBytes(r.bytes)} (${formatExactBytes(r.bytes)})`);
@@ -85,7 +92,7 @@ export function renderArgsDocument(r: CkptArgs, meta: ArgsDocMeta): string {
     lines.push(`// tensors:  ${r.tensors.count} (${formatBytes(r.tensors.bytes)}), not read`);
   }
   lines.push(`// captured: ${meta.capturedAt.toISOString()}`);
-  for (const w of r.warnings) lines.push(`// ${w.startsWith('UNSAFE') ? '⚠ ' : 'note: '}${w}`);
+  for (const w of r.warnings) if (!w.startsWith('UNSAFE')) lines.push(`// note: ${w}`);
   lines.push(stableJson(r.args));
   return lines.join('\n') + '\n';
 }

@@ -1,0 +1,135 @@
+import { KnownGoodError, isKnownGoodError, messageOf } from '../errors';
+import type { ProbeCall, ProbeOutcome } from '../probes/probe';
+import { ckptArgsProbe, type CkptArgs } from './argsProbe';
+import { ArgsCache, argsCacheKey, type ArgsCacheKey } from './cache';
+import { ckptArgsTorchProbe, ckptStatProbe, type CkptStat } from './moreProbes';
+import { argsDiffTitle, changedArgs, renderArgsDocument } from './render';
+import type { CheckpointRef } from './target';
+
+/** What the reader needs of a host: a name for people and its probe runner (resident helper + one-shot). */
+export interface ArgsHost {
+  label: string;
+  probes: {
+    run<R>(call: ProbeCall<R>): Promise<ProbeOutcome<R>>;
+    runOnce<R>(call: ProbeCall<R>): Promise<ProbeOutcome<R>>;
+  };
+}
+
+export interface ArgsReaderOptions {
+  host(hostId: string): ArgsHost;
+  /** knownGood.allowTorchLoad: fall back to the host's torch.load when the safe reader cannot decode a file. */
+  allowTorchLoad(): boolean;
+  /** Asked before torch.load(weights_only=False), which runs code from the file; true only on an explicit yes. */
+  confirmUnsafeLoad(host: string, path: string, why: string): Promise<boolean>;
+  now?(): Date;
+  capacity?: number;
+}
+
+export interface ArgsRead {
+  result: CkptArgs;
+  /** When the args were read from the file (a cached result keeps its first time). */
+  capturedAt: Date;
+  host: string;
+  fromCache: boolean;
+}
+
+/** Failures of the safe reader that torch.load may still read; not a missing file or a permission problem. */
+const DECODE_FAILURES: ReadonlySet<string> = new Set(['corrupt', 'not-a-checkpoint', 'internal']);
+
+/** The probe's own error code (`corrupt`, `not-found`, …) of a failed probe call, or ''. */
+export function probeCodeOf(e: unknown): string {
+  const code = isKnownGoodError(e) ? e.detail?.['probeCode'] : undefined;
+  return typeof code === 'string' ? code : '';
+}
+
+export function isDecodeFailure(e: unknown): boolean {
+  return isKnownGoodError(e, 'probe-failed') && DECODE_FAILURES.has(probeCodeOf(e));
+}
+
+/**
+ * Reads checkpoint args on any host, cached by host + path + size + mtime: a stat (one round trip through the resident
+ * helper, nothing read) decides whether the cached result still holds, so reopening is instant and a rewritten
+ * checkpoint is read again. Concurrent reads of one file share one probe call (a diff asks for both sides at once,
+ * the changed-only view for the same two again).
+ */
+export class ArgsReader {
+  private readonly cache: ArgsCache<{ result: CkptArgs; capturedAt: Date }>;
+  private readonly inflight = new Map<string, Promise<{ result: CkptArgs; capturedAt: Date }>>();
+
+  constructor(private readonly options: ArgsReaderOptions) {
+    this.cache = new ArgsCache(options.capacity ?? 200);
+  }
+
+  async stat(ref: CheckpointRef): Promise<CkptStat> {
+    return (await this.options.host(ref.hostId).probes.run(ckptStatProbe(ref.path))).value;
+  }
+
+  async read(ref: CheckpointRef, keys: readonly string[] = []): Promise<ArgsRead> {
+    const host = this.options.host(ref.hostId);
+    const st = await this.stat(ref);
+    const key: ArgsCacheKey = { host: ref.hostId, path: ref.path, size: st.bytes, mtime: st.mtime, view: keys.join('\n') };
+    const hit = this.cache.get(key);
+    if (hit) return { ...hit, host: host.label, fromCache: true };
+    const k = argsCacheKey(key);
+    let p = this.inflight.get(k);
+    if (!p) {
+      p = this.load(ref, host, keys).finally(() => this.inflight.delete(k));
+      this.inflight.set(k, p);
+    }
+    const got = await p;
+    this.cache.set(key, got);
+    return { ...got, host: host.label, fromCache: false };
+  }
+
+  private async load(
+    ref: CheckpointRef,
+    host: ArgsHost,
+    keys: readonly string[],
+  ): Promise<{ result: CkptArgs; capturedAt: Date }> {
+    const capturedAt = this.options.now?.() ?? new Date();
+    try {
+      return { result: (await host.probes.run(ckptArgsProbe(ref.path, { keys }))).value, capturedAt };
+    } catch (e) {
+      if (!isDecodeFailure(e) || !this.options.allowTorchLoad()) throw e;
+      return { result: await this.torchLoad(ref, host, keys, e), capturedAt };
+    }
+  }
+
+  /** The knownGood.allowTorchLoad fallback: weights_only=True first; weights_only=False only after a yes. */
+  private async torchLoad(ref: CheckpointRef, host: ArgsHost, keys: readonly string[], safeError: unknown): Promise<CkptArgs> {
+    try {
+      return (await host.probes.runOnce(ckptArgsTorchProbe(ref.path, { keys }))).value;
+    } catch (e) {
+      if (probeCodeOf(e) === 'needs-unsafe') {
+        if (await this.options.confirmUnsafeLoad(host.label, ref.path, messageOf(e))) {
+          return (await host.probes.runOnce(ckptArgsTorchProbe(ref.path, { keys, unsafe: true }))).value;
+        }
+        throw new KnownGoodError(
+          'cancelled',
+          `${messageOf(safeError)}; torch.load(weights_only=True) refused it too, and loading it with weights_only=False was declined`,
+        );
+      }
+      throw new KnownGoodError('probe-failed', `${messageOf(safeError)}; the torch.load fallback failed too: ${messageOf(e)}`);
+    }
+  }
+
+  /** The read-only args document of one checkpoint. */
+  async document(ref: CheckpointRef): Promise<string> {
+    const r = await this.read(ref);
+    return renderArgsDocument(r.result, { host: r.host, capturedAt: r.capturedAt, label: ref.label });
+  }
+
+  /** "Show Changed Args Only": what changed from `a` to `b`. */
+  async changed(a: CheckpointRef, b: CheckpointRef): Promise<string> {
+    const [ra, rb] = await Promise.all([this.read(a), this.read(b)]);
+    const labels =
+      ra.host === rb.host ? { a: a.label, b: b.label } : { a: `${a.label} (${ra.host})`, b: `${b.label} (${rb.host})` };
+    const title = argsDiffTitle({ host: ra.host, path: a.path, label: a.label }, { host: rb.host, path: b.path, label: b.label });
+    return `// ${title}\n// A: ${a.path} (${ra.host})\n// B: ${b.path} (${rb.host})\n${changedArgs(ra.result.args, rb.result.args, labels)}`;
+  }
+
+  /** Forget one checkpoint's results (a document reopened by hand after a failure reads again anyway). */
+  forget(ref: CheckpointRef): void {
+    this.cache.forget(ref.hostId, ref.path);
+  }
+}

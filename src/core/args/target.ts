@@ -1,0 +1,115 @@
+import { KnownGoodError } from '../errors';
+import { entryNode, type EntryNode, type RunsNode } from '../runs/model';
+import type { RunEntry } from '../runs/listRuns';
+import { checkpointLabel } from './render';
+import type { ArgsRef } from './uri';
+
+/*
+ * From the Remote Runs tree's nodes to what the args reader reads: which file of a checkpoint folder holds the args,
+ * the checkpoint's name for titles, and the previous step of the same run.
+ */
+
+/** A checkpoint to read: where, and the name people know it by (the tree's label: `step_600`). */
+export interface CheckpointRef extends ArgsRef {
+  label: string;
+}
+
+/** Folders the reader understands as a whole (Hugging Face Trainer, torch.distributed.checkpoint). */
+const WHOLE_FOLDER = new Set(['training_args.bin', 'trainer_state.json', '.metadata']);
+const TORCH_FILE = /\.(pt|pth|ckpt|bin|pkl)$/i;
+/** Names of the file that holds the training state (args, step) rather than only the weights. */
+const STATE_FILE = /^(checkpoint|ckpt|training_state|train_state|trainer_state|state|last)\b/i;
+
+/**
+ * The path whose args to read for a checkpoint entry. A folder of an HF Trainer or DCP checkpoint is read as a whole;
+ * a folder with torch files (`step_600/checkpoint.pt`, `model.pt`) is read through the file that holds the training
+ * state, else the smallest torch file (the args sit with the optimizer state, not in the weights).
+ */
+export function argsPathOf(entry: RunEntry, remotePath: string): string {
+  if (entry.kind !== 'dir' || !entry.children?.length) return remotePath;
+  const kids = entry.children;
+  if (kids.some((c) => WHOLE_FOLDER.has(c.name))) return remotePath;
+  const files = kids.filter((c) => c.kind !== 'dir' && TORCH_FILE.test(c.name) && !c.pathB64);
+  if (files.length === 0) return remotePath;
+  const best =
+    files.find((c) => STATE_FILE.test(c.name)) ?? [...files].sort((a, b) => a.size - b.size || (a.name < b.name ? -1 : 1))[0]!;
+  return `${remotePath.replace(/\/+$/, '')}/${best.name}`;
+}
+
+function notUtf8(): KnownGoodError {
+  return new KnownGoodError(
+    'settings',
+    'this checkpoint path holds bytes that are not UTF-8: Known Good cannot read its args yet (rename it, or use the CLI with a link)',
+  );
+}
+
+/** The checkpoint a tree node stands for, or undefined when the node is not one. */
+export function checkpointOfNode(node: RunsNode): CheckpointRef | undefined {
+  if (node.kind === 'checkpoint') {
+    if (node.remotePathB64) throw notUtf8();
+    return { hostId: node.hostId, path: argsPathOf(node.entry, node.remotePath), label: node.label };
+  }
+  if (node.kind === 'root' && node.listing.entry?.role === 'checkpoint') {
+    if (node.remotePathB64) throw notUtf8();
+    return {
+      hostId: node.hostId,
+      path: argsPathOf(node.listing.entry, node.remotePath),
+      label: checkpointLabel(node.remotePath),
+    };
+  }
+  return undefined;
+}
+
+/**
+ * Anything a command may receive as "a checkpoint": a tree node, or a plain `{hostId, path[, label]}` (tests, other
+ * extensions, a document's spec). Undefined for anything else.
+ */
+export function checkpointOf(value: unknown): CheckpointRef | undefined {
+  if (typeof value !== 'object' || value === null) return undefined;
+  const v = value as Record<string, unknown>;
+  if (typeof v['kind'] === 'string' && typeof v['id'] === 'string' && typeof v['contextValue'] === 'string') {
+    return checkpointOfNode(value as RunsNode);
+  }
+  if (typeof v['hostId'] === 'string' && typeof v['path'] === 'string') {
+    const label = typeof v['label'] === 'string' ? v['label'] : checkpointLabel(v['path']);
+    return { hostId: v['hostId'], path: v['path'], label };
+  }
+  return undefined;
+}
+
+/** The entries from the root entry down to (not including) `target`, or undefined if it is not below `root`. */
+function parentOf(root: RunEntry, target: RunEntry): RunEntry | undefined {
+  const stack: RunEntry[] = [root];
+  while (stack.length) {
+    const e = stack.pop()!;
+    for (const c of e.children ?? []) {
+      if (c === target || (c.path === target.path && c.name === target.name)) return e;
+      if (c.kind === 'dir' && c.role !== 'checkpoint') stack.push(c);
+    }
+  }
+  return undefined;
+}
+
+/**
+ * "Compare with Previous Step": the checkpoint of the same run (same folder) with the highest step below this one's;
+ * without step numbers, the newest one written before it. Undefined for the first checkpoint.
+ */
+export function previousCheckpoint(node: EntryNode): EntryNode | undefined {
+  const rootEntry = node.root.entry;
+  if (!rootEntry) return undefined;
+  const parent = parentOf(rootEntry, node.entry);
+  if (!parent) return undefined;
+  const me = node.entry;
+  const siblings = (parent.children ?? []).filter((c) => c.role === 'checkpoint' && c.path !== me.path);
+  let best: RunEntry | undefined;
+  for (const c of siblings) {
+    if (me.step !== undefined) {
+      if (c.step === undefined || c.step >= me.step) continue;
+      if (!best || c.step > best.step! || (c.step === best.step && (c.mtime ?? 0) > (best.mtime ?? 0))) best = c;
+    } else {
+      if (c.mtime === null || me.mtime === null || c.mtime >= me.mtime) continue;
+      if (!best || c.mtime > (best.mtime ?? 0)) best = c;
+    }
+  }
+  return best ? entryNode(node.hostId, node.root, best, false) : undefined;
+}

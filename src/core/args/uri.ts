@@ -1,0 +1,93 @@
+import { KnownGoodError } from '../errors';
+import { checkpointLabel } from './render';
+
+/**
+ * The `knownGood:` documents: the args of one checkpoint, or the changed args of a pair. A pure codec (no vscode):
+ * the adapter passes the parts to `vscode.Uri.from` and back.
+ *
+ * The query carries the whole spec as base64url JSON, so any path (spaces, quotes, `#`, `?`, `%`, newlines, any
+ * Unicode) survives every encoding VS Code applies to a URI string. The path is only for people (the tab title and
+ * the language mode come from it) and is never decoded.
+ */
+export const ARGS_SCHEME = 'knownGood';
+
+export type ArgsView = 'args' | 'changed';
+
+/** One checkpoint on one host. */
+export interface ArgsRef {
+  hostId: string;
+  path: string;
+  /** The name people know it by (`step_600` for `step_600/checkpoint.pt`); default from the path. */
+  label?: string;
+}
+
+export interface ArgsUriSpec extends ArgsRef {
+  view: ArgsView;
+  /** For `changed`: the other side (this one is B, `other` is A: "changed from other to this"). */
+  other?: ArgsRef;
+}
+
+/** A URI as components, the shape of `vscode.Uri.from` / `vscode.Uri` (fragment unused). */
+export interface UriParts {
+  scheme: string;
+  authority: string;
+  path: string;
+  query: string;
+  fragment?: string;
+}
+
+const VERSION = 1;
+
+/** One readable line for the tab title: control characters and slashes would break it, so they become `?`. */
+function displayName(ref: ArgsRef | undefined): string {
+  const text = ref ? (ref.label ?? checkpointLabel(ref.path)) : '';
+  // eslint-disable-next-line no-control-regex
+  return text.replace(/[\u0000-\u001f\u007f/\\]/g, '?') || 'checkpoint';
+}
+
+export function toArgsUri(spec: ArgsUriSpec): UriParts {
+  if (spec.view === 'changed' && !spec.other) throw new KnownGoodError('settings', 'a changed-args document needs two checkpoints');
+  const doc: Record<string, unknown> = { v: VERSION, h: spec.hostId, p: spec.path, w: spec.view };
+  if (spec.label !== undefined) doc['l'] = spec.label;
+  if (spec.other) doc['o'] = [spec.other.hostId, spec.other.path, ...(spec.other.label !== undefined ? [spec.other.label] : [])];
+  const query = Buffer.from(JSON.stringify(doc), 'utf8').toString('base64url');
+  const name = displayName(spec);
+  const path = spec.view === 'args' ? `/${name} args.jsonc` : `/${displayName(spec.other)} ↔ ${name} changed args.txt`;
+  return { scheme: ARGS_SCHEME, authority: '', path, query };
+}
+
+function bad(why: string): KnownGoodError {
+  return new KnownGoodError('internal', `not a Known Good args document (${why})`);
+}
+
+export function fromArgsUri(uri: Pick<UriParts, 'scheme' | 'query'>): ArgsUriSpec {
+  if (uri.scheme !== ARGS_SCHEME) throw bad(`scheme ${uri.scheme}`);
+  let doc: unknown;
+  try {
+    doc = JSON.parse(Buffer.from(uri.query, 'base64url').toString('utf8'));
+  } catch {
+    throw bad('query is not base64url JSON');
+  }
+  if (typeof doc !== 'object' || doc === null) throw bad('query is not an object');
+  const d = doc as Record<string, unknown>;
+  if (d['v'] !== VERSION) throw bad(`version ${String(d['v'])}`);
+  const { h, p, w, o, l } = d;
+  if (typeof h !== 'string' || typeof p !== 'string') throw bad('host or path missing');
+  if (w !== 'args' && w !== 'changed') throw bad(`view ${String(w)}`);
+  if (l !== undefined && typeof l !== 'string') throw bad('label');
+  const spec: ArgsUriSpec = { hostId: h, path: p, view: w, ...(l !== undefined ? { label: l } : {}) };
+  if (o !== undefined) {
+    if (!Array.isArray(o) || (o.length !== 2 && o.length !== 3) || !o.every((x) => typeof x === 'string')) {
+      throw bad('other side');
+    }
+    const [oh, op, ol] = o;
+    spec.other = { hostId: oh!, path: op!, ...(ol !== undefined ? { label: ol } : {}) };
+  }
+  if (w === 'changed' && !spec.other) throw bad('changed view without the other side');
+  return spec;
+}
+
+/** The same checkpoint (host and path). */
+export function sameRef(a: ArgsRef, b: ArgsRef): boolean {
+  return a.hostId === b.hostId && a.path === b.path;
+}
