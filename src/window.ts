@@ -16,3 +16,15 @@ export const withProgress = <R>(
   task: (progress: vscode.Progress<{ message?: string; increment?: number }>, token: vscode.CancellationToken) => Thenable<R>,
 ) => vscode.window.withProgress(options, task);
 export const getConfiguration = (section: string) => vscode.workspace.getConfiguration(section);
+export const createWebviewPanel = (viewType: string, title: string, column: vscode.ViewColumn, options: vscode.WebviewPanelOptions & vscode.WebviewOptions) =>
+  vscode.window.createWebviewPanel(viewType, title, column, options);
+export const registerWebviewPanelSerializer = (viewType: string, serializer: vscode.WebviewPanelSerializer) =>
+  vscode.window.registerWebviewPanelSerializer(viewType, serializer);
+export const executeCommand = <T = unknown>(command: string, ...rest: unknown[]) => vscode.commands.executeCommand<T>(command, ...rest);
+export const createTerminal = (options: vscode.ExtensionTerminalOptions) => vscode.window.createTerminal(options);
+export const createStatusBarItem = (id: string, alignment: vscode.StatusBarAlignment, priority?: number) =>
+  vscode.window.createStatusBarItem(id, alignment, priority);
+export const showTextDocument = async (uri: vscode.Uri, options?: vscode.TextDocumentShowOptions) =>
+  vscode.window.showTextDocument(await vscode.workspace.openTextDocument(uri), options);
+export const registerTextDocumentContentProvider = (scheme: string, provider: vscode.TextDocumentContentProvider) =>
+  vscode.workspace.registerTextDocumentContentProvider(scheme, provider);

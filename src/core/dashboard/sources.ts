@@ -1,0 +1,273 @@
+// What the dashboard panel shows beside the plots, found in data the extension already has: the run's metrics log
+// and checkpoints (from the Remote Runs listing), the host's baseline drift and its benchmark history (from the
+// baseline store). Pure, so it is tested in Node; src/dashboard/ only adapts it.
+import { computeDrift, renderDriftText } from '../baselines/drift';
+import type { EnvSnapshot } from '../baselines/envProbe';
+import type { Baseline, ThroughputResult } from '../baselines/store';
+import type { RootListing, RunEntry, RunsListing } from '../runs/listRuns';
+import type { BenchPoint, Checkpoint, DriftSummary } from './protocol';
+
+/** One run to plot: where its log is on which host, and the listing entries it came from (when known). */
+export interface RunSource {
+  hostId: string;
+  /** Absolute path of the metrics jsonl on the host. */
+  logPath: string;
+  label: string;
+  root?: RootListing | undefined;
+  /** The run folder's entry (the folder holding the log); absent when the log was named directly. */
+  run?: RunEntry | undefined;
+  log?: RunEntry | undefined;
+}
+
+/** The run's id in dashboard messages: the host and the log, recoverable by `parseRunId` after a reload. */
+export function runId(hostId: string, logPath: string): string {
+  return JSON.stringify([hostId, logPath]);
+}
+
+export function parseRunId(id: string): { hostId: string; logPath: string } | undefined {
+  try {
+    const v: unknown = JSON.parse(id);
+    if (Array.isArray(v) && v.length === 2 && typeof v[0] === 'string' && typeof v[1] === 'string') {
+      return { hostId: v[0], logPath: v[1] };
+    }
+  } catch {
+    /* not one of ours */
+  }
+  return undefined;
+}
+
+export function joinRemote(root: string, rel: string): string {
+  if (rel === '') return root;
+  return root.endsWith('/') ? root + rel : `${root}/${rel}`;
+}
+
+function parentRel(rel: string): string {
+  const i = rel.lastIndexOf('/');
+  return i < 0 ? '' : rel.slice(0, i);
+}
+
+const isFile = (e: RunEntry) => e.kind === 'file' || (e.kind === 'symlink' && e.targetKind === 'file');
+
+/** 0: train_log*.jsonl, 1: another jsonl the listing calls a train log or metrics; undefined: not a metrics log. */
+function logRank(e: RunEntry): number | undefined {
+  if (!isFile(e) || e.escaped) return undefined;
+  const name = e.name.toLowerCase();
+  if (name.startsWith('train_log') && name.endsWith('.jsonl')) return 0;
+  if ((e.role === 'train-log' || e.role === 'metrics') && name.endsWith('.jsonl')) return 1;
+  return undefined;
+}
+
+/**
+ * The metrics log of a run folder: `train_log*.jsonl` first, else another jsonl the listing recognised as a train
+ * log or metrics; nearer the run folder first (logs/ below it counts), newest on a tie. Never inside a checkpoint.
+ */
+export function findMetricsLog(run: RunEntry, maxDepth = 2): RunEntry | undefined {
+  let best: { e: RunEntry; rank: number; depth: number } | undefined;
+  const stack: { e: RunEntry; depth: number }[] = (run.children ?? []).map((e) => ({ e, depth: 1 }));
+  while (stack.length) {
+    const { e, depth } = stack.pop()!;
+    const rank = logRank(e);
+    if (rank !== undefined) {
+      const better =
+        !best ||
+        rank < best.rank ||
+        (rank === best.rank && (depth < best.depth || (depth === best.depth && (e.mtime ?? 0) > (best.e.mtime ?? 0))));
+      if (better) best = { e, rank, depth };
+    } else if (e.kind === 'dir' && e.role !== 'checkpoint' && depth < maxDepth) {
+      for (const c of e.children ?? []) stack.push({ e: c, depth: depth + 1 });
+    }
+  }
+  return best?.e;
+}
+
+/** The entry at `rel` below a root entry ('' is the root entry itself). */
+export function entryAt(root: RunEntry, rel: string): RunEntry | undefined {
+  if (rel === '' || rel === root.path) return root;
+  let cur: RunEntry | undefined = root;
+  while (cur) {
+    const next: RunEntry | undefined = (cur.children ?? []).find((c) => c.path === rel || rel.startsWith(`${c.path}/`));
+    if (!next || next.path === rel) return next;
+    cur = next;
+  }
+  return undefined;
+}
+
+/** A run folder of a listing as a RunSource, when it holds a metrics log. */
+export function sourceOfRun(hostId: string, root: RootListing, run: RunEntry): RunSource | undefined {
+  const log = findMetricsLog(run);
+  if (!log) return undefined;
+  return { hostId, root, run, log, logPath: joinRemote(root.path, log.path), label: run.path === '' ? root.root : run.name };
+}
+
+/** A metrics file of a listing as a RunSource; its folder is the run. */
+export function sourceOfLog(hostId: string, root: RootListing, log: RunEntry): RunSource {
+  const run = root.entry ? entryAt(root.entry, parentRel(log.path)) : undefined;
+  const label = run && run.path !== '' ? run.name : log.name;
+  return { hostId, root, log, logPath: joinRemote(root.path, log.path), label, ...(run ? { run } : {}) };
+}
+
+/** Every run folder of a listing that holds a metrics log, the most recently written log first. */
+export function runsWithLogs(hostId: string, listing: RunsListing, maxDepth = 3): RunSource[] {
+  const out: RunSource[] = [];
+  for (const root of listing.roots) {
+    if (!root.entry || root.entry.role === 'checkpoint') continue;
+    const stack: { e: RunEntry; depth: number }[] = [{ e: root.entry, depth: 0 }];
+    while (stack.length) {
+      const { e, depth } = stack.pop()!;
+      if (e.kind !== 'dir' || e.role === 'checkpoint') continue;
+      const src = sourceOfRun(hostId, root, e);
+      if (src) out.push(src);
+      if (depth < maxDepth) for (const c of e.children ?? []) stack.push({ e: c, depth: depth + 1 });
+    }
+  }
+  // A log found twice (a root's own log through logs/ and its folder's): keep the nearer run.
+  const seen = new Set<string>();
+  return out
+    .sort((a, b) => (b.log?.mtime ?? 0) - (a.log?.mtime ?? 0) || a.logPath.localeCompare(b.logPath))
+    .filter((s) => (seen.has(s.logPath) ? false : (seen.add(s.logPath), true)));
+}
+
+/**
+ * Finds a log path in a host's listing again (after a reload), so its checkpoints can be shown. Without `label`, the
+ * run folder's name (or the file's, when the listing does not have it).
+ */
+export function sourceOfPath(hostId: string, listing: RunsListing | undefined, logPath: string, label?: string): RunSource {
+  for (const root of listing?.roots ?? []) {
+    if (!root.entry) continue;
+    const prefix = root.path.endsWith('/') ? root.path : `${root.path}/`;
+    if (!logPath.startsWith(prefix)) continue;
+    const log = entryAt(root.entry, logPath.slice(prefix.length));
+    if (log && isFile(log)) {
+      const src = sourceOfLog(hostId, root, log);
+      return label ? { ...src, label } : src;
+    }
+  }
+  return { hostId, logPath, label: label ?? (logPath.slice(logPath.lastIndexOf('/') + 1) || logPath) };
+}
+
+/** A checkpoint of a run, with the listing entry Open Args / Compare Args are given. */
+export interface CheckpointSource {
+  checkpoint: Checkpoint;
+  hostId: string;
+  root: RootListing;
+  entry: RunEntry;
+}
+
+/** The run's checkpoints, oldest step first (folders below the run included, checkpoint contents not). */
+export function runCheckpoints(src: RunSource, id: string): CheckpointSource[] {
+  if (!src.run || !src.root) return [];
+  const root = src.root;
+  const out: CheckpointSource[] = [];
+  const stack = [...(src.run.children ?? [])];
+  while (stack.length) {
+    const e = stack.pop()!;
+    if (e.role === 'checkpoint') {
+      if (e.escaped) continue;
+      out.push({
+        hostId: src.hostId,
+        root,
+        entry: e,
+        checkpoint: {
+          path: joinRemote(root.path, e.path),
+          label: e.name,
+          run: id,
+          step: e.step ?? null,
+          mtime: e.mtime,
+          hasArgs: true,
+        },
+      });
+    } else if (e.kind === 'dir') {
+      stack.push(...(e.children ?? []));
+    }
+  }
+  const order = (c: CheckpointSource) => c.entry.step ?? Number.MAX_SAFE_INTEGER;
+  return out.sort((a, b) => order(a) - order(b) || (a.entry.mtime ?? 0) - (b.entry.mtime ?? 0));
+}
+
+/** tokens/s of a stored benchmark result, whichever writer stored it (a number, or the probe's stats). */
+export function tokensPerSecond(r: Record<string, unknown>): number | undefined {
+  for (const key of ['tokensPerSec', 'tokensPerS', 'tokPerS', 'tokens_per_s', 'tok_per_s']) {
+    const v = r[key];
+    if (typeof v === 'number' && Number.isFinite(v)) return v;
+    if (typeof v === 'object' && v !== null) {
+      const m = (v as Record<string, unknown>)['median'];
+      if (typeof m === 'number' && Number.isFinite(m)) return m;
+    }
+  }
+  const nested = r['result'];
+  if (typeof nested === 'object' && nested !== null && nested !== r) return tokensPerSecond(nested as Record<string, unknown>);
+  return undefined;
+}
+
+function resultLabel(r: ThroughputResult): string | undefined {
+  const label = (r as Record<string, unknown>)['label'];
+  return typeof label === 'string' && label ? label : undefined;
+}
+
+/**
+ * The host's benchmark history, oldest first. The results recorded with the newest baseline (`baseline.throughput`)
+ * are marked as the baseline; they are added when the results folder does not hold them.
+ */
+export function benchHistory(results: readonly ThroughputResult[], baseline: Baseline | undefined): BenchPoint[] {
+  const marked = new Set((baseline?.throughput ?? []).map((t) => t.id));
+  const all = new Map<string, ThroughputResult>();
+  for (const r of results) all.set(r.id, r);
+  for (const r of baseline?.throughput ?? []) if (!all.has(r.id)) all.set(r.id, r);
+  const out: BenchPoint[] = [];
+  for (const r of all.values()) {
+    const tok = tokensPerSecond(r);
+    const ms = Date.parse(r.at);
+    if (tok === undefined || Number.isNaN(ms)) continue;
+    const isBase = marked.has(r.id);
+    const label = isBase ? `baseline "${baseline?.label ?? ''}"` : resultLabel(r);
+    out.push({ time: ms / 1000, tokPerS: tok, baseline: isBase, ...(label ? { label } : {}) });
+  }
+  return out.sort((a, b) => a.time - b.time);
+}
+
+/**
+ * The drift summary of the panel: the newest baseline against `now` (a snapshot captured for the panel), or, when
+ * there is none, against the baseline before it. A deep baseline is compared without its deep part (the panel's
+ * capture does not import torch).
+ */
+export function driftSummary(
+  baselines: readonly Baseline[],
+  now: EnvSnapshot | undefined,
+  note?: string,
+): DriftSummary | null {
+  const [newest, previous] = [...baselines].sort((a, b) => b.capturedAt.localeCompare(a.capturedAt));
+  if (!newest) return null;
+  let other: EnvSnapshot;
+  let nowTitle: string;
+  let base: EnvSnapshot = newest.snapshot;
+  if (now) {
+    other = now;
+    nowTitle = `now (${now.capturedAt})`;
+    if (base.deep && !other.deep) {
+      base = { ...base, deep: false };
+      delete (base as { deepInfo?: unknown }).deepInfo;
+    }
+  } else if (previous) {
+    // The newest baseline is the newest snapshot there is: show what changed since the one before.
+    base = previous.snapshot;
+    other = newest.snapshot;
+    nowTitle = `baseline "${newest.label}"`;
+  } else {
+    return {
+      baseline: newest.label,
+      capturedAt: newest.capturedAt,
+      changes: 0,
+      text: `Only one baseline and no snapshot of now to compare it with.${note ? `\n${note}` : ''}`,
+    };
+  }
+  const d = computeDrift(base, other);
+  const baseTitle = now ? `baseline "${newest.label}"` : `baseline "${previous?.label ?? ''}"`;
+  let text = renderDriftText(d, { baseline: baseTitle, now: nowTitle });
+  if (note) text += `${note}\n`;
+  return {
+    baseline: now ? newest.label : `${previous?.label ?? ''} → ${newest.label}`,
+    capturedAt: newest.capturedAt,
+    changes: d.differingLines,
+    text,
+  };
+}

@@ -1,0 +1,194 @@
+import * as vscode from 'vscode';
+import { DASHBOARD_VIEW_TYPE } from '../constants';
+import type { Container } from '../container';
+import { parseDashboardState } from '../core/dashboard/protocol';
+import {
+  parseRunId,
+  runsWithLogs,
+  sourceOfLog,
+  sourceOfPath,
+  sourceOfRun,
+  type RunSource,
+} from '../core/dashboard/sources';
+import type { RunsNode } from '../core/runs/model';
+import { createWebviewPanel, showQuickPick } from '../window';
+import { DashboardPanel, webviewOptions, type PanelProbe } from './panel';
+import { ContainerServices, type DashboardServices } from './services';
+
+/** A run named without a tree node: by other extensions, tests and the restored panels. */
+export interface DashboardTarget {
+  hostId: string;
+  logPath: string;
+  label?: string;
+}
+
+/** The extension-host tests' view of the dashboards (through KnownGoodApi). */
+export interface DashboardTestApi {
+  panels(): readonly PanelProbe[];
+  open(targets: readonly DashboardTarget[]): Promise<PanelProbe>;
+}
+
+function isTarget(x: unknown): x is DashboardTarget {
+  if (typeof x !== 'object' || x === null) return false;
+  const t = x as Record<string, unknown>;
+  return typeof t['hostId'] === 'string' && typeof t['logPath'] === 'string';
+}
+
+function isRunsNode(x: unknown): x is RunsNode {
+  if (typeof x !== 'object' || x === null) return false;
+  const k = (x as { kind?: unknown }).kind;
+  return k === 'host' || k === 'root' || k === 'run' || k === 'checkpoint' || k === 'folder' || k === 'file';
+}
+
+const basename = (p: string) => p.slice(p.lastIndexOf('/') + 1) || p;
+
+/**
+ * Opens dashboards (one per set of runs: opening the same runs again reveals the tab) and restores them after a
+ * reload through the webview panel serializer.
+ */
+export class DashboardManager implements vscode.Disposable, DashboardTestApi {
+  private readonly open_: DashboardPanel[] = [];
+  private readonly services: DashboardServices;
+
+  constructor(private readonly c: Container) {
+    this.services = new ContainerServices(c);
+  }
+
+  panels(): readonly PanelProbe[] {
+    return this.open_;
+  }
+
+  async open(targets: readonly DashboardTarget[]): Promise<PanelProbe> {
+    const sources = await Promise.all(targets.map((t) => this.fromTarget(t)));
+    return this.show(sources);
+  }
+
+  /** The command: (clicked node, selected nodes) from the tree, a DashboardTarget, or nothing (quick picks). */
+  async command(node?: unknown, nodes?: unknown): Promise<void> {
+    const picked = Array.isArray(nodes) && nodes.length > 1 ? nodes : node !== undefined ? [node] : [];
+    let sources: RunSource[];
+    if (picked.length === 0) {
+      const s = await this.pick();
+      if (!s) return;
+      sources = [s];
+    } else {
+      sources = [];
+      for (const n of picked) sources.push(await this.fromArgument(n));
+    }
+    const seen = new Set<string>();
+    sources = sources.filter((s) => {
+      const k = `${s.hostId}\u0000${s.logPath}`;
+      return seen.has(k) ? false : (seen.add(k), true);
+    });
+    this.show(sources);
+  }
+
+  private async fromArgument(n: unknown): Promise<RunSource> {
+    if (isTarget(n)) return this.fromTarget(n);
+    if (!isRunsNode(n)) throw new Error('Open Dashboard: pick a run, a metrics log or a host');
+    switch (n.kind) {
+      case 'host': {
+        const listing = await this.c.tree.ensureListing(n.host.id);
+        if (!listing) throw new Error(`Could not list ${n.host.label}`);
+        const newest = runsWithLogs(n.host.id, listing)[0];
+        if (!newest) throw new Error(`No run with a metrics log (train_log*.jsonl) on ${n.host.label}`);
+        return newest;
+      }
+      case 'root': {
+        const s = n.listing.entry ? sourceOfRun(n.hostId, n.listing, n.listing.entry) : undefined;
+        if (!s) throw new Error(`No metrics log (train_log*.jsonl or *.jsonl) directly in ${n.remotePath}`);
+        return s;
+      }
+      case 'run':
+      case 'folder': {
+        const s = sourceOfRun(n.hostId, n.root, n.entry);
+        if (!s) throw new Error(`No metrics log (train_log*.jsonl or *.jsonl) in ${n.remotePath}`);
+        return s;
+      }
+      case 'file':
+        if (!/\.jsonl$/i.test(n.entry.name)) throw new Error(`${n.entry.name} is not a jsonl metrics log`);
+        return sourceOfLog(n.hostId, n.root, n.entry);
+      default:
+        throw new Error('Open Dashboard: pick a run, a metrics log or a host');
+    }
+  }
+
+  private async fromTarget(t: DashboardTarget): Promise<RunSource> {
+    if (!this.c.registry.find(t.hostId)) throw new Error(`unknown host ${t.hostId}`);
+    const listing = await this.c.tree.ensureListing(t.hostId).catch(() => undefined);
+    return sourceOfPath(t.hostId, listing, t.logPath, t.label);
+  }
+
+  /** Palette: a host, then one of its runs with a metrics log (newest first). */
+  private async pick(): Promise<RunSource | undefined> {
+    const hosts = this.c.registry.hosts();
+    const host =
+      hosts.length === 1
+        ? hosts[0]
+        : (
+            await showQuickPick(
+              hosts.map((h) => ({ label: h.name, description: h.ssh ? `${h.ssh.user}@${h.ssh.host}` : 'local', host: h })),
+              { title: 'Open Dashboard: host', placeHolder: 'Which host?' },
+            )
+          )?.host;
+    if (!host) return undefined;
+    const runs = showQuickPick(
+      this.c.tree.ensureListing(host.id).then((listing) =>
+        (listing ? runsWithLogs(host.id, listing) : []).map((s) => ({
+          label: s.label,
+          description: s.log?.mtime ? new Date(s.log.mtime * 1000).toLocaleString() : '',
+          detail: s.logPath,
+          source: s,
+        })),
+      ),
+      { title: `Open Dashboard: run on ${host.name}`, placeHolder: 'Runs with a metrics log, newest first', matchOnDetail: true },
+    );
+    return (await runs)?.source;
+  }
+
+  private show(sources: RunSource[], panel?: vscode.WebviewPanel, follow = false): DashboardPanel {
+    if (!panel) {
+      const existing = this.open_.find((p) => p.shows(sources));
+      if (existing) {
+        existing.panel.reveal();
+        return existing;
+      }
+    }
+    const title = sources.length === 1 ? `Dashboard: ${sources[0]!.label}` : `Dashboard: ${sources.length} runs`;
+    const p =
+      panel ??
+      createWebviewPanel(DASHBOARD_VIEW_TYPE, title, vscode.ViewColumn.Active, webviewOptions(this.c.context.extensionUri));
+    if (panel) panel.title = title;
+    const d = new DashboardPanel(p, this.services, sources, (x) => this.forget(x), follow);
+    this.open_.push(d);
+    return d;
+  }
+
+  private forget(p: DashboardPanel): void {
+    const i = this.open_.indexOf(p);
+    if (i >= 0) this.open_.splice(i, 1);
+  }
+
+  /** After a reload: the webview's saved state names the runs; their data is read again. */
+  readonly serializer: vscode.WebviewPanelSerializer = {
+    deserializeWebviewPanel: async (panel: vscode.WebviewPanel, raw: unknown) => {
+      const state = parseDashboardState(raw);
+      const targets: DashboardTarget[] = [];
+      for (const r of state?.runs ?? []) {
+        const byId = parseRunId(r.id);
+        const hostId = byId?.hostId ?? this.c.registry.hosts().find((h) => h.name === r.host)?.id;
+        if (hostId && this.c.registry.find(hostId)) targets.push({ hostId, logPath: byId?.logPath ?? r.path, label: r.label });
+      }
+      if (!targets.length) {
+        panel.dispose();
+        return;
+      }
+      const sources = await Promise.all(targets.map((t) => this.fromTarget(t).catch(() => ({ ...t, label: t.label ?? basename(t.logPath) }))));
+      this.show(sources, panel, state?.follow ?? false);
+    },
+  };
+
+  dispose(): void {
+    for (const p of this.open_.splice(0)) p.dispose();
+  }
+}

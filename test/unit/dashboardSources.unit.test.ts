@@ -1,0 +1,188 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { baselineSchema, type Baseline, type ThroughputResult } from '../../src/core/baselines/store';
+import { initMessageSchema } from '../../src/core/dashboard/protocol';
+import {
+  benchHistory,
+  driftSummary,
+  findMetricsLog,
+  parseRunId,
+  runCheckpoints,
+  runId,
+  runsWithLogs,
+  sourceOfLog,
+  sourceOfPath,
+  sourceOfRun,
+  tokensPerSecond,
+} from '../../src/core/dashboard/sources';
+import type { RootListing, RunEntry, RunsListing } from '../../src/core/runs/listRuns';
+import { cloneSnapshot, h200KnownGood, h200Now } from '../fixtures/env';
+
+const T = 1_700_000_000;
+
+function file(path: string, mtime: number, extra: Partial<RunEntry> = {}): RunEntry {
+  return { name: path.split('/').pop()!, path, kind: 'file', size: 100, mtime, role: 'other', ...extra };
+}
+function dir(path: string, children: RunEntry[], extra: Partial<RunEntry> = {}): RunEntry {
+  return { name: path === '' ? 'ckpts' : path.split('/').pop()!, path, kind: 'dir', size: 0, mtime: T, role: 'dir', children, ...extra };
+}
+function ckpt(run: string, step: number, mtime: number): RunEntry {
+  const p = `${run}/step_${step}`;
+  return dir(p, [file(`${p}/checkpoint.pt`, mtime, { role: 'weights' })], { role: 'checkpoint', step, mtime });
+}
+
+const runA = dir('run-a', [
+  ckpt('run-a', 690, T + 690),
+  ckpt('run-a', 600, T + 600),
+  file('run-a/metrics.jsonl', T + 5000, { role: 'metrics' }),
+  file('run-a/train_log.jsonl', T + 1000, { role: 'train-log' }),
+  file('run-a/train_stdout.log', T + 1000, { role: 'stdout' }),
+  dir('run-a/old', [ckpt('run-a/old', 100, T + 100)]),
+]);
+const runB = dir('run-b', [ckpt('run-b', 200, T + 200), dir('run-b/logs', [file('run-b/logs/eval.jsonl', T + 9000, { role: 'metrics' })])]);
+const runC = dir('run-c', [ckpt('run-c', 1, T)]);
+const rootListing: RootListing = {
+  root: '~/ckpts',
+  path: '/home/me/ckpts',
+  status: 'ok',
+  message: '',
+  signature: null,
+  entry: dir('', [runA, runB, runC]),
+};
+const listing: RunsListing = { roots: [rootListing], depth: 3, maxEntries: 5000, now: T + 10_000, user: 'me', elapsedMs: 1 };
+
+describe('dashboard sources: runs and logs from the listing', () => {
+  it('prefers train_log*.jsonl over a newer metrics jsonl, and finds a log one folder down', () => {
+    assert.equal(findMetricsLog(runA)?.name, 'train_log.jsonl');
+    assert.equal(findMetricsLog(runB)?.path, 'run-b/logs/eval.jsonl');
+    assert.equal(findMetricsLog(runC), undefined);
+    // Not inside a checkpoint, even when it is named like a train log.
+    const inCkpt = dir('r', [dir('r/step_1', [file('r/step_1/train_log.jsonl', T, { role: 'train-log' })], { role: 'checkpoint' })]);
+    assert.equal(findMetricsLog(inCkpt), undefined);
+  });
+
+  it('a run source names the log by its absolute path and the run by its folder', () => {
+    const s = sourceOfRun('local', rootListing, runA)!;
+    assert.equal(s.logPath, '/home/me/ckpts/run-a/train_log.jsonl');
+    assert.equal(s.label, 'run-a');
+    assert.equal(sourceOfRun('local', rootListing, runC), undefined);
+    const f = sourceOfLog('local', rootListing, runB.children![1]!.children![0]!);
+    assert.equal(f.logPath, '/home/me/ckpts/run-b/logs/eval.jsonl');
+    assert.equal(f.run?.path, 'run-b/logs');
+  });
+
+  it('lists runs with logs newest log first (for a host node and the palette)', () => {
+    const runs = runsWithLogs('h', listing);
+    assert.deepEqual(
+      runs.map((r) => r.logPath),
+      ['/home/me/ckpts/run-b/logs/eval.jsonl', '/home/me/ckpts/run-a/train_log.jsonl'],
+    );
+    assert.equal(runs[0]!.label, 'run-b');
+  });
+
+  it('finds a log path again after a reload, with its run and checkpoints', () => {
+    const s = sourceOfPath('h', listing, '/home/me/ckpts/run-a/train_log.jsonl');
+    assert.equal(s.label, 'run-a');
+    assert.equal(s.run?.path, 'run-a');
+    assert.equal(runCheckpoints(s, 'id').length, 3);
+    const gone = sourceOfPath('h', listing, '/elsewhere/train_log.jsonl', 'kept');
+    assert.deepEqual(gone, { hostId: 'h', logPath: '/elsewhere/train_log.jsonl', label: 'kept' });
+    assert.equal(sourceOfPath('h', undefined, '/x/y/metrics.jsonl').label, 'metrics.jsonl');
+  });
+
+  it("lists a run's checkpoints oldest step first, nested folders included, as protocol checkpoints", () => {
+    const s = sourceOfRun('h', rootListing, runA)!;
+    const id = runId('h', s.logPath);
+    const cks = runCheckpoints(s, id);
+    assert.deepEqual(
+      cks.map((c) => [c.checkpoint.label, c.checkpoint.step, c.checkpoint.path]),
+      [
+        ['step_100', 100, '/home/me/ckpts/run-a/old/step_100'],
+        ['step_600', 600, '/home/me/ckpts/run-a/step_600'],
+        ['step_690', 690, '/home/me/ckpts/run-a/step_690'],
+      ],
+    );
+    assert.ok(cks.every((c) => c.checkpoint.run === id && c.entry.role === 'checkpoint'));
+  });
+
+  it('run ids round-trip the host and the path (also with colons and quotes)', () => {
+    const id = runId('ssh-config:gpu:box', '/a/"b":c.jsonl');
+    assert.deepEqual(parseRunId(id), { hostId: 'ssh-config:gpu:box', logPath: '/a/"b":c.jsonl' });
+    assert.equal(parseRunId('gpu-box:/workspace/runs/x'), undefined);
+  });
+});
+
+function result(id: string, at: string, extra: Record<string, unknown>): ThroughputResult {
+  return { id, at, kind: 'throughput', baselineId: null, ...extra };
+}
+
+function baseline(label: string, capturedAt: string, snapshot = h200KnownGood, throughput?: ThroughputResult[]): Baseline {
+  return baselineSchema.parse({
+    schema: 1,
+    id: label.replace(/\W/g, '-'),
+    label,
+    host: 'ssh:me@gpu:22',
+    capturedAt,
+    snapshot,
+    ...(throughput ? { throughput } : {}),
+  });
+}
+
+describe('dashboard sources: benchmark history and drift', () => {
+  it('reads tokens/s from a number or the probe stats', () => {
+    assert.equal(tokensPerSecond({ tokensPerS: 41234.5 }), 41234.5);
+    assert.equal(tokensPerSecond({ tokensPerSec: { median: 12800, min: 1, max: 2 } }), 12800);
+    assert.equal(tokensPerSecond({ result: { tokensPerSec: { median: 7 } } }), 7);
+    assert.equal(tokensPerSecond({ tokensPerS: Number.NaN }), undefined);
+    assert.equal(tokensPerSecond({}), undefined);
+  });
+
+  it('orders the history by time, marks the baseline run and adds it when only the baseline has it', () => {
+    const base = result('b1', '2026-01-02T00:00:00Z', { tokensPerS: 40000 });
+    const points = benchHistory(
+      [
+        result('r2', '2026-01-03T00:00:00Z', { tokensPerS: 35000, label: 'after the lr change' }),
+        result('r0', '2026-01-01T00:00:00Z', { tokensPerSec: { median: 41000 } }),
+        result('bad', 'not a time', { tokensPerS: 1 }),
+        result('none', '2026-01-04T00:00:00Z', {}),
+      ],
+      baseline('good run', '2026-01-02T00:00:00Z', h200KnownGood, [base]),
+    );
+    assert.deepEqual(
+      points.map((p) => [p.tokPerS, p.baseline, p.label]),
+      [
+        [41000, false, undefined],
+        [40000, true, 'baseline "good run"'],
+        [35000, false, 'after the lr change'],
+      ],
+    );
+    assert.equal(points[1]!.time, Date.parse('2026-01-02T00:00:00Z') / 1000);
+    // What the panel sends must pass the protocol.
+    assert.ok(initMessageSchema.safeParse({ type: 'init', runs: [], checkpoints: [], drift: null, bench: points }).success);
+  });
+
+  it('drift: the newest baseline against now, with the changes counted', () => {
+    const d = driftSummary([baseline('old', '2025-01-01T00:00:00Z', h200Now), baseline('good run', '2026-01-01T00:00:00Z')], h200Now)!;
+    assert.equal(d.baseline, 'good run');
+    assert.ok(d.changes > 0);
+    assert.match(d.text, /between baseline "good run" and now/);
+    assert.match(d.text, /torch: /);
+    const same = driftSummary([baseline('good run', '2026-01-01T00:00:00Z')], cloneSnapshot(h200KnownGood))!;
+    assert.equal(same.changes, 0);
+    assert.match(same.text, /^No drift/);
+  });
+
+  it('drift without a snapshot of now: the two newest baselines, saying why', () => {
+    const d = driftSummary(
+      [baseline('before', '2025-06-01T00:00:00Z'), baseline('after', '2026-01-01T00:00:00Z', h200Now)],
+      undefined,
+      'Capturing the environment now took too long: compared the two newest baselines.',
+    )!;
+    assert.equal(d.baseline, 'before → after');
+    assert.ok(d.changes > 0);
+    assert.match(d.text, /between baseline "before" and baseline "after"/);
+    assert.match(d.text, /took too long/);
+    assert.equal(driftSummary([], undefined), null);
+    assert.match(driftSummary([baseline('only', '2026-01-01T00:00:00Z')], undefined)!.text, /Only one baseline/);
+  });
+});
