@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import * as vscode from 'vscode';
+import { registerBaselines } from './baselines/register';
 import { Commands, VIEW_REMOTE_RUNS } from './constants';
 import { resolveHosts } from './core/hosts';
 import { HostRegistry } from './core/registry';
@@ -85,6 +86,7 @@ export class Container implements vscode.Disposable {
 
     // Feature registrations: one line each; each feature lives in its own folder (src/<feature>/register.ts).
     registerRuns(this);
+    registerBaselines(this);
     this.dashboard = registerDashboard(this);
   }
 

@@ -1,0 +1,242 @@
+import * as vscode from 'vscode';
+import { z } from 'zod';
+import { captureSnapshot, saveBaseline } from '../core/baselines/capture';
+import { baselineDescription, defaultLabel, diffDocuments, shortTime } from '../core/baselines/documents';
+import type { StoredBaseline } from '../core/baselines/store';
+import type { EnvRef } from '../core/baselines/uri';
+import { KnownGoodError } from '../core/errors';
+import type { HostSpec } from '../core/hosts';
+import { showInfo, showInputBox, showQuickPick, showWarning } from '../window';
+import { baselineSettings, hostFromArg, pickHost, storeHostOf, withCancellableProgress, type BaselinesFeature } from './common';
+import { envUri } from './content';
+import { BaselineCommands, SECTION_ID } from './ids';
+
+/** A baseline with the host it belongs to. */
+interface HostBaseline {
+  spec: HostSpec;
+  storeHost: string;
+  stored: StoredBaseline;
+}
+
+export interface CaptureOutcome {
+  hostId: string;
+  id: string;
+  label: string;
+  file: string;
+  remotePath?: string;
+  remoteWarning?: string;
+}
+
+export interface CompareOutcome {
+  unchanged: boolean;
+  differingLines: number;
+  headline: string;
+  left: string;
+  right: string;
+}
+
+const sectionArg = z.object({ kind: z.literal('section'), section: z.literal(SECTION_ID), hostId: z.string(), key: z.string() });
+/** From tests and from other commands (Compare Now after a capture). */
+const refArg = z.object({ hostId: z.string(), baselineId: z.string(), label: z.string().optional() });
+const labelArg = z.object({ label: z.string().min(1) });
+
+export function registerBaselineCommands(f: BaselinesFeature): void {
+  const { c, store, section, content } = f;
+
+  const refresh = (hostId: string) => c.tree.refresh(section.groupNode(hostId));
+
+  /** The baseline a command was invoked on (tree node or `{ hostId, baselineId }`), if any. */
+  async function baselineFromArg(arg: unknown): Promise<HostBaseline | undefined> {
+    if (sectionArg.safeParse(arg).success) {
+      const it = section.item(arg);
+      if (it?.kind !== 'baseline') return undefined;
+      const spec = c.registry.find(it.hostId);
+      if (!spec) throw new KnownGoodError('not-found', `host ${it.hostId} is no longer configured`);
+      return { spec, storeHost: it.storeHost, stored: await store.get(it.storeHost, it.baseline.id) };
+    }
+    const ref = refArg.safeParse(arg);
+    if (!ref.success) return undefined;
+    const spec = c.registry.find(ref.data.hostId);
+    const storeHost = spec && storeHostOf(c, spec.id);
+    if (!spec || !storeHost) throw new KnownGoodError('not-found', `host ${ref.data.hostId} is no longer configured`);
+    return { spec, storeHost, stored: await store.get(storeHost, ref.data.baselineId) };
+  }
+
+  async function baselinesOf(hosts: readonly HostSpec[]): Promise<HostBaseline[]> {
+    const out: HostBaseline[] = [];
+    for (const spec of hosts) {
+      const storeHost = storeHostOf(c, spec.id);
+      if (!storeHost) continue;
+      const { baselines, problems } = await store.list(storeHost);
+      for (const p of problems) c.log.warn(`baseline ${p.file}: ${p.message}`);
+      for (const stored of baselines) out.push({ spec, storeHost, stored });
+    }
+    return out;
+  }
+
+  async function pickBaseline(placeHolder: string, among: HostBaseline[]): Promise<HostBaseline | undefined> {
+    if (!among.length) {
+      void showInfo('No environment baselines yet: capture one first (Known Good: Capture Environment Baseline).');
+      return undefined;
+    }
+    const items: (vscode.QuickPickItem & { b?: HostBaseline })[] = [];
+    let host: string | undefined;
+    for (const b of among) {
+      if (b.spec.id !== host) {
+        items.push({ label: b.spec.name, kind: vscode.QuickPickItemKind.Separator });
+        host = b.spec.id;
+      }
+      items.push({ label: b.stored.baseline.label, description: baselineDescription(b.stored.baseline), detail: shortTime(b.stored.baseline.capturedAt), b });
+    }
+    return (await showQuickPick(items, { placeHolder, matchOnDescription: true, ignoreFocusOut: true }))?.b;
+  }
+
+  async function openDiff(left: EnvRef, right: EnvRef, names: [string, string], title: string): Promise<CompareOutcome> {
+    const docs = diffDocuments(await content.side(left), await content.side(right));
+    const l = envUri({ view: 'diff', side: 'left', left, right, name: names[0] });
+    const r = envUri({ view: 'diff', side: 'right', left, right, name: names[1] });
+    await vscode.commands.executeCommand('vscode.diff', l, r, title, { preview: false });
+    c.log.info(`${title}: ${docs.summaryText.trimEnd().replace(/\n/g, ' | ')}`);
+    // The summary already heads both sides of the diff; the notification says the verdict in one line and offers
+    // the same summary as a rendered page, so nothing steals focus from the diff itself.
+    const notify = docs.drift.unchanged ? showInfo(docs.headline) : showWarning(docs.headline, {}, 'Show Summary');
+    void notify.then((choice) => {
+      if (choice !== 'Show Summary') return;
+      void vscode.commands.executeCommand('markdown.showPreviewToSide', envUri({ view: 'summary', left, right, name: 'environment drift' }));
+    });
+    return { unchanged: docs.drift.unchanged, differingLines: docs.drift.differingLines, headline: docs.headline, left: l.toString(), right: r.toString() };
+  }
+
+  async function compareWithNow(b: HostBaseline): Promise<CompareOutcome | undefined> {
+    const session = c.registry.session(b.spec);
+    const settings = baselineSettings(c);
+    const snapshot = await withCancellableProgress(`Capturing the environment of ${b.spec.name} now`, (signal) =>
+      captureSnapshot(session, { ...settings, signal }),
+    );
+    if (!snapshot) return undefined;
+    const now = content.remember({ snapshot, title: `now (${shortTime(snapshot.capturedAt)})`, hostLabel: session.label });
+    const label = b.stored.baseline.label;
+    return openDiff({ kind: 'baseline', hostId: b.storeHost, id: b.stored.baseline.id }, now, [label, 'now'], `${b.spec.name}: "${label}" ↔ now`);
+  }
+
+  c.command(BaselineCommands.capture, async (arg: unknown, second: unknown): Promise<CaptureOutcome | undefined> => {
+    const spec = hostFromArg(c, arg) ?? (await pickHost(c, 'Capture the environment of which host?'));
+    if (!spec) return undefined;
+    const given = labelArg.safeParse(second);
+    const typed = given.success
+      ? given.data.label
+      : await showInputBox({
+          title: `Capture Environment Baseline (${spec.name})`,
+          prompt: 'A name for this baseline, e.g. what works on it',
+          value: defaultLabel(new Date()),
+          ignoreFocusOut: true,
+          validateInput: (v) => (v.trim() ? undefined : 'Give the baseline a name'),
+        });
+    const label = typed?.trim();
+    if (!label) return undefined;
+    const session = c.registry.session(spec);
+    const settings = baselineSettings(c);
+    const saved = await withCancellableProgress(`Capturing the environment of ${spec.name}`, async (signal, report) => {
+      report('reading versions, packages, GPUs, variables, scripts and caches…');
+      const snapshot = await captureSnapshot(session, { ...settings, signal });
+      report(settings.copyToRemote ? 'saving (and copying next to the runs)…' : 'saving…');
+      return saveBaseline(store, session, snapshot, label, { copyToRemote: settings.copyToRemote, signal });
+    });
+    if (!saved) return undefined;
+    const { baseline, file } = saved.stored;
+    refresh(spec.id);
+    c.log.info(`baseline "${label}" of ${spec.name} saved to ${file}${saved.remotePath ? `, copy at ${saved.remotePath}` : ''}`);
+    if (saved.remoteWarning) c.log.warn(saved.remoteWarning);
+    const msg = `Saved baseline "${label}" of ${spec.name}${saved.remotePath ? ` (copy next to the runs: ${saved.remotePath})` : ''}.`;
+    const shown = saved.remoteWarning ? showWarning(`${msg} ${saved.remoteWarning}`, {}, 'Compare Now') : showInfo(msg, 'Compare Now');
+    void shown.then((choice) => {
+      if (choice === 'Compare Now') void vscode.commands.executeCommand(BaselineCommands.compare, { hostId: spec.id, baselineId: baseline.id });
+    });
+    return {
+      hostId: spec.id,
+      id: baseline.id,
+      label,
+      file,
+      ...(saved.remotePath ? { remotePath: saved.remotePath } : {}),
+      ...(saved.remoteWarning ? { remoteWarning: saved.remoteWarning } : {}),
+    };
+  });
+
+  c.command(BaselineCommands.compare, async (arg: unknown): Promise<CompareOutcome | undefined> => {
+    let b = await baselineFromArg(arg);
+    if (!b) {
+      const host = hostFromArg(c, arg);
+      b = await pickBaseline('Compare the environment now with which baseline?', await baselinesOf(host ? [host] : c.registry.hosts()));
+    }
+    return b && compareWithNow(b);
+  });
+
+  c.command(BaselineCommands.compareTwo, async (arg: unknown, selected: unknown): Promise<CompareOutcome | undefined> => {
+    const chosen: HostBaseline[] = [];
+    for (const s of Array.isArray(selected) ? selected : [arg]) {
+      const b = await baselineFromArg(s);
+      if (b && !chosen.some((x) => x.stored.baseline.id === b.stored.baseline.id)) chosen.push(b);
+    }
+    const all = chosen.length >= 2 ? [] : await baselinesOf(c.registry.hosts());
+    while (chosen.length < 2) {
+      const rest = all.filter((x) => !chosen.some((y) => y.stored.baseline.id === x.stored.baseline.id));
+      const b = await pickBaseline(chosen.length ? `Compare "${chosen[0]!.stored.baseline.label}" with…` : 'First baseline (the one that worked)', rest);
+      if (!b) return undefined;
+      chosen.push(b);
+    }
+    // Older on the left: the diff reads "what changed since".
+    const [a, b] = chosen.slice(0, 2).sort((x, y) => x.stored.baseline.capturedAt.localeCompare(y.stored.baseline.capturedAt)) as [HostBaseline, HostBaseline];
+    const la = a.stored.baseline.label;
+    const lb = b.stored.baseline.label;
+    return openDiff(
+      { kind: 'baseline', hostId: a.storeHost, id: a.stored.baseline.id },
+      { kind: 'baseline', hostId: b.storeHost, id: b.stored.baseline.id },
+      [la, lb],
+      `"${la}" (${a.spec.name}) ↔ "${lb}" (${b.spec.name})`,
+    );
+  });
+
+  c.command(BaselineCommands.open, async (arg: unknown) => {
+    const b = (await baselineFromArg(arg)) ?? (await pickBaseline('Open which baseline?', await baselinesOf(c.registry.hosts())));
+    if (!b) return undefined;
+    const uri = envUri({ view: 'open', ref: { kind: 'baseline', hostId: b.storeHost, id: b.stored.baseline.id }, name: b.stored.baseline.label });
+    await vscode.commands.executeCommand('vscode.open', uri, { preview: true });
+    return uri.toString();
+  });
+
+  c.command(BaselineCommands.rename, async (arg: unknown, second: unknown) => {
+    const b = await baselineFromArg(arg);
+    if (!b) throw new KnownGoodError('settings', 'Rename Baseline works on a baseline in Remote Runs');
+    const given = labelArg.safeParse(second);
+    const label = (
+      given.success
+        ? given.data.label
+        : await showInputBox({
+            title: 'Rename Baseline',
+            value: b.stored.baseline.label,
+            validateInput: (v) => (v.trim() ? undefined : 'Give the baseline a name'),
+          })
+    )?.trim();
+    if (!label || label === b.stored.baseline.label) return undefined;
+    const saved = await store.rename(b.storeHost, b.stored.baseline.id, label);
+    refresh(b.spec.id);
+    return saved.file;
+  });
+
+  c.command(BaselineCommands.delete, async (arg: unknown) => {
+    const b = await baselineFromArg(arg);
+    if (!b) throw new KnownGoodError('settings', 'Delete Baseline works on a baseline in Remote Runs');
+    const answer = await showWarning(
+      `Delete baseline "${b.stored.baseline.label}" of ${b.spec.name}?`,
+      {
+        modal: true,
+        detail: `Captured ${shortTime(b.stored.baseline.capturedAt)}. The file ${b.stored.file} is removed; a copy next to the runs on the remote, if any, is kept.`,
+      },
+      'Delete',
+    );
+    if (answer !== 'Delete') return false;
+    await store.delete(b.storeHost, b.stored.baseline.id);
+    refresh(b.spec.id);
+    return true;
+  });
+}
