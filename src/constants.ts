@@ -19,4 +19,10 @@ export const Commands = {
   removeHost: 'knownGood.hosts.remove',
   addRoot: 'knownGood.hosts.addRoot',
   removeRoot: 'knownGood.hosts.removeRoot',
+  argsOpen: 'knownGood.args.open',
+  argsSelectForCompare: 'knownGood.args.selectForCompare',
+  argsCompareWithSelected: 'knownGood.args.compareWithSelected',
+  argsCompare: 'knownGood.args.compare',
+  argsCompareWithPrevious: 'knownGood.args.compareWithPrevious',
+  argsShowChanged: 'knownGood.args.showChanged',
 } as const;

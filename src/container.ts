@@ -14,6 +14,7 @@ import type { DashboardManager, DashboardTestApi } from './dashboard/manager';
 import { vscodePrompts } from './hosts/prompts';
 import { RemoteRunsProvider, type TreeNode } from './tree/provider';
 import { registerRuns } from './runs/register';
+import { registerArgs } from './args/register';
 import { getConfiguration, showError } from './window';
 
 /** What activate() returns: used by the extension-host tests and by other extensions. */
@@ -88,6 +89,7 @@ export class Container implements vscode.Disposable {
     registerRuns(this);
     registerBaselines(this);
     this.dashboard = registerDashboard(this);
+    registerArgs(this);
   }
 
   get api(): KnownGoodApi {

@@ -1,0 +1,159 @@
+import * as vscode from 'vscode';
+import type { Container } from '../container';
+import { Commands } from '../constants';
+import { KnownGoodError } from '../core/errors';
+import { ArgsReader } from '../core/args/reader';
+import { argsDiffTitle } from '../core/args/render';
+import { checkpointOf, previousCheckpoint, type CheckpointRef } from '../core/args/target';
+import { ARGS_SCHEME, fromArgsUri, sameRef } from '../core/args/uri';
+import type { EntryNode } from '../core/runs/model';
+import { executeCommand, getConfiguration, registerTextDocumentContentProvider, showInfo, showTextDocument, showWarning } from '../window';
+import { ArgsDocuments, argsUri, refOf } from './documents';
+
+const HAS_SELECTION = 'knownGood.args.hasSelection';
+
+function need(value: unknown): CheckpointRef {
+  const ref = checkpointOfAny(value);
+  if (!ref) throw new KnownGoodError('settings', 'Pick a checkpoint in Remote Runs first');
+  return ref;
+}
+
+/** A tree node, a plain {hostId, path}, or a `knownGood:` args document's URI. */
+function checkpointOfAny(value: unknown): CheckpointRef | undefined {
+  if (value instanceof vscode.Uri) {
+    if (value.scheme !== ARGS_SCHEME) return undefined;
+    return refOf(fromArgsUri(value));
+  }
+  return checkpointOf(value);
+}
+
+/** The two checkpoints of a multi-selection, the lower step on the left. */
+function pairOf(node: unknown, nodes: unknown): [CheckpointRef, CheckpointRef] | undefined {
+  const list = Array.isArray(nodes) && nodes.length > 1 ? nodes : [];
+  if (list.length !== 2) return undefined;
+  const [x, y] = list as [unknown, unknown];
+  const a = checkpointOfAny(x);
+  const b = checkpointOfAny(y);
+  if (!a || !b) return undefined;
+  const step = (n: unknown) => (n as Partial<EntryNode>).entry?.step;
+  const sx = step(x);
+  const sy = step(y);
+  return sx !== undefined && sy !== undefined && sy < sx ? [b, a] : [a, b];
+}
+
+/**
+ * Checkpoint args: "Open Args" (also the tree's click on a checkpoint), "Select for Compare" / "Compare with Selected",
+ * "Compare Args" on two selected checkpoints, "Compare with Previous Step" and "Show Changed Args Only". Across runs
+ * and hosts: a side is a host id and a path.
+ */
+export function registerArgs(c: Container): void {
+  const hostLabel = (hostId: string) => c.registry.session(hostId).label;
+  const reader = new ArgsReader({
+    host: (hostId) => {
+      const s = c.registry.session(hostId);
+      return { label: s.label, probes: s.probes };
+    },
+    allowTorchLoad: () => getConfiguration('knownGood').get<unknown>('allowTorchLoad') === true,
+    confirmUnsafeLoad: async (host, path, why) => {
+      const yes = 'Load with weights_only=False';
+      const pick = await showWarning(
+        `Load ${path} on ${host} with torch.load(weights_only=False)?`,
+        {
+          modal: true,
+          detail: `The safe reader could not decode it and ${why}\n\nweights_only=False runs any code inside the file, as the user on ${host}. Only do this for a file you trust.`,
+        },
+        yes,
+      );
+      return pick === yes;
+    },
+  });
+  const docs = c.track(new ArgsDocuments(reader, hostLabel, (m) => c.log.error(`args: ${m}`)));
+  c.track(registerTextDocumentContentProvider(ARGS_SCHEME, docs));
+
+  let selected: CheckpointRef | undefined;
+  const setSelected = (ref: CheckpointRef | undefined) => {
+    selected = ref;
+    void executeCommand('setContext', HAS_SELECTION, ref !== undefined);
+  };
+
+  const open = async (ref: CheckpointRef): Promise<vscode.Uri> => {
+    const uri = argsUri({ hostId: ref.hostId, path: ref.path, label: ref.label, view: 'args' });
+    docs.reload(uri);
+    await showTextDocument(uri, { preview: true });
+    return uri;
+  };
+
+  const diff = async (a: CheckpointRef, b: CheckpointRef): Promise<{ left: vscode.Uri; right: vscode.Uri }> => {
+    if (sameRef(a, b)) throw new KnownGoodError('settings', `${a.label}: pick another checkpoint to compare with`);
+    const left = argsUri({ ...a, view: 'args' });
+    const right = argsUri({ ...b, view: 'args' });
+    docs.reload(left);
+    docs.reload(right);
+    const title = argsDiffTitle({ host: hostLabel(a.hostId), ...a }, { host: hostLabel(b.hostId), ...b });
+    await executeCommand('vscode.diff', left, right, title, { preview: true });
+    return { left, right };
+  };
+
+  const changed = async (a: CheckpointRef, b: CheckpointRef): Promise<vscode.Uri> => {
+    if (sameRef(a, b)) throw new KnownGoodError('settings', `${a.label}: pick another checkpoint to compare with`);
+    const uri = argsUri({ ...b, view: 'changed', other: a });
+    docs.reload(uri);
+    await showTextDocument(uri, { preview: true });
+    return uri;
+  };
+
+  const previousOf = (node: unknown): CheckpointRef | undefined => {
+    const n = node as Partial<EntryNode> | undefined;
+    if (n?.kind !== 'checkpoint') return undefined;
+    const prev = previousCheckpoint(n as EntryNode);
+    return prev ? checkpointOf(prev) : undefined;
+  };
+
+  c.command(Commands.argsOpen, (node?: unknown) => open(need(node)));
+
+  c.command(Commands.argsSelectForCompare, (node?: unknown) => {
+    const ref = need(node);
+    setSelected(ref);
+    return ref;
+  });
+
+  c.command(Commands.argsCompareWithSelected, (node?: unknown) => {
+    if (!selected) throw new KnownGoodError('settings', 'Select a checkpoint for compare first (right-click → Select for Compare)');
+    return diff(selected, need(node));
+  });
+
+  c.command(Commands.argsCompare, (node?: unknown, nodes?: unknown) => {
+    const pair = pairOf(node, nodes);
+    if (!pair) throw new KnownGoodError('settings', 'Compare Args: select two checkpoints (Ctrl/Cmd+click), then right-click one');
+    return diff(pair[0], pair[1]);
+  });
+
+  c.command(Commands.argsCompareWithPrevious, async (node?: unknown) => {
+    const ref = need(node);
+    const prev = previousOf(node);
+    if (!prev) {
+      void showInfo(`${ref.label} is the first checkpoint of its run: no previous step to compare with`);
+      return undefined;
+    }
+    return diff(prev, ref);
+  });
+
+  c.command(Commands.argsShowChanged, async (node?: unknown, nodes?: unknown) => {
+    const pair = pairOf(node, nodes);
+    if (pair) return changed(pair[0], pair[1]);
+    // from a diff editor's title: its two sides
+    const input = vscode.window.tabGroups.activeTabGroup.activeTab?.input;
+    if (node instanceof vscode.Uri && input instanceof vscode.TabInputTextDiff) {
+      const a = checkpointOfAny(input.original);
+      const b = checkpointOfAny(input.modified);
+      if (a && b) return changed(a, b);
+    }
+    const ref = need(node);
+    if (selected && !sameRef(selected, ref)) return changed(selected, ref);
+    const prev = previousOf(node);
+    if (prev) return changed(prev, ref);
+    throw new KnownGoodError('settings', `Show Changed Args Only: select a checkpoint for compare first, or pick one with an earlier step`);
+  });
+
+  void executeCommand('setContext', HAS_SELECTION, false);
+}
