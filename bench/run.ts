@@ -5,10 +5,16 @@
 import { writeFileSync } from 'node:fs';
 import { BenchContext, type BenchResult } from './context';
 import { benchHelperRequests } from './cases/helperRequests';
+import { benchMetrics } from './cases/metrics';
+import { benchMetricsSsh } from './cases/metricsSsh';
 
 type Case = { name: string; run: (ctx: BenchContext) => Promise<BenchResult | BenchResult[]> };
 
-const cases: Case[] = [{ name: 'helper', run: benchHelperRequests }];
+const cases: Case[] = [
+  { name: 'helper', run: benchHelperRequests },
+  { name: 'metrics', run: benchMetrics },
+  { name: 'metrics-ssh', run: benchMetricsSsh },
+];
 
 function fmt(ms: number): string {
   return ms >= 1000 ? `${(ms / 1000).toFixed(2)} s` : `${ms.toFixed(1)} ms`;

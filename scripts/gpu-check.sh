@@ -5,7 +5,8 @@ set -u
 OUT=${OUT:-gpu-check-out}; mkdir -p "$OUT"
 PY=${PY:-python3}
 export PYTHONUNBUFFERED=1
-t() { local s; s=$(date +%s.%N); "$@"; local rc=$?; echo "  ($(python3 -c "import time;print('%.2f s'%(time.time()-$s))") rc=$rc)"; return $rc; }
+# Timings go to stderr so stdout redirections keep clean JSON.
+t() { local s; s=$(date +%s.%N); "$@"; local rc=$?; echo "  ($(python3 -c "import time;print('%.2f s'%(time.time()-$s))") rc=$rc)" >&2; return $rc; }
 echo "== machine"; $PY -c "import sys,torch;print(sys.executable, sys.version.split()[0], 'torch', torch.__version__, torch.version.git_version[:12], 'cuda', torch.version.cuda, torch.cuda.get_device_name(0))"; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
 
 echo "== env_snapshot (no torch import) x3, collect_env x3"
@@ -14,7 +15,7 @@ for i in 1 2 3; do t $PY -m torch.utils.collect_env > "$OUT/collect_env.txt" 2>&
 $PY - "$OUT/env_snapshot.json" <<'PY'
 import json,sys
 d=json.load(open(sys.argv[1]))
-print("tookMs", d.get("tookMs"), "errors", d.get("errors"))
+print("tookMs", d.get("tookMs"), "timings", d.get("timings"), "errors", d.get("errors"))
 print("torch", {k: d["torch"].get(k) for k in ("version","gitVersion","git","cuda","hip","debug") if k in d["torch"]})
 g=d.get("gpus",{}); print("gpus", g.get("status"), len(g.get("gpus") or []), (g.get("gpus") or [None])[0])
 print("cuda", d.get("cuda")); print("packages", len(d.get("python",{}).get("packages") or {}), "triton", (d.get("python",{}).get("packages") or {}).get("triton"))

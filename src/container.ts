@@ -15,6 +15,8 @@ import { vscodePrompts } from './hosts/prompts';
 import { RemoteRunsProvider, type TreeNode } from './tree/provider';
 import { registerRuns } from './runs/register';
 import { registerArgs } from './args/register';
+import { registerTerminal } from './terminal/register';
+import { registerBench } from './bench/register';
 import { getConfiguration, showError } from './window';
 
 /** What activate() returns: used by the extension-host tests and by other extensions. */
@@ -90,6 +92,8 @@ export class Container implements vscode.Disposable {
     registerBaselines(this);
     this.dashboard = registerDashboard(this);
     registerArgs(this);
+    registerTerminal(this);
+    registerBench(this);
   }
 
   get api(): KnownGoodApi {

@@ -25,6 +25,12 @@ Options:
   --python PATH           interpreter on the remote (default python3)
   --timeout SECONDS       stop the command after this long (default 60)
   --json                  machine-readable output where a command has it
+  --key KEY               args: the key(s) to show (repeatable; a.b reaches inside)
+  --save LABEL            env: keep this snapshot as a baseline (~/.known-good/baselines/<host>/)
+  --diff BASELINE         env: compare with a baseline (file, id or label); exit 1 when drifted
+  --deep                  env: also import torch (cuDNN and NCCL as loaded, devices; seconds)
+  --config tiny|gpu|JSON  bench: the benchmark shape (default tiny on CPU)
+  --compile               bench: torch.compile the model (compile time reported on its own)
 `;
 }
 
@@ -36,6 +42,18 @@ export interface CliOptions {
   python: string;
   timeoutMs: number;
   json: boolean;
+  /** args/diff: `--key`, repeatable. */
+  keys?: string[];
+  /** env: label to save the snapshot under. */
+  save?: string;
+  /** env: the baseline to compare with. */
+  diff?: string;
+  /** env: the probe imports torch. */
+  deep?: boolean;
+  /** bench: tiny, gpu or a JSON object of options. */
+  config?: string;
+  /** bench: torch.compile the model. */
+  compile?: boolean;
 }
 
 export function parseContainer(text: string): ContainerSettings {
@@ -69,6 +87,12 @@ export function parseArgs(argv: string[]): { positional: string[]; rest: string[
     else if (a === '--python') options.python = value();
     else if (a === '--timeout') options.timeoutMs = Number(value()) * 1000;
     else if (a === '--json') options.json = true;
+    else if (a === '--key') (options.keys ??= []).push(value());
+    else if (a === '--config') options.config = value();
+    else if (a === '--compile') options.compile = true;
+    else if (a === '--save') options.save = value();
+    else if (a === '--diff') options.diff = value();
+    else if (a === '--deep') options.deep = true;
     else if (a.startsWith('--') && positional.length < 2) throw new KnownGoodError('settings', `unknown option ${a}`);
     else positional.push(a);
   }

@@ -1,8 +1,9 @@
 import { join } from 'node:path';
 import * as vscode from 'vscode';
 import type { Container } from '../container';
+import { captureSnapshot } from '../core/baselines/capture';
 import type { EnvSnapshot } from '../core/baselines/envProbe';
-import { envSnapshotProbe } from '../core/baselines/envProbe';
+import { parseBaselineSettings } from '../core/baselines/settings';
 import { BaselineStore } from '../core/baselines/store';
 import type { BenchPoint, DriftSummary } from '../core/dashboard/protocol';
 import { benchHistory, driftSummary } from '../core/dashboard/sources';
@@ -10,7 +11,7 @@ import { messageOf } from '../core/errors';
 import type { ProbeRunnerLike } from '../core/probes/probe';
 import type { RootListing, RunEntry } from '../core/runs/listRuns';
 import { entryNode } from '../core/runs/model';
-import { executeCommand } from '../window';
+import { executeCommand, getConfiguration } from '../window';
 
 /** The args commands (src/args/) the checkpoint buttons run, with the tree's own checkpoint nodes. */
 export const ARGS_OPEN = 'knownGood.args.open';
@@ -67,7 +68,7 @@ export class ContainerServices implements DashboardServices {
     const spec = hostId ? this.c.registry.find(hostId) : undefined;
     if (!spec) return { drift: null, bench: [] };
     const store = this.store();
-    // Baselines are kept by the transport's id (`ssh:user@host:22`); the host's settings id is tried too.
+    // Baselines are kept by the transport's id (src/baselines storeHostOf); the host's settings id is tried too.
     const ids = [...new Set([this.c.registry.session(spec).transport.id, spec.id])];
     let baselines: Awaited<ReturnType<BaselineStore['list']>>['baselines'] = [];
     let results: Awaited<ReturnType<BaselineStore['listResults']>>['results'] = [];
@@ -81,7 +82,7 @@ export class ContainerServices implements DashboardServices {
       list[0],
     );
     if (!list.length) return { drift: null, bench };
-    const now = await this.now(spec.id, spec.roots);
+    const now = await this.now(spec.id);
     return { drift: driftSummary(list, now.snapshot, now.note), bench };
   }
 
@@ -90,12 +91,13 @@ export class ContainerServices implements DashboardServices {
    * minutes per host. Past the budget the panel compares the two newest baselines and says so; the capture goes on
    * and the next panel uses it.
    */
-  private async now(hostId: string, roots: readonly string[]): Promise<{ snapshot?: EnvSnapshot; note?: string }> {
+  private async now(hostId: string): Promise<{ snapshot?: EnvSnapshot; note?: string }> {
     let cached = this.nowCache.get(hostId);
     if (!cached || Date.now() - cached.at > NOW_CACHE_MS) {
-      const snapshot = this.probes(hostId)
-        .run(envSnapshotProbe({ roots }))
-        .then((r) => r.value);
+      // The options the baselines feature captures with (scripts, variables, caches), so only real changes show.
+      const cfg = getConfiguration('knownGood');
+      const settings = parseBaselineSettings((k) => cfg.get(k));
+      const snapshot = captureSnapshot(this.c.registry.session(hostId), settings);
       cached = { at: Date.now(), snapshot };
       this.nowCache.set(hostId, cached);
       snapshot.catch(() => this.nowCache.delete(hostId));

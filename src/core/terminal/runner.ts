@@ -41,6 +41,11 @@ export interface TerminalRunnerOptions {
   /** Color the `$ command` header and the exit line (default true). */
   color?: boolean;
   now?: () => number;
+  /**
+   * Runs after the process ended, before the exit line: what it returns is printed (a probe's result in words, where
+   * a benchmark result was kept). A throw is printed as the error it is.
+   */
+  epilogue?: (exit: RunnerExit, runner: TerminalRunner) => Promise<string | undefined> | string | undefined;
 }
 
 type Listener<T> = (value: T) => void;
@@ -228,6 +233,18 @@ export class TerminalRunner {
       stopped: this.stopRequested,
       durationMs,
     };
+    void this.conclude(exit);
+  }
+
+  private async conclude(exit: RunnerExit): Promise<void> {
+    if (this.options.epilogue) {
+      try {
+        const text = await this.options.epilogue(exit, this);
+        if (text) this.print(`\n${text.replace(/\n?$/, '\n')}`);
+      } catch (e) {
+        this.print(`\n${this.color ? RED : ''}✗ ${messageOf(e)}${this.color ? RESET : ''}\n`);
+      }
+    }
     this.exitValue = exit;
     this.print(this.exitLine(exit));
     this.exits.fire(exit);

@@ -3,7 +3,7 @@
 import * as assert from 'node:assert/strict';
 import * as vscode from 'vscode';
 import type { KnownGoodApi } from '../../../src/container';
-import type { Node as TreeNode } from '../../../src/tree/nodes';
+import type { TreeNode } from '../../../src/tree/provider';
 
 export type { KnownGoodApi, TreeNode };
 
@@ -65,4 +65,21 @@ export function testSshHost(): TestSshHost {
   const raw = process.env['KG_TEST_SSHD'];
   assert.ok(raw, 'KG_TEST_SSHD is not set: the runner (scripts/vscode/run-tests.ts or electron.ts) starts the test sshd');
   return JSON.parse(raw) as TestSshHost;
+}
+
+/**
+ * A node's children once the host has been listed: the first call starts the listing and shows a placeholder
+ * ("Listing checkpoint roots…", "Connecting…"); poll until no placeholder is left. Feature sections are left out.
+ */
+export async function settledRows(api: KnownGoodApi, node: TreeNode | undefined, timeoutMs = 45_000): ReturnType<typeof rows> {
+  const all = await waitFor(
+    'the host listing',
+    async () => {
+      const r = await rows(api, node);
+      return r.some((x) => x.node.kind === 'message' && x.label.endsWith('…')) ? undefined : r;
+    },
+    timeoutMs,
+  );
+  // Feature sections (Baselines, …) that features hang under each host are not part of the listing.
+  return all.filter((x) => x.node.kind !== 'section');
 }

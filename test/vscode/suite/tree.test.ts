@@ -1,15 +1,23 @@
 import * as assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { activated, rows, setSetting, testSshHost, waitFor } from './helpers';
+import { activated, rows, setSetting, settledRows, testSshHost, waitFor, type KnownGoodApi } from './helpers';
+
+async function hostRow(api: KnownGoodApi, name: string) {
+  const top = await rows(api);
+  const row = top.find((r) => r.label === name);
+  assert.ok(row, `no host row "${name}" in ${JSON.stringify(top.map((r) => r.label))}`);
+  return row;
+}
 
 describe('Remote Runs tree', () => {
   let dir: string;
 
   before(() => {
     dir = mkdtempSync(join(tmpdir(), 'kg-tree-'));
-    for (const r of ['runs-b', 'runs-a']) mkdirSync(join(dir, r));
+    for (const r of ['runs-b', 'runs-a']) mkdirSync(join(dir, r, 'run-1', 'step_100'), { recursive: true });
+    writeFileSync(join(dir, 'runs-a', 'run-1', 'step_100', 'checkpoint.pt'), 'not really a checkpoint');
   });
   after(async () => {
     await setSetting('localRoots', undefined);
@@ -25,11 +33,10 @@ describe('Remote Runs tree', () => {
 
     const top = await rows(api);
     assert.equal(top[0]?.label, 'This machine');
-    assert.equal(top[0]?.item.description, 'local');
     assert.match(String(top[0]?.item.contextValue), /\bhost\b/);
     assert.match(String(top[0]?.item.contextValue), /\blocal\b/);
 
-    const children = await rows(api, top[0]?.node);
+    const children = await settledRows(api, top[0]?.node);
     assert.deepEqual(
       children.map((c) => c.label),
       roots,
@@ -37,7 +44,7 @@ describe('Remote Runs tree', () => {
     assert.ok(children.every((c) => c.node.kind === 'root'));
   });
 
-  it('lists the test SSH host after This machine, with its roots', async () => {
+  it('lists the test SSH host after This machine, with its roots listed over SSH', async () => {
     const api = await activated();
     const sshd = testSshHost();
     const root = join(dir, 'runs-a');
@@ -52,12 +59,16 @@ describe('Remote Runs tree', () => {
       ['This machine', 'test-sshd'],
     );
     const host = top[1]!;
-    assert.equal(host.item.description, `${sshd.user}@127.0.0.1:${sshd.port}`);
+    assert.match(String(host.item.description), new RegExp(`^${sshd.user}@127\\.0\\.0\\.1:${sshd.port}\\b`));
     assert.match(String(host.item.contextValue), /\bssh\b/);
+    const children = await settledRows(api, host.node);
     assert.deepEqual(
-      (await rows(api, host.node)).map((c) => c.label),
+      children.map((c) => c.label),
       [root],
+      `children: ${JSON.stringify(children.map((c) => [c.label, c.item.description]))}`,
     );
+    // The root was really listed (one run with one checkpoint), not just echoed from the settings.
+    assert.match(String(children[0]!.item.description), /1 checkpoint/);
   });
 
   it('reaches the test SSH host over real SSH from the extension host', async () => {
@@ -70,14 +81,47 @@ describe('Remote Runs tree', () => {
     assert.equal(r.stdout.trim(), 'known good over ssh');
   });
 
+  it('shows an error node with Retry for a host that refuses the connection, and the others still list', async () => {
+    const api = await activated();
+    await setSetting('localRoots', [join(dir, 'runs-a')]);
+    // Port 1 on loopback: nothing listens, the connection is refused at once.
+    await setSetting('hosts', [{ name: 'refusing', host: '127.0.0.1', port: 1, roots: ['/nowhere'] }]);
+    await waitFor('the host', () => (api.registry.hosts().some((h) => h.name === 'refusing') ? true : undefined));
+
+    const bad = await settledRows(api, (await hostRow(api, 'refusing')).node);
+    assert.equal(bad.length, 1, JSON.stringify(bad.map((b) => b.label)));
+    assert.equal(bad[0]!.node.kind, 'message');
+    assert.ok(bad[0]!.label.length > 0);
+    assert.equal(bad[0]!.item.command?.command, 'knownGood.hosts.retry');
+
+    const good = await settledRows(api, (await hostRow(api, 'This machine')).node);
+    assert.deepEqual(
+      good.map((g) => g.label),
+      [join(dir, 'runs-a')],
+    );
+  });
+
+  it('shows a "not found" root for a missing folder', async () => {
+    const api = await activated();
+    const missing = join(dir, 'does-not-exist');
+    await setSetting('localRoots', [missing]);
+    await waitFor('localRoots to be applied', () => (api.registry.hosts()[0]?.roots[0] === missing ? true : undefined));
+    api.tree.reload();
+    const children = await settledRows(api, (await hostRow(api, 'This machine')).node);
+    assert.equal(children.length, 1);
+    assert.equal(children[0]!.label, missing);
+    assert.match(String(children[0]!.item.description), /not found/);
+  });
+
   it('shows a message node for a host without roots', async () => {
     const api = await activated();
+    // No local roots and no defaults to fall back on.
     await setSetting('defaultRoots', []);
     try {
       await setSetting('localRoots', []);
       await waitFor('empty roots', () => (api.registry.hosts()[0]?.roots.length === 0 ? true : undefined));
-      const top = await rows(api);
-      const children = await rows(api, top[0]?.node);
+      api.tree.reload();
+      const children = await settledRows(api, (await hostRow(api, 'This machine')).node);
       assert.equal(children.length, 1);
       assert.equal(children[0]!.node.kind, 'message');
       assert.match(children[0]!.label, /No checkpoint roots/);
