@@ -1,8 +1,9 @@
 import { execCommand, probeCommand } from './basic';
+import { lsCommand } from './ls';
 import { envCommand } from './env';
 import { argsCommand, diffCommand } from './args';
 import { benchCommand } from './bench';
 import type { CliCommand } from './types';
 
 /** Every `known-good` subcommand; a feature adds its own file and one entry here. */
-export const cliCommands: CliCommand[] = [execCommand, probeCommand, envCommand, argsCommand, diffCommand, benchCommand];
+export const cliCommands: CliCommand[] = [execCommand, probeCommand, lsCommand, envCommand, argsCommand, diffCommand, benchCommand];

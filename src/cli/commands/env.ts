@@ -1,0 +1,70 @@
+import { homedir } from 'node:os';
+import { join } from 'node:path';
+import { captureSnapshot, containerText } from '../../core/baselines/capture';
+import { baselineTitle, diffDocuments, shortTime, snapshotDocument } from '../../core/baselines/documents';
+import type { EnvSnapshot } from '../../core/baselines/envProbe';
+import { findBaseline } from '../../core/baselines/lookup';
+import { BaselineStore } from '../../core/baselines/store';
+import type { CliCommand } from './types';
+
+/** The CLI's own baselines: `~/.known-good/baselines/<host>/` (the extension keeps its own in global storage). */
+export function cliBaselineDir(): string {
+  return join(homedir(), '.known-good', 'baselines');
+}
+
+/**
+ * `known-good env HOST`: the canonical snapshot text; `--save LABEL` keeps it as a baseline; `--diff BASELINE`
+ * prints the drift summary against a baseline and exits 1 when anything drifted (0 when unchanged), so a job
+ * script can refuse to start on a machine that moved.
+ */
+export const envCommand: CliCommand = {
+  name: 'env',
+  usage: 'env HOST [--save LABEL] [--diff BASELINE] [--deep]',
+  summary: 'environment snapshot; keep it as a baseline, or diff against one',
+  async run({ session, options, out, err }) {
+    const store = new BaselineStore(cliBaselineDir());
+    const hostKey = session.transport.id;
+    // Resolve the baseline before the capture: a typo fails in milliseconds, not after a snapshot.
+    const against = options.diff !== undefined ? await findBaseline(store, hostKey, options.diff) : undefined;
+    const ac = new AbortController();
+    const onInt = () => ac.abort();
+    process.once('SIGINT', onInt);
+    let snapshot: EnvSnapshot;
+    try {
+      snapshot = await captureSnapshot(session, {
+        scriptGlobs: [],
+        extraVariables: [],
+        cacheDirs: [],
+        signal: ac.signal,
+        timeoutMs: options.timeoutMs,
+        ...(options.deep ? { deep: true } : {}),
+      });
+    } finally {
+      process.removeListener('SIGINT', onInt);
+    }
+    let code = 0;
+    if (against) {
+      const docs = diffDocuments(
+        { snapshot: against.baseline.snapshot, title: `baseline ${baselineTitle(against.baseline)}` },
+        { snapshot, title: `now (${shortTime(snapshot.capturedAt)})` },
+      );
+      if (options.json) out.write(JSON.stringify({ unchanged: docs.drift.unchanged, drift: docs.drift, baseline: against.file }, null, 2) + '\n');
+      else out.write(docs.summaryText);
+      code = docs.drift.unchanged ? 0 : 1;
+    } else if (options.save === undefined) {
+      out.write(options.json ? JSON.stringify(snapshot, null, 2) + '\n' : snapshotDocument({ snapshot, title: `${session.label}, ${shortTime(snapshot.capturedAt)}` }));
+    }
+    if (options.save !== undefined) {
+      const label = options.save.trim() || `baseline ${shortTime(snapshot.capturedAt)}`;
+      const saved = await store.save({
+        label,
+        host: hostKey,
+        hostLabel: session.spec.name,
+        container: containerText(session.spec.container),
+        snapshot,
+      });
+      (against || options.json ? err : out).write(`saved baseline ${saved.baseline.id} "${label}" to ${saved.file}\n`);
+    }
+    return code;
+  },
+};
