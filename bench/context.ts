@@ -33,6 +33,13 @@ export class BenchContext {
     return this.transportV;
   }
 
+  /** The raw ssh2 client of the pooled connection (for the SFTP comparison). */
+  async sshClient(): Promise<import('ssh2').Client> {
+    await this.transport();
+    const sshd = await this.sshd();
+    return this.pool!.connection(endpointOf(sshd)).ready();
+  }
+
   async probes(python = 'python3'): Promise<ProbeRunner> {
     if (!this.runner || this.runner.python !== python) {
       this.runner?.dispose();

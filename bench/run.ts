@@ -5,6 +5,7 @@
 import { writeFileSync } from 'node:fs';
 import { BenchContext, type BenchResult } from './context';
 import { benchHelperRequests } from './cases/helperRequests';
+import { benchListing } from './cases/listing';
 import { benchMetrics } from './cases/metrics';
 import { benchMetricsSsh } from './cases/metricsSsh';
 
@@ -12,6 +13,7 @@ type Case = { name: string; run: (ctx: BenchContext) => Promise<BenchResult | Be
 
 const cases: Case[] = [
   { name: 'helper', run: benchHelperRequests },
+  { name: 'listing', run: benchListing },
   { name: 'metrics', run: benchMetrics },
   { name: 'metrics-ssh', run: benchMetricsSsh },
 ];
