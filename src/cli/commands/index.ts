@@ -3,7 +3,8 @@ import { lsCommand } from './ls';
 import { envCommand } from './env';
 import { argsCommand, diffCommand } from './args';
 import { benchCommand } from './bench';
+import { argsCommand, diffCommand } from './args';
 import type { CliCommand } from './types';
 
 /** Every `known-good` subcommand; a feature adds its own file and one entry here. */
-export const cliCommands: CliCommand[] = [execCommand, probeCommand, lsCommand, envCommand, argsCommand, diffCommand, benchCommand];
+export const cliCommands: CliCommand[] = [execCommand, probeCommand, lsCommand, envCommand, argsCommand, diffCommand, benchCommand, argsCommand, diffCommand];
