@@ -47,7 +47,7 @@ test('the terminal command carries the probe program in one argv word that decod
   assert.deepEqual(cmd.argv.slice(0, 4), ['python3', '-u', '-c', TERMINAL_LOADER]);
   assert.deepEqual(cmd.argv.slice(5), ['--', '/a b']);
   assert.equal(inflateSync(Buffer.from(cmd.argv[4]!, 'base64')).toString('utf8'), oneShotProgram('list_runs', N));
-  assert.match(cmd.display, /^python3 -u -c <loader> <python\/list_runs\.py: [\d.]+ KB zlib\+base64> -- '\/a b'  # /);
+  assert.match(cmd.display, /^python3 -u -c <loader> <python\/list_runs\.py: [\d.]+ KB zlib\+base64> -- '\/a b' {2}# /);
   // The largest probe fits in one argument word with room to spare.
   assert.ok(probeTerminalCommand('python3', 'ckpt_args', [], N).argv[4]!.length < 60 * 1024);
 });

@@ -32,7 +32,10 @@ export class FrameFilter {
   /** How many framed blocks were hidden so far. */
   blocks = 0;
 
-  constructor(nonce: string) {
+  constructor(
+    nonce: string,
+    private readonly color = true,
+  ) {
     ({ begin: this.begin, end: this.end } = frameMarkers(nonce));
   }
 
@@ -60,7 +63,8 @@ export class FrameFilter {
         this.pending = this.pending.slice(j + this.end.length);
         this.hiding = false;
         this.blocks++;
-        out += `${DIM}[result captured: ${formatSize(this.hidden)} of JSON between the frame markers]${RESET}`;
+        const note = `[result captured: ${formatSize(this.hidden)} of JSON between the frame markers]`;
+        out += this.color ? `${DIM}${note}${RESET}` : note;
         continue;
       }
       const keep = partialSuffix(this.pending, this.end);

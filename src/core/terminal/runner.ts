@@ -96,7 +96,7 @@ export class TerminalRunner {
     private readonly options: TerminalRunnerOptions,
   ) {
     this.pty = options.pty ?? transportHasPty(transport);
-    this.filter = options.nonce !== undefined ? new FrameFilter(options.nonce) : undefined;
+    this.filter = options.nonce !== undefined ? new FrameFilter(options.nonce, options.color !== false) : undefined;
     this.exited = new Promise((r) => (this.resolveExit = r));
   }
 

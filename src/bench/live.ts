@@ -1,0 +1,48 @@
+import * as vscode from 'vscode';
+import type { Container } from '../container';
+import { formatLive, liveTargetOf, LiveThroughput, type LiveState } from '../core/terminal/liveThroughput';
+import { createStatusBarItem } from '../window';
+
+/**
+ * The status-bar item of a selected run: newest step and tokens/s from its metrics jsonl. It polls only while the
+ * Remote Runs view is visible and a run (or its log) is selected, and hides otherwise.
+ */
+export function registerLiveThroughput(c: Container): LiveThroughput {
+  const item = c.track(createStatusBarItem('knownGood.liveThroughput', vscode.StatusBarAlignment.Left, 50));
+  item.name = 'Known Good: live throughput';
+  const render = (s: LiveState) => {
+    if (s.kind === 'hidden') {
+      item.hide();
+      return;
+    }
+    item.text = `$(pulse) ${formatLive(s)}`;
+    const where = `${s.target.path} on ${c.registry.find(s.target.hostId)?.name ?? s.target.hostId}`;
+    item.tooltip =
+      s.kind === 'error'
+        ? `${where}\n${s.message}`
+        : s.kind === 'value'
+          ? `${where}\n${s.latest.stepKey ?? 'step'} / ${s.latest.tokensPerSecKey ?? 'tok/s'}; updated ${new Date(s.at).toLocaleTimeString()} ` +
+            `(${s.bytes} new bytes read)`
+          : `${where}\nreading…`;
+    item.show();
+  };
+  const live = new LiveThroughput({
+    runnerFor: (hostId) => c.registry.session(hostId).probes,
+    intervalMs: 3000,
+    onState: render,
+  });
+  c.track({ dispose: () => live.dispose() });
+  const view = c.treeView;
+  const follow = () => {
+    const sel = view.selection;
+    live.follow(sel.length === 1 ? liveTargetOf(sel[0]) : undefined);
+  };
+  c.track(view.onDidChangeSelection(follow));
+  // A hidden view or a window in the background needs no numbers: nothing is read then.
+  const update = () => live.setVisible(view.visible && vscode.window.state.focused);
+  c.track(view.onDidChangeVisibility(update));
+  c.track(vscode.window.onDidChangeWindowState(update));
+  update();
+  follow();
+  return live;
+}

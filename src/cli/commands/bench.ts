@@ -1,0 +1,41 @@
+import { throughputBenchProbe } from '../../core/bench/benchProbe';
+import { newNonce } from '../../core/probes/runner';
+import { benchSummary, parseBenchConfig } from '../../core/terminal/bench';
+import { probeTerminalCommand } from '../../core/terminal/command';
+import { parseFramedResult } from '../../core/terminal/probes';
+import { TerminalRunner } from '../../core/terminal/runner';
+import type { CliCommand } from './types';
+
+/**
+ * `known-good bench HOST [--config tiny|gpu|JSON] [--compile]`: python/throughput_bench.py once, as the terminal
+ * runs it (progress lines as they come, on stderr), then the validated result on stdout. No timeout: a compiled
+ * GPU run takes minutes; Ctrl+C stops the remote process.
+ */
+export const benchCommand: CliCommand = {
+  name: 'bench',
+  usage: 'bench HOST [--config tiny|gpu|JSON] [--compile]',
+  summary: 'run the throughput benchmark there (progress on stderr, result JSON on stdout)',
+  async run({ session, options, out, err }) {
+    const config = options.config !== undefined ? parseBenchConfig(options.config, options.compile) : options.compile ? { compile: true } : {};
+    const call = throughputBenchProbe(config);
+    const nonce = newNonce();
+    const cmd = probeTerminalCommand(session.spec.python, call.probe, call.args, nonce);
+    const color = (err as NodeJS.WriteStream).isTTY === true;
+    // Pipes, not a pty: the output is read, not typed into.
+    const runner = new TerminalRunner(session.transport, { argv: cmd.argv, display: cmd.display, nonce, pty: false, color });
+    runner.onOutput((text) => err.write(text.replace(/\r\n/g, '\n')));
+    const stop = () => runner.stop();
+    process.once('SIGINT', stop);
+    try {
+      await runner.start();
+      const exit = await runner.exited;
+      if (exit.error !== undefined) return 255;
+      const { value, python } = parseFramedResult(call, runner.framed(), session.label);
+      err.write(benchSummary(value).join('\n') + '\n');
+      out.write(JSON.stringify(options.json ? { result: value, python } : value, null, 2) + '\n');
+      return exit.exitCode ?? 1;
+    } finally {
+      process.removeListener('SIGINT', stop);
+    }
+  },
+};

@@ -1,0 +1,33 @@
+import * as vscode from 'vscode';
+import type { HostSession } from '../core/registry';
+import type { TerminalCommand } from '../core/terminal/command';
+import { TerminalRunner, type RunnerExit, type TerminalRunnerOptions } from '../core/terminal/runner';
+import { createTerminal } from '../window';
+import { RunnerPseudoterminal } from './pty';
+
+export interface TerminalRun {
+  terminal: vscode.Terminal;
+  runner: TerminalRunner;
+  pty: RunnerPseudoterminal;
+  /** Resolves when the process has ended and the epilogue was printed. */
+  done: Promise<RunnerExit>;
+}
+
+/** The runs started from this window, newest last (the extension-host tests read their screens through the API). */
+export const recentRuns: { name: string; pty: RunnerPseudoterminal; runner: TerminalRunner }[] = [];
+
+/** Opens `Known Good: … @ host` running `command` on the host: a pty over SSH, a child process on This machine. */
+export function runInTerminal(
+  name: string,
+  session: HostSession,
+  command: TerminalCommand,
+  extra: Pick<TerminalRunnerOptions, 'nonce' | 'epilogue'> = {},
+): TerminalRun {
+  const runner = new TerminalRunner(session.transport, { argv: command.argv, display: command.display, ...extra });
+  const pty = new RunnerPseudoterminal(runner);
+  const terminal = createTerminal({ name, pty, iconPath: new vscode.ThemeIcon('beaker') });
+  terminal.show(true);
+  recentRuns.push({ name, pty, runner });
+  if (recentRuns.length > 20) recentRuns.shift();
+  return { terminal, runner, pty, done: runner.exited };
+}
