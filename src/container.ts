@@ -14,6 +14,7 @@ import type { DashboardManager, DashboardTestApi } from './dashboard/manager';
 import { vscodePrompts } from './hosts/prompts';
 import { RemoteRunsProvider, type TreeNode } from './tree/provider';
 import { registerRuns } from './runs/register';
+import { AutoRefresh } from './tree/autoRefresh';
 import { registerArgs } from './args/register';
 import { registerTerminal } from './terminal/register';
 import { registerBench } from './bench/register';
@@ -76,6 +77,7 @@ export class Container implements vscode.Disposable {
     this.treeView = this.track(
       vscode.window.createTreeView(VIEW_REMOTE_RUNS, { treeDataProvider: this.tree, showCollapseAll: true, canSelectMany: true }),
     );
+    this.track(new AutoRefresh(this.treeView, this.tree, this.registry, () => cfg().get<number>('autoRefreshSeconds') ?? 0));
 
     this.track(
       vscode.workspace.onDidChangeConfiguration((e) => {

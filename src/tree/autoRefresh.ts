@@ -1,0 +1,62 @@
+import * as vscode from 'vscode';
+import type { HostRegistry } from '../core/registry';
+import { listRunsProbe } from '../core/runs/listRuns';
+import type { RemoteRunsProvider } from './provider';
+
+/**
+ * While Remote Runs is visible and `knownGood.autoRefreshSeconds` > 0, new checkpoints appear by themselves: each
+ * listed host is asked only for its roots' signatures (entry counts and newest mtimes, no walk); a host is listed
+ * again only when a signature changed.
+ */
+export class AutoRefresh implements vscode.Disposable {
+  private timer: NodeJS.Timeout | undefined;
+  private busy = false;
+  private readonly subs: vscode.Disposable[] = [];
+
+  constructor(
+    private readonly view: vscode.TreeView<unknown>,
+    private readonly tree: RemoteRunsProvider,
+    private readonly registry: HostRegistry,
+    private readonly seconds: () => number,
+  ) {
+    this.subs.push(view.onDidChangeVisibility(() => this.schedule()));
+    this.subs.push(vscode.workspace.onDidChangeConfiguration((e) => e.affectsConfiguration('knownGood.autoRefreshSeconds') && this.schedule()));
+    this.schedule();
+  }
+
+  private schedule(): void {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = undefined;
+    const s = this.seconds();
+    if (!this.view.visible || !(s > 0)) return;
+    this.timer = setInterval(() => void this.tick(), Math.max(2, s) * 1000);
+  }
+
+  private async tick(): Promise<void> {
+    if (this.busy) return;
+    this.busy = true;
+    try {
+      await Promise.all(
+        this.registry.hosts().map(async (host) => {
+          const listing = this.tree.listing(host.id);
+          if (!listing) return;
+          try {
+            const r = await this.registry.session(host).probes.run(listRunsProbe(host.roots, { signatureOnly: true }));
+            const before = listing.roots.map((x) => `${x.path}\u0000${x.status}\u0000${x.signature ?? ''}`).join('\n');
+            const now = r.value.roots.map((x) => `${x.path}\u0000${x.status}\u0000${x.signature ?? ''}`).join('\n');
+            if (before !== now) this.tree.reload(host.id);
+          } catch {
+            /* the next full listing shows the error */
+          }
+        }),
+      );
+    } finally {
+      this.busy = false;
+    }
+  }
+
+  dispose(): void {
+    if (this.timer) clearInterval(this.timer);
+    for (const s of this.subs) s.dispose();
+  }
+}
