@@ -54,6 +54,8 @@ export interface PanelProbe {
   readonly lastInit: InitMessage | undefined;
   /** ms from opening to the first init posted with plot data. */
   readonly firstDataMs: number | undefined;
+  /** Handles `raw` as if the webview had posted it (validation included). */
+  simulate(raw: unknown): void;
 }
 
 /**
@@ -118,6 +120,10 @@ export class DashboardPanel implements vscode.Disposable, PanelProbe {
   shows(sources: readonly RunSource[]): boolean {
     const mine = new Set(this.runs);
     return sources.length === mine.size && sources.every((s) => mine.has(runId(s.hostId, s.logPath)));
+  }
+
+  simulate(raw: unknown): void {
+    this.onMessage(raw);
   }
 
   private onMessage(raw: unknown): void {

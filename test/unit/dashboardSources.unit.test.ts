@@ -186,3 +186,15 @@ describe('dashboard sources: benchmark history and drift', () => {
     assert.match(driftSummary([baseline('only', '2026-01-01T00:00:00Z')], undefined)!.text, /Only one baseline/);
   });
 });
+
+describe('dashboard page for the panel', () => {
+  it("accepts VS Code's real cspSource (several sources, 'self') and still refuses keywords slipped into it", async () => {
+    const { dashboardCsp, dashboardHtml } = await import('../../webview/src/html');
+    const opts = { nonce: 'abcDEF0123456789xyzABC', scriptUri: 'https://x/dashboard.js', cssUris: [] };
+    const html = dashboardHtml({ ...opts, cspSource: "'self' https://*.vscode-cdn.net" });
+    assert.ok(html.includes(dashboardCsp("'self' https://*.vscode-cdn.net", opts.nonce).replace(/'/g, '&#39;')));
+    assert.match(dashboardCsp("'self' https://*.vscode-cdn.net", opts.nonce), /^default-src 'none'; img-src 'self' https:\/\/\*\.vscode-cdn\.net data:;.*script-src 'nonce-abcDEF0123456789xyzABC';/);
+    assert.throws(() => dashboardHtml({ ...opts, cspSource: "'self' 'unsafe-eval'" }), /cspSource/);
+    assert.throws(() => dashboardHtml({ ...opts, cspSource: "https://a; script-src *" }), /cspSource/);
+  });
+});

@@ -38,7 +38,12 @@ export function dashboardCsp(cspSource: string, nonce: string): string {
 export function dashboardHtml(options: DashboardHtmlOptions): string {
   const { cspSource, nonce, scriptUri, cssUris } = options;
   if (!/^[A-Za-z0-9+/=_-]{16,}$/.test(nonce)) throw new Error('dashboardHtml: nonce must be 16+ base64 characters');
-  if (/[;'"\s]/.test(cspSource.trim()) || cspSource.trim() === '') throw new Error('dashboardHtml: bad cspSource');
+  // VS Code's cspSource is several sources, e.g. `'self' https://*.vscode-cdn.net`: each must be a plain host source
+  // or 'self', so nothing like 'unsafe-eval' can be slipped in through it.
+  const sources = cspSource.trim().split(/\s+/);
+  if (cspSource.trim() === '' || !sources.every((t) => t === "'self'" || /^[^;'",]+$/.test(t))) {
+    throw new Error('dashboardHtml: bad cspSource');
+  }
   const links = cssUris.map((u) => `  <link rel="stylesheet" href="${escapeHtml(u)}" nonce="${nonce}">`).join('\n');
   return `<!DOCTYPE html>
 <html lang="en">

@@ -1,0 +1,132 @@
+import * as assert from 'node:assert/strict';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import * as vscode from 'vscode';
+import { childrenOf, rootNode, type EntryNode } from '../../../src/core/runs/model';
+import { activated, setSetting, waitFor, type KnownGoodApi } from './helpers';
+
+/** A small demo run: a train log (one NaN, one malformed line) and two checkpoints. */
+function writeRun(root: string, name: string, steps: number, offset = 0): void {
+  const dir = join(root, name);
+  const lines: string[] = [];
+  for (let step = 1; step <= steps; step++) {
+    const loss = step === 50 ? 'NaN' : (2 + 8 * Math.exp(-step / 40) + offset).toFixed(4);
+    lines.push(`{"step": ${step}, "time": ${1_768_000_000 + step}, "loss": ${loss}, "lr": ${(3e-4 * Math.min(1, step / 20)).toExponential(3)}}`);
+    if (step === 70) lines.push('{"step": 70, "loss": ');
+  }
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(join(dir, 'train_log.jsonl'), lines.join('\n') + '\n');
+  for (const s of [100, 200]) {
+    mkdirSync(join(dir, `step_${s}`), { recursive: true });
+    writeFileSync(join(dir, `step_${s}`, 'checkpoint.pt'), 'not really a checkpoint');
+  }
+}
+
+async function runNodes(api: KnownGoodApi, root: string): Promise<EntryNode[]> {
+  await setSetting('localRoots', [root]);
+  await waitFor('localRoots to be applied', () => (api.registry.hosts()[0]?.roots[0] === root ? true : undefined));
+  const listing = await waitFor('the listing of This machine', async () => {
+    const l = await api.tree.ensureListing('local');
+    return l?.roots[0]?.path === root && l.roots[0].entry ? l : undefined;
+  });
+  return childrenOf(rootNode('local', listing.roots[0]!)).filter((n): n is EntryNode => n.kind === 'run');
+}
+
+describe('Dashboard', () => {
+  let root: string;
+
+  before(() => {
+    root = mkdtempSync(join(tmpdir(), 'kg-dashboard-'));
+    writeRun(root, 'run-a', 300);
+    writeRun(root, 'run-b', 120, 0.5);
+  });
+  after(async () => {
+    await vscode.commands.executeCommand('workbench.action.closeAllEditors');
+    await setSetting('localRoots', undefined);
+    rmSync(root, { recursive: true, force: true });
+  });
+
+  it('opens on a run of This machine: the webview says ready, the host answers with the run', async () => {
+    const api = await activated();
+    const runA = (await runNodes(api, root)).find((n) => n.label === 'run-a');
+    assert.ok(runA, 'run-a is listed');
+    await vscode.commands.executeCommand('knownGood.dashboard.open', runA);
+
+    const panel = await waitFor('the dashboard panel', () => api.dashboard.panels().find((p) => p.title === 'Dashboard: run-a'));
+    // The webview (real page, real script, CSP in force) loaded and completed the handshake.
+    const init = await waitFor('ready and init', () => (panel.received.includes('ready') ? panel.lastInit : undefined), 60_000);
+    assert.equal(panel.posted[0], 'init', 'nothing is posted before ready');
+    assert.equal(init.runs.length, 1);
+    const run = init.runs[0]!;
+    assert.equal(run.run.label, 'run-a');
+    assert.equal(run.run.path, join(root, 'run-a', 'train_log.jsonl'));
+    assert.deepEqual(run.series.map((s) => s.key).sort(), ['loss', 'lr']);
+    assert.equal(run.run.skipped.nonFinite, 1);
+    assert.equal(run.run.skipped.malformed, 1);
+    const loss = run.series.find((s) => s.key === 'loss')!;
+    assert.equal(loss.x[loss.x.length - 1], 300);
+    assert.deepEqual(
+      init.checkpoints.map((c) => c.label),
+      ['step_100', 'step_200'],
+    );
+    assert.equal(panel.dropped, 0);
+  });
+
+  it('validates what the webview posts and answers zoom requests for the exact window', async () => {
+    const api = await activated();
+    const panel = api.dashboard.panels().find((p) => p.title === 'Dashboard: run-a');
+    assert.ok(panel);
+    const runId = panel.lastInit!.runs[0]!.run.id;
+    panel.simulate({ type: 'requestRange', run: runId, series: 'loss', from: 200, to: 100 });
+    panel.simulate({ type: 'openArgs' });
+    panel.simulate('ready');
+    assert.equal(panel.dropped, 3);
+
+    const before = panel.posted.length;
+    panel.simulate({ type: 'requestRange', run: runId, series: 'loss', from: 100.5, to: 150 });
+    const range = await waitFor('rangeData', () =>
+      panel.posted.length > before && panel.lastPosted?.type === 'rangeData' ? panel.lastPosted : undefined,
+    );
+    assert.equal(range.from, 100.5);
+    assert.equal(range.to, 150);
+    assert.ok(range.data.x.length > 0);
+    assert.ok(range.data.x.every((x) => x >= 100 && x <= 150), JSON.stringify(range.data.x));
+
+    // A reloaded page says ready again and gets a full init again.
+    const inits = panel.posted.filter((t) => t === 'init').length;
+    panel.simulate({ type: 'ready', version: 1 });
+    await waitFor('a second init', () => (panel.posted.filter((t) => t === 'init').length > inits ? true : undefined));
+  });
+
+  it('follows the log: appended lines arrive as runData', async () => {
+    const api = await activated();
+    const panel = api.dashboard.panels().find((p) => p.title === 'Dashboard: run-a')!;
+    panel.simulate({ type: 'toggleFollow', on: true });
+    await waitFor('follow on', () => (panel.posted.includes('follow') ? true : undefined));
+    const { appendFileSync } = await import('node:fs');
+    appendFileSync(join(root, 'run-a', 'train_log.jsonl'), '{"step": 301, "loss": 2.01, "lr": 0.0003}\n{"step": 302, "loss": 2.0, "lr": 0.0003}\n');
+    const data = await waitFor(
+      'runData with step 302',
+      () => {
+        const m = panel.lastPosted;
+        return m?.type === 'runData' && m.data.series.find((s) => s.key === 'loss')?.x.includes(302) ? m.data : undefined;
+      },
+      20_000,
+    );
+    assert.equal(data.run.skipped.nonFinite, 1, 'counts carry over');
+    panel.simulate({ type: 'toggleFollow', on: false });
+  });
+
+  it('overlays several selected runs in one panel', async () => {
+    const api = await activated();
+    const runs = await runNodes(api, root);
+    assert.equal(runs.length, 2);
+    await vscode.commands.executeCommand('knownGood.dashboard.open', runs[0], runs);
+    const panel = await waitFor('the two-run panel', () => api.dashboard.panels().find((p) => p.title === 'Dashboard: 2 runs'));
+    const init = await waitFor('init', () => panel.lastInit, 60_000);
+    assert.deepEqual(init.runs.map((r) => r.run.label).sort(), ['run-a', 'run-b']);
+    assert.equal(init.checkpoints.length, 4);
+    assert.equal(new Set(init.checkpoints.map((c) => c.run)).size, 2);
+  });
+});
