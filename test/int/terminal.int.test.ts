@@ -1,7 +1,12 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { appendFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { ProbeRunner } from '../../src/core/probes/runner';
+import { LiveThroughput, type LiveState } from '../../src/core/terminal/liveThroughput';
 import { newNonce } from '../../src/core/probes/runner';
 import { probeTerminalCommand, shellTerminalCommand } from '../../src/core/terminal/command';
 import { parseFramedResult, probeChoice, torchCheckProbe } from '../../src/core/terminal/probes';
@@ -232,5 +237,43 @@ describe('terminal runner on This machine (pipes, own line discipline)', () => {
     assert.equal(value.imported, true, value.error ?? '');
     assert.match(value.version ?? '', /^\d+\.\d+/);
     assert.match(o.screen(), /imported in \d/);
+  });
+});
+
+describe('live throughput through the resident helper', () => {
+  test('a growing metrics log: newest step and tok/s, only new bytes read, a torn line waits', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'kg-live-'));
+    const log = join(dir, 'metrics.jsonl');
+    const line = (step: number) => JSON.stringify({ step, loss: 2.5, tok_per_s: 12000 + step }) + '\n';
+    writeFileSync(log, Array.from({ length: 2000 }, (_, i) => line(i + 1)).join(''));
+    const runner = new ProbeRunner(new LocalTransport(), { python: 'python3', timeoutMs: 30000 });
+    const states: LiveState[] = [];
+    const live = new LiveThroughput({ runnerFor: () => runner, intervalMs: 1_000_000, maxBytes: 4096, onState: (s) => states.push(s) });
+    try {
+      live.follow({ hostId: 'local', path: log });
+      await live.poll();
+      let s = states[states.length - 1]!;
+      assert.equal(s.kind, 'value');
+      assert.equal(s.kind === 'value' && s.latest.step, 2000);
+      assert.ok(live.bytesRead <= 4096, `first poll read ${live.bytesRead} bytes of a ${2000 * 50}-byte log`);
+
+      const before = live.bytesRead;
+      appendFileSync(log, line(2001) + line(2002).slice(0, 10));
+      await live.poll();
+      s = states[states.length - 1]!;
+      assert.equal(s.kind === 'value' && s.latest.step, 2001, 'the torn line 2002 must wait');
+      assert.equal(live.bytesRead - before, line(2001).length);
+
+      appendFileSync(log, line(2002).slice(10));
+      await live.poll();
+      s = states[states.length - 1]!;
+      assert.equal(s.kind === 'value' && s.latest.step, 2002);
+      assert.equal(s.kind === 'value' && s.latest.tokensPerSec, 14002);
+      console.log(`live throughput: ${live.polls} polls, ${live.bytesRead} bytes read for a ${2002 * 50}+ byte log`);
+    } finally {
+      live.dispose();
+      runner.dispose();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
