@@ -10,7 +10,7 @@
 //   });
 //
 // Run one: `node --import tsx --test test/ui/<feature>.ui.ts` (after `npm run build`); all: `npm run test:vscode`.
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
@@ -70,6 +70,7 @@ export function scenario(name: string, options: ScenarioOptions, body: (vs: Work
     let sshd: TestSshd | undefined;
     let server: VsCodeServer | undefined;
     let browser: Browser | undefined;
+    const consoleLines: string[] = [];
     try {
       const settings: Record<string, unknown> = { 'knownGood.includeSshConfigHosts': false, ...options.settings };
       if (options.localRoots) settings['knownGood.localRoots'] = options.localRoots;
@@ -93,11 +94,15 @@ export function scenario(name: string, options: ScenarioOptions, body: (vs: Work
       server = await startServer({ settings, ...(options.workspace ? { workspace: options.workspace } : {}), log: () => undefined });
       browser = await launchBrowser({ headless: process.env['KG_UI_HEADED'] !== '1' });
       const page = browser.page;
+      page.on('console', (m) => consoleLines.push(`[${m.type()}] ${m.text()}`));
+      page.on('pageerror', (e) => consoleLines.push(`[pageerror] ${e.message}`));
       await page.goto(server.url({ extensionDevelopmentPath: repoRoot }));
       await page.locator('.monaco-workbench').waitFor({ timeout: 60_000 });
       await body(makeWorkbench(page, server, sshd, tmp));
     } catch (e) {
       if (browser) await saveShot(browser.page, `FAILED-${slug(name)}`);
+      mkdirSync(artifactsDir, { recursive: true });
+      writeFileSync(join(artifactsDir, `FAILED-${slug(name)}.console.log`), consoleLines.join('\n') + '\n');
       throw e;
     } finally {
       await browser?.close();

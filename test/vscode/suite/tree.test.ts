@@ -2,6 +2,7 @@ import * as assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import * as vscode from 'vscode';
 import { activated, rows, setSetting, settledRows, testSshHost, waitFor, type KnownGoodApi } from './helpers';
 
 async function hostRow(api: KnownGoodApi, name: string) {
@@ -69,6 +70,32 @@ describe('Remote Runs tree', () => {
     );
     // The root was really listed (one run with one checkpoint), not just echoed from the settings.
     assert.match(String(children[0]!.item.description), /1 checkpoint/);
+  });
+
+  it('gives every row of the expanded tree a unique id (VS Code refuses to render duplicates)', async () => {
+    const api = await activated();
+    const sshd = testSshHost();
+    await setSetting('localRoots', [join(dir, 'runs-a'), join(dir, 'runs-b')]);
+    await setSetting('hosts', [
+      { name: 'test-sshd', host: '127.0.0.1', port: sshd.port, user: sshd.user, identityFile: sshd.identityFile, roots: [join(dir, 'runs-a')] },
+    ]);
+    await waitFor('the SSH host', () => (api.registry.hosts().some((h) => h.name === 'test-sshd') ? true : undefined));
+    const seen = new Map<string, string>();
+    const walk = async (node: Parameters<typeof rows>[1], path: string, depth: number): Promise<void> => {
+      // Hosts list lazily: wait for the listing, then take every row (feature sections included) as VS Code would.
+      if (depth === 1) await settledRows(api, node);
+      for (const k of await rows(api, node)) {
+        const id = k.item.id;
+        const where = `${path}/${k.label}`;
+        if (id !== undefined) {
+          assert.ok(!seen.has(id), `id ${id} used by both ${seen.get(id)} and ${where}`);
+          seen.set(id, where);
+        }
+        if (depth < 3 && k.item.collapsibleState !== vscode.TreeItemCollapsibleState.None) await walk(k.node, where, depth + 1);
+      }
+    };
+    await walk(undefined, '', 0);
+    assert.ok(seen.size >= 6, `walked only ${seen.size} rows`);
   });
 
   it('reaches the test SSH host over real SSH from the extension host', async () => {
