@@ -1,7 +1,7 @@
 // npm run test:vscode — the extension-host mocha suite, then the Playwright UI scenarios, in real VS Code
 // (the pinned VS Code server + headless Debian Chromium). Exit code: the extension host's, then the UI tests'.
 //
-//   node --import tsx scripts/vscode/run-tests.ts [--no-build] [--only ext|ui] [--grep <mocha grep>] [--headed]
+//   node --import tsx scripts/vscode/run-tests.ts [--no-build] [--only ext|ui] [--grep <mocha grep>] [--headed] [--bail]
 //   env: KG_VSCODE_TIMEOUT_S (extension-host suite, default 240), KG_UI_TIMEOUT_S (UI tests, default 420),
 //        KG_KEEP_VSCODE_STATE=1 keeps the server's temp state folder for debugging.
 import { spawn, spawnSync } from 'node:child_process';
@@ -42,7 +42,11 @@ async function main(): Promise<number> {
   }
   let code = 0;
   if (only !== 'ui') code = await runExtensionHostSuite();
-  if (code === 0 && only !== 'ext') code = await runUiTests();
+  // Both tiers run even when the first fails (they test different things); --bail stops after a failure.
+  if (only !== 'ext' && !(code !== 0 && flag('--bail'))) {
+    const ui = await runUiTests();
+    code = code || ui;
+  }
   say(`${code === 0 ? 'passed' : `FAILED (exit ${code})`} in ${secs(t0)}`);
   return code;
 }
