@@ -5,6 +5,7 @@
 import { writeFileSync } from 'node:fs';
 import { BenchContext, type BenchResult } from './context';
 import { benchHelperRequests } from './cases/helperRequests';
+import { benchArgs } from './cases/args';
 import { benchListing } from './cases/listing';
 import { benchMetrics } from './cases/metrics';
 import { benchMetricsSsh } from './cases/metricsSsh';
@@ -16,6 +17,7 @@ const cases: Case[] = [
   { name: 'listing', run: benchListing },
   { name: 'metrics', run: benchMetrics },
   { name: 'metrics-ssh', run: benchMetricsSsh },
+  { name: 'args', run: benchArgs },
 ];
 
 function fmt(ms: number): string {
