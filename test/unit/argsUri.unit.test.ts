@@ -105,7 +105,7 @@ void test('args path of a checkpoint: a file itself, a folder through its state 
 void test('checkpointOf: tree nodes, plain refs, and nothing else', () => {
   const kids = [ck('step_600.pt', 600)];
   const root = listing(kids);
-  assert.deepEqual(checkpointOf(entryNode('gpu', root, kids[0]!, false)), { hostId: 'gpu', path: '/ckpt/run-a/step_600.pt', label: 'step_600.pt' });
+  assert.deepEqual(checkpointOf(entryNode('gpu', root, kids[0]!, false)), { hostId: 'gpu', path: '/ckpt/run-a/step_600.pt', label: 'step_600' });
   assert.deepEqual(checkpointOf({ hostId: 'local', path: '/a/step_5.pt' }), { hostId: 'local', path: '/a/step_5.pt', label: 'step_5' });
   assert.equal(checkpointOf(rootNode('gpu', root)), undefined);
   assert.equal(checkpointOf(entryNode('gpu', root, root.entry!.children![0]!, false)), undefined); // a run

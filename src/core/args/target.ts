@@ -47,7 +47,9 @@ function notUtf8(): KnownGoodError {
 export function checkpointOfNode(node: RunsNode): CheckpointRef | undefined {
   if (node.kind === 'checkpoint') {
     if (node.remotePathB64) throw notUtf8();
-    return { hostId: node.hostId, path: argsPathOf(node.entry, node.remotePath), label: node.label };
+    // a file's label without its extension, as titles show it: `args: step_600 ↔ step_690`
+    const label = node.entry.kind === 'dir' ? node.label : checkpointLabel(node.label);
+    return { hostId: node.hostId, path: argsPathOf(node.entry, node.remotePath), label };
   }
   if (node.kind === 'root' && node.listing.entry?.role === 'checkpoint') {
     if (node.remotePathB64) throw notUtf8();
