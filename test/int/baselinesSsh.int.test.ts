@@ -175,7 +175,12 @@ void describe('environment baselines through a real sshd', () => {
       assert.match(saved.remoteWarning ?? '', /saved locally, but the copy next to .*read-only-root failed: .*(Read-only|Permission denied)/);
       assert.equal(saved.remotePath, undefined);
       assert.ok(existsSync(saved.stored.file));
-      assert.equal((await store.list(host.transport.id)).baselines.length, 1);
+      // A root that does not exist is not created.
+      const missing = join(dir, 'no-such-root');
+      const gone = await saveBaseline(store, { ...host, spec: { ...host.spec, roots: [missing] } }, snap, 'missing', { copyToRemote: true });
+      assert.match(gone.remoteWarning ?? '', /No such file or directory/);
+      assert.equal(existsSync(missing), false);
+      assert.equal((await store.list(host.transport.id)).baselines.length, 2);
       // And with copyToRemote off nothing is attempted.
       const off = await saveBaseline(store, host, snap, 'off', { copyToRemote: false });
       assert.equal(off.remoteWarning, undefined);

@@ -246,7 +246,8 @@ export async function backupCaches(
   backup: BackupPlan,
   opts: { signal?: AbortSignal; progress?: TarProgress; hostLabel?: string } = {},
 ): Promise<BackupResult> {
-  await checked(transport, ['mkdir', '-p', '--', posix.dirname(backup.archive)], 'creating the archive folder');
+  if (!cachePlan.rootExists) throw new KnownGoodError('not-found', `${cachePlan.root} does not exist on ${transport.label}`);
+  if (!cachePlan.dest.exists) await checked(transport, ['mkdir', '--', posix.dirname(backup.archive)], 'creating the archive folder');
   const members = backup.caches.map((c) => c.member!);
   const total = Math.max(backup.totalBytes, 1);
   let run: TarRun;

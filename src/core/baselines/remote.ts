@@ -15,7 +15,9 @@ export const EXISTS_EXIT = 17;
 export const REMOTE_WRITE_SCRIPT = [
   'set -e',
   'd=$1; f=$2; t="$f.tmp.$$"',
-  'mkdir -p -- "$d"',
+  // Only the last folder is created: a root that does not exist (a typo, an unmounted disk) is an error, not
+  // something to create.
+  '[ -d "$d" ] || mkdir -- "$d"',
   `trap 'rm -f -- "$t"' EXIT`,
   'cat > "$t"',
   `if [ -e "$f" ]; then echo "$f already exists: not overwritten" >&2; exit ${EXISTS_EXIT}; fi`,

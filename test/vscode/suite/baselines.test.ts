@@ -1,0 +1,139 @@
+import * as assert from 'node:assert/strict';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import * as vscode from 'vscode';
+import { activated, rows, setSetting, testSshHost, waitFor, type KnownGoodApi } from './helpers';
+
+interface CaptureOutcome {
+  hostId: string;
+  id: string;
+  label: string;
+  file: string;
+  remotePath?: string;
+  remoteWarning?: string;
+}
+interface CompareOutcome {
+  unchanged: boolean;
+  differingLines: number;
+  headline: string;
+  left: string;
+  right: string;
+}
+
+async function baselineRows(api: KnownGoodApi, hostName: string) {
+  const host = (await rows(api)).find((r) => r.label === hostName);
+  assert.ok(host, `host ${hostName} in the tree`);
+  const group = (await rows(api, host.node)).find((r) => r.label === 'Baselines');
+  assert.ok(group, 'a Baselines node under the host');
+  assert.equal(group.item.contextValue, 'baselines');
+  return rows(api, group.node);
+}
+
+describe('environment baselines (extension host, real SSH)', function () {
+  this.timeout(120_000);
+  let dir: string;
+  let hostId: string;
+  let first: CaptureOutcome;
+
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'kg-vscode-baselines-'));
+    mkdirSync(join(dir, 'runs'));
+    const api = await activated();
+    const sshd = testSshHost();
+    await setSetting('hosts', [
+      { name: 'baseline-sshd', host: '127.0.0.1', port: sshd.port, user: sshd.user, identityFile: sshd.identityFile, roots: [join(dir, 'runs')] },
+    ]);
+    const spec = await waitFor('the SSH host', () => api.registry.hosts().find((h) => h.name === 'baseline-sshd'));
+    hostId = spec.id;
+  });
+  after(async () => {
+    await setSetting('hosts', undefined);
+    await setSetting('baselines.copyToRemote', undefined);
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('Capture Environment Baseline saves it, copies it next to the first root, and lists it under Baselines', async () => {
+    const api = await activated();
+    const out = await vscode.commands.executeCommand<CaptureOutcome | undefined>('knownGood.baselines.capture', { hostId }, { label: 'suite known good' });
+    assert.ok(out, 'the command returned what it saved');
+    first = out;
+    assert.equal(out.remoteWarning, undefined);
+    assert.ok(existsSync(out.file), out.file);
+    assert.ok(out.remotePath?.startsWith(join(dir, 'runs', '.known-good', 'env-')), out.remotePath);
+    assert.ok(out.remotePath && existsSync(out.remotePath));
+    const listed = await baselineRows(api, 'baseline-sshd');
+    const row = listed.find((r) => r.label === 'suite known good');
+    assert.ok(row, `listed: ${listed.map((r) => r.label).join(', ')}`);
+    assert.match(String(row.item.description), /^just now · (torch \S+|no torch)$/);
+    assert.equal(row.item.contextValue, 'baseline');
+    assert.equal(row.item.command?.command, 'knownGood.baselines.open');
+  });
+
+  it('a baseline file that fails validation is an error node naming it; the others still list', async () => {
+    const api = await activated();
+    const bad = join(dirname(first.file), 'broken-baseline.r0.json');
+    writeFileSync(bad, '{"schema": 1, "id": "broken-baseline", "label": 3}');
+    try {
+      api.tree.refresh();
+      const listed = await baselineRows(api, 'baseline-sshd');
+      const err = listed.find((r) => r.label === 'broken-baseline.r0.json');
+      assert.ok(err, `error node: ${listed.map((r) => r.label).join(', ')}`);
+      assert.equal(err.item.contextValue, 'baselineProblem');
+      assert.match(String(err.item.description), /not a valid baseline/);
+      assert.ok(listed.some((r) => r.label === 'suite known good'));
+    } finally {
+      rmSync(bad);
+    }
+  });
+
+  it('Compare Environment with Baseline opens a diff of knownGood-env documents with the summary on top', async () => {
+    const out = await vscode.commands.executeCommand<CompareOutcome | undefined>('knownGood.baselines.compare', { hostId, baselineId: first.id });
+    assert.ok(out);
+    const right = await vscode.workspace.openTextDocument(vscode.Uri.parse(out.right));
+    const left = await vscode.workspace.openTextDocument(vscode.Uri.parse(out.left));
+    assert.equal(right.uri.scheme, 'knownGood-env');
+    assert.match(right.getText(), /^# (No drift|\d+ differences?) /);
+    assert.match(right.getText(), /\n\[packages\]\n/);
+    // The same machine a few seconds later: nothing but volatile values moved, and those are not in the texts.
+    assert.equal(out.unchanged, true, out.headline);
+    assert.equal(left.getText(), right.getText());
+    const diffTab = await waitFor('the diff tab', () =>
+      vscode.window.tabGroups.all
+        .flatMap((g) => g.tabs)
+        .find((t) => t.input instanceof vscode.TabInputTextDiff && t.input.modified.toString() === right.uri.toString()),
+    );
+    assert.match(diffTab.label, /baseline-sshd: "suite known good" ↔ now/);
+  });
+
+  it('Compare Two Baselines, Open, Rename; copyToRemote off writes no remote copy', async () => {
+    const api = await activated();
+    await setSetting('baselines.copyToRemote', false);
+    const before = readdirSync(join(dir, 'runs', '.known-good'));
+    const second = await vscode.commands.executeCommand<CaptureOutcome | undefined>('knownGood.baselines.capture', { hostId }, { label: 'second' });
+    assert.ok(second);
+    assert.equal(second.remotePath, undefined);
+    assert.deepEqual(readdirSync(join(dir, 'runs', '.known-good')), before);
+
+    const two = await vscode.commands.executeCommand<CompareOutcome | undefined>('knownGood.baselines.compareTwo', undefined, [
+      { hostId, baselineId: second.id },
+      { hostId, baselineId: first.id },
+    ]);
+    assert.ok(two);
+    const leftText = (await vscode.workspace.openTextDocument(vscode.Uri.parse(two.left))).getText();
+    assert.match(leftText, /"suite known good"/, 'the older baseline is on the left and named in the summary');
+
+    const opened = await vscode.commands.executeCommand<string | undefined>('knownGood.baselines.open', { hostId, baselineId: first.id });
+    assert.ok(opened);
+    const doc = await vscode.workspace.openTextDocument(vscode.Uri.parse(opened));
+    assert.match(doc.getText(), /^# baseline "suite known good"/);
+    assert.match(doc.getText(), /# Volatile values/);
+
+    await vscode.commands.executeCommand('knownGood.baselines.rename', { hostId, baselineId: second.id }, { label: 'second, renamed' });
+    const listed = await baselineRows(api, 'baseline-sshd');
+    assert.deepEqual(
+      listed.map((r) => r.label).sort(),
+      ['second, renamed', 'suite known good'],
+    );
+  });
+});
