@@ -310,7 +310,9 @@ async function compare(c: Container, docs: ComparisonDocuments, node: unknown, a
   }
   if (!ref) return undefined;
   const text = comparisonDocument(newest, ref, host.name);
-  const uri = vscode.Uri.from({ scheme: SCHEME, path: `/${host.name}/throughput vs ${ref.label}.md`.replace(/[\\:*?"<>|]/g, '_') });
+  // Labels such as `12.8K tok/s …` hold slashes: one path segment, so the tab shows the whole title.
+  const title = `${host.name} throughput vs ${ref.label}`.replace(/[\\/:*?"<>|]/g, '_');
+  const uri = vscode.Uri.from({ scheme: SCHEME, path: `/${title}.md` });
   docs.put(uri, text);
   await showTextDocument(uri, { preview: true });
   return { uri: uri.toString(), text };

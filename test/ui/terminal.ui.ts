@@ -63,13 +63,15 @@ scenario(
     assert.match(probeText, /── GPU status ──/);
     assert.doesNotMatch(probeText, /KNOWN-GOOD-BEGIN/);
     await vs.screenshot('terminal-run-probe');
+    await vs.commandPalette('View: Toggle Maximized Panel');
 
     for (let i = 0; i < 2; i++) {
       await vs.commandPalette('Known Good: Run Throughput Benchmark');
       await pick(vs, /on which host/, 'This machine');
       await pick(vs, /Benchmark configuration/, 'Tiny (CPU)');
       const text = await waitForTerminal(vs.page, /kept with the baselines of This machine/, 150_000);
-      assert.match(text, /step \d+\/\d+ +[\d.]+ ms +[\d.]+K? tok\/s/);
+      // Step lines may have scrolled out of the rendered rows; the extension-host test checks them in the buffer.
+      assert.match(text, /── throughput ──\n[\d.]+K? tok\/s \(median/);
       assert.match(text, /Press any key to close this terminal/);
       if (i === 1) break;
       await vs.screenshot('terminal-bench');
@@ -85,7 +87,7 @@ scenario(
     await vs.screenshot('terminal-bench-second');
 
     await vs.commandPalette('Known Good: Compare Throughput with Baseline');
-    await pick(vs, /on which host/, 'This machine');
+    await pick(vs, /of which host/, 'This machine');
     await pick(vs, /Compare ".*" \(.* tok\/s\) with/, 'tok/s');
     const editor = vs.page.locator('.editor-instance .view-lines').first();
     let docText = '';
