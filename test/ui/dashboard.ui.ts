@@ -1,0 +1,97 @@
+import * as assert from 'node:assert/strict';
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { scenario, type Workbench } from './harness';
+
+/** The demo's story in small: run-a's loss falls, then rises a little after step 690 when lr was halved. */
+function writeDemoRun(root: string): void {
+  const dir = join(root, 'run-a');
+  mkdirSync(dir, { recursive: true });
+  let seed = 12345;
+  const rand = () => ((seed = (seed * 1103515245 + 12345) % 2147483648), seed / 2147483648);
+  const lines: string[] = [];
+  let time = Date.UTC(2026, 0, 15, 9) / 1000;
+  for (let step = 1; step <= 3000; step++) {
+    const changed = step > 690;
+    const lr = step < 100 ? (3e-4 * step) / 100 : (changed ? 1.5e-4 : 3e-4) * (0.1 + 0.45 * (1 + Math.cos((Math.PI * step) / 3000)));
+    const loss = 2.1 + 8.8 * Math.exp(-step / 250) + (changed ? 0.25 * (1 - Math.exp(-(step - 690) / 80)) : 0) + (rand() - 0.5) * 0.12;
+    const tok = (changed ? 35_500 : 41_800) + (rand() - 0.5) * 1500;
+    time += 32_768 / tok;
+    lines.push(JSON.stringify({ step, time: Number(time.toFixed(3)), loss: Number(loss.toFixed(4)), lr: Number(lr.toExponential(4)), tok_per_s: Math.round(tok) }));
+  }
+  lines.splice(1500, 0, '{"step": 1500, "loss": NaN}', 'not json');
+  writeFileSync(join(dir, 'train_log.jsonl'), lines.join('\n') + '\n');
+  for (const s of [600, 690, 780]) {
+    mkdirSync(join(dir, `step_${s}`), { recursive: true });
+    writeFileSync(join(dir, `step_${s}`, 'checkpoint.pt'), 'demo');
+  }
+}
+
+const localRoot = mkdtempSync(join(tmpdir(), 'kg-ui-dashboard-'));
+writeDemoRun(localRoot);
+
+/** The dark theme, whatever the window started with (its settings.json default does not always apply in time). */
+async function darkTheme(vs: Workbench): Promise<void> {
+  const rows = vs.page.locator('.quick-input-list .monaco-list-row');
+  await vs.page.keyboard.press('F1');
+  await vs.page.locator('.quick-input-widget input').fill('>Preferences: Color Theme');
+  // Not "Browse Color Themes in Marketplace": that one needs the network.
+  await rows.filter({ hasText: /^Preferences: Color Theme/ }).first().click();
+  await vs.page.locator('.quick-input-widget input').fill('Dark Modern');
+  await rows.filter({ hasText: /^Dark Modern/ }).first().click();
+  await vs.page.locator('.monaco-workbench.vs-dark').waitFor();
+}
+
+/** The plots, legend and side panels of the open dashboard; fails unless every plot's canvas was drawn on. */
+async function checkDashboard(vs: Workbench, shot: string): Promise<void> {
+  // VS Code puts a webview in an iframe that holds the page's own iframe.
+  const page = vs.page.frameLocator('iframe.webview.ready').frameLocator('#active-frame');
+  const plots = page.locator('.kg-plot');
+  await plots.first().waitFor({ timeout: 60_000 });
+  const keys = await plots.evaluateAll((els) => els.map((e) => (e as HTMLElement).dataset.series));
+  assert.deepEqual([...keys].sort(), ['loss', 'lr', 'tok_per_s']);
+
+  // Drawn, not just laid out: each plot's canvas has painted pixels (lines and axes).
+  const inked = await page.locator('.kg-plot canvas').evaluateAll((canvases) =>
+    canvases.map((el) => {
+      const c = el as HTMLCanvasElement;
+      const ctx = c.getContext('2d');
+      if (!ctx || c.width === 0 || c.height === 0) return 0;
+      const d = ctx.getImageData(0, 0, c.width, c.height).data;
+      let n = 0;
+      for (let i = 0; i < d.length; i += 4) if (d[i + 3]! > 0) n++;
+      return n;
+    }),
+  );
+  assert.ok(inked.length >= 3 && inked.every((n) => n > 500), `painted pixels per canvas: ${inked.join(', ')}`);
+
+  await page.locator('.kg-legend-item', { hasText: 'run-a' }).waitFor();
+  // The two bad lines are counted, not fatal.
+  await page.locator('.kg-legend-item', { hasText: '2 skipped' }).waitFor();
+  await page.locator('.kg-checkpoint', { hasText: 'step_690' }).waitFor();
+  await vs.page.waitForTimeout(500);
+  await vs.screenshot(shot);
+}
+
+const options = { localRoots: [localRoot], settings: { 'workbench.colorTheme': 'Default Dark Modern' } };
+
+scenario('Open Dashboard from the palette on the demo run draws its plots (dark theme)', options, async (vs) => {
+  await vs.openView('Known Good');
+  await darkTheme(vs);
+  await vs.commandPalette('Known Good: Open Dashboard');
+  // One host: the run is the only question.
+  const row = vs.page.locator('.quick-input-list .monaco-list-row', { hasText: 'run-a' });
+  await row.first().waitFor({ timeout: 30_000 });
+  await vs.page.keyboard.press('Enter');
+  await checkDashboard(vs, 'dashboard-dark');
+});
+
+scenario('Open Dashboard on the demo run in Remote Runs (context menu)', options, async (vs) => {
+  await vs.openView('Known Good');
+  await darkTheme(vs);
+  await vs.expand('This machine');
+  await vs.treeItem('run-a').waitFor({ timeout: 30_000 });
+  await vs.contextMenu('run-a', 'Open Dashboard');
+  await checkDashboard(vs, 'dashboard-dark-tree');
+});
