@@ -2,7 +2,7 @@
 // (the pinned VS Code server + headless Debian Chromium). Exit code: the extension host's, then the UI tests'.
 //
 //   node --import tsx scripts/vscode/run-tests.ts [--no-build] [--only ext|ui] [--grep <mocha grep>] [--headed] [--bail]
-//   env: KG_VSCODE_TIMEOUT_S (extension-host suite, default 240), KG_UI_TIMEOUT_S (UI tests, default 420),
+//   env: KG_VSCODE_TIMEOUT_S (extension-host suite, default 480), KG_UI_TIMEOUT_S (UI tests, default 600),
 //        KG_KEEP_VSCODE_STATE=1 keeps the server's temp state folder for debugging.
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -31,7 +31,7 @@ const say = (line: string) => process.stdout.write(`[test:vscode] ${line}\n`);
 async function main(): Promise<number> {
   // Last resort if something hangs outside the per-phase timeouts (install, server start, browser launch);
   // exiting runs server.ts's exit handler, which kills the servers' process groups.
-  const hardS = Number(process.env['KG_VSCODE_TIMEOUT_S'] ?? 240) + Number(process.env['KG_UI_TIMEOUT_S'] ?? 420) + 300;
+  const hardS = Number(process.env['KG_VSCODE_TIMEOUT_S'] ?? 480) + Number(process.env['KG_UI_TIMEOUT_S'] ?? 600) + 300;
   setTimeout(() => {
     process.stderr.write(`[test:vscode] gave up after ${hardS} s\n`);
     process.exit(124);
@@ -54,7 +54,7 @@ async function main(): Promise<number> {
 async function runExtensionHostSuite(): Promise<number> {
   const started = Date.now();
   const suite = await buildSuite();
-  const timeoutS = Number(process.env['KG_VSCODE_TIMEOUT_S'] ?? 240);
+  const timeoutS = Number(process.env['KG_VSCODE_TIMEOUT_S'] ?? 480);
   const artifacts = join(repoRoot, 'test-artifacts', 'vscode');
   mkdirSync(artifacts, { recursive: true });
   let server: VsCodeServer | undefined;
@@ -119,7 +119,7 @@ async function runUiTests(): Promise<number> {
     .map((f) => join(dir, f));
   if (files.length === 0) return 0;
   const started = Date.now();
-  const timeoutS = Number(process.env['KG_UI_TIMEOUT_S'] ?? 420);
+  const timeoutS = Number(process.env['KG_UI_TIMEOUT_S'] ?? 600);
   const nodeArgs = ['--import', 'tsx', '--test', '--test-concurrency=1', '--test-timeout=180000'];
   if (flag('--headed')) process.env['KG_UI_HEADED'] = '1';
   // Its own process group, so a hung scenario dies with it; the VS Code servers it starts have groups of their
