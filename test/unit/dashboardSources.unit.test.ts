@@ -77,7 +77,19 @@ describe('dashboard sources: runs and logs from the listing', () => {
       runs.map((r) => r.logPath),
       ['/home/me/ckpts/run-b/logs/eval.jsonl', '/home/me/ckpts/run-a/train_log.jsonl'],
     );
-    assert.equal(runs[0]!.label, 'run-b');
+    // Each log belongs to the folder below the root, not to the root (which also "holds" it) nor to logs/.
+    assert.deepEqual(
+      runs.map((r) => [r.label, r.run?.path]),
+      [
+        ['run-b', 'run-b'],
+        ['run-a', 'run-a'],
+      ],
+    );
+    const own = runsWithLogs('h', { ...listing, roots: [{ ...rootListing, entry: dir('', [file('train_log.jsonl', T, { role: 'train-log' })]) }] });
+    assert.deepEqual(
+      own.map((r) => [r.label, r.run?.path]),
+      [['~/ckpts', '']],
+    );
   });
 
   it('finds a log path again after a reload, with its run and checkpoints', () => {

@@ -120,11 +120,15 @@ export function runsWithLogs(hostId: string, listing: RunsListing, maxDepth = 3)
       if (depth < maxDepth) for (const c of e.children ?? []) stack.push({ e: c, depth: depth + 1 });
     }
   }
-  // A log found twice (a root's own log through logs/ and its folder's): keep the nearer run.
-  const seen = new Set<string>();
-  return out
-    .sort((a, b) => (b.log?.mtime ?? 0) - (a.log?.mtime ?? 0) || a.logPath.localeCompare(b.logPath))
-    .filter((s) => (seen.has(s.logPath) ? false : (seen.add(s.logPath), true)));
+  // A log is found from every folder above it (root/run-a/train_log.jsonl from the root and from run-a): it belongs
+  // to the shallowest folder below the root (run-b for run-b/logs/eval.jsonl), to the root only when it sits there.
+  const rank = (s: RunSource) => (s.run?.path ? s.run.path.split('/').length : Number.MAX_SAFE_INTEGER);
+  const best = new Map<string, RunSource>();
+  for (const s of out) {
+    const cur = best.get(s.logPath);
+    if (!cur || rank(s) < rank(cur)) best.set(s.logPath, s);
+  }
+  return [...best.values()].sort((a, b) => (b.log?.mtime ?? 0) - (a.log?.mtime ?? 0) || a.logPath.localeCompare(b.logPath));
 }
 
 /**
