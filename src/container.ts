@@ -8,7 +8,7 @@ import { resolveHosts } from './core/hosts';
 import { HostRegistry } from './core/registry';
 import { parseSettings, type KnownGoodSettings } from './core/settings';
 import { parseSshConfig } from './core/sshConfig';
-import { defaultKnownHostsFile } from './core/transport/ssh';
+import { defaultKnownHostsFile, type SshOptions } from './core/transport/ssh';
 import { registerDashboard } from './dashboard/register';
 import type { DashboardManager, DashboardTestApi } from './dashboard/manager';
 import { vscodePrompts } from './hosts/prompts';
@@ -49,19 +49,19 @@ export class Container implements vscode.Disposable {
   readonly dashboard: DashboardManager;
   readonly treeView: vscode.TreeView<TreeNode>;
   private current: KnownGoodSettings;
+  /** Shared by reference with the SSH pool: settings changes apply to the next connection. */
+  private readonly sshOptions: SshOptions;
 
   constructor(readonly context: vscode.ExtensionContext) {
     this.log = this.track(vscode.window.createOutputChannel('Known Good', { log: true }));
     this.current = this.readSettings();
-    this.registry = new HostRegistry({
-      commandTimeoutMs: this.current.commandTimeoutMs,
-      ssh: {
-        knownHostsFiles: [this.current.knownHostsFile ?? defaultKnownHostsFile()],
-        connectTimeoutMs: this.current.connectTimeoutMs,
-        prompts: vscodePrompts(context.secrets),
-        log: (line) => this.log.info(line),
-      },
-    });
+    this.sshOptions = {
+      knownHostsFiles: [this.current.knownHostsFile ?? defaultKnownHostsFile()],
+      connectTimeoutMs: this.current.connectTimeoutMs,
+      prompts: vscodePrompts(context.secrets),
+      log: (line) => this.log.info(line),
+    };
+    this.registry = new HostRegistry({ commandTimeoutMs: this.current.commandTimeoutMs, ssh: this.sshOptions });
     this.track({ dispose: () => this.registry.dispose() });
     this.applyHosts();
 
@@ -113,6 +113,10 @@ export class Container implements vscode.Disposable {
   }
 
   private applyHosts(): void {
+    if (this.sshOptions) {
+      this.sshOptions.knownHostsFiles = [this.current.knownHostsFile ?? defaultKnownHostsFile()];
+      this.sshOptions.connectTimeoutMs = this.current.connectTimeoutMs;
+    }
     const cfg = getConfiguration('knownGood');
     const local = cfg.get<unknown>('localRoots');
     const localRoots = Array.isArray(local) && local.length && local.every((x) => typeof x === 'string') ? local : undefined;

@@ -26,7 +26,6 @@ Options:
   --timeout SECONDS       stop the command after this long (default 60)
   --json                  machine-readable output where a command has it
   --key KEY               args: the key(s) to show (repeatable; a.b reaches inside)
-  --key KEY               args: the key(s) to show (repeatable; a.b reaches inside)
   --save LABEL            env: keep this snapshot as a baseline (~/.known-good/baselines/<host>/)
   --diff BASELINE         env: compare with a baseline (file, id or label); exit 1 when drifted
   --deep                  env: also import torch (cuDNN and NCCL as loaded, devices; seconds)
@@ -43,8 +42,6 @@ export interface CliOptions {
   python: string;
   timeoutMs: number;
   json: boolean;
-  /** args/diff: `--key`, repeatable. */
-  keys?: string[];
   /** args/diff: `--key`, repeatable. */
   keys?: string[];
   /** env: label to save the snapshot under. */
@@ -90,7 +87,6 @@ export function parseArgs(argv: string[]): { positional: string[]; rest: string[
     else if (a === '--python') options.python = value();
     else if (a === '--timeout') options.timeoutMs = Number(value()) * 1000;
     else if (a === '--json') options.json = true;
-    else if (a === '--key') (options.keys ??= []).push(value());
     else if (a === '--key') (options.keys ??= []).push(value());
     else if (a === '--config') options.config = value();
     else if (a === '--compile') options.compile = true;

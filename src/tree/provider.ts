@@ -126,12 +126,25 @@ export class RemoteRunsProvider implements vscode.TreeDataProvider<TreeNode>, vs
     };
   }
 
-  private load(host: HostSpec): void {
+  /**
+   * Lists a host's roots. `quiet` when called from getChildren: firing a change for the node VS Code is fetching
+   * children of makes it fetch them twice at once ("Element with id … is already registered"); the loading row
+   * returned with the children already shows the state.
+   */
+  private load(host: HostSpec, quiet = false): void {
     const st = this.entry(host.id);
     const session = this.registry.session(host);
     st.state = session.connected && host.ssh ? 'listing' : host.ssh ? 'connecting' : 'listing';
     st.error = undefined;
-    this.fireHost(host.id);
+    if (host.roots.length === 0) {
+      // Nothing to list: no probe, and the model says "No checkpoint roots: add one".
+      st.listing = { roots: [], depth: 0, maxEntries: 0, now: Date.now() / 1000, user: null, elapsedMs: 0 };
+      st.receivedAt = Date.now();
+      st.state = 'connected';
+      if (!quiet) this.fireHost(host.id);
+      return;
+    }
+    if (!quiet) this.fireHost(host.id);
     st.loading = (async () => {
       try {
         const r = await session.probes.run(
@@ -254,7 +267,7 @@ export class RemoteRunsProvider implements vscode.TreeDataProvider<TreeNode>, vs
         const host = this.registry.find(node.host.id);
         if (!host) return [];
         const st = this.entry(host.id);
-        if (!st.listing && !st.loading && st.state !== 'error') this.load(host);
+        if (!st.listing && !st.loading && st.state !== 'error') this.load(host, true);
         const kids: TreeNode[] = hostChildren(this.hostInfo(host), st.listing);
         for (const s of this.sections) kids.push(...s.hostNodes(host));
         return this.remember(node, kids);

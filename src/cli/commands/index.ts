@@ -3,8 +3,7 @@ import { lsCommand } from './ls';
 import { envCommand } from './env';
 import { argsCommand, diffCommand } from './args';
 import { benchCommand } from './bench';
-import { argsCommand, diffCommand } from './args';
 import type { CliCommand } from './types';
 
 /** Every `known-good` subcommand; a feature adds its own file and one entry here. */
-export const cliCommands: CliCommand[] = [execCommand, probeCommand, lsCommand, envCommand, argsCommand, diffCommand, benchCommand, argsCommand, diffCommand];
+export const cliCommands: CliCommand[] = [execCommand, probeCommand, lsCommand, envCommand, argsCommand, diffCommand, benchCommand];
