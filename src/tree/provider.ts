@@ -183,6 +183,11 @@ export class RemoteRunsProvider implements vscode.TreeDataProvider<TreeNode>, vs
   }
 
   getTreeItem(node: TreeNode): vscode.TreeItem {
+    if (node.kind === 'host') {
+      // The host's state (connecting, connected, failed) changes after the node was handed out: describe it now.
+      const spec = this.registry.find(node.host.id);
+      if (spec) node = this.nodeOfHost(spec);
+    }
     if (node.kind === 'section') {
       const section = this.sections.find((s) => s.id === node.section);
       const item = section ? section.treeItem(node) : new vscode.TreeItem('(feature not loaded)');
@@ -208,6 +213,8 @@ export class RemoteRunsProvider implements vscode.TreeDataProvider<TreeNode>, vs
     t.id = node.id;
     if (node.description) t.description = node.description;
     if (node.tooltip) t.tooltip = node.tooltip;
+    // Screen readers (and UI tests) read "label, description", not the multi-line tooltip.
+    t.accessibilityInformation = { label: node.description ? `${node.label}, ${node.description}` : node.label };
     t.contextValue = node.contextValue;
     if (node.kind === 'message') {
       const color =
