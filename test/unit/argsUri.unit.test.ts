@@ -167,7 +167,7 @@ void test('reader: cached by size and mtime; a rewritten file is read again; con
   assert.match(doc, /^\/\/ host: {5}gpu-box$/m);
   assert.match(doc, /^ {2}"lr": 0\.3$/m);
   const changed = await reader.changed(a, b);
-  assert.match(changed, /^\/\/ args: step_600 ↔ step_690 \(gpu-box\)$/m);
+  assert.match(changed, /^\/\/ Known Good: changed args, step_600 ↔ step_690\n\/\/ A: \/c\/a\.pt \(gpu-box\)\n\/\/ B: \/c\/b\.pt \(gpu-box\)\n/);
   assert.match(changed, /^ {2}lr: 0\.3 → 0\.2$/m);
   assert.doesNotMatch(changed, /bs:/);
   assert.equal(reads(), 3); // b only: a came from the cache

@@ -3,7 +3,7 @@ import type { ProbeCall, ProbeOutcome } from '../probes/probe';
 import { ckptArgsProbe, type CkptArgs } from './argsProbe';
 import { ArgsCache, argsCacheKey, type ArgsCacheKey } from './cache';
 import { ckptArgsTorchProbe, ckptStatProbe, type CkptStat } from './moreProbes';
-import { argsDiffTitle, changedArgs, renderArgsDocument } from './render';
+import { changedArgs, renderArgsDocument } from './render';
 import type { CheckpointRef } from './target';
 
 /** What the reader needs of a host: a name for people and its probe runner (resident helper + one-shot). */
@@ -124,8 +124,8 @@ export class ArgsReader {
     const [ra, rb] = await Promise.all([this.read(a), this.read(b)]);
     const labels =
       ra.host === rb.host ? { a: a.label, b: b.label } : { a: `${a.label} (${ra.host})`, b: `${b.label} (${rb.host})` };
-    const title = argsDiffTitle({ host: ra.host, path: a.path, label: a.label }, { host: rb.host, path: b.path, label: b.label });
-    return `// ${title}\n// A: ${a.path} (${ra.host})\n// B: ${b.path} (${rb.host})\n${changedArgs(ra.result.args, rb.result.args, labels)}`;
+    const [head, ...rest] = changedArgs(ra.result.args, rb.result.args, labels).split('\n');
+    return [head, `// A: ${a.path} (${ra.host})`, `// B: ${b.path} (${rb.host})`, ...rest].join('\n');
   }
 
   /** Forget one checkpoint's results (a document reopened by hand after a failure reads again anyway). */
