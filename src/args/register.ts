@@ -7,7 +7,15 @@ import { argsDiffTitle } from '../core/args/render';
 import { checkpointOf, previousCheckpoint, type CheckpointRef } from '../core/args/target';
 import { ARGS_SCHEME, fromArgsUri, sameRef } from '../core/args/uri';
 import type { EntryNode } from '../core/runs/model';
-import { executeCommand, getConfiguration, registerTextDocumentContentProvider, showInfo, showTextDocument, showWarning } from '../window';
+import {
+  executeCommand,
+  getConfiguration,
+  registerTextDocumentContentProvider,
+  showError,
+  showInfo,
+  showTextDocument,
+  showWarning,
+} from '../window';
 import { ArgsDocuments, argsUri, refOf } from './documents';
 
 const HAS_SELECTION = 'knownGood.args.hasSelection';
@@ -67,7 +75,12 @@ export function registerArgs(c: Container): void {
       return pick === yes;
     },
   });
-  const docs = c.track(new ArgsDocuments(reader, hostLabel, (m) => c.log.error(`args: ${m}`)));
+  const docs = c.track(
+    new ArgsDocuments(reader, hostLabel, (m) => {
+      c.log.error(`args: ${m}`);
+      void showError(m);
+    }),
+  );
   c.track(registerTextDocumentContentProvider(ARGS_SCHEME, docs));
 
   let selected: CheckpointRef | undefined;
