@@ -74,7 +74,9 @@ export class BaselinesSection implements TreeSection {
         const t = new vscode.TreeItem('Baselines', vscode.TreeItemCollapsibleState.Collapsed);
         t.iconPath = new vscode.ThemeIcon('history');
         t.contextValue = 'baselines';
-        t.tooltip = 'Environment baselines of this host: capture one when training works, compare with it when it does not.';
+        // A string tooltip would become the row's accessible name; keep the name the label.
+        t.tooltip = new vscode.MarkdownString('Environment baselines of this host: capture one when training works, compare with it when it does not.');
+        t.accessibilityInformation = { label: 'Baselines' };
         return t;
       }
       case 'baseline': {
@@ -102,6 +104,7 @@ export class BaselinesSection implements TreeSection {
         const t = new vscode.TreeItem(basename(it.file), None);
         t.description = it.message;
         t.tooltip = `${it.file}\n${it.message}`;
+        t.accessibilityInformation = { label: `${basename(it.file)}, ${it.message}` };
         t.iconPath = new vscode.ThemeIcon('error', new vscode.ThemeColor('errorForeground'));
         t.contextValue = 'baselineProblem';
         return t;
