@@ -199,6 +199,8 @@ class _Walk(object):
         raw_entries = []
         with os.scandir(path) as it:
             for e in it:
+                if e.name in OWN_FOLDERS:
+                    continue
                 text, _ = _text(e.name)
                 raw_entries.append((e, text, parse_step(text)))
         kept, omitted = self._select(raw_entries)
@@ -356,6 +358,10 @@ def _user():
         return pwd.getpwuid(os.geteuid()).pw_name
     except Exception:  # no pwd module or no passwd entry (containers with arbitrary uids)
         return str(os.geteuid()) if hasattr(os, "geteuid") else None
+
+
+# Known Good's own folder next to a run (baseline copies, cache archives): not part of the run, never listed.
+OWN_FOLDERS = (b".known-good", ".known-good")
 
 
 def signature(path_raw):

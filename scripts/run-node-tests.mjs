@@ -27,7 +27,7 @@ if (files.length === 0) {
 }
 const r = spawnSync(
   process.execPath,
-  ['--import', 'tsx', '--test', '--test-concurrency=1', '--test-timeout=180000', ...extra, ...files],
+  ['--import', 'tsx', '--test', '--test-concurrency=1', '--test-timeout=900000', ...extra, ...files],
   { stdio: 'inherit' },
 );
 process.exit(r.status ?? 1);

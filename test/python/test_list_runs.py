@@ -342,6 +342,17 @@ class RootStates(Base):
         self.assertEqual(res["status"], "empty")
         self.assertIn("empty", res["message"])
 
+    def test_known_good_own_folder_is_not_listed(self):
+        write(self.p(".known-good", "env-2026-11-29T11-37-05Z.json"))
+        write(self.p("run-a", "step_1", "checkpoint.pt"))
+        res = self.one()
+        self.assertEqual(res["status"], "ok")
+        names = [c["name"] for c in res["entry"]["children"]]
+        self.assertEqual(names, ["run-a"])
+        only_ours = tempfile.mkdtemp(dir=self.tmp)
+        write(os.path.join(only_ours, ".known-good", "cache-1.tar.gz"))
+        self.assertEqual(list_runs.main([only_ours])["roots"][0]["status"], "empty")
+
     def test_no_checkpoints_counts_other_files(self):
         write(self.p("README.md"))
         write(self.p("logs", "train_stdout.log"))
