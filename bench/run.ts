@@ -7,6 +7,8 @@ import { BenchContext, type BenchResult } from './context';
 import { benchHelperRequests } from './cases/helperRequests';
 import { benchArgs } from './cases/args';
 import { benchListing } from './cases/listing';
+import { benchEnvSnapshot } from './cases/envSnapshot';
+import { benchLiveThroughput } from './cases/liveThroughput';
 import { benchMetrics } from './cases/metrics';
 import { benchMetricsSsh } from './cases/metricsSsh';
 
@@ -18,6 +20,8 @@ const cases: Case[] = [
   { name: 'metrics', run: benchMetrics },
   { name: 'metrics-ssh', run: benchMetricsSsh },
   { name: 'args', run: benchArgs },
+  { name: 'env', run: () => benchEnvSnapshot() },
+  { name: 'live', run: benchLiveThroughput },
 ];
 
 function fmt(ms: number): string {

@@ -1,0 +1,51 @@
+import { execFile } from 'node:child_process';
+import { appendFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { shellJoin } from '../../src/core/quote';
+import { IncrementalLogReader } from '../../src/core/metrics/logTail';
+import { median, timeIt, type BenchContext, type BenchResult } from '../context';
+
+const run = promisify(execFile);
+const LINES = 200_000;
+const POLLS = 10;
+
+/**
+ * Issue 7's live throughput: following a growing train log. Known Good polls through the resident helper from the
+ * byte offset it reached (only appended bytes cross the wire); the usual way runs `ssh HOST tail -n 1 LOG` each time.
+ */
+export async function benchLiveThroughput(ctx: BenchContext): Promise<BenchResult> {
+  const dir = mkdtempSync(join(tmpdir(), 'kg-bench-live-'));
+  const log = join(dir, 'train_log.jsonl');
+  let step = 0;
+  const line = () => `{"step": ${++step}, "loss": ${(2 + Math.random()).toFixed(4)}, "tok_per_s": ${12800 + (step % 100)}}\n`;
+  try {
+    writeFileSync(log, Array.from({ length: LINES }, line).join(''));
+    const reader = new IncrementalLogReader(await ctx.probes(), log, { fromEnd: true, latestOnly: true });
+    await reader.poll(); // warm: helper up, offset at the end
+    const ours: number[] = [];
+    for (let i = 0; i < POLLS; i++) {
+      appendFileSync(log, line() + line());
+      ours.push(
+        await timeIt(async () => {
+          const p = await reader.poll();
+          if (p.latest?.step !== step) throw new Error(`live reader saw step ${p.latest?.step}, expected ${step}`);
+        }),
+      );
+    }
+    const argv = await ctx.sshArgv(shellJoin(['tail', '-n', '1', log]));
+    const usual: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      appendFileSync(log, line());
+      usual.push(await timeIt(() => run(argv[0]!, argv.slice(1))));
+    }
+    return {
+      case: `live throughput of a ${LINES.toLocaleString('en-US')}-line log: one poll from the last offset vs ssh HOST tail -n 1`,
+      ours_ms: median(ours),
+      usual_ms: median(usual),
+    };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
