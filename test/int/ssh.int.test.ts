@@ -83,7 +83,10 @@ describe('SSH transport against a real OpenSSH sshd', () => {
   test('a timeout ends the remote process', async () => {
     const t = pool.transport(endpointOf(sshd), 'test-sshd');
     const marker = `sleep 41.${process.pid}1`;
+    const t0 = Date.now();
     await assert.rejects(t.exec(['sleep', marker.split(' ')[1]!], { timeoutMs: 1500 }), (e: unknown) => isKnownGoodError(e, 'timeout'));
+    // Well before the sleep would end by itself: the remote process was stopped, not waited for.
+    assert.ok(Date.now() - t0 < 20000, `the timed-out command returned only after ${Date.now() - t0} ms`);
     assert.ok(await waitUntil(() => !remoteProcessAlive(marker), 5000), 'remote sleep still running after timeout');
   });
 
@@ -93,8 +96,10 @@ describe('SSH transport against a real OpenSSH sshd', () => {
     const ac = new AbortController();
     const p = t.exec(['sleep', marker.split(' ')[1]!], { signal: ac.signal });
     assert.ok(await waitUntil(() => remoteProcessAlive(marker), 8000), 'remote sleep never started');
+    const t0 = Date.now();
     ac.abort();
     await assert.rejects(p, (e: unknown) => isKnownGoodError(e, 'cancelled'));
+    assert.ok(Date.now() - t0 < 15000, `the cancelled command returned only after ${Date.now() - t0} ms`);
     assert.ok(await waitUntil(() => !remoteProcessAlive(marker), 5000), 'remote sleep still running after cancel');
   });
 

@@ -1,7 +1,8 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
-import type { Duplex } from 'node:stream';
+import { PassThrough, type Duplex, type Readable } from 'node:stream';
+import { randomBytes } from 'node:crypto';
 import { Client, utils, type AuthenticationType, type ClientChannel, type ConnectConfig } from 'ssh2';
 import { KnownGoodError, messageOf } from '../errors';
 import type { SshEndpoint } from '../hosts';
@@ -341,8 +342,11 @@ export class SshConnection {
   async open(argv: readonly string[], pty?: SpawnOptions['pty']): Promise<ProcessHandle> {
     const client = await this.ready();
     const release = await this.limit.acquire();
-    // `exec` lets the remote shell replace itself, so a signal reaches the process itself.
-    const command = `exec ${shellJoin(argv)}`;
+    // `exec` lets the remote shell replace itself. sshd makes that shell a session (and process-group) leader, so
+    // the PID it prints first is the group to signal: OpenSSH ignores "signal" requests on sessions without a pty,
+    // and closing the channel does not end the process either.
+    const marker = pty ? undefined : `@@KG-PID-${randomBytes(6).toString('hex')}`;
+    const command = marker ? `echo "${marker} $$" >&2; exec ${shellJoin(argv)}` : `exec ${shellJoin(argv)}`;
     let channel: ClientChannel;
     try {
       channel = await new Promise<ClientChannel>((resolve, reject) =>
@@ -375,10 +379,51 @@ export class SshConnection {
       });
     });
     exited.catch(() => undefined);
+    let pid: number | undefined;
+    let pending: string | undefined;
+    const signalGroup = (signal: string) => {
+      if (pid === undefined) {
+        pending = signal;
+        return;
+      }
+      // A channel of its own, outside the queue: stopping must not wait behind the work it stops.
+      client.exec(`kill -${signal} -- -${pid} 2>/dev/null || kill -${signal} ${pid} 2>/dev/null`, (err, ch) => {
+        if (err) return;
+        ch.on('data', () => undefined);
+        ch.stderr.on('data', () => undefined);
+        ch.on('close', () => undefined);
+      });
+    };
+    let stderr: Readable = channel.stderr;
+    if (marker) {
+      const out = new PassThrough();
+      let head = '';
+      let found = false;
+      channel.stderr.on('data', (chunk: Buffer) => {
+        if (found) return void out.write(chunk);
+        head += chunk.toString('latin1');
+        const m = new RegExp(`(^|\\n)${marker} (\\d+)\\n`).exec(head);
+        if (m) {
+          found = true;
+          pid = Number(m[2]);
+          const rest = head.slice(0, m.index + m[1]!.length) + head.slice(m.index + m[0].length);
+          if (rest) out.write(Buffer.from(rest, 'latin1'));
+          if (pending) signalGroup(pending);
+        } else if (head.length > 65536) {
+          found = true;
+          out.write(Buffer.from(head, 'latin1'));
+        }
+      });
+      channel.stderr.on('end', () => {
+        if (!found && head) out.write(Buffer.from(head, 'latin1'));
+        out.end();
+      });
+      stderr = out;
+    }
     return {
       stdin: channel,
       stdout: channel,
-      stderr: channel.stderr,
+      stderr,
       exited,
       resize: ({ cols, rows }) => channel.setWindow(rows, cols, 0, 0),
       kill: (signal = 'TERM') => {
@@ -387,6 +432,7 @@ export class SshConnection {
         } catch {
           /* channel gone */
         }
+        if (marker) signalGroup(signal);
         if (signal === 'KILL') channel.close();
         else setTimeout(() => channel.close(), 1500).unref();
       },
