@@ -61,7 +61,13 @@ async function main(): Promise<number> {
     writeFileSync(
       jsonFile,
       JSON.stringify(
-        results.map((r) => ({ case: r.case, ours_ms: r.ours_ms, usual_ms: r.usual_ms, ratio: r.ratio, ...(r.note ? { note: r.note } : {}) })),
+        results.map((r) => ({
+          case: r.case,
+          ours_ms: r.ours_ms,
+          usual_ms: r.usual_ms,
+          ratio: r.ratio,
+          ...(r.note ? { note: r.note } : {}),
+        })),
         null,
         2,
       ) + '\n',

@@ -75,9 +75,15 @@ export class Container implements vscode.Disposable {
       }),
     );
     this.treeView = this.track(
-      vscode.window.createTreeView(VIEW_REMOTE_RUNS, { treeDataProvider: this.tree, showCollapseAll: true, canSelectMany: true }),
+      vscode.window.createTreeView(VIEW_REMOTE_RUNS, {
+        treeDataProvider: this.tree,
+        showCollapseAll: true,
+        canSelectMany: true,
+      }),
     );
-    this.track(new AutoRefresh(this.treeView, this.tree, this.registry, () => cfg().get<number>('autoRefreshSeconds') ?? 0));
+    this.track(
+      new AutoRefresh(this.treeView, this.tree, this.registry, () => cfg().get<number>('autoRefreshSeconds') ?? 0),
+    );
 
     this.track(
       vscode.workspace.onDidChangeConfiguration((e) => {
@@ -108,7 +114,10 @@ export class Container implements vscode.Disposable {
     for (const p of s.problems) {
       this.log?.warn(p);
     }
-    if (s.problems.length) void showError(`Known Good settings: ${s.problems[0]}${s.problems.length > 1 ? ` (+${s.problems.length - 1} more)` : ''}`);
+    if (s.problems.length)
+      void showError(
+        `Known Good settings: ${s.problems[0]}${s.problems.length > 1 ? ` (+${s.problems.length - 1} more)` : ''}`,
+      );
     return s;
   }
 
@@ -119,7 +128,8 @@ export class Container implements vscode.Disposable {
     }
     const cfg = getConfiguration('knownGood');
     const local = cfg.get<unknown>('localRoots');
-    const localRoots = Array.isArray(local) && local.length && local.every((x) => typeof x === 'string') ? local : undefined;
+    const localRoots =
+      Array.isArray(local) && local.length && local.every((x) => typeof x === 'string') ? local : undefined;
     const localPython = cfg.get<unknown>('localPython');
     const ssh = parseSshConfig(this.current.includeSshConfigHosts ? readSshConfig() : undefined);
     const hosts = resolveHosts(this.current, ssh, localRoots);

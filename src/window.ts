@@ -7,20 +7,31 @@ import * as vscode from 'vscode';
 export const showError = (message: string, ...items: string[]) => vscode.window.showErrorMessage(message, ...items);
 export const showWarning = (message: string, options: vscode.MessageOptions, ...items: string[]) =>
   vscode.window.showWarningMessage(message, options, ...items);
-export const showInfo = (message: string, ...items: string[]) => vscode.window.showInformationMessage(message, ...items);
+export const showInfo = (message: string, ...items: string[]) =>
+  vscode.window.showInformationMessage(message, ...items);
 export const showInputBox = (options: vscode.InputBoxOptions) => vscode.window.showInputBox(options);
-export const showQuickPick = <T extends vscode.QuickPickItem>(items: readonly T[] | Thenable<readonly T[]>, options: vscode.QuickPickOptions) =>
-  vscode.window.showQuickPick(items, options);
+export const showQuickPick = <T extends vscode.QuickPickItem>(
+  items: readonly T[] | Thenable<readonly T[]>,
+  options: vscode.QuickPickOptions,
+) => vscode.window.showQuickPick(items, options);
 export const withProgress = <R>(
   options: vscode.ProgressOptions,
-  task: (progress: vscode.Progress<{ message?: string; increment?: number }>, token: vscode.CancellationToken) => Thenable<R>,
+  task: (
+    progress: vscode.Progress<{ message?: string; increment?: number }>,
+    token: vscode.CancellationToken,
+  ) => Thenable<R>,
 ) => vscode.window.withProgress(options, task);
 export const getConfiguration = (section: string) => vscode.workspace.getConfiguration(section);
-export const createWebviewPanel = (viewType: string, title: string, column: vscode.ViewColumn, options: vscode.WebviewPanelOptions & vscode.WebviewOptions) =>
-  vscode.window.createWebviewPanel(viewType, title, column, options);
+export const createWebviewPanel = (
+  viewType: string,
+  title: string,
+  column: vscode.ViewColumn,
+  options: vscode.WebviewPanelOptions & vscode.WebviewOptions,
+) => vscode.window.createWebviewPanel(viewType, title, column, options);
 export const registerWebviewPanelSerializer = (viewType: string, serializer: vscode.WebviewPanelSerializer) =>
   vscode.window.registerWebviewPanelSerializer(viewType, serializer);
-export const executeCommand = <T = unknown>(command: string, ...rest: unknown[]) => vscode.commands.executeCommand<T>(command, ...rest);
+export const executeCommand = <T = unknown>(command: string, ...rest: unknown[]) =>
+  vscode.commands.executeCommand<T>(command, ...rest);
 export const createTerminal = (options: vscode.ExtensionTerminalOptions) => vscode.window.createTerminal(options);
 export const createStatusBarItem = (id: string, alignment: vscode.StatusBarAlignment, priority?: number) =>
   vscode.window.createStatusBarItem(id, alignment, priority);

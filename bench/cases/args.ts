@@ -24,7 +24,8 @@ args = argparse.Namespace(lr=3e-4, batch_size=64, warmup=2000, betas=(0.9, 0.95)
 torch.save({"args": args, "step": 690, "model": {"w": torch.zeros(int(sys.argv[2]) * 1024 * 1024 // 4)}}, sys.argv[1])
 `;
   const r = spawnSync(TORCH_PY, ['-c', script, file, String(mb)], { encoding: 'utf8', timeout: 300_000 });
-  if (r.status !== 0) throw new Error(`writing a ${mb} MB checkpoint with ${TORCH_PY} failed: ${r.stderr || r.error?.message}`);
+  if (r.status !== 0)
+    throw new Error(`writing a ${mb} MB checkpoint with ${TORCH_PY} failed: ${r.stderr || r.error?.message}`);
 }
 
 /**
@@ -44,7 +45,8 @@ export async function benchArgs(ctx: BenchContext): Promise<BenchResult[]> {
       const bytes = statSync(file).size;
 
       const first = await runner.run(ckptArgsProbe(file)); // connect and start the helper: "once connected"
-      if ((first.value.args as Record<string, unknown>)['lr'] !== 3e-4) throw new Error('the probe read the wrong args');
+      if ((first.value.args as Record<string, unknown>)['lr'] !== 3e-4)
+        throw new Error('the probe read the wrong args');
       const ours: number[] = [];
       for (let i = 0; i < OURS_RUNS; i++) ours.push(await timeIt(() => runner.run(ckptArgsProbe(file))));
 

@@ -22,7 +22,9 @@ export async function benchHelperRequests(ctx: BenchContext): Promise<BenchResul
       }),
     );
   }
-  const argv = await ctx.sshArgv(`python3 -c 'import socket,os,json; print(json.dumps([socket.gethostname(), os.getcwd()]))'`);
+  const argv = await ctx.sshArgv(
+    `python3 -c 'import socket,os,json; print(json.dumps([socket.gethostname(), os.getcwd()]))'`,
+  );
   const usual = await timeIt(async () => {
     for (let i = 0; i < N; i++) await run(argv[0]!, argv.slice(1));
   });

@@ -38,22 +38,34 @@ export async function benchListing(ctx: BenchContext): Promise<BenchResult[]> {
 
     const findArgv = await ctx.sshArgv(shellJoin(['find', root, '-maxdepth', '3', '-printf', '%y %s %T@ %P\\n']));
     const finds: number[] = [];
-    for (let i = 0; i < 3; i++) finds.push(await timeIt(() => run(findArgv[0]!, findArgv.slice(1), { maxBuffer: 64 << 20 })));
+    for (let i = 0; i < 3; i++)
+      finds.push(await timeIt(() => run(findArgv[0]!, findArgv.slice(1), { maxBuffer: 64 << 20 })));
 
     const client = await ctx.sshClient();
-    const sftp = await new Promise<SFTPWrapper>((resolve, reject) => client.sftp((e, s) => (e ? reject(e) : resolve(s))));
+    const sftp = await new Promise<SFTPWrapper>((resolve, reject) =>
+      client.sftp((e, s) => (e ? reject(e) : resolve(s))),
+    );
     const sftpMs = await timeIt(async () => {
       const runs = await readdir(sftp, root);
       for (const r of runs) {
         const steps = await readdir(sftp, `${root}/${r.filename}`);
-        for (const s of steps) if (s.longname.startsWith('d')) await readdir(sftp, `${root}/${r.filename}/${s.filename}`);
+        for (const s of steps)
+          if (s.longname.startsWith('d')) await readdir(sftp, `${root}/${r.filename}/${s.filename}`);
       }
     });
     sftp.end();
     const oursMs = median(ours);
     return [
-      { case: `list a root of ${FOLDERS} checkpoint folders: resident helper vs fresh ssh find -printf`, ours_ms: oursMs, usual_ms: median(finds) },
-      { case: `list a root of ${FOLDERS} checkpoint folders: resident helper vs per-folder SFTP readdir (warm)`, ours_ms: oursMs, usual_ms: sftpMs },
+      {
+        case: `list a root of ${FOLDERS} checkpoint folders: resident helper vs fresh ssh find -printf`,
+        ours_ms: oursMs,
+        usual_ms: median(finds),
+      },
+      {
+        case: `list a root of ${FOLDERS} checkpoint folders: resident helper vs per-folder SFTP readdir (warm)`,
+        ours_ms: oursMs,
+        usual_ms: sftpMs,
+      },
     ];
   } finally {
     rmSync(root, { recursive: true, force: true });

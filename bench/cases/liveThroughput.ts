@@ -19,7 +19,8 @@ export async function benchLiveThroughput(ctx: BenchContext): Promise<BenchResul
   const dir = mkdtempSync(join(tmpdir(), 'kg-bench-live-'));
   const log = join(dir, 'train_log.jsonl');
   let step = 0;
-  const line = () => `{"step": ${++step}, "loss": ${(2 + Math.random()).toFixed(4)}, "tok_per_s": ${12800 + (step % 100)}}\n`;
+  const line = () =>
+    `{"step": ${++step}, "loss": ${(2 + Math.random()).toFixed(4)}, "tok_per_s": ${12800 + (step % 100)}}\n`;
   try {
     writeFileSync(log, Array.from({ length: LINES }, line).join(''));
     const reader = new IncrementalLogReader(await ctx.probes(), log, { fromEnd: true, latestOnly: true });

@@ -40,7 +40,9 @@ async function catOverSsh(argv: string[]): Promise<{ bytes: number; points: numb
     for (const l of lines) take(l);
   }
   take(rest_);
-  const code = await new Promise<number | null>((resolve) => (child.exitCode !== null ? resolve(child.exitCode) : child.on('close', resolve)));
+  const code = await new Promise<number | null>((resolve) =>
+    child.exitCode !== null ? resolve(child.exitCode) : child.on('close', resolve),
+  );
   if (code !== 0) throw new Error(`${argv.join(' ')} exited with ${code}`);
   return { bytes, points };
 }
@@ -54,7 +56,15 @@ export async function benchMetricsSsh(ctx: BenchContext): Promise<BenchResult[]>
     // A runner of its own on the pooled connection, so its helper starts inside the measurement (as for a host
     // whose first use is Open Dashboard). Not disposed through the counting wrapper: that would close the pool's.
     const runner = new ProbeRunner(wire, { python: 'python3', timeoutMs: 300_000 });
-    let first: { ms: number; bytes: number; probeMs: number; jobs: number; series: number; buckets: number; payload: number };
+    let first: {
+      ms: number;
+      bytes: number;
+      probeMs: number;
+      jobs: number;
+      series: number;
+      buckets: number;
+      payload: number;
+    };
     let zoom: { ms: number; bytes: number };
     try {
       const t0 = performance.now();
@@ -72,7 +82,9 @@ export async function benchMetricsSsh(ctx: BenchContext): Promise<BenchResult[]>
       };
       wire.reset();
       const t1 = performance.now();
-      await runner.run(metricsReduceProbe({ path, x: 'step', window: { from: 400_000, to: 410_000 }, series: ['loss'] }));
+      await runner.run(
+        metricsReduceProbe({ path, x: 'step', window: { from: 400_000, to: 410_000 }, series: ['loss'] }),
+      );
       zoom = { ms: performance.now() - t1, bytes: wire.bytesIn + wire.bytesOut };
     } finally {
       runner.dispose();

@@ -46,7 +46,12 @@ const baseArgs = {
 
 const runs: RunSpec[] = [
   // The story: step_600 is the last known good; at step 690 someone halved lr and doubled the batch.
-  { name: 'run-a', steps: [600, 690, 780], args: { 600: baseArgs, 690: { lr: 1.5e-4, batch_size: 64 } }, logSteps: 3000 },
+  {
+    name: 'run-a',
+    steps: [600, 690, 780],
+    args: { 600: baseArgs, 690: { lr: 1.5e-4, batch_size: 64 } },
+    logSteps: 3000,
+  },
   { name: 'run-b', steps: [100, 200], args: { 100: { ...baseArgs, seed: 7 } }, logSteps: 400 },
 ];
 
@@ -65,7 +70,16 @@ function generate(): void {
       mkdirSync(dir, { recursive: true });
       const r = spawnSync(
         'python3',
-        [join(repoRoot, 'scripts', 'demo', 'write_checkpoint.py'), join(dir, 'checkpoint.pt'), '--step', String(step), '--args-json', JSON.stringify(args), '--size-mb', String(0.25 * (1 + i))],
+        [
+          join(repoRoot, 'scripts', 'demo', 'write_checkpoint.py'),
+          join(dir, 'checkpoint.pt'),
+          '--step',
+          String(step),
+          '--args-json',
+          JSON.stringify(args),
+          '--size-mb',
+          String(0.25 * (1 + i)),
+        ],
         { encoding: 'utf8' },
       );
       if (r.status !== 0) throw new Error(`write_checkpoint.py failed: ${r.stderr || r.error?.message}`);
@@ -100,11 +114,24 @@ function writeTrainLog(runDir: string, run: RunSpec): void {
   for (let step = 1; step <= run.logSteps; step++) {
     const changed = run.name === 'run-a' && step > 690;
     const peak = changed ? 1.5e-4 : 3e-4;
-    const lr = step < 100 ? (peak * step) / 100 : peak * (0.1 + 0.9 * 0.5 * (1 + Math.cos((Math.PI * step) / run.logSteps)));
-    const loss = 2.1 + 8.8 * Math.exp(-step / 250) + (changed ? 0.25 * (1 - Math.exp(-(step - 690) / 80)) : 0) + (rand() - 0.5) * 0.12;
+    const lr =
+      step < 100 ? (peak * step) / 100 : peak * (0.1 + 0.9 * 0.5 * (1 + Math.cos((Math.PI * step) / run.logSteps)));
+    const loss =
+      2.1 +
+      8.8 * Math.exp(-step / 250) +
+      (changed ? 0.25 * (1 - Math.exp(-(step - 690) / 80)) : 0) +
+      (rand() - 0.5) * 0.12;
     const tokPerS = (changed ? 35_500 : 41_800) + (rand() - 0.5) * 1500;
     time += (32 * 1024) / tokPerS;
-    lines.push(JSON.stringify({ step, time: Number(time.toFixed(3)), loss: Number(loss.toFixed(4)), lr: Number(lr.toExponential(4)), tok_per_s: Math.round(tokPerS) }));
+    lines.push(
+      JSON.stringify({
+        step,
+        time: Number(time.toFixed(3)),
+        loss: Number(loss.toFixed(4)),
+        lr: Number(lr.toExponential(4)),
+        tok_per_s: Math.round(tokPerS),
+      }),
+    );
     if (step % 10 === 0) {
       stdout.push(`step ${step} | loss ${loss.toFixed(4)} | lr ${lr.toExponential(2)} | ${Math.round(tokPerS)} tok/s`);
     }
@@ -132,7 +159,9 @@ async function runCheck(server: VsCodeServer): Promise<void> {
     const host = sideBar.getByRole('treeitem', { name: /^This machine/ });
     await host.waitFor({ timeout: 30_000 });
     if ((await host.getAttribute('aria-expanded')) !== 'true') await host.click();
-    await sideBar.getByRole('treeitem', { name: new RegExp(`^${root.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`) }).waitFor({ timeout: 30_000 });
+    await sideBar
+      .getByRole('treeitem', { name: new RegExp(`^${root.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`) })
+      .waitFor({ timeout: 30_000 });
     const shot = join(shots, 'demo.png');
     await page.screenshot({ path: shot });
     say(`check passed: "This machine" lists ${root}; screenshot ${shot}`);
@@ -158,9 +187,13 @@ function checkWithTorch(): void {
     'assert a["step"] == 600 and tuple(a["model"]["encoder.weight"].shape) == (8, 4)',
     'print("torch.load ok:", a["args"]["lr"], "->", b["args"]["lr"])',
   ].join('\n');
-  const r = spawnSync('/usr/bin/python3', ['-c', code, join(root, 'run-a', 'step_600', 'checkpoint.pt'), join(root, 'run-a', 'step_690', 'checkpoint.pt')], {
-    encoding: 'utf8',
-  });
+  const r = spawnSync(
+    '/usr/bin/python3',
+    ['-c', code, join(root, 'run-a', 'step_600', 'checkpoint.pt'), join(root, 'run-a', 'step_690', 'checkpoint.pt')],
+    {
+      encoding: 'utf8',
+    },
+  );
   if (r.status !== 0) throw new Error(`torch.load could not read the demo checkpoints:\n${r.stderr}`);
   say(r.stdout.trim());
 }
@@ -172,7 +205,9 @@ async function main(): Promise<number> {
 
   if (!check && !args.includes('--server') && onPath('code')) {
     say(`opening desktop VS Code: code --extensionDevelopmentPath=${repoRoot} ${workspace}`);
-    const r = spawnSync('code', [`--extensionDevelopmentPath=${repoRoot}`, '--new-window', workspace], { stdio: 'inherit' });
+    const r = spawnSync('code', [`--extensionDevelopmentPath=${repoRoot}`, '--new-window', workspace], {
+      stdio: 'inherit',
+    });
     return r.status ?? 1;
   }
 

@@ -15,8 +15,11 @@ export interface Browser {
   close(): Promise<void>;
 }
 
-export async function launchBrowser(opts: { headless?: boolean; viewport?: { width: number; height: number } } = {}): Promise<Browser> {
-  if (!existsSync(chromiumPath)) throw new Error(`${chromiumPath} is missing: apt-get install chromium (or set KG_CHROMIUM)`);
+export async function launchBrowser(
+  opts: { headless?: boolean; viewport?: { width: number; height: number } } = {},
+): Promise<Browser> {
+  if (!existsSync(chromiumPath))
+    throw new Error(`${chromiumPath} is missing: apt-get install chromium (or set KG_CHROMIUM)`);
   const profile = await mkdtemp(join(tmpdir(), 'kg-chromium-'));
   const context = await chromium.launchPersistentContext(profile, {
     executablePath: chromiumPath,

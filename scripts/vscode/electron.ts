@@ -19,7 +19,10 @@ const grepAt = args.indexOf('--grep');
 
 async function main(): Promise<number> {
   if (!args.includes('--no-build')) {
-    const b = spawnSync(process.execPath, [join(repoRoot, 'scripts', 'build.mjs')], { cwd: repoRoot, stdio: 'inherit' });
+    const b = spawnSync(process.execPath, [join(repoRoot, 'scripts', 'build.mjs')], {
+      cwd: repoRoot,
+      stdio: 'inherit',
+    });
     if (b.status !== 0) return b.status ?? 1;
   }
   const suite = await buildSuite();
@@ -47,14 +50,21 @@ async function main(): Promise<number> {
       extensionDevelopmentPath: repoRoot,
       extensionTestsPath: suite,
       extensionTestsEnv: {
-        KG_TEST_SSHD: JSON.stringify({ port: sshd.port, user: sshd.user, identityFile: sshd.identityFile, knownHostsFile: sshd.knownHostsFile }),
+        KG_TEST_SSHD: JSON.stringify({
+          port: sshd.port,
+          user: sshd.user,
+          identityFile: sshd.identityFile,
+          knownHostsFile: sshd.knownHostsFile,
+        }),
         KG_MOCHA_GREP: grepAt >= 0 ? args[grepAt + 1] : undefined,
         KG_MOCHA_COLOR: process.stdout.isTTY ? '1' : undefined,
       },
       launchArgs: [
         join(state, 'workspace'),
-        '--user-data-dir', userDir,
-        '--extensions-dir', join(state, 'extensions'),
+        '--user-data-dir',
+        userDir,
+        '--extensions-dir',
+        join(state, 'extensions'),
         '--disable-extensions',
         '--disable-workspace-trust',
         '--skip-welcome',
@@ -72,7 +82,10 @@ main().then(
   (code) => process.exit(code),
   (err: unknown) => {
     // runTests rejects with TestRunFailedError when the suite fails; the exit code is what CI needs.
-    const code = typeof err === 'object' && err !== null && typeof (err as { code?: unknown }).code === 'number' ? (err as { code: number }).code : 1;
+    const code =
+      typeof err === 'object' && err !== null && typeof (err as { code?: unknown }).code === 'number'
+        ? (err as { code: number }).code
+        : 1;
     process.stderr.write(`[test:electron] ${err instanceof Error ? err.message : String(err)}\n`);
     process.exit(code || 1);
   },

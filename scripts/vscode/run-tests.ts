@@ -37,7 +37,10 @@ async function main(): Promise<number> {
     process.exit(124);
   }, hardS * 1000).unref();
   if (!flag('--no-build')) {
-    const b = spawnSync(process.execPath, [join(repoRoot, 'scripts', 'build.mjs')], { cwd: repoRoot, stdio: 'inherit' });
+    const b = spawnSync(process.execPath, [join(repoRoot, 'scripts', 'build.mjs')], {
+      cwd: repoRoot,
+      stdio: 'inherit',
+    });
     if (b.status !== 0) return b.status ?? 1;
   }
   let code = 0;
@@ -66,7 +69,12 @@ async function runExtensionHostSuite(): Promise<number> {
     const ours = sshd;
     onInterrupt(() => ours.stop());
     server = await startServer({
-      env: { KG_MOCHA_GREP: option('--grep') ?? '', KG_MOCHA_MARK: '1', KG_TEST_ARTIFACTS: artifacts, KG_TEST_SSHD: testSshdEnv(sshd) },
+      env: {
+        KG_MOCHA_GREP: option('--grep') ?? '',
+        KG_MOCHA_MARK: '1',
+        KG_TEST_ARTIFACTS: artifacts,
+        KG_TEST_SSHD: testSshdEnv(sshd),
+      },
       // The SSH pool reads knownHostsFile once, at activation: it has to be in place before the window opens.
       settings: { 'knownGood.includeSshConfigHosts': false, 'knownGood.knownHostsFile': sshd.knownHostsFile },
     });
@@ -79,12 +87,16 @@ async function runExtensionHostSuite(): Promise<number> {
       const text = format(...logArgs);
       pageLog.push(`[${type}] ${text}`);
       // Mocha's lines (marked by the suite's index.ts) go to stdout; the rest only to the log file.
-      for (const line of text.split('\n')) if (line.startsWith(MOCHA_LINE_MARK)) process.stdout.write(`${line.slice(1)}\n`);
+      for (const line of text.split('\n'))
+        if (line.startsWith(MOCHA_LINE_MARK)) process.stdout.write(`${line.slice(1)}\n`);
     });
     await page.exposeFunction('codeAutomationExit', (code: number) => resolveExit(code));
     page.on('console', (m) => pageLog.push(`[page ${m.type()}] ${m.text()}`));
     page.on('pageerror', (e) => pageLog.push(`[pageerror] ${e.message}`));
-    const url = server.url({ extensionDevelopmentPath: process.env['KG_EXTENSION_PATH'] ?? repoRoot, extensionTestsPath: suite });
+    const url = server.url({
+      extensionDevelopmentPath: process.env['KG_EXTENSION_PATH'] ?? repoRoot,
+      extensionTestsPath: suite,
+    });
     say(`extension-host suite: ${url}`);
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<number>((r) => {
@@ -135,7 +147,10 @@ async function runUiTests(): Promise<number> {
     env: { ...process.env, KG_VSCODE_PGID_FILE: pgidFile, TMPDIR: runTmp },
   });
   const signalGroup = (sig: NodeJS.Signals) => {
-    const groups = [child.pid, ...(sig === 'SIGKILL' && existsSync(pgidFile) ? readFileSync(pgidFile, 'utf8').split('\n').map(Number) : [])];
+    const groups = [
+      child.pid,
+      ...(sig === 'SIGKILL' && existsSync(pgidFile) ? readFileSync(pgidFile, 'utf8').split('\n').map(Number) : []),
+    ];
     for (const pgid of groups) {
       try {
         if (pgid) process.kill(-pgid, sig);
@@ -165,7 +180,8 @@ async function runUiTests(): Promise<number> {
   clearTimeout(timer);
   unregister();
   signalGroup('SIGKILL'); // Anything the scenarios left behind.
-  if (!process.env['KG_KEEP_VSCODE_STATE']) rmSync(runTmp, { recursive: true, force: true, maxRetries: 5, retryDelay: 300 });
+  if (!process.env['KG_KEEP_VSCODE_STATE'])
+    rmSync(runTmp, { recursive: true, force: true, maxRetries: 5, retryDelay: 300 });
   say(`UI tests exited ${code} after ${secs(started)}`);
   return code;
 }

@@ -37,12 +37,24 @@ export async function ensureCodeServer(log: Log = defaultLog): Promise<string> {
   try {
     log(`installing code-server ${CODE_SERVER_VERSION} into ${installDir} (first run only, ~1 min)`);
     // Without a package.json here npm would walk up and install into the extension's own node_modules.
-    writeFileSync(join(installDir, 'package.json'), JSON.stringify({ name: 'vscode-server-cache', private: true }) + '\n');
+    writeFileSync(
+      join(installDir, 'package.json'),
+      JSON.stringify({ name: 'vscode-server-cache', private: true }) + '\n',
+    );
     seedRipgrepCache(log);
     const started = Date.now();
     const r = spawnSync(
       'npm',
-      ['install', '--no-audit', '--no-fund', '--no-save', '--yes', '--unsafe-perm', '--foreground-scripts', `code-server@${CODE_SERVER_VERSION}`],
+      [
+        'install',
+        '--no-audit',
+        '--no-fund',
+        '--no-save',
+        '--yes',
+        '--unsafe-perm',
+        '--foreground-scripts',
+        `code-server@${CODE_SERVER_VERSION}`,
+      ],
       { cwd: installDir, stdio: ['ignore', 'pipe', 'pipe'], encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 },
     );
     writeFileSync(join(installDir, 'npm-install.log'), `${r.stdout}\n${r.stderr}`);
@@ -66,7 +78,8 @@ function seedRipgrepCache(log: Log): void {
   const dir = join(process.env['TMPDIR'] ?? tmpdir(), 'vscode-ripgrep-cache-1.15.11');
   const archive = join(dir, 'ripgrep-v13.0.0-10-x86_64-unknown-linux-musl.tar.gz');
   if (existsSync(archive)) return;
-  if (!existsSync('/usr/bin/rg')) throw new Error('/usr/bin/rg is missing: apt-get install ripgrep (code-server cannot download it offline)');
+  if (!existsSync('/usr/bin/rg'))
+    throw new Error('/usr/bin/rg is missing: apt-get install ripgrep (code-server cannot download it offline)');
   mkdirSync(dir, { recursive: true });
   const r = spawnSync('tar', ['czf', archive, '-C', '/usr/bin', 'rg'], { stdio: 'inherit' });
   if (r.status !== 0) throw new Error(`could not write ${archive}`);
@@ -148,7 +161,8 @@ export function onInterrupt(cleanup: () => unknown): () => void {
 export function killAllServers(): void {
   for (const [child, stateDir] of live) {
     killGroup(child, 'SIGKILL');
-    if (!process.env['KG_KEEP_VSCODE_STATE']) rmSync(stateDir, { recursive: true, force: true, maxRetries: 3, retryDelay: 200 });
+    if (!process.env['KG_KEEP_VSCODE_STATE'])
+      rmSync(stateDir, { recursive: true, force: true, maxRetries: 3, retryDelay: 200 });
   }
   live.clear();
 }
@@ -205,7 +219,8 @@ export async function startServer(opts: ServerOptions = {}): Promise<VsCodeServe
   const stateDir = await mkdtemp(join(tmpdir(), 'kg-vscode-'));
   const home = opts.home ?? join(stateDir, 'home');
   const workspace = opts.workspace ?? join(stateDir, 'workspace');
-  for (const d of [home, workspace, join(stateDir, 'user-data', 'User'), join(stateDir, 'extensions')]) mkdirSync(d, { recursive: true });
+  for (const d of [home, workspace, join(stateDir, 'user-data', 'User'), join(stateDir, 'extensions')])
+    mkdirSync(d, { recursive: true });
   if (opts.sshConfig !== undefined) {
     mkdirSync(join(home, '.ssh'), { recursive: true, mode: 0o700 });
     writeFileSync(join(home, '.ssh', 'config'), opts.sshConfig, { mode: 0o600 });
@@ -225,11 +240,16 @@ export async function startServer(opts: ServerOptions = {}): Promise<VsCodeServe
       process.execPath,
       [
         entry,
-        '--config', join(stateDir, 'config.yaml'),
-        '--bind-addr', `127.0.0.1:${port}`,
-        '--auth', 'none',
-        '--user-data-dir', join(stateDir, 'user-data'),
-        '--extensions-dir', join(stateDir, 'extensions'),
+        '--config',
+        join(stateDir, 'config.yaml'),
+        '--bind-addr',
+        `127.0.0.1:${port}`,
+        '--auth',
+        'none',
+        '--user-data-dir',
+        join(stateDir, 'user-data'),
+        '--extensions-dir',
+        join(stateDir, 'extensions'),
         '--disable-telemetry',
         '--disable-update-check',
         '--disable-workspace-trust',
@@ -273,7 +293,9 @@ export async function startServer(opts: ServerOptions = {}): Promise<VsCodeServe
       await exitPromise;
       const text = existsSync(logFile) ? readFileSync(logFile, 'utf8') : '';
       if (attempt < 3 && opts.port === undefined && /EADDRINUSE/.test(text)) continue;
-      throw new Error(`code-server did not become healthy on ${baseUrl}; its log:\n${text.split('\n').slice(-40).join('\n')}`);
+      throw new Error(
+        `code-server did not become healthy on ${baseUrl}; its log:\n${text.split('\n').slice(-40).join('\n')}`,
+      );
     }
     log(`code-server ${CODE_SERVER_VERSION} on ${baseUrl} (state ${stateDir})`);
 
@@ -295,7 +317,8 @@ export async function startServer(opts: ServerOptions = {}): Promise<VsCodeServe
         // The watcher may still be alive even after the main process exited.
         killGroup(child, 'SIGKILL');
         live.delete(child);
-        if (!process.env['KG_KEEP_VSCODE_STATE']) rmSync(stateDir, { recursive: true, force: true, maxRetries: 3, retryDelay: 200 });
+        if (!process.env['KG_KEEP_VSCODE_STATE'])
+          rmSync(stateDir, { recursive: true, force: true, maxRetries: 3, retryDelay: 200 });
       },
     };
   }

@@ -131,13 +131,18 @@ export function registerArgs(c: Container): void {
   });
 
   c.command(Commands.argsCompareWithSelected, (node?: unknown) => {
-    if (!selected) throw new KnownGoodError('settings', 'Select a checkpoint for compare first (right-click → Select for Compare)');
+    if (!selected)
+      throw new KnownGoodError('settings', 'Select a checkpoint for compare first (right-click → Select for Compare)');
     return diff(selected, need(node));
   });
 
   c.command(Commands.argsCompare, (node?: unknown, nodes?: unknown) => {
     const pair = pairOf(node, nodes);
-    if (!pair) throw new KnownGoodError('settings', 'Compare Args: select two checkpoints (Ctrl/Cmd+click), then right-click one');
+    if (!pair)
+      throw new KnownGoodError(
+        'settings',
+        'Compare Args: select two checkpoints (Ctrl/Cmd+click), then right-click one',
+      );
     return diff(pair[0], pair[1]);
   });
 
@@ -165,7 +170,10 @@ export function registerArgs(c: Container): void {
     if (selected && !sameRef(selected, ref)) return changed(selected, ref);
     const prev = previousOf(node);
     if (prev) return changed(prev, ref);
-    throw new KnownGoodError('settings', `Show Changed Args Only: select a checkpoint for compare first, or pick one with an earlier step`);
+    throw new KnownGoodError(
+      'settings',
+      `Show Changed Args Only: select a checkpoint for compare first, or pick one with an earlier step`,
+    );
   });
 
   void executeCommand('setContext', HAS_SELECTION, false);

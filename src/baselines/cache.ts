@@ -1,4 +1,12 @@
-import { archivesOf, backupCaches, cacheArchiveProbe, planBackup, restoreArchive, type BackupResult, type CachePlan } from '../core/baselines/cacheArchive';
+import {
+  archivesOf,
+  backupCaches,
+  cacheArchiveProbe,
+  planBackup,
+  restoreArchive,
+  type BackupResult,
+  type CachePlan,
+} from '../core/baselines/cacheArchive';
 import { shortTime, timeAgo } from '../core/baselines/documents';
 import { formatBytes } from '../core/baselines/render';
 import { KnownGoodError } from '../core/errors';
@@ -15,15 +23,23 @@ import { BaselineCommands } from './ids';
 export function registerCacheCommands(f: BaselinesFeature): void {
   const { c } = f;
 
-  async function hostAndPlan(arg: unknown, placeHolder: string): Promise<{ spec: HostSpec; plan: CachePlan } | undefined> {
+  async function hostAndPlan(
+    arg: unknown,
+    placeHolder: string,
+  ): Promise<{ spec: HostSpec; plan: CachePlan } | undefined> {
     const spec = hostFromArg(c, arg) ?? (await pickHost(c, placeHolder));
     if (!spec) return undefined;
     const root = spec.roots[0];
-    if (!root) throw new KnownGoodError('settings', `${spec.name} has no checkpoint root: archives go to <first root>/.known-good/`);
+    if (!root)
+      throw new KnownGoodError(
+        'settings',
+        `${spec.name} has no checkpoint root: archives go to <first root>/.known-good/`,
+      );
     const session = c.registry.session(spec);
     const { cacheDirs } = baselineSettings(c);
-    const plan = await withCancellableProgress(`Looking at the compile caches on ${spec.name}`, async (signal) =>
-      (await session.probes.run(cacheArchiveProbe(root, cacheDirs), { signal })).value,
+    const plan = await withCancellableProgress(
+      `Looking at the compile caches on ${spec.name}`,
+      async (signal) => (await session.probes.run(cacheArchiveProbe(root, cacheDirs), { signal })).value,
     );
     return plan && { spec, plan };
   }
@@ -36,15 +52,24 @@ export function registerCacheCommands(f: BaselinesFeature): void {
     if (backup.lowSpace) {
       const go = await showWarning(
         `There may not be room for the cache archive on ${spec.name}.`,
-        { modal: true, detail: `${backup.lowSpace}. Compression usually shrinks compile caches a lot; a failed archive leaves nothing behind.` },
+        {
+          modal: true,
+          detail: `${backup.lowSpace}. Compression usually shrinks compile caches a lot; a failed archive leaves nothing behind.`,
+        },
         'Archive Anyway',
       );
       if (go !== 'Archive Anyway') return undefined;
     }
     const what = backup.caches.map((x) => `${x.name} (${x.files ?? '?'} files)`).join(', ');
     const session = c.registry.session(spec);
-    const result = await withCancellableProgress(`Archiving ${what}, ${formatBytes(backup.totalBytes)}, on ${spec.name}`, (signal, report) =>
-      backupCaches(session.transport, plan, backup, { signal, hostLabel: session.label, progress: (fraction, message) => report(message, fraction) }),
+    const result = await withCancellableProgress(
+      `Archiving ${what}, ${formatBytes(backup.totalBytes)}, on ${spec.name}`,
+      (signal, report) =>
+        backupCaches(session.transport, plan, backup, {
+          signal,
+          hostLabel: session.label,
+          progress: (fraction, message) => report(message, fraction),
+        }),
     );
     if (!result) {
       void showInfo(`Cache backup on ${spec.name} cancelled: tar was stopped and its partial file removed.`);
@@ -70,16 +95,26 @@ export function registerCacheCommands(f: BaselinesFeature): void {
       archives.map((a) => ({
         label: a.problem ? `$(error) ${a.name}` : a.name,
         description: `${formatBytes(a.bytes)} · ${timeAgo(new Date(a.mtime * 1000).toISOString())}`,
-        detail: a.problem ?? a.manifest?.caches.map((x) => `${x.name} ${x.path} (${x.files ?? '?'} files, ${formatBytes(x.bytes)})`).join(' · '),
+        detail:
+          a.problem ??
+          a.manifest?.caches
+            .map((x) => `${x.name} ${x.path} (${x.files ?? '?'} files, ${formatBytes(x.bytes)})`)
+            .join(' · '),
         a,
       })),
       { placeHolder: `Restore which archive from ${plan.dest.dir}?`, matchOnDetail: true, ignoreFocusOut: true },
     );
     if (!pick) return undefined;
     const { a } = pick;
-    if (!a.manifest) throw new KnownGoodError('bad-output', `${a.name} cannot be restored by Known Good: ${a.problem ?? 'no manifest'}`);
+    if (!a.manifest)
+      throw new KnownGoodError(
+        'bad-output',
+        `${a.name} cannot be restored by Known Good: ${a.problem ?? 'no manifest'}`,
+      );
     const manifest = a.manifest;
-    const lines = manifest.caches.map((x) => `  ${x.name} → /${x.member} (${x.files ?? '?'} files, ${formatBytes(x.bytes)})`);
+    const lines = manifest.caches.map(
+      (x) => `  ${x.name} → /${x.member} (${x.files ?? '?'} files, ${formatBytes(x.bytes)})`,
+    );
     const tight = manifest.caches.filter((x) => {
       const here = plan.caches.find((p) => p.member === x.member);
       return here?.freeBytes != null && x.bytes != null && here.freeBytes < x.bytes;
@@ -100,7 +135,10 @@ export function registerCacheCommands(f: BaselinesFeature): void {
     if (answer !== 'Restore') return undefined;
     const session = c.registry.session(spec);
     const done = await withCancellableProgress(`Restoring ${a.name} on ${spec.name}`, async (signal, report) => {
-      await restoreArchive(session.transport, { ...a, manifest }, plan.tar.gnu, { signal, progress: (fraction, message) => report(message, fraction) });
+      await restoreArchive(session.transport, { ...a, manifest }, plan.tar.gnu, {
+        signal,
+        progress: (fraction, message) => report(message, fraction),
+      });
       return true;
     });
     if (!done) {
@@ -112,4 +150,3 @@ export function registerCacheCommands(f: BaselinesFeature): void {
     return a.path;
   });
 }
-

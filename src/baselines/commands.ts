@@ -7,7 +7,14 @@ import type { EnvRef } from '../core/baselines/uri';
 import { KnownGoodError } from '../core/errors';
 import type { HostSpec } from '../core/hosts';
 import { showInfo, showInputBox, showQuickPick, showWarning } from '../window';
-import { baselineSettings, hostFromArg, pickHost, storeHostOf, withCancellableProgress, type BaselinesFeature } from './common';
+import {
+  baselineSettings,
+  hostFromArg,
+  pickHost,
+  storeHostOf,
+  withCancellableProgress,
+  type BaselinesFeature,
+} from './common';
 import { envUri } from './content';
 import { BaselineCommands, SECTION_ID } from './ids';
 
@@ -35,7 +42,12 @@ export interface CompareOutcome {
   right: string;
 }
 
-const sectionArg = z.object({ kind: z.literal('section'), section: z.literal(SECTION_ID), hostId: z.string(), key: z.string() });
+const sectionArg = z.object({
+  kind: z.literal('section'),
+  section: z.literal(SECTION_ID),
+  hostId: z.string(),
+  key: z.string(),
+});
 /** From tests and from other commands (Compare Now after a capture). */
 const refArg = z.object({ hostId: z.string(), baselineId: z.string(), label: z.string().optional() });
 const labelArg = z.object({ label: z.string().min(1) });
@@ -86,12 +98,22 @@ export function registerBaselineCommands(f: BaselinesFeature): void {
         items.push({ label: b.spec.name, kind: vscode.QuickPickItemKind.Separator });
         host = b.spec.id;
       }
-      items.push({ label: b.stored.baseline.label, description: baselineDescription(b.stored.baseline), detail: shortTime(b.stored.baseline.capturedAt), b });
+      items.push({
+        label: b.stored.baseline.label,
+        description: baselineDescription(b.stored.baseline),
+        detail: shortTime(b.stored.baseline.capturedAt),
+        b,
+      });
     }
     return (await showQuickPick(items, { placeHolder, matchOnDescription: true, ignoreFocusOut: true }))?.b;
   }
 
-  async function openDiff(left: EnvRef, right: EnvRef, names: [string, string], title: string): Promise<CompareOutcome> {
+  async function openDiff(
+    left: EnvRef,
+    right: EnvRef,
+    names: [string, string],
+    title: string,
+  ): Promise<CompareOutcome> {
     const docs = diffDocuments(await content.side(left), await content.side(right));
     const l = envUri({ view: 'diff', side: 'left', left, right, name: names[0] });
     const r = envUri({ view: 'diff', side: 'right', left, right, name: names[1] });
@@ -102,9 +124,18 @@ export function registerBaselineCommands(f: BaselinesFeature): void {
     const notify = docs.drift.unchanged ? showInfo(docs.headline) : showWarning(docs.headline, {}, 'Show Summary');
     void notify.then((choice) => {
       if (choice !== 'Show Summary') return;
-      void vscode.commands.executeCommand('markdown.showPreviewToSide', envUri({ view: 'summary', left, right, name: 'environment drift' }));
+      void vscode.commands.executeCommand(
+        'markdown.showPreviewToSide',
+        envUri({ view: 'summary', left, right, name: 'environment drift' }),
+      );
     });
-    return { unchanged: docs.drift.unchanged, differingLines: docs.drift.differingLines, headline: docs.headline, left: l.toString(), right: r.toString() };
+    return {
+      unchanged: docs.drift.unchanged,
+      differingLines: docs.drift.differingLines,
+      headline: docs.headline,
+      left: l.toString(),
+      right: r.toString(),
+    };
   }
 
   async function compareWithNow(b: HostBaseline): Promise<CompareOutcome | undefined> {
@@ -114,9 +145,18 @@ export function registerBaselineCommands(f: BaselinesFeature): void {
       captureSnapshot(session, { ...settings, signal }),
     );
     if (!snapshot) return undefined;
-    const now = content.remember({ snapshot, title: `now (${shortTime(snapshot.capturedAt)})`, hostLabel: session.label });
+    const now = content.remember({
+      snapshot,
+      title: `now (${shortTime(snapshot.capturedAt)})`,
+      hostLabel: session.label,
+    });
     const label = b.stored.baseline.label;
-    return openDiff({ kind: 'baseline', hostId: b.storeHost, id: b.stored.baseline.id }, now, [label, 'now'], `${b.spec.name}: "${label}" ↔ now`);
+    return openDiff(
+      { kind: 'baseline', hostId: b.storeHost, id: b.stored.baseline.id },
+      now,
+      [label, 'now'],
+      `${b.spec.name}: "${label}" ↔ now`,
+    );
   }
 
   c.command(BaselineCommands.capture, async (arg: unknown, second: unknown): Promise<CaptureOutcome | undefined> => {
@@ -145,12 +185,17 @@ export function registerBaselineCommands(f: BaselinesFeature): void {
     if (!saved) return undefined;
     const { baseline, file } = saved.stored;
     refresh(spec.id);
-    c.log.info(`baseline "${label}" of ${spec.name} saved to ${file}${saved.remotePath ? `, copy at ${saved.remotePath}` : ''}`);
+    c.log.info(
+      `baseline "${label}" of ${spec.name} saved to ${file}${saved.remotePath ? `, copy at ${saved.remotePath}` : ''}`,
+    );
     if (saved.remoteWarning) c.log.warn(saved.remoteWarning);
     const msg = `Saved baseline "${label}" of ${spec.name}${saved.remotePath ? ` (copy next to the runs: ${saved.remotePath})` : ''}.`;
-    const shown = saved.remoteWarning ? showWarning(`${msg} ${saved.remoteWarning}`, {}, 'Compare Now') : showInfo(msg, 'Compare Now');
+    const shown = saved.remoteWarning
+      ? showWarning(`${msg} ${saved.remoteWarning}`, {}, 'Compare Now')
+      : showInfo(msg, 'Compare Now');
     void shown.then((choice) => {
-      if (choice === 'Compare Now') void vscode.commands.executeCommand(BaselineCommands.compare, { hostId: spec.id, baselineId: baseline.id });
+      if (choice === 'Compare Now')
+        void vscode.commands.executeCommand(BaselineCommands.compare, { hostId: spec.id, baselineId: baseline.id });
     });
     return {
       hostId: spec.id,
@@ -166,40 +211,62 @@ export function registerBaselineCommands(f: BaselinesFeature): void {
     let b = await baselineFromArg(arg);
     if (!b) {
       const host = hostFromArg(c, arg);
-      b = await pickBaseline('Compare the environment now with which baseline?', await baselinesOf(host ? [host] : c.registry.hosts()));
+      b = await pickBaseline(
+        'Compare the environment now with which baseline?',
+        await baselinesOf(host ? [host] : c.registry.hosts()),
+      );
     }
     return b && compareWithNow(b);
   });
 
-  c.command(BaselineCommands.compareTwo, async (arg: unknown, selected: unknown): Promise<CompareOutcome | undefined> => {
-    const chosen: HostBaseline[] = [];
-    for (const s of Array.isArray(selected) ? selected : [arg]) {
-      const b = await baselineFromArg(s);
-      if (b && !chosen.some((x) => x.stored.baseline.id === b.stored.baseline.id)) chosen.push(b);
-    }
-    const all = chosen.length >= 2 ? [] : await baselinesOf(c.registry.hosts());
-    while (chosen.length < 2) {
-      const rest = all.filter((x) => !chosen.some((y) => y.stored.baseline.id === x.stored.baseline.id));
-      const b = await pickBaseline(chosen.length ? `Compare "${chosen[0]!.stored.baseline.label}" with…` : 'First baseline (the one that worked)', rest);
-      if (!b) return undefined;
-      chosen.push(b);
-    }
-    // Older on the left: the diff reads "what changed since".
-    const [a, b] = chosen.slice(0, 2).sort((x, y) => x.stored.baseline.capturedAt.localeCompare(y.stored.baseline.capturedAt)) as [HostBaseline, HostBaseline];
-    const la = a.stored.baseline.label;
-    const lb = b.stored.baseline.label;
-    return openDiff(
-      { kind: 'baseline', hostId: a.storeHost, id: a.stored.baseline.id },
-      { kind: 'baseline', hostId: b.storeHost, id: b.stored.baseline.id },
-      [la, lb],
-      `"${la}" (${a.spec.name}) ↔ "${lb}" (${b.spec.name})`,
-    );
-  });
+  c.command(
+    BaselineCommands.compareTwo,
+    async (arg: unknown, selected: unknown): Promise<CompareOutcome | undefined> => {
+      const chosen: HostBaseline[] = [];
+      for (const s of Array.isArray(selected) ? selected : [arg]) {
+        const b = await baselineFromArg(s);
+        if (b && !chosen.some((x) => x.stored.baseline.id === b.stored.baseline.id)) chosen.push(b);
+      }
+      const all = chosen.length >= 2 ? [] : await baselinesOf(c.registry.hosts());
+      while (chosen.length < 2) {
+        const rest = all.filter((x) => !chosen.some((y) => y.stored.baseline.id === x.stored.baseline.id));
+        const b = await pickBaseline(
+          chosen.length
+            ? `Compare "${chosen[0]!.stored.baseline.label}" with…`
+            : 'First baseline (the one that worked)',
+          rest,
+        );
+        if (!b) return undefined;
+        chosen.push(b);
+      }
+      // Older on the left: the diff reads "what changed since".
+      const [a, b] = chosen
+        .slice(0, 2)
+        .sort((x, y) => x.stored.baseline.capturedAt.localeCompare(y.stored.baseline.capturedAt)) as [
+        HostBaseline,
+        HostBaseline,
+      ];
+      const la = a.stored.baseline.label;
+      const lb = b.stored.baseline.label;
+      return openDiff(
+        { kind: 'baseline', hostId: a.storeHost, id: a.stored.baseline.id },
+        { kind: 'baseline', hostId: b.storeHost, id: b.stored.baseline.id },
+        [la, lb],
+        `"${la}" (${a.spec.name}) ↔ "${lb}" (${b.spec.name})`,
+      );
+    },
+  );
 
   c.command(BaselineCommands.open, async (arg: unknown) => {
-    const b = (await baselineFromArg(arg)) ?? (await pickBaseline('Open which baseline?', await baselinesOf(c.registry.hosts())));
+    const b =
+      (await baselineFromArg(arg)) ??
+      (await pickBaseline('Open which baseline?', await baselinesOf(c.registry.hosts())));
     if (!b) return undefined;
-    const uri = envUri({ view: 'open', ref: { kind: 'baseline', hostId: b.storeHost, id: b.stored.baseline.id }, name: b.stored.baseline.label });
+    const uri = envUri({
+      view: 'open',
+      ref: { kind: 'baseline', hostId: b.storeHost, id: b.stored.baseline.id },
+      name: b.stored.baseline.label,
+    });
     await vscode.commands.executeCommand('vscode.open', uri, { preview: true });
     return uri.toString();
   });

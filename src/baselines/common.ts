@@ -49,7 +49,9 @@ export function hostFromArg(c: Container, arg: unknown): HostSpec | undefined {
 export async function pickHost(c: Container, placeHolder: string): Promise<HostSpec | undefined> {
   const items = c.registry.hosts().map((host) => ({
     label: host.name,
-    description: host.ssh ? `${host.ssh.user}@${host.ssh.host}${host.ssh.port === 22 ? '' : `:${host.ssh.port}`}` : 'local',
+    description: host.ssh
+      ? `${host.ssh.user}@${host.ssh.host}${host.ssh.port === 22 ? '' : `:${host.ssh.port}`}`
+      : 'local',
     detail: host.roots.length ? `roots: ${host.roots.join(', ')}` : 'no checkpoint roots',
     host,
   }));
@@ -67,25 +69,28 @@ export async function withCancellableProgress<R>(
   title: string,
   task: (signal: AbortSignal, report: Report) => Promise<R>,
 ): Promise<R | undefined> {
-  return withProgress({ location: vscode.ProgressLocation.Notification, title, cancellable: true }, async (progress, token) => {
-    const ac = new AbortController();
-    const sub = token.onCancellationRequested(() => ac.abort());
-    let done = 0;
-    const report: Report = (message, fraction) => {
-      if (fraction === undefined || fraction <= done) {
-        progress.report({ message });
-        return;
+  return withProgress(
+    { location: vscode.ProgressLocation.Notification, title, cancellable: true },
+    async (progress, token) => {
+      const ac = new AbortController();
+      const sub = token.onCancellationRequested(() => ac.abort());
+      let done = 0;
+      const report: Report = (message, fraction) => {
+        if (fraction === undefined || fraction <= done) {
+          progress.report({ message });
+          return;
+        }
+        progress.report({ message, increment: (fraction - done) * 100 });
+        done = fraction;
+      };
+      try {
+        return await task(ac.signal, report);
+      } catch (e) {
+        if (ac.signal.aborted || isKnownGoodError(e, 'cancelled')) return undefined;
+        throw e;
+      } finally {
+        sub.dispose();
       }
-      progress.report({ message, increment: (fraction - done) * 100 });
-      done = fraction;
-    };
-    try {
-      return await task(ac.signal, report);
-    } catch (e) {
-      if (ac.signal.aborted || isKnownGoodError(e, 'cancelled')) return undefined;
-      throw e;
-    } finally {
-      sub.dispose();
-    }
-  });
+    },
+  );
 }

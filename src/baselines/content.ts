@@ -36,14 +36,21 @@ export class EnvContentProvider implements vscode.TextDocumentContentProvider {
   async side(ref: EnvRef): Promise<EnvSide & { meta: string[] }> {
     if (ref.kind === 'capture') {
       const c = this.captures.get(ref.id);
-      if (!c) throw new KnownGoodError('not-found', 'this capture is gone (captures of "now" last for the session): compare again');
+      if (!c)
+        throw new KnownGoodError(
+          'not-found',
+          'this capture is gone (captures of "now" last for the session): compare again',
+        );
       return { snapshot: c.snapshot, title: c.title, meta: [`host ${c.hostLabel}`] };
     }
     const { baseline, file } = await this.store.get(ref.hostId, ref.id);
     return {
       snapshot: baseline.snapshot,
       title: `baseline ${baselineTitle(baseline)}`,
-      meta: [`host ${baseline.hostLabel ?? baseline.host}${baseline.container ? ` (${baseline.container})` : ''}`, `file ${file}`],
+      meta: [
+        `host ${baseline.hostLabel ?? baseline.host}${baseline.container ? ` (${baseline.container})` : ''}`,
+        `file ${file}`,
+      ],
     };
   }
 
@@ -72,7 +79,10 @@ export function envUri(doc: EnvDoc): vscode.Uri {
   return vscode.Uri.from(toEnvUri(doc));
 }
 
-export function registerEnvContent(store: BaselineStore): { provider: EnvContentProvider; disposable: vscode.Disposable } {
+export function registerEnvContent(store: BaselineStore): {
+  provider: EnvContentProvider;
+  disposable: vscode.Disposable;
+} {
   const provider = new EnvContentProvider(store);
   return { provider, disposable: vscode.workspace.registerTextDocumentContentProvider(ENV_SCHEME, provider) };
 }

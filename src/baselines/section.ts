@@ -75,7 +75,9 @@ export class BaselinesSection implements TreeSection {
         t.iconPath = new vscode.ThemeIcon('history');
         t.contextValue = 'baselines';
         // A string tooltip would become the row's accessible name; keep the name the label.
-        t.tooltip = new vscode.MarkdownString('Environment baselines of this host: capture one when training works, compare with it when it does not.');
+        t.tooltip = new vscode.MarkdownString(
+          'Environment baselines of this host: capture one when training works, compare with it when it does not.',
+        );
         t.accessibilityInformation = { label: 'Baselines' };
         return t;
       }

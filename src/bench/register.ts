@@ -2,7 +2,12 @@ import * as vscode from 'vscode';
 import type { Container } from '../container';
 import { throughputBenchProbe, type BenchConfig, type BenchResult } from '../core/bench/benchProbe';
 import { compareThroughput, formatRate } from '../core/bench/compare';
-import { customBenchmarkSchema, throughputFromJsonl, throughputFromOutput, type ThroughputReading } from '../core/bench/customBenchmark';
+import {
+  customBenchmarkSchema,
+  throughputFromJsonl,
+  throughputFromOutput,
+  type ThroughputReading,
+} from '../core/bench/customBenchmark';
 import type { Baseline, ThroughputResult } from '../core/baselines/store';
 import { KnownGoodError, messageOf } from '../core/errors';
 import type { HostSpec } from '../core/hosts';
@@ -24,7 +29,14 @@ import type { RunnerExit } from '../core/terminal/runner';
 import { baselineStore } from '../terminal/register';
 import { runInTerminal } from '../terminal/run';
 import { hostFor, targetOf } from '../terminal/target';
-import { getConfiguration, registerTextDocumentContentProvider, showInfo, showInputBox, showQuickPick, showTextDocument } from '../window';
+import {
+  getConfiguration,
+  registerTextDocumentContentProvider,
+  showInfo,
+  showInputBox,
+  showQuickPick,
+  showTextDocument,
+} from '../window';
 import { registerLiveThroughput } from './live';
 
 export const BenchCommands = {
@@ -71,7 +83,7 @@ interface BenchArgs {
 }
 
 function argsOf(v: unknown): BenchArgs {
-  return typeof v === 'object' && v !== null && !Array.isArray(v) ? (v) : {};
+  return typeof v === 'object' && v !== null && !Array.isArray(v) ? v : {};
 }
 
 export function registerBench(c: Container): void {
@@ -86,13 +98,18 @@ export function registerBench(c: Container): void {
 async function pickConfig(): Promise<BenchConfig | undefined> {
   const items = [
     ...BENCH_PRESETS.map((p) => ({ label: p.label, detail: p.detail, config: p.config })),
-    { label: 'Custom JSON…', detail: '{"layers": 24, "width": 2048, "seq": 4096, "batch": 4, "compile": true, "attention": "flex"}', config: undefined },
+    {
+      label: 'Custom JSON…',
+      detail: '{"layers": 24, "width": 2048, "seq": 4096, "batch": 4, "compile": true, "attention": "flex"}',
+      config: undefined,
+    },
   ];
   const pick = await showQuickPick(items, { placeHolder: 'Benchmark configuration' });
   if (!pick) return undefined;
   if (pick.config) return pick.config;
   const text = await showInputBox({
-    prompt: 'Benchmark options as JSON: layers, width, heads, seq, batch, vocab, steps, warmup, dtype, device, compile, attention',
+    prompt:
+      'Benchmark options as JSON: layers, width, heads, seq, batch, vocab, steps, warmup, dtype, device, compile, attention',
     value: '{"device": "cuda", "layers": 12, "width": 1024}',
     ignoreFocusOut: true,
     validateInput: (v) => {
@@ -112,7 +129,11 @@ function hostKey(c: Container, host: HostSpec): string {
 }
 
 /** The reference a new result is compared with: the newest result kept with a baseline, else none. */
-async function referenceFor(c: Container, host: HostSpec, exceptId: string): Promise<{ result: ThroughputResult; label: string } | undefined> {
+async function referenceFor(
+  c: Container,
+  host: HostSpec,
+  exceptId: string,
+): Promise<{ result: ThroughputResult; label: string } | undefined> {
   const refs = (await references(c, host)).filter((r) => r.result.id !== exceptId && r.isBaseline);
   return refs[0];
 }
@@ -141,7 +162,11 @@ async function references(c: Container, host: HostSpec): Promise<Reference[]> {
   for (const r of results) {
     if (seen.has(r.id) || !sampleOf(r)) continue;
     seen.add(r.id);
-    out.push({ result: r, label: resultLabel(r, baselines), isBaseline: r.baselineId !== null && baselines.some((b) => b.id === r.baselineId) });
+    out.push({
+      result: r,
+      label: resultLabel(r, baselines),
+      isBaseline: r.baselineId !== null && baselines.some((b) => b.id === r.baselineId),
+    });
   }
   return out.sort((a, b) => Number(b.isBaseline) - Number(a.isBaseline));
 }
@@ -170,8 +195,13 @@ async function runBench(c: Container, node: unknown, args: BenchArgs): Promise<B
       if (exit.error !== undefined) return undefined;
       try {
         bench = parseFramedResult(call, runner.framed(), host.name).value;
-        const label = args.label ?? `${formatRate(bench.tokensPerSec.median)} tok/s ${new Date().toISOString().slice(0, 16).replace('T', ' ')}`;
-        kept = await baselineStore(c).appendResult(hostKey(c, host), benchRecord(bench, { hostId: hostKey(c, host), hostLabel: host.name, label }));
+        const label =
+          args.label ??
+          `${formatRate(bench.tokensPerSec.median)} tok/s ${new Date().toISOString().slice(0, 16).replace('T', ' ')}`;
+        kept = await baselineStore(c).appendResult(
+          hostKey(c, host),
+          benchRecord(bench, { hostId: hostKey(c, host), hostLabel: host.name, label }),
+        );
         const ref = await referenceFor(c, host, kept.result.id);
         const lines = [...benchSummary(bench), `kept with the baselines of ${host.name} as "${label}"`];
         if (ref) {
@@ -187,7 +217,10 @@ async function runBench(c: Container, node: unknown, args: BenchArgs): Promise<B
   });
   const exit = await run.done;
   if (kept) {
-    void showInfo(`${host.name}: ${comparison ?? `${formatRate(sampleOf(kept.result)!.tokensPerSec)} tok/s kept`}`, 'Compare with Baseline').then((a) => {
+    void showInfo(
+      `${host.name}: ${comparison ?? `${formatRate(sampleOf(kept.result)!.tokensPerSec)} tok/s kept`}`,
+      'Compare with Baseline',
+    ).then((a) => {
       if (a) void vscode.commands.executeCommand(BenchCommands.compare, { hostId: host.id });
     });
   }
@@ -205,7 +238,11 @@ async function runBench(c: Container, node: unknown, args: BenchArgs): Promise<B
 function customSettings() {
   const cfg = getConfiguration('knownGood.benchmark');
   const command = cfg.get<string>('command')?.trim();
-  if (!command) throw new KnownGoodError('settings', 'set knownGood.benchmark.command first (e.g. cd /workspace && python train.py --max-steps 30)');
+  if (!command)
+    throw new KnownGoodError(
+      'settings',
+      'set knownGood.benchmark.command first (e.g. cd /workspace && python train.py --max-steps 30)',
+    );
   const regex = cfg.get<string>('throughputRegex')?.trim();
   const jsonl = cfg.get<string>('throughputJsonl')?.trim();
   const key = cfg.get<string>('throughputKey')?.trim() || 'tok_per_s';
@@ -237,7 +274,8 @@ async function runCustom(c: Container, node: unknown, args: BenchArgs): Promise<
           source = 'jsonl';
           // The end of the log is enough for the last values; a line cut at the start is skipped by the parser.
           const tail = await session.transport.exec(['tail', '-c', '4194304', bench.jsonl.path], { timeoutMs: 30_000 });
-          if (tail.exitCode !== 0) throw new KnownGoodError('not-found', `could not read ${bench.jsonl.path}: ${tail.stderr.trim()}`);
+          if (tail.exitCode !== 0)
+            throw new KnownGoodError('not-found', `could not read ${bench.jsonl.path}: ${tail.stderr.trim()}`);
           reading = throughputFromJsonl(tail.stdout, bench.jsonl.key, bench.lastN);
         } else {
           source = 'regex';
@@ -251,10 +289,19 @@ async function runCustom(c: Container, node: unknown, args: BenchArgs): Promise<
               : `no "${bench.jsonl!.key}" values in ${bench.jsonl!.path}`,
           );
         }
-        const label = args.label ?? `${formatRate(reading.tokensPerSec)} tok/s (own command) ${new Date().toISOString().slice(0, 16).replace('T', ' ')}`;
+        const label =
+          args.label ??
+          `${formatRate(reading.tokensPerSec)} tok/s (own command) ${new Date().toISOString().slice(0, 16).replace('T', ' ')}`;
         kept = await baselineStore(c).appendResult(
           hostKey(c, host),
-          customRecord(reading, { hostId: hostKey(c, host), hostLabel: host.name, label, command: bench.command, source, exitCode: exit.exitCode }),
+          customRecord(reading, {
+            hostId: hostKey(c, host),
+            hostLabel: host.name,
+            label,
+            command: bench.command,
+            source,
+            exitCode: exit.exitCode,
+          }),
         );
         const lines = [
           `${formatRate(reading.tokensPerSec)} tok/s: median of the last ${reading.used.length} of ${reading.found} values (${source})`,
@@ -284,14 +331,24 @@ async function runCustom(c: Container, node: unknown, args: BenchArgs): Promise<
 }
 
 /** Opens the comparison of the newest result with a reference as a read-only document; resolves to its text. */
-async function compare(c: Container, docs: ComparisonDocuments, node: unknown, args: BenchArgs): Promise<{ uri: string; text: string } | undefined> {
+async function compare(
+  c: Container,
+  docs: ComparisonDocuments,
+  node: unknown,
+  args: BenchArgs,
+): Promise<{ uri: string; text: string } | undefined> {
   const host = await hostFor(c, targetOf(node), 'Compare the throughput of which host?');
   if (!host) return undefined;
   const all = await references(c, host);
   const newest = [...all].sort((a, b) => b.result.at.localeCompare(a.result.at))[0];
-  if (!newest) throw new KnownGoodError('not-found', `no benchmark result kept for ${host.name} yet: run "Known Good: Run Throughput Benchmark" first`);
+  if (!newest)
+    throw new KnownGoodError(
+      'not-found',
+      `no benchmark result kept for ${host.name} yet: run "Known Good: Run Throughput Benchmark" first`,
+    );
   const others = all.filter((r) => r.result.id !== newest.result.id);
-  if (!others.length) throw new KnownGoodError('not-found', `only one benchmark result for ${host.name}: nothing to compare it with yet`);
+  if (!others.length)
+    throw new KnownGoodError('not-found', `only one benchmark result for ${host.name}: nothing to compare it with yet`);
   let ref: Reference | undefined;
   if (args.reference !== undefined) {
     ref = others.find((r) => r.result.id === args.reference || r.label === args.reference);

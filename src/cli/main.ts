@@ -61,7 +61,11 @@ export function parseContainer(text: string): ContainerSettings {
   const kind = i < 0 ? text : text.slice(0, i);
   const rest = i < 0 ? '' : text.slice(i + 1);
   const r = containerSchema.safeParse(kind === 'custom' ? { kind, command: rest } : { kind, id: rest });
-  if (!r.success) throw new KnownGoodError('settings', `--container ${text}: expected pct:ID, docker:NAME, kubectl:POD or custom:"PREFIX"`);
+  if (!r.success)
+    throw new KnownGoodError(
+      'settings',
+      `--container ${text}: expected pct:ID, docker:NAME, kubectl:POD or custom:"PREFIX"`,
+    );
   return r.data;
 }
 
@@ -115,7 +119,11 @@ export function hostFromCli(host: string, options: CliOptions): HostSpec {
   } catch {
     configText = undefined;
   }
-  const ssh = resolveEndpoint(host, parseSshConfig(configText), options.identity ? { identityFile: options.identity } : {});
+  const ssh = resolveEndpoint(
+    host,
+    parseSshConfig(configText),
+    options.identity ? { identityFile: options.identity } : {},
+  );
   return {
     id: `cli:${host}`,
     name: host,

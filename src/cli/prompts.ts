@@ -49,7 +49,8 @@ export function terminalPrompts(acceptNew: boolean): SshPrompts {
       );
       return a?.trim().toLowerCase() === 'yes';
     },
-    passphrase: (file, attempt) => ask(`${attempt > 1 ? 'Wrong passphrase. ' : ''}Enter passphrase for key '${file}': `, true),
+    passphrase: (file, attempt) =>
+      ask(`${attempt > 1 ? 'Wrong passphrase. ' : ''}Enter passphrase for key '${file}': `, true),
     password: (q) => ask(`${q.prompt.replace(/:?\s*$/, '')}: `, true),
   };
 }

@@ -58,7 +58,10 @@ export function resolveEndpoint(
     host: cfg?.hostName ?? parsed.host,
     port: explicit.port ?? parsed.port ?? cfg?.port ?? 22,
     user: explicit.user ?? parsed.user ?? cfg?.user ?? userInfo().username,
-    identityFiles: [...(explicit.identityFile ? [expandHome(explicit.identityFile)] : []), ...(cfg?.identityFiles ?? [])],
+    identityFiles: [
+      ...(explicit.identityFile ? [expandHome(explicit.identityFile)] : []),
+      ...(cfg?.identityFiles ?? []),
+    ],
   };
   if (jumpText && depth < 3) {
     // One hop is what we support (the first of a comma list); a jump host's own ProxyJump is followed up to 3 deep.
@@ -86,7 +89,11 @@ export function hostFromSettings(h: HostSettings, settings: KnownGoodSettings, s
 }
 
 /** This machine first, then settings hosts, then ssh-config hosts that no settings entry already names. */
-export function resolveHosts(settings: KnownGoodSettings, sshConfig: ParsedSshConfig, localRoots?: string[]): HostSpec[] {
+export function resolveHosts(
+  settings: KnownGoodSettings,
+  sshConfig: ParsedSshConfig,
+  localRoots?: string[],
+): HostSpec[] {
   const out: HostSpec[] = [localHost(localRoots ?? settings.defaultRoots)];
   const named = new Set<string>();
   for (const h of settings.hosts) {

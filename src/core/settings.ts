@@ -8,8 +8,10 @@ export const containerSchema = z
     command: z.string().min(1).optional(),
   })
   .superRefine((c, ctx) => {
-    if (c.kind === 'custom' && !c.command) ctx.addIssue({ code: 'custom', path: ['command'], message: 'kind "custom" needs a command' });
-    if (c.kind !== 'custom' && !c.id) ctx.addIssue({ code: 'custom', path: ['id'], message: `kind "${c.kind}" needs an id` });
+    if (c.kind === 'custom' && !c.command)
+      ctx.addIssue({ code: 'custom', path: ['command'], message: 'kind "custom" needs a command' });
+    if (c.kind !== 'custom' && !c.id)
+      ctx.addIssue({ code: 'custom', path: ['id'], message: `kind "${c.kind}" needs an id` });
   });
 export type ContainerSettings = z.infer<typeof containerSchema>;
 

@@ -127,7 +127,11 @@ export class DashboardManager implements vscode.Disposable, DashboardTestApi {
         ? hosts[0]
         : (
             await showQuickPick(
-              hosts.map((h) => ({ label: h.name, description: h.ssh ? `${h.ssh.user}@${h.ssh.host}` : 'local', host: h })),
+              hosts.map((h) => ({
+                label: h.name,
+                description: h.ssh ? `${h.ssh.user}@${h.ssh.host}` : 'local',
+                host: h,
+              })),
               { title: 'Open Dashboard: host', placeHolder: 'Which host?' },
             )
           )?.host;
@@ -141,7 +145,11 @@ export class DashboardManager implements vscode.Disposable, DashboardTestApi {
           source: s,
         })),
       ),
-      { title: `Open Dashboard: run on ${host.name}`, placeHolder: 'Runs with a metrics log, newest first', matchOnDetail: true },
+      {
+        title: `Open Dashboard: run on ${host.name}`,
+        placeHolder: 'Runs with a metrics log, newest first',
+        matchOnDetail: true,
+      },
     );
     return (await runs)?.source;
   }
@@ -157,7 +165,12 @@ export class DashboardManager implements vscode.Disposable, DashboardTestApi {
     const title = sources.length === 1 ? `Dashboard: ${sources[0]!.label}` : `Dashboard: ${sources.length} runs`;
     const p =
       panel ??
-      createWebviewPanel(DASHBOARD_VIEW_TYPE, title, vscode.ViewColumn.Active, webviewOptions(this.c.context.extensionUri));
+      createWebviewPanel(
+        DASHBOARD_VIEW_TYPE,
+        title,
+        vscode.ViewColumn.Active,
+        webviewOptions(this.c.context.extensionUri),
+      );
     if (panel) panel.title = title;
     const d = new DashboardPanel(p, this.services, sources, (x) => this.forget(x), follow);
     this.open_.push(d);
@@ -177,13 +190,16 @@ export class DashboardManager implements vscode.Disposable, DashboardTestApi {
       for (const r of state?.runs ?? []) {
         const byId = parseRunId(r.id);
         const hostId = byId?.hostId ?? this.c.registry.hosts().find((h) => h.name === r.host)?.id;
-        if (hostId && this.c.registry.find(hostId)) targets.push({ hostId, logPath: byId?.logPath ?? r.path, label: r.label });
+        if (hostId && this.c.registry.find(hostId))
+          targets.push({ hostId, logPath: byId?.logPath ?? r.path, label: r.label });
       }
       if (!targets.length) {
         panel.dispose();
         return;
       }
-      const sources = await Promise.all(targets.map((t) => this.fromTarget(t).catch(() => ({ ...t, label: t.label ?? basename(t.logPath) }))));
+      const sources = await Promise.all(
+        targets.map((t) => this.fromTarget(t).catch(() => ({ ...t, label: t.label ?? basename(t.logPath) }))),
+      );
       this.show(sources, panel, state?.follow ?? false);
     },
   };

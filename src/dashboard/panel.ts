@@ -37,7 +37,10 @@ export function webviewOptions(extensionUri: vscode.Uri): vscode.WebviewOptions 
   return {
     enableScripts: true,
     // The built webview and media/ only: the page can load nothing else, and it has no network (CSP default-src 'none').
-    localResourceRoots: [vscode.Uri.joinPath(extensionUri, 'dist', 'webview'), vscode.Uri.joinPath(extensionUri, 'media')],
+    localResourceRoots: [
+      vscode.Uri.joinPath(extensionUri, 'dist', 'webview'),
+      vscode.Uri.joinPath(extensionUri, 'media'),
+    ],
   };
 }
 
@@ -163,7 +166,9 @@ export class DashboardPanel implements vscode.Disposable, PanelProbe {
         return;
       }
       case 'diffArgs':
-        await this.services.diffArgs([this.checkpoint(m.a), this.checkpoint(m.b)].map((c) => ({ hostId: c.hostId, root: c.root, entry: c.entry })));
+        await this.services.diffArgs(
+          [this.checkpoint(m.a), this.checkpoint(m.b)].map((c) => ({ hostId: c.hostId, root: c.root, entry: c.entry })),
+        );
         return;
     }
   }
@@ -182,7 +187,10 @@ export class DashboardPanel implements vscode.Disposable, PanelProbe {
         const id = runId(src.hostId, src.logPath);
         try {
           const r = await this.services.probes(src.hostId).run(metricsReduceProbe({ path: src.logPath, x: 'step' }));
-          const data = runDataFromReduction({ id, label: src.label, host: this.services.hostLabel(src.hostId) }, r.value);
+          const data = runDataFromReduction(
+            { id, label: src.label, host: this.services.hostLabel(src.hostId) },
+            r.value,
+          );
           this.services.log.info(
             `dashboard: ${src.logPath}: ${r.value.lines} lines, ${r.value.series.length} series in ${Math.round(performance.now() - t0)} ms (probe ${Math.round(r.value.elapsedMs)} ms)`,
           );

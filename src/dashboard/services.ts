@@ -106,7 +106,8 @@ export class ContainerServices implements DashboardServices {
     const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), NOW_BUDGET_MS)));
     try {
       const r = await Promise.race([cached.snapshot, late]);
-      if (r === 'late') return { note: 'Capturing the environment now took too long: compared the two newest baselines.' };
+      if (r === 'late')
+        return { note: 'Capturing the environment now took too long: compared the two newest baselines.' };
       return { snapshot: r };
     } catch (e) {
       return { note: `Could not capture the environment now (${messageOf(e)}): compared the two newest baselines.` };

@@ -11,7 +11,10 @@ export function vscodePrompts(secrets: vscode.SecretStorage): SshPrompts {
       const accept = 'Accept and Remember';
       const answer = await showWarning(
         `The authenticity of host ${where} can't be established${other}.`,
-        { modal: true, detail: `${q.keyType} key fingerprint is ${q.fingerprint}.\nCompare it with the server's before accepting.` },
+        {
+          modal: true,
+          detail: `${q.keyType} key fingerprint is ${q.fingerprint}.\nCompare it with the server's before accepting.`,
+        },
         accept,
       );
       return answer === accept;
@@ -28,12 +31,20 @@ export function vscodePrompts(secrets: vscode.SecretStorage): SshPrompts {
       const key = `knownGood.password:${q.user}@${q.host}`;
       const saved = await secrets.get(key);
       if (saved !== undefined) return saved;
-      const value = await showInputBox({ title: `Known Good: ${q.user}@${q.host}`, prompt: q.prompt, password: true, ignoreFocusOut: true });
-      if (value === undefined) return undefined;
-      const remember = await showQuickPick([{ label: 'Remember in VS Code secret storage' }, { label: "Don't remember" }], {
-        title: 'Remember this password?',
+      const value = await showInputBox({
+        title: `Known Good: ${q.user}@${q.host}`,
+        prompt: q.prompt,
+        password: true,
         ignoreFocusOut: true,
       });
+      if (value === undefined) return undefined;
+      const remember = await showQuickPick(
+        [{ label: 'Remember in VS Code secret storage' }, { label: "Don't remember" }],
+        {
+          title: 'Remember this password?',
+          ignoreFocusOut: true,
+        },
+      );
       if (remember?.label.startsWith('Remember')) await secrets.store(key, value);
       return value;
     },

@@ -54,11 +54,19 @@ export function registerRuns(c: Container): void {
   c.command(Commands.copyPath, async (node?: AnyNode) => {
     if (!node) return;
     let text: string | undefined;
-    if (node.kind === 'root' || node.kind === 'run' || node.kind === 'checkpoint' || node.kind === 'folder' || node.kind === 'file') {
+    if (
+      node.kind === 'root' ||
+      node.kind === 'run' ||
+      node.kind === 'checkpoint' ||
+      node.kind === 'folder' ||
+      node.kind === 'file'
+    ) {
       text = node.remotePath;
     } else if (node.kind === 'host') {
       const spec = registry.find(node.host.id);
-      text = spec?.ssh ? `${spec.ssh.user}@${spec.ssh.host}${spec.ssh.port === 22 ? '' : `:${spec.ssh.port}`}` : spec?.name;
+      text = spec?.ssh
+        ? `${spec.ssh.user}@${spec.ssh.host}${spec.ssh.port === 22 ? '' : `:${spec.ssh.port}`}`
+        : spec?.name;
     }
     if (text) await vscode.env.clipboard.writeText(text);
   });
@@ -73,7 +81,8 @@ export function registerRuns(c: Container): void {
       maxBytes,
     });
     const doc = await vscode.workspace.openTextDocument(uri);
-    if (/\.jsonl$/i.test(node.remotePath)) await vscode.languages.setTextDocumentLanguage(doc, 'jsonl').then(undefined, () => undefined);
+    if (/\.jsonl$/i.test(node.remotePath))
+      await vscode.languages.setTextDocumentLanguage(doc, 'jsonl').then(undefined, () => undefined);
     await vscode.window.showTextDocument(doc, { preview: true });
   });
 
@@ -109,14 +118,18 @@ export function registerRuns(c: Container): void {
       prompt: 'An ~/.ssh/config alias, or user@host[:port]',
       placeHolder: 'gpu-box or root@10.0.0.5:22',
       ignoreFocusOut: true,
-      validateInput: (v) => (v.trim() && parseUserHostPort(v.trim()) ? undefined : 'Expected an alias or user@host[:port]'),
+      validateInput: (v) =>
+        v.trim() && parseUserHostPort(v.trim()) ? undefined : 'Expected an alias or user@host[:port]',
     });
     if (!target) return;
     const container = await showInputBox({
       title: 'Add Host (2/4): container (optional)',
       prompt: 'Run inside a container: pct:200, docker:NAME or kubectl:POD; empty for none',
       ignoreFocusOut: true,
-      validateInput: (v) => (!v.trim() || /^(pct|docker|kubectl):\S+$/.test(v.trim()) ? undefined : 'Expected pct:ID, docker:NAME or kubectl:POD'),
+      validateInput: (v) =>
+        !v.trim() || /^(pct|docker|kubectl):\S+$/.test(v.trim())
+          ? undefined
+          : 'Expected pct:ID, docker:NAME or kubectl:POD',
     });
     if (container === undefined) return;
     const python = await showInputBox({
@@ -141,7 +154,10 @@ export function registerRuns(c: Container): void {
       entry.container = { kind, id };
     }
     if (python.trim()) entry.python = python.trim();
-    const list = roots.split(',').map((r) => r.trim()).filter(Boolean);
+    const list = roots
+      .split(',')
+      .map((r) => r.trim())
+      .filter(Boolean);
     if (list.length) entry.roots = list;
     await updateHosts((hosts) => [...hosts.filter((h) => h.name !== name), entry]);
   });
@@ -157,7 +173,11 @@ export function registerRuns(c: Container): void {
       );
       return;
     }
-    const ok = await showWarning(`Remove ${spec.name} from Known Good?`, { modal: true, detail: 'Its baselines are kept.' }, 'Remove');
+    const ok = await showWarning(
+      `Remove ${spec.name} from Known Good?`,
+      { modal: true, detail: 'Its baselines are kept.' },
+      'Remove',
+    );
     if (ok !== 'Remove') return;
     await updateHosts((hosts) => hosts.filter((h) => h.name !== spec.name));
   });
@@ -180,7 +200,11 @@ export function registerRuns(c: Container): void {
   c.command(Commands.addRoot, async (node?: unknown) => {
     const hostId = hostIdOf(node) ?? (await pickHost(c));
     if (!hostId) return;
-    const root = await showInputBox({ title: 'Add Checkpoint Root', prompt: 'Folder on the remote, e.g. /workspace/checkpoints', ignoreFocusOut: true });
+    const root = await showInputBox({
+      title: 'Add Checkpoint Root',
+      prompt: 'Folder on the remote, e.g. /workspace/checkpoints',
+      ignoreFocusOut: true,
+    });
     if (!root?.trim()) return;
     await setRoots(hostId, (roots) => [...roots.filter((r) => r !== root.trim()), root.trim()]);
   });
@@ -197,7 +221,11 @@ export function registerRuns(c: Container): void {
     if (!spec) return;
     const session = registry.session(spec);
     const found = await withProgress(
-      { location: vscode.ProgressLocation.Notification, title: `Looking for Python interpreters on ${session.label}…`, cancellable: true },
+      {
+        location: vscode.ProgressLocation.Notification,
+        title: `Looking for Python interpreters on ${session.label}…`,
+        cancellable: true,
+      },
       (_p, token) => {
         const ac = new AbortController();
         token.onCancellationRequested(() => ac.abort());
@@ -206,13 +234,20 @@ export function registerRuns(c: Container): void {
     );
     const items = found.value.candidates.map((cand) => ({
       label: cand.path,
-      description: [cand.version ? `Python ${cand.version}` : 'broken', cand.torch ? `torch ${cand.torch}` : 'no torch', cand.venv ? 'venv' : '']
+      description: [
+        cand.version ? `Python ${cand.version}` : 'broken',
+        cand.torch ? `torch ${cand.torch}` : 'no torch',
+        cand.venv ? 'venv' : '',
+      ]
         .filter(Boolean)
         .join(' · '),
       detail: cand.error ?? (cand.executable !== cand.path ? `→ ${cand.executable}` : undefined),
       path: cand.path,
     }));
-    const pick = await showQuickPick(items, { title: `Python for ${spec.name} (now: ${spec.python})`, ignoreFocusOut: true });
+    const pick = await showQuickPick(items, {
+      title: `Python for ${spec.name} (now: ${spec.python})`,
+      ignoreFocusOut: true,
+    });
     if (!pick) return;
     if (spec.source === 'settings') {
       await updateHosts((hosts) => hosts.map((h) => (h.name === spec.name ? { ...h, python: pick.path } : h)));

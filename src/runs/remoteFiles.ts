@@ -1,6 +1,13 @@
 import * as vscode from 'vscode';
 import type { HostRegistry } from '../core/registry';
-import { fromRemoteFileUri, readFileProbe, renderFileText, REMOTE_FILE_SCHEME, toRemoteFileUri, type RemoteFileRef } from '../core/remote/readFile';
+import {
+  fromRemoteFileUri,
+  readFileProbe,
+  renderFileText,
+  REMOTE_FILE_SCHEME,
+  toRemoteFileUri,
+  type RemoteFileRef,
+} from '../core/remote/readFile';
 
 export function remoteFileUri(ref: RemoteFileRef): vscode.Uri {
   return vscode.Uri.from(toRemoteFileUri(ref));

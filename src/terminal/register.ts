@@ -7,7 +7,14 @@ import { messageOf } from '../core/errors';
 import type { HostSpec } from '../core/hosts';
 import { newNonce } from '../core/probes/runner';
 import { probeTerminalCommand } from '../core/terminal/command';
-import { parseFramedResult, probeChoice, PROBES, terminalName, type ProbeChoice, type ProbeContext } from '../core/terminal/probes';
+import {
+  parseFramedResult,
+  probeChoice,
+  PROBES,
+  terminalName,
+  type ProbeChoice,
+  type ProbeContext,
+} from '../core/terminal/probes';
 import type { RunnerExit } from '../core/terminal/runner';
 import { showInfo, showInputBox, showQuickPick } from '../window';
 import { runInTerminal } from './run';
@@ -47,7 +54,11 @@ async function pickProbe(): Promise<ProbeChoice | undefined> {
   return pick?.choice;
 }
 
-async function runProbe(c: Container, node: unknown, probeId: string | undefined): Promise<ProbeRunOutcome | undefined> {
+async function runProbe(
+  c: Container,
+  node: unknown,
+  probeId: string | undefined,
+): Promise<ProbeRunOutcome | undefined> {
   const target = targetOf(node);
   const host = await hostFor(c, target, 'Run the probe on which host?');
   if (!host) return undefined;
@@ -60,19 +71,32 @@ async function runProbe(c: Container, node: unknown, probeId: string | undefined
     ...(target.checkpoint !== undefined ? { checkpoint: target.checkpoint } : {}),
   };
   if (choice.needs === 'checkpoint' && ctx.checkpoint === undefined) {
-    const path = await showInputBox({ prompt: `Checkpoint path on ${host.name}`, placeHolder: '/workspace/checkpoints/run/step_1000', ignoreFocusOut: true });
+    const path = await showInputBox({
+      prompt: `Checkpoint path on ${host.name}`,
+      placeHolder: '/workspace/checkpoints/run/step_1000',
+      ignoreFocusOut: true,
+    });
     if (!path) return undefined;
     ctx.checkpoint = path;
   }
   if (choice.needs === 'roots' && ctx.folder === undefined && ctx.roots.length === 0) {
-    const path = await showInputBox({ prompt: `Folder to list on ${host.name}`, placeHolder: '/workspace/checkpoints', ignoreFocusOut: true });
+    const path = await showInputBox({
+      prompt: `Folder to list on ${host.name}`,
+      placeHolder: '/workspace/checkpoints',
+      ignoreFocusOut: true,
+    });
     if (!path) return undefined;
     ctx.folder = path;
   }
   return runProbeInTerminal(c, host, choice, ctx);
 }
 
-export async function runProbeInTerminal(c: Container, host: HostSpec, choice: ProbeChoice, ctx: ProbeContext): Promise<ProbeRunOutcome> {
+export async function runProbeInTerminal(
+  c: Container,
+  host: HostSpec,
+  choice: ProbeChoice,
+  ctx: ProbeContext,
+): Promise<ProbeRunOutcome> {
   const session = c.registry.session(host);
   const call = choice.call(ctx);
   const nonce = newNonce();
@@ -112,14 +136,24 @@ function handOver(c: Container, host: HostSpec, choice: ProbeChoice, result: unk
   void (async () => {
     const action = await showInfo(`Environment snapshot of ${host.name} captured.`, 'Save as Baseline');
     if (action !== 'Save as Baseline') return;
-    const label = await showInputBox({ prompt: 'Baseline label', value: `known good ${new Date().toISOString().slice(0, 10)}` });
+    const label = await showInputBox({
+      prompt: 'Baseline label',
+      value: `known good ${new Date().toISOString().slice(0, 10)}`,
+    });
     if (!label) return;
     await saveSnapshotAsBaseline(c, host, snapshot, label);
   })().catch((e: unknown) => c.log.error(`Save as Baseline: ${messageOf(e)}`));
 }
 
-export async function saveSnapshotAsBaseline(c: Container, host: HostSpec, snapshot: EnvSnapshot, label: string): Promise<string> {
-  const { stored: saved } = await saveBaseline(baselineStore(c), c.registry.session(host), snapshot, label, { copyToRemote: false });
+export async function saveSnapshotAsBaseline(
+  c: Container,
+  host: HostSpec,
+  snapshot: EnvSnapshot,
+  label: string,
+): Promise<string> {
+  const { stored: saved } = await saveBaseline(baselineStore(c), c.registry.session(host), snapshot, label, {
+    copyToRemote: false,
+  });
   c.log.info(`baseline "${label}" of ${host.name} saved to ${saved.file}`);
   c.tree.refresh();
   return saved.file;

@@ -34,7 +34,9 @@ export async function hostFor(c: Container, target: NodeTarget, placeHolder: str
   const pick = await showQuickPick(
     hosts.map((host) => ({
       label: host.name,
-      description: host.ssh ? `${host.ssh.user}@${host.ssh.host}${host.ssh.port === 22 ? '' : `:${host.ssh.port}`}` : 'local',
+      description: host.ssh
+        ? `${host.ssh.user}@${host.ssh.host}${host.ssh.port === 22 ? '' : `:${host.ssh.port}`}`
+        : 'local',
       host,
     })),
     { placeHolder, ignoreFocusOut: true },

@@ -20,7 +20,11 @@ export class AutoRefresh implements vscode.Disposable {
     private readonly seconds: () => number,
   ) {
     this.subs.push(view.onDidChangeVisibility(() => this.schedule()));
-    this.subs.push(vscode.workspace.onDidChangeConfiguration((e) => e.affectsConfiguration('knownGood.autoRefreshSeconds') && this.schedule()));
+    this.subs.push(
+      vscode.workspace.onDidChangeConfiguration(
+        (e) => e.affectsConfiguration('knownGood.autoRefreshSeconds') && this.schedule(),
+      ),
+    );
     this.schedule();
   }
 

@@ -116,7 +116,11 @@ export class RemoteRunsProvider implements vscode.TreeDataProvider<TreeNode>, vs
     const where = host.ssh
       ? `${host.ssh.user}@${host.ssh.host}${host.ssh.port === 22 ? '' : `:${host.ssh.port}`}`
       : undefined;
-    const container = host.container ? (host.container.kind === 'custom' ? 'container' : `${host.container.kind} ${host.container.id}`) : undefined;
+    const container = host.container
+      ? host.container.kind === 'custom'
+        ? 'container'
+        : `${host.container.kind} ${host.container.id}`
+      : undefined;
     return {
       id: host.id,
       label: host.name,
@@ -154,7 +158,9 @@ export class RemoteRunsProvider implements vscode.TreeDataProvider<TreeNode>, vs
         st.receivedAt = Date.now();
         st.grafts.clear();
         st.state = 'connected';
-        this.options.log(`${host.name}: listed ${host.roots.length} root(s) in ${r.value.elapsedMs} ms (python ${r.python.executable})`);
+        this.options.log(
+          `${host.name}: listed ${host.roots.length} root(s) in ${r.value.elapsedMs} ms (python ${r.python.executable})`,
+        );
       } catch (e) {
         st.state = 'error';
         st.error = messageOf(e);

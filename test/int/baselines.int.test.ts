@@ -99,7 +99,9 @@ void (async () => {
     const names = await readdir(hostDir);
     const temps = names.filter((n) => n.startsWith('.tmp-'));
     assert.ok(temps.length >= 1, `no kill landed inside a write in ${kills} tries`);
-    t.diagnostic(`${baselines.length} complete baselines, ${temps.length} interrupted temp files left by ${kills} kills`);
+    t.diagnostic(
+      `${baselines.length} complete baselines, ${temps.length} interrupted temp files left by ${kills} kills`,
+    );
     assert.equal(names.length - temps.length, baselines.length, 'every non-temp file is a complete baseline');
   });
 });
@@ -117,11 +119,17 @@ void describe('env_snapshot through the probe runner', () => {
     assert.equal(a.value.schema, 1);
     assert.ok((a.value.packages.count ?? 0) > 0);
     assert.equal(a.value.python.executable, a.python.executable);
-    assert.ok(a.value.scripts.files.some((f) => f.path.endsWith('baselines.int.test.ts') && /^[0-9a-f]{64}$/.test(f.sha256 ?? '')));
+    assert.ok(
+      a.value.scripts.files.some(
+        (f) => f.path.endsWith('baselines.int.test.ts') && /^[0-9a-f]{64}$/.test(f.sha256 ?? ''),
+      ),
+    );
     assert.equal(renderSnapshot(b.value).text, renderSnapshot(a.value).text);
     const drift = computeDrift(a.value, b.value);
     assert.equal(drift.unchanged, true, JSON.stringify(drift));
-    console.log(`env_snapshot: first ${t1 - t0} ms (helper start), second ${t2 - t1} ms; probe says ${b.value.tookMs} ms`);
+    console.log(
+      `env_snapshot: first ${t1 - t0} ms (helper start), second ${t2 - t1} ms; probe says ${b.value.tookMs} ms`,
+    );
   });
 
   void it('reads Debian torch files without importing torch (one-shot, /usr/bin/python3)', async (t) => {

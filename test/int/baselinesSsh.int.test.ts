@@ -1,7 +1,16 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
@@ -120,14 +129,18 @@ void describe('environment baselines through a real sshd', () => {
     const saved = await saveBaseline(store, host, snap, 'known good', { copyToRemote: true });
     assert.equal(saved.remoteWarning, undefined);
     assert.ok(saved.remotePath, 'a remote path is reported');
-    assert.match(saved.remotePath, new RegExp(`^${root}/\\.known-good/env-\\d{4}-\\d\\d-\\d\\dT\\d\\d-\\d\\d-\\d\\dZ\\.json$`));
+    assert.match(
+      saved.remotePath,
+      new RegExp(`^${root}/\\.known-good/env-\\d{4}-\\d\\d-\\d\\dT\\d\\d-\\d\\d-\\d\\dZ\\.json$`),
+    );
     const remote = await readBaseline(saved.remotePath);
     assert.ok(remote.ok, 'the remote copy is a valid baseline');
     assert.equal(remote.baseline.id, saved.stored.baseline.id);
     assert.equal(remote.baseline.host, host.transport.id);
     // No temp file left beside it; the secret's value is nowhere in either copy.
     assert.deepEqual(readdirSync(join(root, '.known-good')), [saved.remotePath.split('/').pop()]);
-    for (const f of [saved.remotePath, saved.stored.file]) assert.doesNotMatch(readFileSync(f, 'utf8'), /wandb-secret-value/);
+    for (const f of [saved.remotePath, saved.stored.file])
+      assert.doesNotMatch(readFileSync(f, 'utf8'), /wandb-secret-value/);
     // Never overwritten: a second copy with the same time fails (as a warning) and the first stays.
     const again = await saveBaseline(store, host, snap, 'same second', { copyToRemote: true });
     assert.match(again.remoteWarning ?? '', /already exists: not overwritten/);
@@ -135,7 +148,10 @@ void describe('environment baselines through a real sshd', () => {
     assert.equal(still.ok && still.baseline.label, 'known good');
 
     const now = await captureSnapshot(host, opts);
-    const docs = diffDocuments({ snapshot: saved.stored.baseline.snapshot, title: 'baseline' }, { snapshot: now, title: 'now' });
+    const docs = diffDocuments(
+      { snapshot: saved.stored.baseline.snapshot, title: 'baseline' },
+      { snapshot: now, title: 'now' },
+    );
     const differing = [...docs.left.split('\n')].filter((l, i) => l !== docs.right.split('\n')[i]);
     assert.equal(docs.drift.unchanged, true, `unchanged machine drifted: ${differing.join(' | ')}`);
     assert.equal(docs.left, docs.right);
@@ -156,7 +172,10 @@ void describe('environment baselines through a real sshd', () => {
         docs.drift.env.map((e) => `${e.name} ${e.kind}${e.redacted ? ' (secret)' : ` ${e.from ?? ''}→${e.to ?? ''}`}`),
         ['NCCL_P2P_DISABLE added →1', 'OMP_NUM_THREADS changed 8→16', 'WANDB_API_KEY changed (secret)'],
       );
-      assert.match(docs.summaryText, /env: NCCL_P2P_DISABLE=1 added, OMP_NUM_THREADS 8 → 16, WANDB_API_KEY changed \(secret\)/);
+      assert.match(
+        docs.summaryText,
+        /env: NCCL_P2P_DISABLE=1 added, OMP_NUM_THREADS 8 → 16, WANDB_API_KEY changed \(secret\)/,
+      );
       assert.doesNotMatch(docs.right + docs.summaryText, /rotated-secret|wandb-secret/);
     } finally {
       writeFileSync(join(dir, 'scripts', "it's eval.py"), 'print("eval")\n');
@@ -172,12 +191,17 @@ void describe('environment baselines through a real sshd', () => {
       const roHost: CaptureHost = { ...host, spec: { ...host.spec, roots: [ro] } };
       const snap = await captureSnapshot(roHost, noSettings);
       const saved = await saveBaseline(store, roHost, snap, 'ro', { copyToRemote: true });
-      assert.match(saved.remoteWarning ?? '', /saved locally, but the copy next to .*read-only-root failed: .*(Read-only|Permission denied)/);
+      assert.match(
+        saved.remoteWarning ?? '',
+        /saved locally, but the copy next to .*read-only-root failed: .*(Read-only|Permission denied)/,
+      );
       assert.equal(saved.remotePath, undefined);
       assert.ok(existsSync(saved.stored.file));
       // A root that does not exist is not created.
       const missing = join(dir, 'no-such-root');
-      const gone = await saveBaseline(store, { ...host, spec: { ...host.spec, roots: [missing] } }, snap, 'missing', { copyToRemote: true });
+      const gone = await saveBaseline(store, { ...host, spec: { ...host.spec, roots: [missing] } }, snap, 'missing', {
+        copyToRemote: true,
+      });
       assert.match(gone.remoteWarning ?? '', /No such file or directory/);
       assert.equal(existsSync(missing), false);
       assert.equal((await store.list(host.transport.id)).baselines.length, 2);
@@ -196,7 +220,14 @@ void describe('environment baselines through a real sshd', () => {
     const oldHome = process.env['HOME'];
     process.env['HOME'] = home;
     const registry = new HostRegistry({ commandTimeoutMs: 60000, ssh: sshOptions(sshd, recordingPrompts().prompts) });
-    const spec: HostSpec = { id: 'cli:test', name: 'test-sshd', source: 'cli', ssh: endpointOf(sshd), python: 'python3', roots: [] };
+    const spec: HostSpec = {
+      id: 'cli:test',
+      name: 'test-sshd',
+      source: 'cli',
+      ssh: endpointOf(sshd),
+      python: 'python3',
+      roots: [],
+    };
     registry.setHosts([spec]);
     const run = async (words: string[]) => {
       const { options } = parseArgs(['host', ...words]);
@@ -206,7 +237,16 @@ void describe('environment baselines through a real sshd', () => {
       out.on('data', (c: Buffer) => (text += c.toString()));
       err.resume();
       const session = registry.session(spec);
-      const code = await envCommand.run({ session, open: () => ({ session }), registry, positional: [], rest: [], options, out, err });
+      const code = await envCommand.run({
+        session,
+        open: () => ({ session }),
+        registry,
+        positional: [],
+        rest: [],
+        options,
+        out,
+        err,
+      });
       return { code, text };
     };
     try {
@@ -241,7 +281,13 @@ void describe('environment baselines through a real sshd', () => {
     const before = { inductor: listFiles(inductor), triton: listFiles(triton) };
 
     const plan = (await host.probes.run(cacheArchiveProbe(root))).value;
-    assert.deepEqual(plan.caches.map((c) => [c.name, c.exists, c.files]), [['inductor', true, 2], ['triton', true, 1]]);
+    assert.deepEqual(
+      plan.caches.map((c) => [c.name, c.exists, c.files]),
+      [
+        ['inductor', true, 2],
+        ['triton', true, 1],
+      ],
+    );
     assert.ok(plan.dest.freeBytes! > 0);
     const backup = planBackup(plan, new Date());
     assert.equal(backup.lowSpace, undefined);
@@ -249,7 +295,10 @@ void describe('environment baselines through a real sshd', () => {
     const result = await backupCaches(host.transport, plan, backup, { progress: (f) => fractions.push(f ?? -1) });
     assert.ok(existsSync(result.archive));
     assert.ok(statSync(result.archive).size > 0);
-    assert.deepEqual(result.manifest.caches.map((c) => c.name), ['inductor', 'triton']);
+    assert.deepEqual(
+      result.manifest.caches.map((c) => c.name),
+      ['inductor', 'triton'],
+    );
     assert.ok(!readdirSync(join(root, '.known-good')).some((n) => n.endsWith('.partial')));
 
     // The caches get cleared (by the user) and then restored from the archive.

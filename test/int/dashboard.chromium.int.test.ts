@@ -87,7 +87,8 @@ function build(): string {
   const r = spawnSync(process.execPath, ['scripts/build.mjs'], { cwd: ROOT, encoding: 'utf8' });
   assert.equal(r.status, 0, `node scripts/build.mjs failed:\n${r.stderr}${r.stdout}`);
   const dir = join(ROOT, 'dist/webview');
-  for (const f of [DASHBOARD_SCRIPT, ...DASHBOARD_STYLES]) assert.ok(existsSync(join(dir, f)), `build did not produce ${f}`);
+  for (const f of [DASHBOARD_SCRIPT, ...DASHBOARD_STYLES])
+    assert.ok(existsSync(join(dir, f)), `build did not produce ${f}`);
   return dir;
 }
 
@@ -127,7 +128,9 @@ function serve(dir: string): Promise<{ server: Server; origin: string }> {
       res.writeHead(200, { 'content-type': TYPES[extname(file)] ?? 'application/octet-stream' });
       res.end(readFileSync(file));
     });
-    server.listen(0, '127.0.0.1', () => ok({ server, origin: `http://127.0.0.1:${(server.address() as AddressInfo).port}` }));
+    server.listen(0, '127.0.0.1', () =>
+      ok({ server, origin: `http://127.0.0.1:${(server.address() as AddressInfo).port}` }),
+    );
   });
 }
 
@@ -158,7 +161,11 @@ const SHIM = `
 })();
 `;
 
-async function applyTheme(page: Page, kind: 'vscode-dark' | 'vscode-light', vars: Record<string, string>): Promise<void> {
+async function applyTheme(
+  page: Page,
+  kind: 'vscode-dark' | 'vscode-light',
+  vars: Record<string, string>,
+): Promise<void> {
   await page.evaluate(
     ({ kind, vars }) => {
       const html = document.documentElement;
@@ -170,7 +177,8 @@ async function applyTheme(page: Page, kind: 'vscode-dark' | 'vscode-light', vars
   );
 }
 
-const posted = (page: Page): Promise<{ type: string; [k: string]: unknown }[]> => page.evaluate(() => (window as unknown as { __posted: { type: string }[] }).__posted);
+const posted = (page: Page): Promise<{ type: string; [k: string]: unknown }[]> =>
+  page.evaluate(() => (window as unknown as { __posted: { type: string }[] }).__posted);
 
 /** Pixels of each plot canvas close to `rgb`: the run's line and, fainter, its band do not match; only the line. */
 function countColor(page: Page, selector: string, hex: string): Promise<number> {
@@ -184,7 +192,10 @@ function countColor(page: Page, selector: string, hex: string): Promise<number> 
         const d = ctx.getImageData(0, 0, c.width, c.height).data;
         for (let i = 0; i < d.length; i += 4) {
           if ((d[i + 3] ?? 0) < 200) continue;
-          const dist = Math.abs((d[i] ?? 0) - (want[0] ?? 0)) + Math.abs((d[i + 1] ?? 0) - (want[1] ?? 0)) + Math.abs((d[i + 2] ?? 0) - (want[2] ?? 0));
+          const dist =
+            Math.abs((d[i] ?? 0) - (want[0] ?? 0)) +
+            Math.abs((d[i + 1] ?? 0) - (want[1] ?? 0)) +
+            Math.abs((d[i + 2] ?? 0) - (want[2] ?? 0));
           if (dist < 40) n++;
         }
       }
@@ -217,7 +228,14 @@ before(async () => {
   browser = await chromium.launch({
     executablePath: CHROMIUM,
     headless: true,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+      '--no-first-run',
+    ],
   });
   mkdirSync(ARTIFACTS, { recursive: true });
 });
@@ -227,133 +245,184 @@ after(async () => {
   await new Promise<void>((ok) => (server ? server.close(() => ok()) : ok()));
 });
 
-void test('dashboard renders the fixture in headless Chromium, dark then light', { skip: !existsSync(CHROMIUM) && `${CHROMIUM} not installed` }, async () => {
-  assert.ok(browser);
-  const context = await browser.newContext({ viewport: { width: 1400, height: 1000 }, deviceScaleFactor: 1 });
-  const page = await context.newPage();
-  const problems: string[] = [];
-  const warnings: string[] = [];
-  page.on('pageerror', (e) => problems.push(`pageerror: ${e.message}`));
-  page.on('console', (m) => {
-    if (m.type() === 'error') problems.push(`console.error: ${m.text()}`);
-    if (m.type() === 'warning') warnings.push(m.text());
-  });
-  await page.addInitScript({ content: SHIM });
-  await page.goto(`${origin}/`);
+void test(
+  'dashboard renders the fixture in headless Chromium, dark then light',
+  { skip: !existsSync(CHROMIUM) && `${CHROMIUM} not installed` },
+  async () => {
+    assert.ok(browser);
+    const context = await browser.newContext({ viewport: { width: 1400, height: 1000 }, deviceScaleFactor: 1 });
+    const page = await context.newPage();
+    const problems: string[] = [];
+    const warnings: string[] = [];
+    page.on('pageerror', (e) => problems.push(`pageerror: ${e.message}`));
+    page.on('console', (m) => {
+      if (m.type() === 'error') problems.push(`console.error: ${m.text()}`);
+      if (m.type() === 'warning') warnings.push(m.text());
+    });
+    await page.addInitScript({ content: SHIM });
+    await page.goto(`${origin}/`);
 
-  // Handshake: ready first, and nothing drawn before init.
-  await page.waitForFunction(() => (window as unknown as { __posted: { type: string }[] }).__posted.some((m) => m.type === 'ready'));
-  assert.deepEqual((await posted(page))[0], { type: 'ready', version: 1 });
-  assert.equal(await page.locator('.kg-plot canvas').count(), 0, 'drew before init');
+    // Handshake: ready first, and nothing drawn before init.
+    await page.waitForFunction(() =>
+      (window as unknown as { __posted: { type: string }[] }).__posted.some((m) => m.type === 'ready'),
+    );
+    assert.deepEqual((await posted(page))[0], { type: 'ready', version: 1 });
+    assert.equal(await page.locator('.kg-plot canvas').count(), 0, 'drew before init');
 
-  await applyTheme(page, 'vscode-dark', DARK);
-  // An invalid message is logged and ignored, not fatal.
-  await page.evaluate(() => window.postMessage({ type: 'init', runs: 'nope' }, '*'));
-  await page.evaluate((m) => window.postMessage(m, '*'), init);
-  await page.waitForSelector('.kg-plot[data-series="loss"] canvas');
-  await page.waitForSelector('.kg-bench-canvas canvas');
-  assert.ok(warnings.some((w) => w.includes('ignored a message') && w.includes('init')), `no warning for the bad message: ${warnings.join(' | ')}`);
+    await applyTheme(page, 'vscode-dark', DARK);
+    // An invalid message is logged and ignored, not fatal.
+    await page.evaluate(() => window.postMessage({ type: 'init', runs: 'nope' }, '*'));
+    await page.evaluate((m) => window.postMessage(m, '*'), init);
+    await page.waitForSelector('.kg-plot[data-series="loss"] canvas');
+    await page.waitForSelector('.kg-bench-canvas canvas');
+    assert.ok(
+      warnings.some((w) => w.includes('ignored a message') && w.includes('init')),
+      `no warning for the bad message: ${warnings.join(' | ')}`,
+    );
 
-  // Saved before the checks, so a failure leaves a picture of what went wrong.
-  await page.screenshot({ path: join(ARTIFACTS, 'dashboard-dark.png'), fullPage: true });
+    // Saved before the checks, so a failure leaves a picture of what went wrong.
+    await page.screenshot({ path: join(ARTIFACTS, 'dashboard-dark.png'), fullPage: true });
 
-  // One plot per series, runs in distinct theme colours, bands and axes drawn.
-  const series = await page.locator('.kg-plot').evaluateAll((els) => els.map((e) => (e as HTMLElement).dataset.series));
-  assert.deepEqual(series, ['loss', 'lr', 'tok_per_s']);
-  const lossCanvas = '.kg-plot[data-series="loss"] canvas';
-  const painted = await nonTransparent(page, lossCanvas);
-  assert.ok(painted > 5_000, `loss canvas nearly empty: ${painted} px`);
-  const blueDark = await countColor(page, lossCanvas, DARK['--vscode-charts-blue']!);
-  const orangeDark = await countColor(page, lossCanvas, DARK['--vscode-charts-orange']!);
-  assert.ok(blueDark > 300, `run 1 line (charts-blue) barely drawn: ${blueDark} px`);
-  assert.ok(orangeDark > 300, `run 2 line (charts-orange) barely drawn: ${orangeDark} px`);
-  assert.ok((await countColor(page, '.kg-bench-canvas canvas', DARK['--vscode-charts-green']!)) > 50, 'baseline not marked on the bench plot');
-  // uPlot's legend names both runs; skipped counts are shown.
-  const legend = await page.locator('.kg-plot[data-series="loss"] .u-legend').innerText();
-  assert.match(legend, /baseline-1b/);
-  assert.match(legend, /lr6e-4/);
-  assert.match(await page.locator('.kg-legend').innerText(), /16 skipped/);
-  assert.match(await page.locator('.kg-drift-text').innerText(), /torch\s+2\.5\.1\+cu124\s+→\s+2\.6\.0\+cu126/);
-  // Text is readable on the dark background: the computed colour is the theme's foreground.
-  assert.equal(await page.locator('.kg-plot-title').first().evaluate((e) => getComputedStyle(e).color), 'rgb(204, 204, 204)');
+    // One plot per series, runs in distinct theme colours, bands and axes drawn.
+    const series = await page
+      .locator('.kg-plot')
+      .evaluateAll((els) => els.map((e) => (e as HTMLElement).dataset.series));
+    assert.deepEqual(series, ['loss', 'lr', 'tok_per_s']);
+    const lossCanvas = '.kg-plot[data-series="loss"] canvas';
+    const painted = await nonTransparent(page, lossCanvas);
+    assert.ok(painted > 5_000, `loss canvas nearly empty: ${painted} px`);
+    const blueDark = await countColor(page, lossCanvas, DARK['--vscode-charts-blue']!);
+    const orangeDark = await countColor(page, lossCanvas, DARK['--vscode-charts-orange']!);
+    assert.ok(blueDark > 300, `run 1 line (charts-blue) barely drawn: ${blueDark} px`);
+    assert.ok(orangeDark > 300, `run 2 line (charts-orange) barely drawn: ${orangeDark} px`);
+    assert.ok(
+      (await countColor(page, '.kg-bench-canvas canvas', DARK['--vscode-charts-green']!)) > 50,
+      'baseline not marked on the bench plot',
+    );
+    // uPlot's legend names both runs; skipped counts are shown.
+    const legend = await page.locator('.kg-plot[data-series="loss"] .u-legend').innerText();
+    assert.match(legend, /baseline-1b/);
+    assert.match(legend, /lr6e-4/);
+    assert.match(await page.locator('.kg-legend').innerText(), /16 skipped/);
+    assert.match(await page.locator('.kg-drift-text').innerText(), /torch\s+2\.5\.1\+cu124\s+→\s+2\.6\.0\+cu126/);
+    // Text is readable on the dark background: the computed colour is the theme's foreground.
+    assert.equal(
+      await page
+        .locator('.kg-plot-title')
+        .first()
+        .evaluate((e) => getComputedStyle(e).color),
+      'rgb(204, 204, 204)',
+    );
 
-  // Series toggle: unchecking lr removes its plot and tells the host; checking brings it back.
-  const lrBox = page.locator('.kg-series-chooser vscode-checkbox[data-value="lr"]');
-  await lrBox.click();
-  await page.waitForSelector('.kg-plot[data-series="lr"]', { state: 'detached' });
-  assert.deepEqual((await posted(page)).at(-1), { type: 'selectSeries', keys: ['loss', 'tok_per_s'] });
-  await lrBox.click();
-  await page.waitForSelector('.kg-plot[data-series="lr"] canvas');
-  assert.deepEqual((await posted(page)).at(-1), { type: 'selectSeries', keys: ['loss', 'lr', 'tok_per_s'] });
+    // Series toggle: unchecking lr removes its plot and tells the host; checking brings it back.
+    const lrBox = page.locator('.kg-series-chooser vscode-checkbox[data-value="lr"]');
+    await lrBox.click();
+    await page.waitForSelector('.kg-plot[data-series="lr"]', { state: 'detached' });
+    assert.deepEqual((await posted(page)).at(-1), { type: 'selectSeries', keys: ['loss', 'tok_per_s'] });
+    await lrBox.click();
+    await page.waitForSelector('.kg-plot[data-series="lr"] canvas');
+    assert.deepEqual((await posted(page)).at(-1), { type: 'selectSeries', keys: ['loss', 'lr', 'tok_per_s'] });
 
-  // Checkpoint buttons post the right paths; the first of a run has nothing to diff against.
-  const ckpts = init.checkpoints;
-  const second = ckpts[1]!;
-  await page.locator(`.kg-checkpoint[data-path="${second.path}"] vscode-button[data-action="open-args"]`).click();
-  assert.deepEqual((await posted(page)).at(-1), { type: 'openArgs', path: second.path });
-  await page.locator(`.kg-checkpoint[data-path="${second.path}"] vscode-button[data-action="diff-args"]`).click();
-  assert.deepEqual((await posted(page)).at(-1), { type: 'diffArgs', a: ckpts[0]!.path, b: second.path });
-  const before = (await posted(page)).length;
-  await page.locator(`.kg-checkpoint[data-path="${ckpts[0]!.path}"] vscode-button[data-action="diff-args"]`).click({ force: true });
-  assert.equal((await posted(page)).length, before, 'diff of the first checkpoint posted a message');
+    // Checkpoint buttons post the right paths; the first of a run has nothing to diff against.
+    const ckpts = init.checkpoints;
+    const second = ckpts[1]!;
+    await page.locator(`.kg-checkpoint[data-path="${second.path}"] vscode-button[data-action="open-args"]`).click();
+    assert.deepEqual((await posted(page)).at(-1), { type: 'openArgs', path: second.path });
+    await page.locator(`.kg-checkpoint[data-path="${second.path}"] vscode-button[data-action="diff-args"]`).click();
+    assert.deepEqual((await posted(page)).at(-1), { type: 'diffArgs', a: ckpts[0]!.path, b: second.path });
+    const before = (await posted(page)).length;
+    await page
+      .locator(`.kg-checkpoint[data-path="${ckpts[0]!.path}"] vscode-button[data-action="diff-args"]`)
+      .click({ force: true });
+    assert.equal((await posted(page)).length, before, 'diff of the first checkpoint posted a message');
 
-  // Hovering shows each run's value at the cursor, though the runs' buckets sit at different steps.
-  const hover = (await page.locator('.kg-plot[data-series="loss"] .u-over').boundingBox())!;
-  await page.mouse.move(hover.x + hover.width * 0.25, hover.y + hover.height / 2);
-  const values = await page.locator('.kg-plot[data-series="loss"] .u-legend .u-value').allInnerTexts();
-  assert.equal(values.length, 3, values.join(' | '));
-  for (const v of values.slice(1)) assert.match(v, /^\d+(\.\d+)?$/, `legend value "${v}" (all: ${values.join(' | ')})`);
+    // Hovering shows each run's value at the cursor, though the runs' buckets sit at different steps.
+    const hover = (await page.locator('.kg-plot[data-series="loss"] .u-over').boundingBox())!;
+    await page.mouse.move(hover.x + hover.width * 0.25, hover.y + hover.height / 2);
+    const values = await page.locator('.kg-plot[data-series="loss"] .u-legend .u-value').allInnerTexts();
+    assert.equal(values.length, 3, values.join(' | '));
+    for (const v of values.slice(1))
+      assert.match(v, /^\d+(\.\d+)?$/, `legend value "${v}" (all: ${values.join(' | ')})`);
 
-  // Zoom: a drag over the loss plot asks the host for finer buckets of each run, in steps.
-  const over = page.locator('.kg-plot[data-series="loss"] .u-over');
-  const box = (await over.boundingBox())!;
-  await page.mouse.move(box.x + box.width * 0.2, box.y + box.height / 2);
-  await page.mouse.down();
-  await page.mouse.move(box.x + box.width * 0.3, box.y + box.height / 2, { steps: 5 });
-  await page.mouse.up();
-  await page.waitForFunction(() => (window as unknown as { __posted: { type: string }[] }).__posted.some((m) => m.type === 'requestRange'));
-  await page.waitForTimeout(200);
-  const requests = (await posted(page)).flatMap((m) => {
-    const r = parseWebviewMessage(m);
-    return r.ok && r.message.type === 'requestRange' ? [r.message] : [];
-  });
-  const runsAsked = new Set(requests.map((r) => r.run));
-  assert.equal(runsAsked.size, 2, `expected requests for both runs: ${JSON.stringify(requests)}`);
-  const lossReq = requests.find((r) => r.series === 'loss' && r.run === init.runs[0]!.run.id)!;
-  const { from, to } = lossReq;
-  assert.ok(from < to && to - from < 40_000, `zoom window ${from}..${to} is not narrower than the run`);
-  // Answer with finer buckets; the plot takes them without errors.
-  const xs = Array.from({ length: 200 }, (_, i) => Math.round(from + ((to - from) * (i + 1)) / 200));
-  await page.evaluate(
-    (m) => window.postMessage(m, '*'),
-    { type: 'rangeData', run: lossReq.run, series: 'loss', from, to, data: { key: 'loss', x: xs, min: xs.map(() => 2.5), max: xs.map(() => 3.5), last: xs.map(() => 3), t: xs.map((x) => 1736496000 + x * 0.35) } },
-  );
-  await page.waitForTimeout(100);
-  await page.locator('vscode-button[data-action="reset-zoom"]').click();
-  await page.mouse.move(0, 0);
+    // Zoom: a drag over the loss plot asks the host for finer buckets of each run, in steps.
+    const over = page.locator('.kg-plot[data-series="loss"] .u-over');
+    const box = (await over.boundingBox())!;
+    await page.mouse.move(box.x + box.width * 0.2, box.y + box.height / 2);
+    await page.mouse.down();
+    await page.mouse.move(box.x + box.width * 0.3, box.y + box.height / 2, { steps: 5 });
+    await page.mouse.up();
+    await page.waitForFunction(() =>
+      (window as unknown as { __posted: { type: string }[] }).__posted.some((m) => m.type === 'requestRange'),
+    );
+    await page.waitForTimeout(200);
+    const requests = (await posted(page)).flatMap((m) => {
+      const r = parseWebviewMessage(m);
+      return r.ok && r.message.type === 'requestRange' ? [r.message] : [];
+    });
+    const runsAsked = new Set(requests.map((r) => r.run));
+    assert.equal(runsAsked.size, 2, `expected requests for both runs: ${JSON.stringify(requests)}`);
+    const lossReq = requests.find((r) => r.series === 'loss' && r.run === init.runs[0]!.run.id)!;
+    const { from, to } = lossReq;
+    assert.ok(from < to && to - from < 40_000, `zoom window ${from}..${to} is not narrower than the run`);
+    // Answer with finer buckets; the plot takes them without errors.
+    const xs = Array.from({ length: 200 }, (_, i) => Math.round(from + ((to - from) * (i + 1)) / 200));
+    await page.evaluate((m) => window.postMessage(m, '*'), {
+      type: 'rangeData',
+      run: lossReq.run,
+      series: 'loss',
+      from,
+      to,
+      data: {
+        key: 'loss',
+        x: xs,
+        min: xs.map(() => 2.5),
+        max: xs.map(() => 3.5),
+        last: xs.map(() => 3),
+        t: xs.map((x) => 1736496000 + x * 0.35),
+      },
+    });
+    await page.waitForTimeout(100);
+    await page.locator('vscode-button[data-action="reset-zoom"]').click();
+    await page.mouse.move(0, 0);
 
-  // Live theme switch: the canvases are drawn again with the light theme's colours.
-  await applyTheme(page, 'vscode-light', LIGHT);
-  await page.waitForFunction(() => getComputedStyle(document.body).backgroundColor === 'rgb(255, 255, 255)');
-  await page.waitForTimeout(300);
-  const blueLight = await countColor(page, lossCanvas, LIGHT['--vscode-charts-blue']!);
-  const blueDarkAfter = await countColor(page, lossCanvas, DARK['--vscode-charts-blue']!);
-  assert.ok(blueLight > 300, `light theme line not drawn in its charts-blue: ${blueLight} px`);
-  assert.ok(blueDarkAfter < blueLight / 4, `dark colours left after the theme switch: ${blueDarkAfter} vs ${blueLight}`);
-  assert.equal(await page.locator('.kg-plot-title').first().evaluate((e) => getComputedStyle(e).color), 'rgb(59, 59, 59)');
-  await page.screenshot({ path: join(ARTIFACTS, 'dashboard-light.png'), fullPage: true });
+    // Live theme switch: the canvases are drawn again with the light theme's colours.
+    await applyTheme(page, 'vscode-light', LIGHT);
+    await page.waitForFunction(() => getComputedStyle(document.body).backgroundColor === 'rgb(255, 255, 255)');
+    await page.waitForTimeout(300);
+    const blueLight = await countColor(page, lossCanvas, LIGHT['--vscode-charts-blue']!);
+    const blueDarkAfter = await countColor(page, lossCanvas, DARK['--vscode-charts-blue']!);
+    assert.ok(blueLight > 300, `light theme line not drawn in its charts-blue: ${blueLight} px`);
+    assert.ok(
+      blueDarkAfter < blueLight / 4,
+      `dark colours left after the theme switch: ${blueDarkAfter} vs ${blueLight}`,
+    );
+    assert.equal(
+      await page
+        .locator('.kg-plot-title')
+        .first()
+        .evaluate((e) => getComputedStyle(e).color),
+      'rgb(59, 59, 59)',
+    );
+    await page.screenshot({ path: join(ARTIFACTS, 'dashboard-light.png'), fullPage: true });
 
-  // State for the serializer: enough to reopen the runs.
-  const state = (await page.evaluate(() => (window as unknown as { __state: () => unknown }).__state())) as { runs: { id: string }[]; selected: string[] };
-  assert.deepEqual(state.runs.map((r) => r.id), init.runs.map((r) => r.run.id));
-  assert.deepEqual(state.selected, ['loss', 'lr', 'tok_per_s']);
+    // State for the serializer: enough to reopen the runs.
+    const state = (await page.evaluate(() => (window as unknown as { __state: () => unknown }).__state())) as {
+      runs: { id: string }[];
+      selected: string[];
+    };
+    assert.deepEqual(
+      state.runs.map((r) => r.id),
+      init.runs.map((r) => r.run.id),
+    );
+    assert.deepEqual(state.selected, ['loss', 'lr', 'tok_per_s']);
 
-  // Everything the page posted is a valid protocol message.
-  for (const m of await posted(page)) assert.ok(parseWebviewMessage(m).ok, JSON.stringify(m));
+    // Everything the page posted is a valid protocol message.
+    for (const m of await posted(page)) assert.ok(parseWebviewMessage(m).ok, JSON.stringify(m));
 
-  const violations = await page.evaluate(() => (window as unknown as { __violations: string[] }).__violations);
-  assert.deepEqual(violations, [], 'CSP violations');
-  assert.deepEqual(missing, [], 'requests for missing files');
-  assert.deepEqual(problems, []);
-  await context.close();
-});
+    const violations = await page.evaluate(() => (window as unknown as { __violations: string[] }).__violations);
+    assert.deepEqual(violations, [], 'CSP violations');
+    assert.deepEqual(missing, [], 'requests for missing files');
+    assert.deepEqual(problems, []);
+    await context.close();
+  },
+);

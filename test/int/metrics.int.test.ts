@@ -71,7 +71,10 @@ void test('IncrementalLogReader follows a log that is being written, torn lines 
   }
   await writer;
   assert.equal(written, total);
-  assert.deepEqual(steps, Array.from({ length: total }, (_, i) => i)); // each line once, whole, in order
+  assert.deepEqual(
+    steps,
+    Array.from({ length: total }, (_, i) => i),
+  ); // each line once, whole, in order
   assert.ok(polls > 3, `only ${polls} polls`);
   const size = (await fs.stat(path)).size;
   const tornLength = Buffer.byteLength('{"step": 400, "loss": 0.0');
@@ -115,8 +118,13 @@ void test('metrics_reduce through the runner: a 1,000,000-line log, few bytes on
 
   // Zoom: finer buckets for a window of one series.
   transport.reset();
-  const zoom = await runner.run(metricsReduceProbe({ path, window: { from: 700_000, to: 800_000 }, series: ['loss'], buckets: 500 }));
-  assert.deepEqual(zoom.value.series.map((s) => s.key), ['loss']);
+  const zoom = await runner.run(
+    metricsReduceProbe({ path, window: { from: 700_000, to: 800_000 }, series: ['loss'], buckets: 500 }),
+  );
+  assert.deepEqual(
+    zoom.value.series.map((s) => s.key),
+    ['loss'],
+  );
   const z = zoom.value.series[0]!;
   assert.ok(z.x[0]! >= 700_000 && z.x[z.x.length - 1]! <= 800_000);
   assert.equal(Math.max(...z.max), 99);

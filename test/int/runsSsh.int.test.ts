@@ -50,16 +50,26 @@ describe('checkpoint listing through the real sshd and through the container wra
   };
 
   test('over SSH through the resident helper', async () => {
-    const runner = new ProbeRunner(pool.transport(endpointOf(sshd), 'test-sshd'), { python: 'python3', timeoutMs: 60000 });
+    const runner = new ProbeRunner(pool.transport(endpointOf(sshd), 'test-sshd'), {
+      python: 'python3',
+      timeoutMs: 60000,
+    });
     await check(runner);
     runner.dispose();
   });
 
   test('inside a container (pct stand-in on the remote PATH) over SSH', async () => {
     const pct = join(sshd.binDir, 'pct');
-    writeFileSync(pct, '#!/bin/sh\n[ "$1" = exec ] && [ "$2" = 200 ] && [ "$3" = -- ] || { echo "pct: bad args" >&2; exit 64; }\nshift 3\nexec "$@"\n');
+    writeFileSync(
+      pct,
+      '#!/bin/sh\n[ "$1" = exec ] && [ "$2" = 200 ] && [ "$3" = -- ] || { echo "pct: bad args" >&2; exit 64; }\nshift 3\nexec "$@"\n',
+    );
     chmodSync(pct, 0o755);
-    const ct = new ContainerTransport(pool.transport(endpointOf(sshd), 'gpu-box'), { kind: 'pct', id: '200' }, 'gpu-box');
+    const ct = new ContainerTransport(
+      pool.transport(endpointOf(sshd), 'gpu-box'),
+      { kind: 'pct', id: '200' },
+      'gpu-box',
+    );
     const runner = new ProbeRunner(ct, { python: 'python3', timeoutMs: 60000 });
     await check(runner);
     runner.dispose();

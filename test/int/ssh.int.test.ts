@@ -13,7 +13,18 @@ import { z } from 'zod';
 import { startSshd, type TestSshd } from '../support/sshd';
 import { endpointOf, recordingPrompts, sshOptions } from '../support/hosts';
 
-const NASTY = ['with space', "it's", '"dq"', '$(touch /tmp/kg-should-not-exist)', '`id`', 'new\nline', 'ünï 🚀', '-n', '', '*'];
+const NASTY = [
+  'with space',
+  "it's",
+  '"dq"',
+  '$(touch /tmp/kg-should-not-exist)',
+  '`id`',
+  'new\nline',
+  'ünï 🚀',
+  '-n',
+  '',
+  '*',
+];
 
 function remoteProcessAlive(marker: string): boolean {
   try {
@@ -84,7 +95,9 @@ describe('SSH transport against a real OpenSSH sshd', () => {
     const t = pool.transport(endpointOf(sshd), 'test-sshd');
     const marker = `sleep 41.${process.pid}1`;
     const t0 = Date.now();
-    await assert.rejects(t.exec(['sleep', marker.split(' ')[1]!], { timeoutMs: 1500 }), (e: unknown) => isKnownGoodError(e, 'timeout'));
+    await assert.rejects(t.exec(['sleep', marker.split(' ')[1]!], { timeoutMs: 1500 }), (e: unknown) =>
+      isKnownGoodError(e, 'timeout'),
+    );
     // Well before the sleep would end by itself: the remote process was stopped, not waited for.
     assert.ok(Date.now() - t0 < 20000, `the timed-out command returned only after ${Date.now() - t0} ms`);
     assert.ok(await waitUntil(() => !remoteProcessAlive(marker), 5000), 'remote sleep still running after timeout');
@@ -115,12 +128,15 @@ describe('SSH transport against a real OpenSSH sshd', () => {
   test('wrong or missing key: auth-failed naming what was tried', async () => {
     const { prompts } = recordingPrompts({});
     const p = new SshPool(sshOptions(sshd, prompts));
-    await assert.rejects(p.transport(endpointOf(sshd, sshd.encryptedIdentityFile), 'enc').exec(['true']), (e: unknown) => {
-      assert.ok(isKnownGoodError(e, 'auth-failed'), String(e));
-      assert.match(e.message, /passphrase not given/);
-      assert.match(e.message, new RegExp(`as ${sshd.user} on 127\\.0\\.0\\.1:${sshd.port}`));
-      return true;
-    });
+    await assert.rejects(
+      p.transport(endpointOf(sshd, sshd.encryptedIdentityFile), 'enc').exec(['true']),
+      (e: unknown) => {
+        assert.ok(isKnownGoodError(e, 'auth-failed'), String(e));
+        assert.match(e.message, /passphrase not given/);
+        assert.match(e.message, new RegExp(`as ${sshd.user} on 127\\.0\\.0\\.1:${sshd.port}`));
+        return true;
+      },
+    );
     p.dispose();
   });
 
@@ -153,7 +169,9 @@ describe('SSH transport against a real OpenSSH sshd', () => {
     writeFileSync(kh, '');
     const refuse = recordingPrompts({ hostKey: false });
     const p1 = new SshPool(sshOptions(sshd, refuse.prompts, { knownHostsFiles: [kh] }));
-    await assert.rejects(p1.transport(endpointOf(sshd), 'x').exec(['true']), (e: unknown) => isKnownGoodError(e, 'host-key-rejected'));
+    await assert.rejects(p1.transport(endpointOf(sshd), 'x').exec(['true']), (e: unknown) =>
+      isKnownGoodError(e, 'host-key-rejected'),
+    );
     assert.deepEqual(refuse.asked, [`hostkey ${sshd.hostKeyFingerprint}`]);
     assert.equal(readFileSync(kh, 'utf8'), '');
     p1.dispose();
@@ -179,7 +197,9 @@ describe('SSH transport against a real OpenSSH sshd', () => {
       assert.ok(isKnownGoodError(e, 'host-key-changed'));
       assert.match(e.message, new RegExp(`\\[127\\.0\\.0\\.1\\]:${sshd.port}`));
       assert.ok(e.message.includes(sshd.hostKeyFingerprint), 'names the offered key');
-      const expected = execFileSync('ssh-keygen', ['-lf', join(sshd.dir, 'other_host_ed25519.pub')], { encoding: 'utf8' }).split(' ')[1]!;
+      const expected = execFileSync('ssh-keygen', ['-lf', join(sshd.dir, 'other_host_ed25519.pub')], {
+        encoding: 'utf8',
+      }).split(' ')[1]!;
       assert.ok(e.message.includes(expected), 'names the known key');
       return true;
     });
@@ -240,7 +260,10 @@ describe('SSH transport against a real OpenSSH sshd', () => {
     const missing = new ProbeRunner(ct, { python: 'python-missing-3', timeoutMs: 20000, resident: false });
     await assert.rejects(missing.run(defineProbe('find_pythons', z.unknown(), () => [])()), (e: unknown) => {
       assert.ok(isKnownGoodError(e, 'python-not-found'), String(e));
-      assert.match(e.message, /python-missing-3 not found on gpu-box \(container 200\): set knownGood\.hosts\[\]\.python/);
+      assert.match(
+        e.message,
+        /python-missing-3 not found on gpu-box \(container 200\): set knownGood\.hosts\[\]\.python/,
+      );
       return true;
     });
   });
@@ -253,7 +276,11 @@ describe('SSH transport against a real OpenSSH sshd', () => {
     writeFileSync(join(sshd.dir, 'slow-python'), '#!/bin/sh\nsleep 20\n');
     chmodSync(join(sshd.dir, 'slow-python'), 0o755);
     const slow = defineProbe('find_pythons', z.unknown(), () => [join(sshd.dir, 'slow-python')])();
-    const quick = defineProbe('find_pythons', z.object({ current: z.object({ executable: z.string() }) }).passthrough(), () => [])();
+    const quick = defineProbe(
+      'find_pythons',
+      z.object({ current: z.object({ executable: z.string() }) }).passthrough(),
+      () => [],
+    )();
     const first = await runner.run(quick);
     assert.ok(first.python.executable.length > 0);
     const slowP = runner.run(slow, { timeoutMs: 1500 });
@@ -289,18 +316,49 @@ describe('SSH transport against a real OpenSSH sshd', () => {
   test('CLI: runs a command on the test sshd; a changed host key exits non-zero without running anything', () => {
     const cli = ['--import', 'tsx', 'src/cli/main.ts'];
     const target = `${sshd.user}@127.0.0.1:${sshd.port}`;
-    const ok = execFileSync(process.execPath, [...cli, 'exec', target, '--identity', sshd.identityFile, '--known-hosts', sshd.knownHostsFile, '--', 'printf', '%s|', ...NASTY], {
-      encoding: 'utf8',
-    });
+    const ok = execFileSync(
+      process.execPath,
+      [
+        ...cli,
+        'exec',
+        target,
+        '--identity',
+        sshd.identityFile,
+        '--known-hosts',
+        sshd.knownHostsFile,
+        '--',
+        'printf',
+        '%s|',
+        ...NASTY,
+      ],
+      {
+        encoding: 'utf8',
+      },
+    );
     assert.equal(ok, NASTY.join('|') + '|');
     const marker = join(sshd.dir, 'cli-ran');
     let status = 0;
     let stderr = '';
     try {
-      execFileSync(process.execPath, [...cli, 'exec', target, '--identity', sshd.identityFile, '--known-hosts', sshd.wrongKnownHostsFile, '--', 'touch', marker], {
-        encoding: 'utf8',
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
+      execFileSync(
+        process.execPath,
+        [
+          ...cli,
+          'exec',
+          target,
+          '--identity',
+          sshd.identityFile,
+          '--known-hosts',
+          sshd.wrongKnownHostsFile,
+          '--',
+          'touch',
+          marker,
+        ],
+        {
+          encoding: 'utf8',
+          stdio: ['ignore', 'pipe', 'pipe'],
+        },
+      );
     } catch (e) {
       status = (e as { status: number }).status;
       stderr = String((e as { stderr: string }).stderr);

@@ -36,7 +36,11 @@ async function waitUntil(check: () => boolean, ms: number): Promise<boolean> {
 }
 
 /** A runner with everything it shows collected, as a terminal would. */
-function open(t: Transport, argv: string[], extra: { nonce?: string; pty?: boolean; display?: string; earlyMs?: number } = {}) {
+function open(
+  t: Transport,
+  argv: string[],
+  extra: { nonce?: string; pty?: boolean; display?: string; earlyMs?: number } = {},
+) {
   const r = new TerminalRunner(t, { argv, display: argv.join(' '), color: false, ...extra });
   let screen = '';
   r.onOutput((s) => (screen += s));
@@ -181,7 +185,7 @@ describe('terminal runner on This machine (pipes, own line discipline)', () => {
     o.r.write('lo\r');
     const exit = await o.r.exited;
     assert.equal(exit.exitCode, 0);
-    assert.ok(o.screen().includes("helo\b \blo\r\n"), JSON.stringify(o.screen()));
+    assert.ok(o.screen().includes('helo\b \blo\r\n'), JSON.stringify(o.screen()));
     assert.match(o.screen(), /got:hello\r\n/);
   });
 
@@ -249,7 +253,12 @@ describe('live throughput through the resident helper', () => {
     writeFileSync(log, Array.from({ length: 2000 }, (_, i) => line(i + 1)).join(''));
     const runner = new ProbeRunner(new LocalTransport(), { python: 'python3', timeoutMs: 30000 });
     const states: LiveState[] = [];
-    const live = new LiveThroughput({ runnerFor: () => runner, intervalMs: 1_000_000, maxBytes: 4096, onState: (s) => states.push(s) });
+    const live = new LiveThroughput({
+      runnerFor: () => runner,
+      intervalMs: 1_000_000,
+      maxBytes: 4096,
+      onState: (s) => states.push(s),
+    });
     try {
       live.follow({ hostId: 'local', path: log });
       await live.poll();

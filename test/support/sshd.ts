@@ -49,7 +49,9 @@ async function waitForPort(port: number, timeoutMs: number, child: ChildProcess,
   const until = Date.now() + timeoutMs;
   while (Date.now() < until) {
     if (child.exitCode !== null) {
-      throw new Error(`sshd exited with ${child.exitCode}: ${existsSync(logFile) ? readFileSync(logFile, 'utf8') : ''}`);
+      throw new Error(
+        `sshd exited with ${child.exitCode}: ${existsSync(logFile) ? readFileSync(logFile, 'utf8') : ''}`,
+      );
     }
     const ok = await new Promise<boolean>((res) => {
       const s = connect(port, '127.0.0.1');
@@ -120,7 +122,9 @@ export async function startSshd(options: { bashrc?: string } = {}): Promise<Test
   writeFileSync(knownHostsFile, `[127.0.0.1]:${port} ${hostPub[0]} ${hostPub[1]}\n`);
   const wrongKnownHostsFile = join(dir, 'known_hosts_wrong');
   writeFileSync(wrongKnownHostsFile, `[127.0.0.1]:${port} ${otherPub[0]} ${otherPub[1]}\n`);
-  const hostKeyFingerprint = execFileSync('ssh-keygen', ['-lf', join(dir, 'host_ed25519.pub')], { encoding: 'utf8' }).split(' ')[1]!;
+  const hostKeyFingerprint = execFileSync('ssh-keygen', ['-lf', join(dir, 'host_ed25519.pub')], {
+    encoding: 'utf8',
+  }).split(' ')[1]!;
 
   let child: ChildProcess;
   const start = async () => {

@@ -16,7 +16,14 @@ function writeRun(root: string): void {
     const dir = join(root, 'run-a', `step_${step}`);
     mkdirSync(dir, { recursive: true });
     const args = JSON.stringify({ ...base, lr });
-    execFileSync('python3', [join(repoRoot, 'scripts', 'demo', 'write_checkpoint.py'), join(dir, 'checkpoint.pt'), '--step', String(step), '--args-json', args]);
+    execFileSync('python3', [
+      join(repoRoot, 'scripts', 'demo', 'write_checkpoint.py'),
+      join(dir, 'checkpoint.pt'),
+      '--step',
+      String(step),
+      '--args-json',
+      args,
+    ]);
     writeFileSync(join(dir, 'config.json'), args + '\n');
   }
 }
@@ -27,58 +34,70 @@ const plain = (text: string | null) => (text ?? '').replace(/\u00a0/g, ' ');
 const localRoot = mkdtempSync(join(tmpdir(), 'kg-ui-args-'));
 writeRun(localRoot);
 
-scenario('Checkpoint args: click opens the args document; Select for Compare + Compare with Selected shows the changed lr', { localRoots: [localRoot], timeoutMs: 240_000 }, async (vs) => {
-  const { page } = vs;
-  // Rows by their visible label: a row's accessible name is its tooltip (the full path) where it has one.
-  const row = (label: string) =>
-    page
-      .locator('#workbench\\.parts\\.sidebar [role=treeitem]')
-      .filter({ has: page.locator('.label-name', { hasText: new RegExp(`^${label}$`) }) });
-  const contextMenu = async (label: string, command: string) => {
-    await row(label).click({ button: 'right' });
-    await page.getByRole('menuitem', { name: new RegExp(`^${command}`) }).click();
-  };
-  await vs.openView('Known Good');
-  await vs.expand('This machine');
-  // listing This machine starts a helper: slow on a loaded 2-core machine
-  await row('run-a').waitFor({ timeout: 90_000 });
-  await row('run-a').click();
-  await row('step_600').waitFor({ timeout: 30_000 });
+scenario(
+  'Checkpoint args: click opens the args document; Select for Compare + Compare with Selected shows the changed lr',
+  { localRoots: [localRoot], timeoutMs: 240_000 },
+  async (vs) => {
+    const { page } = vs;
+    // Rows by their visible label: a row's accessible name is its tooltip (the full path) where it has one.
+    const row = (label: string) =>
+      page
+        .locator('#workbench\\.parts\\.sidebar [role=treeitem]')
+        .filter({ has: page.locator('.label-name', { hasText: new RegExp(`^${label}$`) }) });
+    const contextMenu = async (label: string, command: string) => {
+      await row(label).click({ button: 'right' });
+      await page.getByRole('menuitem', { name: new RegExp(`^${command}`) }).click();
+    };
+    await vs.openView('Known Good');
+    await vs.expand('This machine');
+    // listing This machine starts a helper: slow on a loaded 2-core machine
+    await row('run-a').waitFor({ timeout: 90_000 });
+    await row('run-a').click();
+    await row('step_600').waitFor({ timeout: 30_000 });
 
-  // click → its args document (a knownGood: document named after the checkpoint)
-  await row('step_600').click();
-  const tab = page.locator('.tabs-container .tab', { hasText: 'step_600 args.jsonc' });
-  await tab.waitFor({ timeout: 30_000 });
-  const editor = page.locator('.editor-group-container .monaco-editor .view-lines').first();
-  await page.waitForFunction((el) => el?.textContent?.includes('"lr"') ?? false, await editor.elementHandle(), { timeout: 30_000 });
-  const text = plain(await editor.textContent());
-  assert.match(text, /Known Good: args of step_600/);
-  assert.match(text, /"lr":\s*0\.0003/);
-  await vs.screenshot('args-document');
+    // click → its args document (a knownGood: document named after the checkpoint)
+    await row('step_600').click();
+    const tab = page.locator('.tabs-container .tab', { hasText: 'step_600 args.jsonc' });
+    await tab.waitFor({ timeout: 30_000 });
+    const editor = page.locator('.editor-group-container .monaco-editor .view-lines').first();
+    await page.waitForFunction((el) => el?.textContent?.includes('"lr"') ?? false, await editor.elementHandle(), {
+      timeout: 30_000,
+    });
+    const text = plain(await editor.textContent());
+    assert.match(text, /Known Good: args of step_600/);
+    assert.match(text, /"lr":\s*0\.0003/);
+    await vs.screenshot('args-document');
 
-  // right-click step_600 → Select for Compare; right-click step_690 → Compare with Selected
-  await contextMenu('step_600', 'Select for Compare');
-  await contextMenu('step_690', 'Compare with Selected');
-  const diffTab = page.locator('.tabs-container .tab', { hasText: 'args: step_600 ↔ step_690 (This machine)' });
-  await diffTab.waitFor({ timeout: 30_000 });
-  const diff = page.locator('.monaco-diff-editor').first();
-  await diff.waitFor();
-  const modified = diff.locator('.editor.modified .view-lines');
-  await page.waitForFunction((el) => el?.textContent?.includes('0.00015') ?? false, await modified.elementHandle(), { timeout: 30_000 });
-  // the changed line is marked on both sides, and it is the lr line
-  const inserted = diff.locator('.editor.modified .line-insert, .editor.modified .char-insert');
-  await inserted.first().waitFor({ timeout: 15_000 });
-  const original = plain(await diff.locator('.editor.original .view-lines').textContent());
-  assert.match(original, /"lr":\s*0\.0003/);
-  await page.waitForTimeout(300);
-  await vs.screenshot('args-diff');
+    // right-click step_600 → Select for Compare; right-click step_690 → Compare with Selected
+    await contextMenu('step_600', 'Select for Compare');
+    await contextMenu('step_690', 'Compare with Selected');
+    const diffTab = page.locator('.tabs-container .tab', { hasText: 'args: step_600 ↔ step_690 (This machine)' });
+    await diffTab.waitFor({ timeout: 30_000 });
+    const diff = page.locator('.monaco-diff-editor').first();
+    await diff.waitFor();
+    const modified = diff.locator('.editor.modified .view-lines');
+    await page.waitForFunction((el) => el?.textContent?.includes('0.00015') ?? false, await modified.elementHandle(), {
+      timeout: 30_000,
+    });
+    // the changed line is marked on both sides, and it is the lr line
+    const inserted = diff.locator('.editor.modified .line-insert, .editor.modified .char-insert');
+    await inserted.first().waitFor({ timeout: 15_000 });
+    const original = plain(await diff.locator('.editor.original .view-lines').textContent());
+    assert.match(original, /"lr":\s*0\.0003/);
+    await page.waitForTimeout(300);
+    await vs.screenshot('args-diff');
 
-  // and the compact view of the same pair
-  await contextMenu('step_690', 'Show Changed Args Only');
-  const changedTab = page.locator('.tabs-container .tab', { hasText: 'step_600 ↔ step_690 changed args.txt' });
-  await changedTab.waitFor({ timeout: 30_000 });
-  const changed = page.locator('.editor-group-container .monaco-editor .view-lines').first();
-  await page.waitForFunction((el) => el?.textContent?.replace(/\u00a0/g, ' ').includes('lr: 0.0003') ?? false, await changed.elementHandle(), { timeout: 30_000 });
-  assert.doesNotMatch(plain(await changed.textContent()), /batch_size/);
-  await vs.screenshot('args-changed-only');
-});
+    // and the compact view of the same pair
+    await contextMenu('step_690', 'Show Changed Args Only');
+    const changedTab = page.locator('.tabs-container .tab', { hasText: 'step_600 ↔ step_690 changed args.txt' });
+    await changedTab.waitFor({ timeout: 30_000 });
+    const changed = page.locator('.editor-group-container .monaco-editor .view-lines').first();
+    await page.waitForFunction(
+      (el) => el?.textContent?.replace(/\u00a0/g, ' ').includes('lr: 0.0003') ?? false,
+      await changed.elementHandle(),
+      { timeout: 30_000 },
+    );
+    assert.doesNotMatch(plain(await changed.textContent()), /batch_size/);
+    await vs.screenshot('args-changed-only');
+  },
+);

@@ -31,15 +31,29 @@ scenario(
     await answer(vs, TEST_SSH_HOST, TEST_SSH_HOST);
     // The label box offers a dated default; replace it.
     const input = page.locator('.quick-input-widget input');
-    await page.waitForFunction((el) => (el as HTMLInputElement | null)?.value.startsWith('baseline ') ?? false, await input.elementHandle());
+    await page.waitForFunction(
+      (el) => (el as HTMLInputElement | null)?.value.startsWith('baseline ') ?? false,
+      await input.elementHandle(),
+    );
     await vs.screenshot('baselines-1-label');
     await answer(vs, 'ui known good');
-    await page.getByText(/Saved baseline "ui known good" of test-sshd/).first().waitFor({ timeout: 90_000 });
+    await page
+      .getByText(/Saved baseline "ui known good" of test-sshd/)
+      .first()
+      .waitFor({ timeout: 90_000 });
     await vs.expand(TEST_SSH_HOST);
     // Known race (reported to the tree's owner): VS Code fetches a node's children twice when the provider fires a
     // change for the host while its children are still being fetched, and the second fetch fails with "Element with
     // id … is already registered", leaving the host empty. Collapse and expand once to fetch again.
-    if (!(await vs.treeItem('Baselines').waitFor({ timeout: 20_000 }).then(() => true, () => false))) {
+    if (
+      !(await vs
+        .treeItem('Baselines')
+        .waitFor({ timeout: 20_000 })
+        .then(
+          () => true,
+          () => false,
+        ))
+    ) {
       await vs.treeItem(TEST_SSH_HOST).click();
       await vs.expand(TEST_SSH_HOST);
     }
@@ -61,8 +75,14 @@ scenario(
     await diff.locator('.modified-in-monaco-diff-editor .view-lines').click();
     await page.keyboard.press('Control+Home');
     // (Monaco draws spaces as U+00A0: \W matches both.)
-    await diff.getByText(/differences?\W+between\W+baseline\W+"ui\W+known\W+good"/).first().waitFor();
-    await diff.getByText(/scripts:\W+changed/).first().waitFor();
+    await diff
+      .getByText(/differences?\W+between\W+baseline\W+"ui\W+known\W+good"/)
+      .first()
+      .waitFor();
+    await diff
+      .getByText(/scripts:\W+changed/)
+      .first()
+      .waitFor();
     const toast = page.locator('.notifications-toasts').getByText(/between baseline "ui known good".*— scripts/);
     await toast.waitFor();
     await vs.screenshot('baselines-3-diff');

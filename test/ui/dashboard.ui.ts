@@ -14,11 +14,26 @@ function writeDemoRun(root: string): void {
   let time = Date.UTC(2026, 0, 15, 9) / 1000;
   for (let step = 1; step <= 3000; step++) {
     const changed = step > 690;
-    const lr = step < 100 ? (3e-4 * step) / 100 : (changed ? 1.5e-4 : 3e-4) * (0.1 + 0.45 * (1 + Math.cos((Math.PI * step) / 3000)));
-    const loss = 2.1 + 8.8 * Math.exp(-step / 250) + (changed ? 0.25 * (1 - Math.exp(-(step - 690) / 80)) : 0) + (rand() - 0.5) * 0.12;
+    const lr =
+      step < 100
+        ? (3e-4 * step) / 100
+        : (changed ? 1.5e-4 : 3e-4) * (0.1 + 0.45 * (1 + Math.cos((Math.PI * step) / 3000)));
+    const loss =
+      2.1 +
+      8.8 * Math.exp(-step / 250) +
+      (changed ? 0.25 * (1 - Math.exp(-(step - 690) / 80)) : 0) +
+      (rand() - 0.5) * 0.12;
     const tok = (changed ? 35_500 : 41_800) + (rand() - 0.5) * 1500;
     time += 32_768 / tok;
-    lines.push(JSON.stringify({ step, time: Number(time.toFixed(3)), loss: Number(loss.toFixed(4)), lr: Number(lr.toExponential(4)), tok_per_s: Math.round(tok) }));
+    lines.push(
+      JSON.stringify({
+        step,
+        time: Number(time.toFixed(3)),
+        loss: Number(loss.toFixed(4)),
+        lr: Number(lr.toExponential(4)),
+        tok_per_s: Math.round(tok),
+      }),
+    );
   }
   lines.splice(1500, 0, '{"step": 1500, "loss": NaN}', 'not json');
   writeFileSync(join(dir, 'train_log.jsonl'), lines.join('\n') + '\n');
@@ -37,9 +52,15 @@ async function darkTheme(vs: Workbench): Promise<void> {
   await vs.page.keyboard.press('F1');
   await vs.page.locator('.quick-input-widget input').fill('>Preferences: Color Theme');
   // Not "Browse Color Themes in Marketplace": that one needs the network.
-  await rows.filter({ hasText: /^Preferences: Color Theme/ }).first().click();
+  await rows
+    .filter({ hasText: /^Preferences: Color Theme/ })
+    .first()
+    .click();
   await vs.page.locator('.quick-input-widget input').fill('Dark Modern');
-  await rows.filter({ hasText: /^Dark Modern/ }).first().click();
+  await rows
+    .filter({ hasText: /^Dark Modern/ })
+    .first()
+    .click();
   await vs.page.locator('.monaco-workbench.vs-dark').waitFor();
 }
 

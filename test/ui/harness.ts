@@ -61,7 +61,8 @@ export interface Workbench {
   screenshot(name: string): Promise<string>;
 }
 
-const exact = (name: string | RegExp): RegExp => (typeof name === 'string' ? new RegExp(`^${escapeRe(name)}(\\s|,|$)`) : name);
+const exact = (name: string | RegExp): RegExp =>
+  typeof name === 'string' ? new RegExp(`^${escapeRe(name)}(\\s|,|$)`) : name;
 const escapeRe = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 export function scenario(name: string, options: ScenarioOptions, body: (vs: Workbench) => Promise<void>): void {
@@ -87,11 +88,22 @@ export function scenario(name: string, options: ScenarioOptions, body: (vs: Work
         const hosts = Array.isArray(settings['knownGood.hosts']) ? (settings['knownGood.hosts'] as unknown[]) : [];
         settings['knownGood.hosts'] = [
           ...hosts,
-          { name: TEST_SSH_HOST, host: '127.0.0.1', port: sshd.port, user: sshd.user, identityFile: sshd.identityFile, roots },
+          {
+            name: TEST_SSH_HOST,
+            host: '127.0.0.1',
+            port: sshd.port,
+            user: sshd.user,
+            identityFile: sshd.identityFile,
+            roots,
+          },
         ];
         settings['knownGood.knownHostsFile'] = sshd.knownHostsFile;
       }
-      server = await startServer({ settings, ...(options.workspace ? { workspace: options.workspace } : {}), log: () => undefined });
+      server = await startServer({
+        settings,
+        ...(options.workspace ? { workspace: options.workspace } : {}),
+        log: () => undefined,
+      });
       browser = await launchBrowser({ headless: process.env['KG_UI_HEADED'] !== '1' });
       const page = browser.page;
       page.on('console', (m) => consoleLines.push(`[${m.type()}] ${m.text()}`));
@@ -135,11 +147,9 @@ function makeWorkbench(page: Page, server: VsCodeServer, sshd: TestSshd | undefi
       if ((await row.getAttribute('aria-expanded')) !== 'true') {
         await row.click();
         // A click selects and toggles in VS Code trees; wait for the state, not for an animation.
-        await page.waitForFunction(
-          (el) => el?.getAttribute('aria-expanded') === 'true',
-          await row.elementHandle(),
-          { timeout: 15_000 },
-        );
+        await page.waitForFunction((el) => el?.getAttribute('aria-expanded') === 'true', await row.elementHandle(), {
+          timeout: 15_000,
+        });
       }
       return row;
     },

@@ -9,7 +9,10 @@ const root = join(base, 'checkpoints');
 const steps = [9, 600, 690, 1000];
 for (const s of steps) {
   mkdirSync(join(root, 'run-a', `step_${s}`), { recursive: true });
-  writeFileSync(join(root, 'run-a', `step_${s}`, 'checkpoint.pt'), Buffer.alloc(1024 * (s === 1000 ? 300 : 20 + s / 10)));
+  writeFileSync(
+    join(root, 'run-a', `step_${s}`, 'checkpoint.pt'),
+    Buffer.alloc(1024 * (s === 1000 ? 300 : 20 + s / 10)),
+  );
 }
 writeFileSync(join(root, 'run-a', 'train_log.jsonl'), '{"step": 1, "loss": 2.5}\n');
 
@@ -19,7 +22,9 @@ scenario(
     sshHost: { roots: [root] },
     settings: {
       'knownGood.connectTimeoutSeconds': 5,
-      'knownGood.hosts': [{ name: 'unreachable-box', host: '127.0.0.1', port: 1, user: 'nobody', roots: ['/workspace/checkpoints'] }],
+      'knownGood.hosts': [
+        { name: 'unreachable-box', host: '127.0.0.1', port: 1, user: 'nobody', roots: ['/workspace/checkpoints'] },
+      ],
     },
   },
   async (vs) => {

@@ -10,7 +10,8 @@ import { scenario, TEST_SSH_HOST, type Workbench } from './harness';
 async function pick(vs: Workbench, placeholder: RegExp, text: string): Promise<void> {
   const input = vs.page.locator('.quick-input-widget input');
   await vs.page.waitForFunction(
-    (re) => new RegExp(re).test(document.querySelector<HTMLInputElement>('.quick-input-widget input')?.placeholder ?? ''),
+    (re) =>
+      new RegExp(re).test(document.querySelector<HTMLInputElement>('.quick-input-widget input')?.placeholder ?? ''),
     placeholder.source,
     { timeout: 30_000 },
   );
@@ -78,11 +79,9 @@ scenario(
       // A key after the end closes the terminal: the next run's text is then the only "kept" on screen.
       await vs.page.locator('.xterm:visible').last().click();
       await vs.page.keyboard.press('x');
-      await vs.page.waitForFunction(
-        () => !/kept with the baselines/.test(document.body.innerText),
-        undefined,
-        { timeout: 15_000 },
-      );
+      await vs.page.waitForFunction(() => !/kept with the baselines/.test(document.body.innerText), undefined, {
+        timeout: 15_000,
+      });
     }
     await vs.screenshot('terminal-bench-second');
 

@@ -23,7 +23,12 @@ const NASTY = [
 function viaString(u: UriParts): UriParts {
   const s = `${u.scheme}://${encodeURIComponent(u.authority)}${u.path.split('/').map(encodeURIComponent).join('/')}?${encodeURIComponent(u.query)}`;
   const m = /^([^:]+):\/\/([^/]*)([^?]*)\?(.*)$/s.exec(s)!;
-  return { scheme: m[1]!, authority: decodeURIComponent(m[2]!), path: decodeURIComponent(m[3]!), query: decodeURIComponent(m[4]!) };
+  return {
+    scheme: m[1]!,
+    authority: decodeURIComponent(m[2]!),
+    path: decodeURIComponent(m[3]!),
+    query: decodeURIComponent(m[4]!),
+  };
 }
 
 void test('args URIs round-trip nasty paths, host ids and labels, also through a string', () => {
@@ -48,7 +53,13 @@ void test('args URIs round-trip nasty paths, host ids and labels, also through a
 void test('args URI paths: tab titles and language modes', () => {
   assert.equal(toArgsUri({ hostId: 'h', path: '/c/run/step_600.pt', view: 'args' }).path, '/step_600 args.jsonc');
   assert.equal(
-    toArgsUri({ hostId: 'h', path: '/c/step_690/checkpoint.pt', label: 'step_690', view: 'changed', other: { hostId: 'h', path: '/c/step_600/checkpoint.pt', label: 'step_600' } }).path,
+    toArgsUri({
+      hostId: 'h',
+      path: '/c/step_690/checkpoint.pt',
+      label: 'step_690',
+      view: 'changed',
+      other: { hostId: 'h', path: '/c/step_600/checkpoint.pt', label: 'step_600' },
+    }).path,
     '/step_600 ↔ step_690 changed args.txt',
   );
 });
@@ -58,27 +69,68 @@ void test('fromArgsUri refuses what it did not write', () => {
   assert.throws(() => fromArgsUri({ ...good, scheme: 'file' }), /scheme file/);
   assert.throws(() => fromArgsUri({ ...good, query: 'not base64 json' }), /not a Known Good args document/);
   const enc = (o: unknown) => Buffer.from(JSON.stringify(o)).toString('base64url');
-  assert.throws(() => fromArgsUri({ scheme: ARGS_SCHEME, query: enc({ v: 2, h: 'h', p: '/x', w: 'args' }) }), /version 2/);
-  assert.throws(() => fromArgsUri({ scheme: ARGS_SCHEME, query: enc({ v: 1, h: 'h', p: '/x', w: 'weights' }) }), /view weights/);
-  assert.throws(() => fromArgsUri({ scheme: ARGS_SCHEME, query: enc({ v: 1, h: 'h', p: '/x', w: 'changed' }) }), /other side/);
-  assert.throws(() => fromArgsUri({ scheme: ARGS_SCHEME, query: enc({ v: 1, h: 'h', p: 5, w: 'args' }) }), /host or path/);
+  assert.throws(
+    () => fromArgsUri({ scheme: ARGS_SCHEME, query: enc({ v: 2, h: 'h', p: '/x', w: 'args' }) }),
+    /version 2/,
+  );
+  assert.throws(
+    () => fromArgsUri({ scheme: ARGS_SCHEME, query: enc({ v: 1, h: 'h', p: '/x', w: 'weights' }) }),
+    /view weights/,
+  );
+  assert.throws(
+    () => fromArgsUri({ scheme: ARGS_SCHEME, query: enc({ v: 1, h: 'h', p: '/x', w: 'changed' }) }),
+    /other side/,
+  );
+  assert.throws(
+    () => fromArgsUri({ scheme: ARGS_SCHEME, query: enc({ v: 1, h: 'h', p: 5, w: 'args' }) }),
+    /host or path/,
+  );
   assert.throws(() => toArgsUri({ hostId: 'h', path: '/x', view: 'changed' }), /two checkpoints/);
 });
 
 // ---------------------------------------------------------------------------------------------------------------
 
 function ck(name: string, step: number | undefined, extra: Partial<RunEntry> = {}): RunEntry {
-  return { name, path: `run-a/${name}`, kind: 'file', size: 100, mtime: 1000 + (step ?? 0), role: 'checkpoint', ...(step !== undefined ? { step } : {}), ...extra };
+  return {
+    name,
+    path: `run-a/${name}`,
+    kind: 'file',
+    size: 100,
+    mtime: 1000 + (step ?? 0),
+    role: 'checkpoint',
+    ...(step !== undefined ? { step } : {}),
+    ...extra,
+  };
 }
 
 function listing(children: RunEntry[]): RootListing {
   const run: RunEntry = { name: 'run-a', path: 'run-a', kind: 'dir', size: 0, mtime: 1, role: 'dir', children };
-  const other: RunEntry = { name: 'run-b', path: 'run-b', kind: 'dir', size: 0, mtime: 1, role: 'dir', children: [{ ...ck('step_650.pt', 650), path: 'run-b/step_650.pt' }] };
-  return { root: '/ckpt', path: '/ckpt', status: 'ok', message: '', signature: null, entry: { name: 'ckpt', path: '', kind: 'dir', size: 0, mtime: 1, role: 'dir', children: [run, other] } };
+  const other: RunEntry = {
+    name: 'run-b',
+    path: 'run-b',
+    kind: 'dir',
+    size: 0,
+    mtime: 1,
+    role: 'dir',
+    children: [{ ...ck('step_650.pt', 650), path: 'run-b/step_650.pt' }],
+  };
+  return {
+    root: '/ckpt',
+    path: '/ckpt',
+    status: 'ok',
+    message: '',
+    signature: null,
+    entry: { name: 'ckpt', path: '', kind: 'dir', size: 0, mtime: 1, role: 'dir', children: [run, other] },
+  };
 }
 
 void test('previous checkpoint: highest lower step in the same run only; none for the first', () => {
-  const kids = [ck('step_700.pt', 700), ck('step_600.pt', 600), ck('step_690.pt', 690), ck('notes.txt', undefined, { role: 'other' })];
+  const kids = [
+    ck('step_700.pt', 700),
+    ck('step_600.pt', 600),
+    ck('step_690.pt', 690),
+    ck('notes.txt', undefined, { role: 'other' }),
+  ];
   const root = listing(kids);
   const node = (e: RunEntry) => entryNode('gpu', root, e, false);
   assert.equal(previousCheckpoint(node(kids[2]!))?.entry.name, 'step_600.pt');
@@ -86,18 +138,43 @@ void test('previous checkpoint: highest lower step in the same run only; none fo
   assert.equal(previousCheckpoint(node(kids[0]!))?.entry.name, 'step_690.pt');
   assert.equal(previousCheckpoint(node(kids[1]!)), undefined);
   // without steps: the newest written before it
-  const t = [ck('last.pt', undefined, { mtime: 50 }), ck('best.pt', undefined, { mtime: 40 }), ck('old.pt', undefined, { mtime: 10 })];
+  const t = [
+    ck('last.pt', undefined, { mtime: 50 }),
+    ck('best.pt', undefined, { mtime: 40 }),
+    ck('old.pt', undefined, { mtime: 10 }),
+  ];
   const r2 = listing(t);
   assert.equal(previousCheckpoint(entryNode('gpu', r2, t[0]!, false))?.entry.name, 'best.pt');
 });
 
 void test('args path of a checkpoint: a file itself, a folder through its state file, HF/DCP folders whole', () => {
-  const f = (name: string, size = 10): RunEntry => ({ name, path: `s/${name}`, kind: 'file', size, mtime: 1, role: 'weights' });
-  const dir = (children: RunEntry[]): RunEntry => ({ name: 's', path: 's', kind: 'dir', size: 0, mtime: 1, role: 'checkpoint', children });
+  const f = (name: string, size = 10): RunEntry => ({
+    name,
+    path: `s/${name}`,
+    kind: 'file',
+    size,
+    mtime: 1,
+    role: 'weights',
+  });
+  const dir = (children: RunEntry[]): RunEntry => ({
+    name: 's',
+    path: 's',
+    kind: 'dir',
+    size: 0,
+    mtime: 1,
+    role: 'checkpoint',
+    children,
+  });
   assert.equal(argsPathOf(f('step_1.pt'), '/c/step_1.pt'), '/c/step_1.pt');
-  assert.equal(argsPathOf(dir([f('model.pt', 900), f('checkpoint.pt', 1000), f('config.json')]), '/c/s/'), '/c/s/checkpoint.pt');
+  assert.equal(
+    argsPathOf(dir([f('model.pt', 900), f('checkpoint.pt', 1000), f('config.json')]), '/c/s/'),
+    '/c/s/checkpoint.pt',
+  );
   assert.equal(argsPathOf(dir([f('model.pt', 900), f('optim.pt', 300)]), '/c/s'), '/c/s/optim.pt');
-  assert.equal(argsPathOf(dir([f('model.safetensors'), f('training_args.bin'), f('trainer_state.json')]), '/c/s'), '/c/s');
+  assert.equal(
+    argsPathOf(dir([f('model.safetensors'), f('training_args.bin'), f('trainer_state.json')]), '/c/s'),
+    '/c/s',
+  );
   assert.equal(argsPathOf(dir([f('__0_0.distcp'), f('.metadata')]), '/c/s'), '/c/s');
   assert.equal(argsPathOf(dir([]), '/c/s'), '/c/s');
 });
@@ -105,8 +182,16 @@ void test('args path of a checkpoint: a file itself, a folder through its state 
 void test('checkpointOf: tree nodes, plain refs, and nothing else', () => {
   const kids = [ck('step_600.pt', 600)];
   const root = listing(kids);
-  assert.deepEqual(checkpointOf(entryNode('gpu', root, kids[0]!, false)), { hostId: 'gpu', path: '/ckpt/run-a/step_600.pt', label: 'step_600' });
-  assert.deepEqual(checkpointOf({ hostId: 'local', path: '/a/step_5.pt' }), { hostId: 'local', path: '/a/step_5.pt', label: 'step_5' });
+  assert.deepEqual(checkpointOf(entryNode('gpu', root, kids[0]!, false)), {
+    hostId: 'gpu',
+    path: '/ckpt/run-a/step_600.pt',
+    label: 'step_600',
+  });
+  assert.deepEqual(checkpointOf({ hostId: 'local', path: '/a/step_5.pt' }), {
+    hostId: 'local',
+    path: '/a/step_5.pt',
+    label: 'step_5',
+  });
   assert.equal(checkpointOf(rootNode('gpu', root)), undefined);
   assert.equal(checkpointOf(entryNode('gpu', root, root.entry!.children![0]!, false)), undefined); // a run
   assert.equal(checkpointOf('nope'), undefined);
@@ -123,7 +208,10 @@ function fakeHost(files: Map<string, { bytes: number; mtime: number; lr: number;
     const path = call.args[0]!;
     calls.push(`${how} ${call.probe} ${call.args.join(' ')}`);
     const f = files.get(path);
-    if (!f) return Promise.reject(new KnownGoodError('probe-failed', `${call.probe}: no such file: ${path}`, { probeCode: 'not-found' }));
+    if (!f)
+      return Promise.reject(
+        new KnownGoodError('probe-failed', `${call.probe}: no such file: ${path}`, { probeCode: 'not-found' }),
+      );
     const stat = call.args.includes('--stat');
     if (!stat && f.bad && call.probe === 'ckpt_args') {
       return Promise.reject(new KnownGoodError('probe-failed', `ckpt_args: ${f.bad}`, { probeCode: 'corrupt' }));
@@ -133,17 +221,42 @@ function fakeHost(files: Map<string, { bytes: number; mtime: number; lr: number;
     }
     const raw = stat
       ? { path, bytes: f.bytes, mtime: f.mtime, dir: false }
-      : { format: call.probe === 'ckpt_args' ? 'torch-zip' : 'torch-load', path, bytes: f.bytes, key: 'args', args: { lr: f.lr, bs: 32 }, argsType: 'dict', step: 1, epoch: null, tensors: { count: 0, bytes: 0 }, topLevelKeys: ['args'], unsafeGlobals: [], warnings: [], bytesRead: 10, mtime: f.mtime };
+      : {
+          format: call.probe === 'ckpt_args' ? 'torch-zip' : 'torch-load',
+          path,
+          bytes: f.bytes,
+          key: 'args',
+          args: { lr: f.lr, bs: 32 },
+          argsType: 'dict',
+          step: 1,
+          epoch: null,
+          tensors: { count: 0, bytes: 0 },
+          topLevelKeys: ['args'],
+          unsafeGlobals: [],
+          warnings: [],
+          bytesRead: 10,
+          mtime: f.mtime,
+        };
     return Promise.resolve({ value: call.parse(raw), python: { executable: 'python3', version: '3.11.0' } });
   };
-  const host: ArgsHost = { label: 'gpu-box', probes: { run: (c) => answer(c, 'run'), runOnce: (c) => answer(c, 'once') } };
+  const host: ArgsHost = {
+    label: 'gpu-box',
+    probes: { run: (c) => answer(c, 'run'), runOnce: (c) => answer(c, 'once') },
+  };
   return { host, calls };
 }
 
 void test('reader: cached by size and mtime; a rewritten file is read again; concurrent reads share one probe', async () => {
-  const files = new Map([['/c/a.pt', { bytes: 100, mtime: 1, lr: 0.1 }], ['/c/b.pt', { bytes: 100, mtime: 1, lr: 0.2 }]]);
+  const files = new Map([
+    ['/c/a.pt', { bytes: 100, mtime: 1, lr: 0.1 }],
+    ['/c/b.pt', { bytes: 100, mtime: 1, lr: 0.2 }],
+  ]);
   const { host, calls } = fakeHost(files);
-  const reader = new ArgsReader({ host: () => host, allowTorchLoad: () => false, confirmUnsafeLoad: () => Promise.resolve(false) });
+  const reader = new ArgsReader({
+    host: () => host,
+    allowTorchLoad: () => false,
+    confirmUnsafeLoad: () => Promise.resolve(false),
+  });
   const a = { hostId: 'gpu', path: '/c/a.pt', label: 'step_600' };
   const b = { hostId: 'gpu', path: '/c/b.pt', label: 'step_690' };
   const reads = () => calls.filter((c) => !c.includes('--stat')).length;
@@ -167,7 +280,10 @@ void test('reader: cached by size and mtime; a rewritten file is read again; con
   assert.match(doc, /^\/\/ host: {5}gpu-box$/m);
   assert.match(doc, /^ {2}"lr": 0\.3$/m);
   const changed = await reader.changed(a, b);
-  assert.match(changed, /^\/\/ Known Good: changed args, step_600 ↔ step_690\n\/\/ A: \/c\/a\.pt \(gpu-box\)\n\/\/ B: \/c\/b\.pt \(gpu-box\)\n/);
+  assert.match(
+    changed,
+    /^\/\/ Known Good: changed args, step_600 ↔ step_690\n\/\/ A: \/c\/a\.pt \(gpu-box\)\n\/\/ B: \/c\/b\.pt \(gpu-box\)\n/,
+  );
   assert.match(changed, /^ {2}lr: 0\.3 → 0\.2$/m);
   assert.doesNotMatch(changed, /bs:/);
   assert.equal(reads(), 3); // b only: a came from the cache
@@ -188,13 +304,19 @@ void test('reader: torch.load fallback only when allowed, and weights_only=False
       return Promise.resolve(answer);
     },
   });
-  await assert.rejects(() => reader.read(ref), (e: unknown) => isDecodeFailure(e) && /corrupt pickle/.test(String(e)));
+  await assert.rejects(
+    () => reader.read(ref),
+    (e: unknown) => isDecodeFailure(e) && /corrupt pickle/.test(String(e)),
+  );
   assert.ok(!calls.some((c) => c.includes('ckpt_args_torch')));
 
   allow = true;
   await assert.rejects(() => reader.read(ref), /declined/);
   assert.deepEqual(asked, ['gpu-box /c/odd.pt']);
-  assert.ok(calls.some((c) => c === 'once ckpt_args_torch /c/odd.pt'), calls.join('\n'));
+  assert.ok(
+    calls.some((c) => c === 'once ckpt_args_torch /c/odd.pt'),
+    calls.join('\n'),
+  );
   assert.ok(!calls.some((c) => c.includes('--unsafe')));
 
   answer = true;

@@ -55,8 +55,14 @@ void describe('canonical rendering', () => {
     assert.match(text, /^gpu\.7\.driver: 580\.82\.07$/m);
     assert.match(text, /^env\.WANDB_API_KEY: <redacted sha256:[0-9a-f]{12}>$/m);
     assert.match(text, /^script\.\/workspace\/data loader\.py\.sha256: (1a2b3c4d){8}$/m);
-    const headers = text.split('\n').filter((l) => /^\[\w+\]$/.test(l)).map((l) => l.slice(1, -1));
-    assert.deepEqual(headers, SECTIONS.filter((s) => headers.includes(s)));
+    const headers = text
+      .split('\n')
+      .filter((l) => /^\[\w+\]$/.test(l))
+      .map((l) => l.slice(1, -1));
+    assert.deepEqual(
+      headers,
+      SECTIONS.filter((s) => headers.includes(s)),
+    );
     assert.ok(headers.length >= 10, headers.join());
     for (let i = 1; i < lines.length; i++) {
       const [p, q] = [lines[i - 1]!, lines[i]!];
@@ -68,7 +74,14 @@ void describe('canonical rendering', () => {
     assert.ok(naturalCompare('gpu.2.name', 'gpu.10.name') < 0);
     assert.ok(naturalCompare('a10', 'a9') > 0);
     const s = cloneSnapshot(h200KnownGood);
-    s.scripts.files.push({ path: '/w/evil\nkey: injected.py', size: 1, mtime: 1, sha256: 'ab', md5: 'cd', error: null });
+    s.scripts.files.push({
+      path: '/w/evil\nkey: injected.py',
+      size: 1,
+      mtime: 1,
+      sha256: 'ab',
+      md5: 'cd',
+      error: null,
+    });
     s.env.vars['NCCL_ALGO'] = 'Ring\nTree';
     const { text } = renderSnapshot(s);
     assert.doesNotMatch(text, /^key: injected/m);
@@ -181,8 +194,18 @@ void describe('probe call', () => {
     assert.deepEqual(call.args, []);
     const parsed = call.parse(JSON.parse(JSON.stringify(h200KnownGood)));
     assert.equal(parsed.torch.version, '2.10.0+cu130');
-    const partial = call.parse({ schema: 1, capturedAt: 'x', host: {}, python: { error: 'e' }, packages: { error: 'p' },
-      torch: {}, cuda: {}, gpus: {}, env: {}, scripts: {} });
+    const partial = call.parse({
+      schema: 1,
+      capturedAt: 'x',
+      host: {},
+      python: { error: 'e' },
+      packages: { error: 'p' },
+      torch: {},
+      cuda: {},
+      gpus: {},
+      env: {},
+      scripts: {},
+    });
     assert.equal(partial.python.error, 'e');
     assert.deepEqual(partial.packages.packages, {});
     assert.throws(() => call.parse({ schema: 2 }), /env_snapshot/);
@@ -203,12 +226,21 @@ void describe('baseline store', () => {
   });
 
   void it('saves, lists, gets, renames and deletes', async () => {
-    const a = await store.save({ label: 'known good', host, hostLabel: 'gpu-box', container: 'pct:200', snapshot: h200KnownGood });
+    const a = await store.save({
+      label: 'known good',
+      host,
+      hostLabel: 'gpu-box',
+      container: 'pct:200',
+      snapshot: h200KnownGood,
+    });
     const b = await store.save({ label: 'after upgrade', host, snapshot: h200Now });
     assert.equal(a.baseline.capturedAt, h200KnownGood.capturedAt);
     const listed = await store.list(host);
     assert.deepEqual(listed.problems, []);
-    assert.deepEqual(listed.baselines.map((x) => x.baseline.label), ['after upgrade', 'known good']);
+    assert.deepEqual(
+      listed.baselines.map((x) => x.baseline.label),
+      ['after upgrade', 'known good'],
+    );
     assert.deepEqual((await store.list()).baselines.length, 2);
 
     const got = await store.get(host, a.baseline.id);
@@ -223,7 +255,10 @@ void describe('baseline store', () => {
     assert.equal((await store.get(host, a.baseline.id)).baseline.label, 'trained well');
 
     await store.delete(host, b.baseline.id);
-    assert.deepEqual((await store.list(host)).baselines.map((x) => x.baseline.label), ['trained well']);
+    assert.deepEqual(
+      (await store.list(host)).baselines.map((x) => x.baseline.label),
+      ['trained well'],
+    );
     await assert.rejects(store.get(host, b.baseline.id), /no baseline/);
   });
 
@@ -236,7 +271,10 @@ void describe('baseline store', () => {
     await writeFile(join(hdir, '.tmp-123-abcdef'), text.slice(0, 100)); // an interrupted write
     await writeFile(join(hdir, 'notes.txt'), 'not a baseline');
     const { baselines, problems } = await store.list(host);
-    assert.deepEqual(baselines.map((b) => b.baseline.label), ['good']);
+    assert.deepEqual(
+      baselines.map((b) => b.baseline.label),
+      ['good'],
+    );
     assert.deepEqual(
       problems.map((p) => p.file),
       [join(hdir, 'truncated01.r0.json'), join(hdir, 'wrongshape.r0.json')],
@@ -250,7 +288,10 @@ void describe('baseline store', () => {
     const next = { ...JSON.parse(await readFile(a.file, 'utf8')), label: 'v1', revision: 1 };
     await writeFile(a.file.replace('.r0.json', '.r1.json'), JSON.stringify(next));
     const { baselines } = await store.list(host);
-    assert.deepEqual(baselines.map((b) => b.baseline.label), ['v1']);
+    assert.deepEqual(
+      baselines.map((b) => b.baseline.label),
+      ['v1'],
+    );
     await store.delete(host, a.baseline.id);
     assert.deepEqual(await readdir(store.hostDir(host)), []);
   });
@@ -282,7 +323,10 @@ void describe('baseline store', () => {
     assert.ok(!hostFolder('..').startsWith('.'));
     const t = new Date('2026-11-29T11:37:05.123Z');
     assert.equal(fileTime(t), '2026-11-29T11-37-05Z');
-    assert.equal(remoteBaselinePath('/workspace/checkpoints', t), '/workspace/checkpoints/.known-good/env-2026-11-29T11-37-05Z.json');
+    assert.equal(
+      remoteBaselinePath('/workspace/checkpoints', t),
+      '/workspace/checkpoints/.known-good/env-2026-11-29T11-37-05Z.json',
+    );
     assert.equal(remoteBaselinePath('/data/', t), '/data/.known-good/env-2026-11-29T11-37-05Z.json');
   });
 });

@@ -34,7 +34,12 @@ void describe('knownGood-env URI codec', () => {
       right: { kind: 'baseline', hostId: 'local', id: 'y' },
       name: 'two',
     },
-    { view: 'summary', left: { kind: 'baseline', hostId: nasty, id: 'x' }, right: { kind: 'capture', id: 'c9' }, name: 'drift' },
+    {
+      view: 'summary',
+      left: { kind: 'baseline', hostId: nasty, id: 'x' },
+      right: { kind: 'capture', id: 'c9' },
+      name: 'drift',
+    },
   ];
 
   void it('round-trips every document kind, with host ids full of URI syntax', () => {
@@ -65,7 +70,10 @@ void describe('knownGood-env URI codec', () => {
 
 void describe('baseline documents', () => {
   void it('an unchanged machine diffs clean: both sides are the same text', () => {
-    const d = diffDocuments({ snapshot: h200KnownGood, title: 'baseline "a"' }, { snapshot: cloneSnapshot(h200KnownGood), title: 'now' });
+    const d = diffDocuments(
+      { snapshot: h200KnownGood, title: 'baseline "a"' },
+      { snapshot: cloneSnapshot(h200KnownGood), title: 'now' },
+    );
     assert.equal(d.drift.unchanged, true);
     assert.equal(d.left, d.right);
     assert.match(d.headline, /^No drift/);
@@ -80,13 +88,19 @@ void describe('baseline documents', () => {
   });
 
   void it('a drifted machine: the summary heads both sides and names torch first', () => {
-    const d = diffDocuments({ snapshot: h200KnownGood, title: 'baseline "known good"' }, { snapshot: h200Now, title: 'now' });
+    const d = diffDocuments(
+      { snapshot: h200KnownGood, title: 'baseline "known good"' },
+      { snapshot: h200Now, title: 'now' },
+    );
     assert.equal(d.drift.unchanged, false);
     assert.notEqual(d.left, d.right);
     const block = (t: string) => t.slice(0, t.indexOf('\n\n'));
     assert.equal(block(d.left), block(d.right));
     const lines = block(d.right).split('\n');
-    assert.ok(lines.every((l) => l.startsWith('#')), 'summary block is comment lines only');
+    assert.ok(
+      lines.every((l) => l.startsWith('#')),
+      'summary block is comment lines only',
+    );
     assert.match(lines[1]!, /^# {3}torch: 2\.10\.0\+cu130 → 2\.11\.0\+cu130/);
     assert.match(d.right, /^packages\.torch: 2\.11\.0\+cu130$/m);
     assert.match(d.headline, /differences.*— torch, triton/);
@@ -144,7 +158,15 @@ void describe('remote writes and cache archives (argv)', () => {
 
   void it('tar argv: short options, -C /, members after --', () => {
     assert.deepEqual(tarCreateArgv('/r/.known-good/.c.partial', ['tmp/-odd'], false), [
-      'tar', '-c', '-z', '-f', '/r/.known-good/.c.partial', '-C', '/', '--', 'tmp/-odd',
+      'tar',
+      '-c',
+      '-z',
+      '-f',
+      '/r/.known-good/.c.partial',
+      '-C',
+      '/',
+      '--',
+      'tmp/-odd',
     ]);
     const gnu = tarExtractArgv('/r/a.tar.gz', ['tmp/x'], true);
     assert.equal(gnu[gnu.length - 2], '--');
@@ -170,14 +192,27 @@ void describe('remote writes and cache archives (argv)', () => {
         { name: 'custom1', path: '/x', member: 'x', exists: true, files: 0, bytes: 0 },
       ],
       archives: [
-        { name: 'cache-1.tar.gz', path: '/ckpt/.known-good/cache-1.tar.gz', bytes: 10, mtime: 1, manifestPath: 'm', manifest: null, manifestError: 'no manifest' },
+        {
+          name: 'cache-1.tar.gz',
+          path: '/ckpt/.known-good/cache-1.tar.gz',
+          bytes: 10,
+          mtime: 1,
+          manifestPath: 'm',
+          manifest: null,
+          manifestError: 'no manifest',
+        },
         {
           name: 'cache-2.tar.gz',
           path: '/ckpt/.known-good/cache-2.tar.gz',
           bytes: 10,
           mtime: 2,
           manifestPath: 'm2',
-          manifest: { schema: 1, archive: 'cache-2.tar.gz', createdAt: 'x', caches: [{ name: 'i', path: '/etc', member: '../etc' }] },
+          manifest: {
+            schema: 1,
+            archive: 'cache-2.tar.gz',
+            createdAt: 'x',
+            caches: [{ name: 'i', path: '/etc', member: '../etc' }],
+          },
         },
       ],
       tar: { path: '/usr/bin/tar', gnu: true, version: 'tar (GNU tar) 1.34' },
@@ -186,20 +221,29 @@ void describe('remote writes and cache archives (argv)', () => {
 
   void it('plans a backup of the caches that have files, and warns on low space', () => {
     const b = planBackup(plan(), new Date('2026-11-29T12:00:00Z'));
-    assert.deepEqual(b.caches.map((c) => c.name), ['inductor']);
+    assert.deepEqual(
+      b.caches.map((c) => c.name),
+      ['inductor'],
+    );
     assert.equal(b.archive, '/ckpt/.known-good/cache-2026-11-29T12-00-00Z.tar.gz');
     assert.equal(b.manifestPath, '/ckpt/.known-good/cache-2026-11-29T12-00-00Z.json');
     assert.equal(b.lowSpace, undefined);
-    const low = planBackup(plan({ dest: { dir: '/ckpt/.known-good', exists: true, freeBytes: 100, freeAt: '/ckpt', error: null } }), new Date());
+    const low = planBackup(
+      plan({ dest: { dir: '/ckpt/.known-good', exists: true, freeBytes: 100, freeAt: '/ckpt', error: null } }),
+      new Date(),
+    );
     assert.match(low.lowSpace!, /100 B free/);
     assert.throws(() => planBackup(plan({ caches: [] }), new Date()), /no compile cache/);
   });
 
   void it('lists archives newest first, each unusable one with its reason', () => {
     const a = archivesOf(plan());
-    assert.deepEqual(a.map((x) => [x.name, x.problem]), [
-      ['cache-2.tar.gz', 'manifest names an unsafe path "../etc"'],
-      ['cache-1.tar.gz', 'no manifest'],
-    ]);
+    assert.deepEqual(
+      a.map((x) => [x.name, x.problem]),
+      [
+        ['cache-2.tar.gz', 'manifest names an unsafe path "../etc"'],
+        ['cache-1.tar.gz', 'no manifest'],
+      ],
+    );
   });
 });

@@ -37,16 +37,33 @@ void test('throughput_bench schema accepts the output of a real CPU run', () => 
   assert.equal(describeBenchConfig(r.config), `2×64 h4 seq 64 b4 fp32 cpu ${r.config.attentionUsed}`);
   // A document missing what the comparison needs is refused, naming the probe.
   const broken = { ...(raw as Record<string, unknown>), tokensPerSec: { median: 'fast' } };
-  assert.throws(() => throughputBenchProbe({}).parse(broken), (e) => {
-    return isKnownGoodError(e, 'bad-output') && /throughput_bench/.test(e.message) && /tokensPerSec/.test(e.message);
-  });
+  assert.throws(
+    () => throughputBenchProbe({}).parse(broken),
+    (e) => {
+      return isKnownGoodError(e, 'bad-output') && /throughput_bench/.test(e.message) && /tokensPerSec/.test(e.message);
+    },
+  );
 });
 
 void test('throughput_bench argv: only what is set, in a fixed order', () => {
   assert.deepEqual(benchArgs({}), []);
   assert.deepEqual(
     benchArgs({ layers: 12, width: 1024, seq: 2048, batch: 8, dtype: 'bf16', attention: 'flex', compile: true }),
-    ['--layers', '12', '--width', '1024', '--seq', '2048', '--batch', '8', '--dtype', 'bf16', '--attention', 'flex', '--compile'],
+    [
+      '--layers',
+      '12',
+      '--width',
+      '1024',
+      '--seq',
+      '2048',
+      '--batch',
+      '8',
+      '--dtype',
+      'bf16',
+      '--attention',
+      'flex',
+      '--compile',
+    ],
   );
   assert.deepEqual(throughputBenchProbe({ steps: 3, device: 'cpu' }).args, ['--steps', '3', '--device', 'cpu']);
   assert.throws(() => benchArgs({ layers: 0 }));
@@ -95,13 +112,20 @@ void test('custom benchmark: throughput from output by regex (first capture grou
   assert.equal(r.tokensPerSec, 12900);
   assert.equal(r.found, 5);
   assert.equal(throughputFromOutput('nothing here', String.raw`([\d.]+) tok/s`), undefined);
-  assert.throws(() => compileThroughputRegex('tok/s'), (e) => isKnownGoodError(e, 'settings') && /capture group/.test(e.message));
-  assert.throws(() => compileThroughputRegex('(unclosed'), (e) => isKnownGoodError(e, 'settings'));
+  assert.throws(
+    () => compileThroughputRegex('tok/s'),
+    (e) => isKnownGoodError(e, 'settings') && /capture group/.test(e.message),
+  );
+  assert.throws(
+    () => compileThroughputRegex('(unclosed'),
+    (e) => isKnownGoodError(e, 'settings'),
+  );
 });
 
 void test('custom benchmark: throughput from a jsonl file by key, torn and malformed lines skipped', () => {
   const lines = [];
-  for (let i = 0; i < 20; i++) lines.push(JSON.stringify({ step: i, tok_per_s: 1000 + i, perf: { 'tok/s': 2000 + i } }));
+  for (let i = 0; i < 20; i++)
+    lines.push(JSON.stringify({ step: i, tok_per_s: 1000 + i, perf: { 'tok/s': 2000 + i } }));
   lines.splice(5, 0, 'Traceback (most recent call last):');
   lines.push('{"step": 20, "tok_per_s": NaN}');
   lines.push('{"step": 21, "tok_per_s": 99'); // torn: still being written
@@ -115,7 +139,10 @@ void test('custom benchmark: throughput from a jsonl file by key, torn and malfo
   assert.equal(throughputFromJsonl(text, 'missing'), undefined);
   assert.equal(valueAt({ 'a.b': { c: 1 } }, 'a.b.c'), 1);
   assert.equal(valueAt({ 'train/tok_per_s': 5 }, 'train/tok_per_s'), 5);
-  const cfg = customBenchmarkSchema.parse({ command: 'python train.py', jsonl: { path: 'log.jsonl', key: 'tok_per_s' } });
+  const cfg = customBenchmarkSchema.parse({
+    command: 'python train.py',
+    jsonl: { path: 'log.jsonl', key: 'tok_per_s' },
+  });
   assert.equal(cfg.lastN, 10);
   assert.equal(customBenchmarkSchema.safeParse({ command: 'python train.py' }).success, false);
 });
@@ -140,23 +167,57 @@ void test('compare with baseline: ratio text and what differs', () => {
     c.fingerprint.map((d) => d.field),
     ['torch', 'triton'],
   );
-  assert.deepEqual(describeDifferences(c.fingerprint), ['torch: 2.11.0 (baseline 2.10.0)', 'triton: 3.5.0 (baseline null)']);
+  assert.deepEqual(describeDifferences(c.fingerprint), [
+    'torch: 2.11.0 (baseline 2.10.0)',
+    'triton: 3.5.0 (baseline null)',
+  ]);
   assert.deepEqual(c.config, [{ field: 'compile', now: false, baseline: true }]);
   const none = compareThroughput({ tokensPerSec: 5 }, { label: 'x', tokensPerSec: 0 });
   assert.equal(none.ratio, null);
   assert.equal(none.text, '5 tok/s now vs 0 tok/s at baseline "x"');
   assert.equal(formatRate(1.5e9), '1.5G');
-  assert.equal(compareThroughput({ tokensPerSec: 25600 }, { label: 'b', tokensPerSec: 1000 }).text.endsWith('(25.6×)'), true);
+  assert.equal(
+    compareThroughput({ tokensPerSec: 25600 }, { label: 'b', tokensPerSec: 1000 }).text.endsWith('(25.6×)'),
+    true,
+  );
 });
 
 void test('metrics probes: argv', () => {
   assert.deepEqual(metricsReduceArgs({ path: '/r/log.jsonl' }), ['/r/log.jsonl']);
   assert.deepEqual(
-    metricsReduceArgs({ path: '/r/log.jsonl', buckets: 500, x: 'time', window: { from: 10, to: 20.5 }, offset: 77, series: ['loss', 'lr'] }),
-    ['/r/log.jsonl', '--buckets', '500', '--x', 'time', '--from', '10', '--to', '20.5', '--offset', '77', '--series', 'loss,lr'],
+    metricsReduceArgs({
+      path: '/r/log.jsonl',
+      buckets: 500,
+      x: 'time',
+      window: { from: 10, to: 20.5 },
+      offset: 77,
+      series: ['loss', 'lr'],
+    }),
+    [
+      '/r/log.jsonl',
+      '--buckets',
+      '500',
+      '--x',
+      'time',
+      '--from',
+      '10',
+      '--to',
+      '20.5',
+      '--offset',
+      '77',
+      '--series',
+      'loss,lr',
+    ],
   );
   assert.deepEqual(logTailArgs({ path: '/l', offset: -1, maxBytes: 10, inode: 5, latestOnly: true }), [
-    '/l', '--offset', '-1', '--max-bytes', '10', '--inode', '5', '--latest-only',
+    '/l',
+    '--offset',
+    '-1',
+    '--max-bytes',
+    '10',
+    '--inode',
+    '5',
+    '--latest-only',
   ]);
   assert.deepEqual(logTailProbe({ path: '/l', offset: 0, inode: null }).args, ['/l', '--offset', '0']);
 });

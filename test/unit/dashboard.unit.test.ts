@@ -31,7 +31,17 @@ function series(key: string, x: number[], last: number[], t?: number[]): SeriesD
   return { key, x, min: last.map((v) => v - 1), max: last.map((v) => v + 1), last, ...(t ? { t } : {}) };
 }
 function run(id: string, s: SeriesData[]): RunData {
-  return { run: { id, label: id, host: 'h', path: `/r/${id}.jsonl`, lines: 10, skipped: { malformed: 0, nonNumeric: 0, nonFinite: 0, noX: 0 } }, series: s };
+  return {
+    run: {
+      id,
+      label: id,
+      host: 'h',
+      path: `/r/${id}.jsonl`,
+      lines: 10,
+      skipped: { malformed: 0, nonNumeric: 0, nonFinite: 0, noX: 0 },
+    },
+    series: s,
+  };
 }
 
 // ---- protocol ----
@@ -87,19 +97,38 @@ void test('host messages: the fixture init parses, defaults applied; corrupt pay
   ]) {
     assert.ok(parseHostMessage(m).ok, m.type);
   }
-  const minimal = parseHostMessage({ type: 'init', runs: [], checkpoints: [{ path: '/c.pt', label: 'c' }], drift: null, bench: [{ time: 1, tokPerS: 2 }] });
+  const minimal = parseHostMessage({
+    type: 'init',
+    runs: [],
+    checkpoints: [{ path: '/c.pt', label: 'c' }],
+    drift: null,
+    bench: [{ time: 1, tokPerS: 2 }],
+  });
   assert.ok(minimal.ok);
   if (minimal.ok && minimal.message.type === 'init') {
     assert.equal(minimal.message.follow, false);
     assert.equal(minimal.message.checkpoints[0]?.hasArgs, true);
     assert.equal(minimal.message.bench[0]?.baseline, false);
   }
-  const ragged = { type: 'runData', data: { run: init.runs[0]!.run, series: [{ key: 'loss', x: [1, 2], min: [1], max: [1, 2], last: [1, 2] }] } };
+  const ragged = {
+    type: 'runData',
+    data: { run: init.runs[0]!.run, series: [{ key: 'loss', x: [1, 2], min: [1], max: [1, 2], last: [1, 2] }] },
+  };
   const r2 = parseHostMessage(ragged);
   assert.equal(r2.ok, false);
   if (!r2.ok) assert.match(r2.error, /same length/);
-  assert.equal(parseHostMessage({ type: 'runData', data: { run: { ...init.runs[0]!.run, skipped: { malformed: -1, nonNumeric: 0, nonFinite: 0 } }, series: [] } }).ok, false);
-  assert.equal(parseHostMessage({ type: 'rangeData', run: 'r', series: 'loss', from: 0, to: 1, data: series('loss', [1], [NaN]) }).ok, false);
+  assert.equal(
+    parseHostMessage({
+      type: 'runData',
+      data: { run: { ...init.runs[0]!.run, skipped: { malformed: -1, nonNumeric: 0, nonFinite: 0 } }, series: [] },
+    }).ok,
+    false,
+  );
+  assert.equal(
+    parseHostMessage({ type: 'rangeData', run: 'r', series: 'loss', from: 0, to: 1, data: series('loss', [1], [NaN]) })
+      .ok,
+    false,
+  );
   assert.equal(parseHostMessage({ type: 'ready', version: 1 }).ok, false, 'a webview message is not a host message');
 });
 
@@ -108,7 +137,13 @@ void test('saved state: defaults fill in, junk is refused', () => {
   assert.equal(parseDashboardState({ smoothing: 2 }), undefined);
   assert.equal(parseDashboardState({ xAxis: 'epoch' }), undefined);
   assert.equal(parseDashboardState('x'), undefined);
-  const full = { runs: [{ id: 'a', host: 'h', path: '/p', label: 'a' }], selected: ['loss'], smoothing: 0.6, xAxis: 'relative', follow: true };
+  const full = {
+    runs: [{ id: 'a', host: 'h', path: '/p', label: 'a' }],
+    selected: ['loss'],
+    smoothing: 0.6,
+    xAxis: 'relative',
+    follow: true,
+  };
   assert.deepEqual(dashboardStateSchema.parse(full), full);
 });
 
@@ -117,7 +152,13 @@ void test('saved state: defaults fill in, junk is refused', () => {
 void test('series detection: union over runs, x-like and empty keys left out, familiar metrics first', () => {
   const runs = [
     run('a', [series('zeta', [1], [1]), series('lr', [1], [1]), series('step', [1], [1]), series('empty', [], [])]),
-    run('b', [series('tok_per_s', [1], [1]), series('train/loss', [1], [1]), series('grad_norm', [1], [1]), series('acc', [1], [1]), series('lr', [1], [1])]),
+    run('b', [
+      series('tok_per_s', [1], [1]),
+      series('train/loss', [1], [1]),
+      series('grad_norm', [1], [1]),
+      series('acc', [1], [1]),
+      series('lr', [1], [1]),
+    ]),
   ];
   assert.deepEqual(detectSeries(runs), ['train/loss', 'acc', 'lr', 'tok_per_s', 'grad_norm', 'zeta']);
   assert.deepEqual(detectSeries([]), []);
@@ -131,7 +172,10 @@ void test('EMA smoothing: weight 0 is identity, debiased start, gaps stay gaps, 
   assert.ok(Math.abs((s[1] ?? 0) - 10 / 3) < 1e-12, String(s[1]));
   assert.equal(s[2], null);
   assert.ok(Math.abs((s[3] ?? 0) - 10 / 7) < 1e-12, String(s[3]));
-  assert.deepEqual(ema([4, 4, 4, 4], 0.9).map((v) => Math.round((v ?? 0) * 1e9) / 1e9), [4, 4, 4, 4]);
+  assert.deepEqual(
+    ema([4, 4, 4, 4], 0.9).map((v) => Math.round((v ?? 0) * 1e9) / 1e9),
+    [4, 4, 4, 4],
+  );
   // Heavier smoothing moves less towards a step change.
   const light = ema([0, 0, 0, 1], 0.3).at(-1) ?? 0;
   const heavy = ema([0, 0, 0, 1], 0.9).at(-1) ?? 0;
@@ -141,11 +185,20 @@ void test('EMA smoothing: weight 0 is identity, debiased start, gaps stay gaps, 
 void test('overlay alignment: union of x, nulls where a run has no point, order kept per run', () => {
   const a = alignRuns([
     { x: [0, 10, 20], cols: [[1, 2, 3]] },
-    { x: [5, 10, 30], cols: [[7, 8, 9], [70, 80, 90]] },
+    {
+      x: [5, 10, 30],
+      cols: [
+        [7, 8, 9],
+        [70, 80, 90],
+      ],
+    },
   ]);
   assert.deepEqual(a.x, [0, 5, 10, 20, 30]);
   assert.deepEqual(a.parts[0], [[1, null, 2, 3, null]]);
-  assert.deepEqual(a.parts[1], [[null, 7, 8, null, 9], [null, 70, 80, null, 90]]);
+  assert.deepEqual(a.parts[1], [
+    [null, 7, 8, null, 9],
+    [null, 70, 80, null, 90],
+  ]);
   // Unsorted input and duplicate x (last one wins) do not break it.
   const b = alignRuns([{ x: [20, 10, 10], cols: [[1, 2, 3]] }]);
   assert.deepEqual(b.x, [10, 20]);
@@ -157,7 +210,10 @@ void test('plot model over the fixture: both runs on one x, lines smoothed, colo
   const m = buildPlotModel(init.runs, 'loss', 'step', 0);
   const lengths = init.runs.map((r) => r.series.find((s) => s.key === 'loss')!.x.length);
   assert.ok(m.x.length >= Math.max(...lengths) && m.x.length <= lengths[0]! + lengths[1]!);
-  assert.deepEqual(m.runs.map((r) => r.colorIndex), [0, 1]);
+  assert.deepEqual(
+    m.runs.map((r) => r.colorIndex),
+    [0, 1],
+  );
   for (const r of m.runs) assert.equal(r.line.length, m.x.length);
   const nonNull = m.runs.map((r) => r.line.filter((v) => v !== null).length);
   assert.deepEqual(nonNull, lengths);
@@ -169,7 +225,10 @@ void test('plot model over the fixture: both runs on one x, lines smoothed, colo
   assert.notDeepEqual(smooth.runs[0]!.line, m.runs[0]!.line);
   // A run without the series is left out of that plot, colours unchanged for the others.
   const only = buildPlotModel([run('x', [series('acc', [1], [1])]), ...init.runs], 'loss', 'step', 0);
-  assert.deepEqual(only.runs.map((r) => r.colorIndex), [1, 2]);
+  assert.deepEqual(
+    only.runs.map((r) => r.colorIndex),
+    [1, 2],
+  );
   const [lo, hi] = yExtent(m, 0, m.x.length - 1)!;
   assert.ok(lo < 2.3 && hi > 10, `${lo} ${hi}`);
 });
@@ -200,7 +259,13 @@ void test('zoom: time window maps to steps, finer buckets replace the window onl
 void test('helpers: run upsert keeps order, colours get alpha, values format short, previous checkpoint per run', () => {
   const runs = [run('a', []), run('b', [])];
   const replaced = upsertRun(runs, run('a', [series('loss', [1], [1])]));
-  assert.deepEqual(replaced.map((r) => [r.run.id, r.series.length]), [['a', 1], ['b', 0]]);
+  assert.deepEqual(
+    replaced.map((r) => [r.run.id, r.series.length]),
+    [
+      ['a', 1],
+      ['b', 0],
+    ],
+  );
   assert.equal(upsertRun(runs, run('c', [])).length, 3);
   assert.equal(withAlpha('#3794ff', 0.2), 'rgba(55, 148, 255, 0.2)');
   assert.equal(withAlpha('#fff', 0.5), 'rgba(255, 255, 255, 0.5)');
@@ -238,17 +303,30 @@ void test('dashboard HTML: strict CSP with the nonce, resources escaped, bad non
   assert.doesNotMatch(csp, /unsafe-(eval|inline)/);
   assert.match(csp, /script-src 'nonce-abcDEF0123456789xyz'/);
   assert.ok(html.includes(`content="${csp.replace(/'/g, '&#39;')}"`));
-  assert.match(html, /<script nonce="abcDEF0123456789xyz" src="https:\/\/x\/dashboard.js\?a=1&amp;b=&quot;2&quot;"><\/script>/);
+  assert.match(
+    html,
+    /<script nonce="abcDEF0123456789xyz" src="https:\/\/x\/dashboard.js\?a=1&amp;b=&quot;2&quot;"><\/script>/,
+  );
   assert.equal(html.match(/<link rel="stylesheet"/g)?.length, 2);
   assert.match(html, /<meta property="csp-nonce" content="abcDEF0123456789xyz">/);
   assert.doesNotMatch(html, /<script(?![^>]*nonce=)/);
-  assert.throws(() => dashboardHtml({ cspSource: 'x', nonce: "x' 'unsafe-eval", scriptUri: 's', cssUris: [] }), /nonce/);
-  assert.throws(() => dashboardHtml({ cspSource: "x 'unsafe-eval'", nonce: 'abcDEF0123456789xyz', scriptUri: 's', cssUris: [] }), /cspSource/);
+  assert.throws(
+    () => dashboardHtml({ cspSource: 'x', nonce: "x' 'unsafe-eval", scriptUri: 's', cssUris: [] }),
+    /nonce/,
+  );
+  assert.throws(
+    () => dashboardHtml({ cspSource: "x 'unsafe-eval'", nonce: 'abcDEF0123456789xyz', scriptUri: 's', cssUris: [] }),
+    /cspSource/,
+  );
 });
 
 // ---- from the reduction probe to messages ----
 
-function reduction(series: { key: string; x: number[]; last: number[]; t?: number[] }[], lines: number, skipped = { malformed: 0, nonNumeric: 0, nonFinite: 0, noX: 0 }): MetricsReduction {
+function reduction(
+  series: { key: string; x: number[]; last: number[]; t?: number[] }[],
+  lines: number,
+  skipped = { malformed: 0, nonNumeric: 0, nonFinite: 0, noX: 0 },
+): MetricsReduction {
   return metricsReductionSchema.parse({
     path: '/runs/a/train_log.jsonl',
     size: 1000,
@@ -282,16 +360,38 @@ function reduction(series: { key: string; x: number[]; last: number[]; t?: numbe
 }
 
 void test('reduction → run data: only the drawn fields cross, and the result is a valid runData message', () => {
-  const r = reduction([{ key: 'loss', x: [1, 2], last: [5, 4], t: [10, 20] }], 7, { malformed: 1, nonNumeric: 2, nonFinite: 3, noX: 1 });
+  const r = reduction([{ key: 'loss', x: [1, 2], last: [5, 4], t: [10, 20] }], 7, {
+    malformed: 1,
+    nonNumeric: 2,
+    nonFinite: 3,
+    noX: 1,
+  });
   const data = runDataFromReduction({ id: 'h:/runs/a', label: 'a', host: 'h' }, r);
   assert.deepEqual(data.series, [{ key: 'loss', x: [1, 2], min: [4, 3], max: [6, 5], last: [5, 4], t: [10, 20] }]);
-  assert.deepEqual(data.run, { id: 'h:/runs/a', label: 'a', host: 'h', path: '/runs/a/train_log.jsonl', lines: 7, skipped: { malformed: 1, nonNumeric: 2, nonFinite: 3, noX: 1 } });
+  assert.deepEqual(data.run, {
+    id: 'h:/runs/a',
+    label: 'a',
+    host: 'h',
+    path: '/runs/a/train_log.jsonl',
+    lines: 7,
+    skipped: { malformed: 1, nonNumeric: 2, nonFinite: 3, noX: 1 },
+  });
   assert.ok(parseHostMessage({ type: 'runData', data }).ok);
 });
 
 void test('follow: appended buckets extend the run, re-read ones are dropped, extremes survive coarsening', () => {
-  const first = runDataFromReduction({ id: 'r', label: 'r', host: 'h' }, reduction([{ key: 'loss', x: [1, 2, 3, 4], last: [9, 8, 7, 6] }], 4));
-  const more = reduction([{ key: 'loss', x: [4, 5, 6], last: [100, 5, 4] }, { key: 'acc', x: [5], last: [0.5] }], 3, { malformed: 1, nonNumeric: 0, nonFinite: 0, noX: 0 });
+  const first = runDataFromReduction(
+    { id: 'r', label: 'r', host: 'h' },
+    reduction([{ key: 'loss', x: [1, 2, 3, 4], last: [9, 8, 7, 6] }], 4),
+  );
+  const more = reduction(
+    [
+      { key: 'loss', x: [4, 5, 6], last: [100, 5, 4] },
+      { key: 'acc', x: [5], last: [0.5] },
+    ],
+    3,
+    { malformed: 1, nonNumeric: 0, nonFinite: 0, noX: 0 },
+  );
   const next = appendReduction(first, more, 100);
   const loss = next.series.find((s) => s.key === 'loss')!;
   assert.deepEqual(loss.x, [1, 2, 3, 4, 5, 6]);

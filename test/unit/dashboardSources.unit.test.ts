@@ -24,7 +24,16 @@ function file(path: string, mtime: number, extra: Partial<RunEntry> = {}): RunEn
   return { name: path.split('/').pop()!, path, kind: 'file', size: 100, mtime, role: 'other', ...extra };
 }
 function dir(path: string, children: RunEntry[], extra: Partial<RunEntry> = {}): RunEntry {
-  return { name: path === '' ? 'ckpts' : path.split('/').pop()!, path, kind: 'dir', size: 0, mtime: T, role: 'dir', children, ...extra };
+  return {
+    name: path === '' ? 'ckpts' : path.split('/').pop()!,
+    path,
+    kind: 'dir',
+    size: 0,
+    mtime: T,
+    role: 'dir',
+    children,
+    ...extra,
+  };
 }
 function ckpt(run: string, step: number, mtime: number): RunEntry {
   const p = `${run}/step_${step}`;
@@ -39,7 +48,10 @@ const runA = dir('run-a', [
   file('run-a/train_stdout.log', T + 1000, { role: 'stdout' }),
   dir('run-a/old', [ckpt('run-a/old', 100, T + 100)]),
 ]);
-const runB = dir('run-b', [ckpt('run-b', 200, T + 200), dir('run-b/logs', [file('run-b/logs/eval.jsonl', T + 9000, { role: 'metrics' })])]);
+const runB = dir('run-b', [
+  ckpt('run-b', 200, T + 200),
+  dir('run-b/logs', [file('run-b/logs/eval.jsonl', T + 9000, { role: 'metrics' })]),
+]);
 const runC = dir('run-c', [ckpt('run-c', 1, T)]);
 const rootListing: RootListing = {
   root: '~/ckpts',
@@ -49,7 +61,14 @@ const rootListing: RootListing = {
   signature: null,
   entry: dir('', [runA, runB, runC]),
 };
-const listing: RunsListing = { roots: [rootListing], depth: 3, maxEntries: 5000, now: T + 10_000, user: 'me', elapsedMs: 1 };
+const listing: RunsListing = {
+  roots: [rootListing],
+  depth: 3,
+  maxEntries: 5000,
+  now: T + 10_000,
+  user: 'me',
+  elapsedMs: 1,
+};
 
 describe('dashboard sources: runs and logs from the listing', () => {
   it('prefers train_log*.jsonl over a newer metrics jsonl, and finds a log one folder down', () => {
@@ -57,7 +76,9 @@ describe('dashboard sources: runs and logs from the listing', () => {
     assert.equal(findMetricsLog(runB)?.path, 'run-b/logs/eval.jsonl');
     assert.equal(findMetricsLog(runC), undefined);
     // Not inside a checkpoint, even when it is named like a train log.
-    const inCkpt = dir('r', [dir('r/step_1', [file('r/step_1/train_log.jsonl', T, { role: 'train-log' })], { role: 'checkpoint' })]);
+    const inCkpt = dir('r', [
+      dir('r/step_1', [file('r/step_1/train_log.jsonl', T, { role: 'train-log' })], { role: 'checkpoint' }),
+    ]);
     assert.equal(findMetricsLog(inCkpt), undefined);
   });
 
@@ -85,7 +106,10 @@ describe('dashboard sources: runs and logs from the listing', () => {
         ['run-a', 'run-a'],
       ],
     );
-    const own = runsWithLogs('h', { ...listing, roots: [{ ...rootListing, entry: dir('', [file('train_log.jsonl', T, { role: 'train-log' })]) }] });
+    const own = runsWithLogs('h', {
+      ...listing,
+      roots: [{ ...rootListing, entry: dir('', [file('train_log.jsonl', T, { role: 'train-log' })]) }],
+    });
     assert.deepEqual(
       own.map((r) => [r.label, r.run?.path]),
       [['~/ckpts', '']],
@@ -128,7 +152,12 @@ function result(id: string, at: string, extra: Record<string, unknown>): Through
   return { id, at, kind: 'throughput', baselineId: null, ...extra };
 }
 
-function baseline(label: string, capturedAt: string, snapshot = h200KnownGood, throughput?: ThroughputResult[]): Baseline {
+function baseline(
+  label: string,
+  capturedAt: string,
+  snapshot = h200KnownGood,
+  throughput?: ThroughputResult[],
+): Baseline {
   return baselineSchema.parse({
     schema: 1,
     id: label.replace(/\W/g, '-'),
@@ -170,11 +199,16 @@ describe('dashboard sources: benchmark history and drift', () => {
     );
     assert.equal(points[1]!.time, Date.parse('2026-01-02T00:00:00Z') / 1000);
     // What the panel sends must pass the protocol.
-    assert.ok(initMessageSchema.safeParse({ type: 'init', runs: [], checkpoints: [], drift: null, bench: points }).success);
+    assert.ok(
+      initMessageSchema.safeParse({ type: 'init', runs: [], checkpoints: [], drift: null, bench: points }).success,
+    );
   });
 
   it('drift: the newest baseline against now, with the changes counted', () => {
-    const d = driftSummary([baseline('old', '2025-01-01T00:00:00Z', h200Now), baseline('good run', '2026-01-01T00:00:00Z')], h200Now)!;
+    const d = driftSummary(
+      [baseline('old', '2025-01-01T00:00:00Z', h200Now), baseline('good run', '2026-01-01T00:00:00Z')],
+      h200Now,
+    )!;
     assert.equal(d.baseline, 'good run');
     assert.ok(d.changes > 0);
     assert.match(d.text, /between baseline "good run" and now/);
@@ -205,8 +239,11 @@ describe('dashboard page for the panel', () => {
     const opts = { nonce: 'abcDEF0123456789xyzABC', scriptUri: 'https://x/dashboard.js', cssUris: [] };
     const html = dashboardHtml({ ...opts, cspSource: "'self' https://*.vscode-cdn.net" });
     assert.ok(html.includes(dashboardCsp("'self' https://*.vscode-cdn.net", opts.nonce).replace(/'/g, '&#39;')));
-    assert.match(dashboardCsp("'self' https://*.vscode-cdn.net", opts.nonce), /^default-src 'none'; img-src 'self' https:\/\/\*\.vscode-cdn\.net data:;.*script-src 'nonce-abcDEF0123456789xyzABC';/);
+    assert.match(
+      dashboardCsp("'self' https://*.vscode-cdn.net", opts.nonce),
+      /^default-src 'none'; img-src 'self' https:\/\/\*\.vscode-cdn\.net data:;.*script-src 'nonce-abcDEF0123456789xyzABC';/,
+    );
     assert.throws(() => dashboardHtml({ ...opts, cspSource: "'self' 'unsafe-eval'" }), /cspSource/);
-    assert.throws(() => dashboardHtml({ ...opts, cspSource: "https://a; script-src *" }), /cspSource/);
+    assert.throws(() => dashboardHtml({ ...opts, cspSource: 'https://a; script-src *' }), /cspSource/);
   });
 });

@@ -119,7 +119,10 @@ test('known_hosts: plain, [host]:port, hashed, changed and unknown keys (keys ma
   writeFileSync(file, `gpu.example,10.0.0.5 ${type} ${b64}\n[127.0.0.1]:2222 ${type} ${otherB64}\n# comment\n`);
   execFileSync('ssh-keygen', ['-H', '-f', file], { stdio: 'ignore' }); // hash every name, as HashKnownHosts does
   const entries = parseKnownHosts(readFileSync(file, 'utf8'));
-  assert.ok(entries.every((e) => e.patterns.startsWith('|1|')), 'ssh-keygen -H hashed the names');
+  assert.ok(
+    entries.every((e) => e.patterns.startsWith('|1|')),
+    'ssh-keygen -H hashed the names',
+  );
   assert.deepEqual(checkHostKey(entries, ['gpu.example'], blob), { status: 'known' });
   assert.deepEqual(checkHostKey(entries, ['10.0.0.5'], blob), { status: 'known' });
   const changed = checkHostKey(entries, ['[127.0.0.1]:2222'], blob);
@@ -138,14 +141,18 @@ test('known_hosts: plain, [host]:port, hashed, changed and unknown keys (keys ma
 });
 
 test('framing: the document between markers is found among banners', () => {
-  const out = 'Welcome to Ubuntu\nconda activated\n@@KNOWN-GOOD-BEGIN abc@@\n{"ok":true}\n@@KNOWN-GOOD-END abc@@\nbye\n';
+  const out =
+    'Welcome to Ubuntu\nconda activated\n@@KNOWN-GOOD-BEGIN abc@@\n{"ok":true}\n@@KNOWN-GOOD-END abc@@\nbye\n';
   assert.equal(extractFramed(out, 'abc'), '{"ok":true}');
   assert.equal(extractFramed(out, 'other'), undefined);
   assert.equal(extractFramed('@@KNOWN-GOOD-BEGIN abc@@\n{"ok"', 'abc'), undefined);
 });
 
 test('Python JSON: NaN and Infinity parsed on purpose, not inside strings', () => {
-  const v = parsePythonJson('{"a": NaN, "b": [Infinity, -Infinity, 1.5], "s": "NaN Infinity"}') as Record<string, unknown>;
+  const v = parsePythonJson('{"a": NaN, "b": [Infinity, -Infinity, 1.5], "s": "NaN Infinity"}') as Record<
+    string,
+    unknown
+  >;
   assert.ok(Number.isNaN(v['a']));
   assert.deepEqual(v['b'], [Infinity, -Infinity, 1.5]);
   assert.equal(v['s'], 'NaN Infinity');

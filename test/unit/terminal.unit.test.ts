@@ -57,7 +57,17 @@ test('parseFramedResult: ok, probe error, missing frame', () => {
   const ok = JSON.stringify({
     ok: true,
     python: { executable: '/usr/bin/python3', version: '3.11.2' },
-    result: { imported: false, importSeconds: 0.1, error: 'ModuleNotFoundError: torch', version: null, cuda: null, cudaAvailable: null, deviceCount: 0, devices: [], triton: null },
+    result: {
+      imported: false,
+      importSeconds: 0.1,
+      error: 'ModuleNotFoundError: torch',
+      version: null,
+      cuda: null,
+      cudaAvailable: null,
+      deviceCount: 0,
+      devices: [],
+      triton: null,
+    },
   });
   assert.equal((parseFramedResult(call, ok, 'h').value as { imported: boolean }).imported, false);
   const bad = JSON.stringify({ ok: false, error: { message: 'boom', code: 'x' } });
@@ -89,7 +99,10 @@ test('a bench result is kept with the host baselines and compared with a slower 
       tokensPerSec: { median: 4300, min: 4000, max: 4400 },
       fingerprint: { ...fixture.fingerprint, torch: '2.11.0' },
     };
-    const a = await store.appendResult(host, benchRecord(good, { hostId: host, hostLabel: 'gpu-box', label: 'good-run', at: '2026-01-01T00:00:00Z' }));
+    const a = await store.appendResult(
+      host,
+      benchRecord(good, { hostId: host, hostLabel: 'gpu-box', label: 'good-run', at: '2026-01-01T00:00:00Z' }),
+    );
     const b = await store.appendResult(host, benchRecord(slow, { hostId: host, hostLabel: 'gpu-box', label: 'now' }));
     const listed = await store.listResults(host);
     assert.deepEqual(
@@ -98,7 +111,11 @@ test('a bench result is kept with the host baselines and compared with a slower 
     );
     assert.equal(listed.results[1]!.result['host'], host);
     assert.equal((listed.results[1]!.result['fingerprint'] as { torch: string }).torch, '2.11.0');
-    const doc = comparisonDocument({ result: b.result, label: 'now' }, { result: a.result, label: 'good-run' }, 'gpu-box');
+    const doc = comparisonDocument(
+      { result: b.result, label: 'now' },
+      { result: a.result, label: 'good-run' },
+      'gpu-box',
+    );
     assert.match(doc, /4\.3K tok\/s now vs 12\.8K tok\/s at baseline "good-run" \(0\.34×\)/);
     assert.match(doc, /- torch: 2\.11\.0 \(baseline 1\.13\.0a0\)/);
     assert.match(doc, /same shape/);
@@ -108,7 +125,11 @@ test('a bench result is kept with the host baselines and compared with a slower 
 });
 
 test('custom benchmark: throughput by jsonl key from a log with a torn last line', () => {
-  const log = ['{"step": 1, "perf": {"tok_per_s": 1000}}', '{"step": 2, "perf": {"tok_per_s": 3000}}', '{"step": 3, "perf": {"tok_p'].join('\n');
+  const log = [
+    '{"step": 1, "perf": {"tok_per_s": 1000}}',
+    '{"step": 2, "perf": {"tok_per_s": 3000}}',
+    '{"step": 3, "perf": {"tok_p',
+  ].join('\n');
   const r = throughputFromJsonl(log, 'perf.tok_per_s');
   assert.deepEqual(r?.used, [1000, 3000]);
   assert.equal(r?.tokensPerSec, 2000);
@@ -129,11 +150,22 @@ test('live target of tree nodes: a run folder picks its metrics jsonl, a train l
     },
   };
   assert.deepEqual(liveTargetOf(run), { hostId: 'h', path: '/ck/run1/metrics.jsonl' });
-  assert.deepEqual(liveTargetOf({ kind: 'file', hostId: 'h', remotePath: '/ck/run1/train.jsonl', contextValue: 'log;jsonl;trainLog;openable' }), {
-    hostId: 'h',
-    path: '/ck/run1/train.jsonl',
-  });
-  assert.equal(liveTargetOf({ kind: 'checkpoint', hostId: 'h', remotePath: '/ck/run1/step_100', contextValue: 'checkpoint' }), undefined);
+  assert.deepEqual(
+    liveTargetOf({
+      kind: 'file',
+      hostId: 'h',
+      remotePath: '/ck/run1/train.jsonl',
+      contextValue: 'log;jsonl;trainLog;openable',
+    }),
+    {
+      hostId: 'h',
+      path: '/ck/run1/train.jsonl',
+    },
+  );
+  assert.equal(
+    liveTargetOf({ kind: 'checkpoint', hostId: 'h', remotePath: '/ck/run1/step_100', contextValue: 'checkpoint' }),
+    undefined,
+  );
   assert.equal(liveTargetOf({ ...run, entry: { children: [{ name: 'step_1', role: 'checkpoint' }] } }), undefined);
 });
 
@@ -147,8 +179,19 @@ test('live throughput polls only while visible, from the offset it reached, and 
       calls.push({ path, offset });
       const from = Number(offset) < 0 ? 0 : Number(offset);
       const raw = {
-        path, exists: true, inode: 7, size, mtime: 1, offset: from, nextOffset: size, reset: false, lines: [], count: 1,
-        malformed: 0, hasMore: false, latest: { step: size, stepKey: 'step', tokensPerSec: 12800, tokensPerSecKey: 'tok_per_s' },
+        path,
+        exists: true,
+        inode: 7,
+        size,
+        mtime: 1,
+        offset: from,
+        nextOffset: size,
+        reset: false,
+        lines: [],
+        count: 1,
+        malformed: 0,
+        hasMore: false,
+        latest: { step: size, stepKey: 'step', tokensPerSec: 12800, tokensPerSecKey: 'tok_per_s' },
       };
       size += 50;
       return Promise.resolve({ value: call.parse(raw), python: { executable: 'p', version: '3' } });

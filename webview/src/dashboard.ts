@@ -215,7 +215,10 @@ export class Dashboard {
     smooth.dataset.control = 'smoothing';
     const follow = checkbox('Follow', this.follow, (on) => this.host.post({ type: 'toggleFollow', on }));
     follow.dataset.control = 'follow';
-    const reset = button('Reset zoom', () => this.resetZoom(), { action: 'reset-zoom', title: 'Show the whole run (or double-click a plot)' });
+    const reset = button('Reset zoom', () => this.resetZoom(), {
+      action: 'reset-zoom',
+      title: 'Show the whole run (or double-click a plot)',
+    });
     axis.dataset.control = 'axis';
     this.els.toolbar.replaceChildren(axis, smooth, follow, reset);
 
@@ -286,7 +289,11 @@ export class Dashboard {
       })),
     );
     grid.classList.add('kg-runs-grid');
-    const note = h('p', 'kg-muted kg-note', 'Skipped lines: Bad = not JSON, Text = non-numeric value, NaN = NaN/Infinity.');
+    const note = h(
+      'p',
+      'kg-muted kg-note',
+      'Skipped lines: Bad = not JSON, Text = non-numeric value, NaN = NaN/Infinity.',
+    );
     this.els.runs.replaceChildren(heading, grid, note);
   }
 
@@ -418,18 +425,30 @@ export class Dashboard {
       if (idx !== undefined) swatch.style.backgroundColor = this.runColor(idx);
       const name = h('span', 'kg-checkpoint-label', c.label);
       name.title = c.path;
-      const meta = h('span', 'kg-muted', c.step != null ? `step ${formatValue(c.step)}` : c.mtime != null ? new Date(c.mtime * 1000).toLocaleString() : '');
+      const meta = h(
+        'span',
+        'kg-muted',
+        c.step != null
+          ? `step ${formatValue(c.step)}`
+          : c.mtime != null
+            ? new Date(c.mtime * 1000).toLocaleString()
+            : '',
+      );
       const before = prev.get(c.path);
       const open = button('Open Args', () => this.host.post({ type: 'openArgs', path: c.path }), {
         action: 'open-args',
         disabled: !c.hasArgs,
         title: c.hasArgs ? `Open the training args of ${c.path}` : 'This checkpoint has no args',
       });
-      const diff = button('Diff with previous', () => before && this.host.post({ type: 'diffArgs', a: before.path, b: c.path }), {
-        action: 'diff-args',
-        disabled: !before || !c.hasArgs || !before.hasArgs,
-        title: before ? `Diff args against ${before.label}` : 'No earlier checkpoint of this run',
-      });
+      const diff = button(
+        'Diff with previous',
+        () => before && this.host.post({ type: 'diffArgs', a: before.path, b: c.path }),
+        {
+          action: 'diff-args',
+          disabled: !before || !c.hasArgs || !before.hasArgs,
+          title: before ? `Diff args against ${before.label}` : 'No earlier checkpoint of this run',
+        },
+      );
       const actions = h('span', 'kg-actions');
       actions.append(open, diff);
       const head = h('span', 'kg-checkpoint-head');
@@ -462,7 +481,13 @@ export class Dashboard {
       return;
     }
     const base = this.bench.find((b) => b.baseline);
-    const sub = h('p', 'kg-muted', base ? `tokens/s; baseline ${formatValue(base.tokPerS)} (${base.label ?? new Date(base.time * 1000).toLocaleDateString()})` : 'tokens/s; no baseline marked');
+    const sub = h(
+      'p',
+      'kg-muted',
+      base
+        ? `tokens/s; baseline ${formatValue(base.tokPerS)} (${base.label ?? new Date(base.time * 1000).toLocaleDateString()})`
+        : 'tokens/s; no baseline marked',
+    );
     const canvasHost = h('div', 'kg-bench-canvas');
     this.els.bench.replaceChildren(heading, sub, canvasHost, divider());
     this.disposeBench = createBenchPlot(canvasHost, this.bench, this.theme ?? readTheme());

@@ -2,10 +2,29 @@
 import type { RunData, SeriesData, SkippedCounts, XAxis } from '../../src/core/dashboard/protocol';
 
 /** Keys that are an x axis rather than a metric; plotting them against step is a straight line. */
-const X_LIKE = new Set(['step', '_step', 'global_step', 'iter', 'iteration', 'time', 'timestamp', '_timestamp', 'wall_time', '_runtime']);
+const X_LIKE = new Set([
+  'step',
+  '_step',
+  'global_step',
+  'iter',
+  'iteration',
+  'time',
+  'timestamp',
+  '_timestamp',
+  'wall_time',
+  '_runtime',
+]);
 
 /** Familiar metrics first, in the order people look at them; the rest alphabetically. */
-const PRIORITY = [/^(train[/_.])?loss$/i, /loss/i, /acc/i, /^(lr|learning_rate)$/i, /lr|learning.?rate/i, /tok.*s|throughput/i, /grad.?norm/i];
+const PRIORITY = [
+  /^(train[/_.])?loss$/i,
+  /loss/i,
+  /acc/i,
+  /^(lr|learning_rate)$/i,
+  /lr|learning.?rate/i,
+  /tok.*s|throughput/i,
+  /grad.?norm/i,
+];
 
 function rank(key: string): number {
   const i = PRIORITY.findIndex((re) => re.test(key));
@@ -133,7 +152,12 @@ export function mergeWindow(coarse: SeriesData, fine: SeriesData, from: number, 
  * The step window that a window on another axis covers, for zoom requests (the probe buckets by step). Assumes
  * time grows with step, which holds for one run's log; a window outside the data clamps to its ends.
  */
-export function stepWindow(series: SeriesData, axisX: readonly number[], from: number, to: number): { from: number; to: number } | undefined {
+export function stepWindow(
+  series: SeriesData,
+  axisX: readonly number[],
+  from: number,
+  to: number,
+): { from: number; to: number } | undefined {
   let lo: number | undefined;
   let hi: number | undefined;
   axisX.forEach((v, i) => {
@@ -198,9 +222,14 @@ export function formatValue(v: number | null | undefined): string {
 }
 
 /** For each checkpoint, the one before it of the same run in step (else mtime) order: "Diff with previous". */
-export function previousCheckpoints<C extends { path: string; run?: string | undefined; step?: number | null | undefined; mtime?: number | null | undefined }>(
-  checkpoints: readonly C[],
-): Map<string, C> {
+export function previousCheckpoints<
+  C extends {
+    path: string;
+    run?: string | undefined;
+    step?: number | null | undefined;
+    mtime?: number | null | undefined;
+  },
+>(checkpoints: readonly C[]): Map<string, C> {
   const order = (c: C): number => c.step ?? c.mtime ?? 0;
   const byRun = new Map<string, C[]>();
   for (const c of checkpoints) {

@@ -107,7 +107,10 @@ export class SeriesPlot {
         },
       },
       series: [
-        { label: AXIS_LABEL[this.axis], value: (_u, v) => (this.axis === 'time' ? new Date(v * 1000).toLocaleString() : formatValue(v)) },
+        {
+          label: AXIS_LABEL[this.axis],
+          value: (_u, v) => (this.axis === 'time' ? new Date(v * 1000).toLocaleString() : formatValue(v)),
+        },
         ...this.model.runs.map((r) => ({
           label: r.label,
           stroke: colorOf(theme, r.colorIndex),
@@ -181,7 +184,8 @@ export class SeriesPlot {
 
   /** New data (smoothing, follow, finer zoom data). Keeps the x window when one is given. */
   update(model: PlotModel, window?: { min: number; max: number }): void {
-    const sameRuns = model.runs.length === this.model.runs.length && model.runs.every((r, i) => r.runId === this.model.runs[i]?.runId);
+    const sameRuns =
+      model.runs.length === this.model.runs.length && model.runs.every((r, i) => r.runId === this.model.runs[i]?.runId);
     this.model = model;
     if (!sameRuns) {
       this.plot?.destroy();
@@ -228,7 +232,13 @@ export function createBenchPlot(host: HTMLElement, points: readonly BenchPoint[]
     scales: { x: { time: true } },
     series: [
       {},
-      { label: 'tok/s', stroke: line, width: 1.5, points: { show: true, size: 6, fill: line }, value: (_u, v) => formatValue(v) },
+      {
+        label: 'tok/s',
+        stroke: line,
+        width: 1.5,
+        points: { show: true, size: 6, fill: line },
+        value: (_u, v) => formatValue(v),
+      },
     ],
     axes: [
       { ...axisStyle(theme), space: 50 },

@@ -54,13 +54,18 @@ export const diffCommand: CliCommand = {
     const d = diffArgs(a.args, b.args);
     const differ = d.changed.length + d.added.length + d.removed.length > 0;
     if (ctx.options.json) {
-      out.write(jsonOut({ a: { host: session.label, path }, b: { host: other.session.label, path: other.path }, ...d }) + '\n');
+      out.write(
+        jsonOut({ a: { host: session.label, path }, b: { host: other.session.label, path: other.path }, ...d }) + '\n',
+      );
     } else {
       const sameHost = session.label === other.session.label;
       const label = (p: string, host: string) => (sameHost ? checkpointLabel(p) : `${checkpointLabel(p)} (${host})`);
       const labels = { a: label(path, session.label), b: label(other.path, other.session.label) };
       out.write(changedArgs(a.args, b.args, labels));
-      for (const [side, r] of [['A', a], ['B', b]] as const) {
+      for (const [side, r] of [
+        ['A', a],
+        ['B', b],
+      ] as const) {
         for (const w of r.warnings) if (w.startsWith('UNSAFE')) err.write(`warning (${side}): ${w}\n`);
       }
     }

@@ -16,13 +16,24 @@ export const benchCommand: CliCommand = {
   usage: 'bench HOST [--config tiny|gpu|JSON] [--compile]',
   summary: 'run the throughput benchmark there (progress on stderr, result JSON on stdout)',
   async run({ session, options, out, err }) {
-    const config = options.config !== undefined ? parseBenchConfig(options.config, options.compile) : options.compile ? { compile: true } : {};
+    const config =
+      options.config !== undefined
+        ? parseBenchConfig(options.config, options.compile)
+        : options.compile
+          ? { compile: true }
+          : {};
     const call = throughputBenchProbe(config);
     const nonce = newNonce();
     const cmd = probeTerminalCommand(session.spec.python, call.probe, call.args, nonce);
     const color = (err as NodeJS.WriteStream).isTTY === true;
     // Pipes, not a pty: the output is read, not typed into.
-    const runner = new TerminalRunner(session.transport, { argv: cmd.argv, display: cmd.display, nonce, pty: false, color });
+    const runner = new TerminalRunner(session.transport, {
+      argv: cmd.argv,
+      display: cmd.display,
+      nonce,
+      pty: false,
+      color,
+    });
     runner.onOutput((text) => err.write(text.replace(/\r\n/g, '\n')));
     const stop = () => runner.stop();
     process.once('SIGINT', stop);

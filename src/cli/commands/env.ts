@@ -48,11 +48,19 @@ export const envCommand: CliCommand = {
         { snapshot: against.baseline.snapshot, title: `baseline ${baselineTitle(against.baseline)}` },
         { snapshot, title: `now (${shortTime(snapshot.capturedAt)})` },
       );
-      if (options.json) out.write(JSON.stringify({ unchanged: docs.drift.unchanged, drift: docs.drift, baseline: against.file }, null, 2) + '\n');
+      if (options.json)
+        out.write(
+          JSON.stringify({ unchanged: docs.drift.unchanged, drift: docs.drift, baseline: against.file }, null, 2) +
+            '\n',
+        );
       else out.write(docs.summaryText);
       code = docs.drift.unchanged ? 0 : 1;
     } else if (options.save === undefined) {
-      out.write(options.json ? JSON.stringify(snapshot, null, 2) + '\n' : snapshotDocument({ snapshot, title: `${session.label}, ${shortTime(snapshot.capturedAt)}` }));
+      out.write(
+        options.json
+          ? JSON.stringify(snapshot, null, 2) + '\n'
+          : snapshotDocument({ snapshot, title: `${session.label}, ${shortTime(snapshot.capturedAt)}` }),
+      );
     }
     if (options.save !== undefined) {
       const label = options.save.trim() || `baseline ${shortTime(snapshot.capturedAt)}`;

@@ -6,4 +6,12 @@ import { benchCommand } from './bench';
 import type { CliCommand } from './types';
 
 /** Every `known-good` subcommand; a feature adds its own file and one entry here. */
-export const cliCommands: CliCommand[] = [execCommand, probeCommand, lsCommand, envCommand, argsCommand, diffCommand, benchCommand];
+export const cliCommands: CliCommand[] = [
+  execCommand,
+  probeCommand,
+  lsCommand,
+  envCommand,
+  argsCommand,
+  diffCommand,
+  benchCommand,
+];

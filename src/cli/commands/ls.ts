@@ -14,7 +14,8 @@ export const lsCommand: CliCommand = {
       out.write(JSON.stringify({ ...r.value, python: r.python }, null, 2) + '\n');
     } else {
       out.write(renderTextTree(r.value, { hostLabel: session.label }));
-      if (!r.value.roots.every((x) => x.status === 'ok' || x.status === 'empty' || x.status === 'no-checkpoints')) return 1;
+      if (!r.value.roots.every((x) => x.status === 'ok' || x.status === 'empty' || x.status === 'no-checkpoints'))
+        return 1;
     }
     return 0;
   },

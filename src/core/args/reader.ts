@@ -67,7 +67,13 @@ export class ArgsReader {
   async read(ref: CheckpointRef, keys: readonly string[] = []): Promise<ArgsRead> {
     const host = this.options.host(ref.hostId);
     const st = await this.stat(ref);
-    const key: ArgsCacheKey = { host: ref.hostId, path: ref.path, size: st.bytes, mtime: st.mtime, view: keys.join('\n') };
+    const key: ArgsCacheKey = {
+      host: ref.hostId,
+      path: ref.path,
+      size: st.bytes,
+      mtime: st.mtime,
+      view: keys.join('\n'),
+    };
     const hit = this.cache.get(key);
     if (hit) return { ...hit, host: host.label, fromCache: true };
     const k = argsCacheKey(key);
@@ -96,7 +102,12 @@ export class ArgsReader {
   }
 
   /** The knownGood.allowTorchLoad fallback: weights_only=True first; weights_only=False only after a yes. */
-  private async torchLoad(ref: CheckpointRef, host: ArgsHost, keys: readonly string[], safeError: unknown): Promise<CkptArgs> {
+  private async torchLoad(
+    ref: CheckpointRef,
+    host: ArgsHost,
+    keys: readonly string[],
+    safeError: unknown,
+  ): Promise<CkptArgs> {
     try {
       return (await host.probes.runOnce(ckptArgsTorchProbe(ref.path, { keys }))).value;
     } catch (e) {
@@ -109,7 +120,10 @@ export class ArgsReader {
           `${messageOf(safeError)}; torch.load(weights_only=True) refused it too, and loading it with weights_only=False was declined`,
         );
       }
-      throw new KnownGoodError('probe-failed', `${messageOf(safeError)}; the torch.load fallback failed too: ${messageOf(e)}`);
+      throw new KnownGoodError(
+        'probe-failed',
+        `${messageOf(safeError)}; the torch.load fallback failed too: ${messageOf(e)}`,
+      );
     }
   }
 

@@ -32,7 +32,8 @@ export function argsPathOf(entry: RunEntry, remotePath: string): string {
   const files = kids.filter((c) => c.kind !== 'dir' && TORCH_FILE.test(c.name) && !c.pathB64);
   if (files.length === 0) return remotePath;
   const best =
-    files.find((c) => STATE_FILE.test(c.name)) ?? [...files].sort((a, b) => a.size - b.size || (a.name < b.name ? -1 : 1))[0]!;
+    files.find((c) => STATE_FILE.test(c.name)) ??
+    [...files].sort((a, b) => a.size - b.size || (a.name < b.name ? -1 : 1))[0]!;
   return `${remotePath.replace(/\/+$/, '')}/${best.name}`;
 }
 

@@ -46,10 +46,12 @@ function displayName(ref: ArgsRef | undefined): string {
 }
 
 export function toArgsUri(spec: ArgsUriSpec): UriParts {
-  if (spec.view === 'changed' && !spec.other) throw new KnownGoodError('settings', 'a changed-args document needs two checkpoints');
+  if (spec.view === 'changed' && !spec.other)
+    throw new KnownGoodError('settings', 'a changed-args document needs two checkpoints');
   const doc: Record<string, unknown> = { v: VERSION, h: spec.hostId, p: spec.path, w: spec.view };
   if (spec.label !== undefined) doc['l'] = spec.label;
-  if (spec.other) doc['o'] = [spec.other.hostId, spec.other.path, ...(spec.other.label !== undefined ? [spec.other.label] : [])];
+  if (spec.other)
+    doc['o'] = [spec.other.hostId, spec.other.path, ...(spec.other.label !== undefined ? [spec.other.label] : [])];
   const query = Buffer.from(JSON.stringify(doc), 'utf8').toString('base64url');
   const name = displayName(spec);
   const path = spec.view === 'args' ? `/${name} args.jsonc` : `/${displayName(spec.other)} ↔ ${name} changed args.txt`;

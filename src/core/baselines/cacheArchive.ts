@@ -119,10 +119,15 @@ export interface BackupPlan {
 
 /** Which caches go in (those that exist and have files) and where the archive goes; pure. */
 export function planBackup(plan: CachePlan, at: Date): BackupPlan {
-  if (!plan.root.startsWith('/')) throw new KnownGoodError('settings', `checkpoint root must be an absolute path: ${plan.root}`);
-  const caches = plan.caches.filter((c) => c.exists && !c.error && (c.files ?? 0) > 0 && c.member && safeMember(c.member));
+  if (!plan.root.startsWith('/'))
+    throw new KnownGoodError('settings', `checkpoint root must be an absolute path: ${plan.root}`);
+  const caches = plan.caches.filter(
+    (c) => c.exists && !c.error && (c.files ?? 0) > 0 && c.member && safeMember(c.member),
+  );
   if (!caches.length) {
-    const seen = plan.caches.map((c) => `${c.name} ${c.path} (${c.error ?? (c.exists ? 'empty' : 'absent')})`).join(', ');
+    const seen = plan.caches
+      .map((c) => `${c.name} ${c.path} (${c.error ?? (c.exists ? 'empty' : 'absent')})`)
+      .join(', ');
     throw new KnownGoodError('not-found', `no compile cache to back up: ${seen}`);
   }
   const totalBytes = caches.reduce((s, c) => s + (c.bytes ?? 0), 0);
@@ -155,7 +160,19 @@ function progressFlags(gnu: boolean): string[] {
 
 /** Short options only (GNU and BusyBox tar both take them); paths after `--`. */
 export function tarCreateArgv(file: string, members: readonly string[], gnu: boolean): string[] {
-  return ['tar', '-c', '-z', '-f', file, '-C', '/', ...progressFlags(gnu), ...(gnu ? ['--warning=no-file-changed'] : []), '--', ...members];
+  return [
+    'tar',
+    '-c',
+    '-z',
+    '-f',
+    file,
+    '-C',
+    '/',
+    ...progressFlags(gnu),
+    ...(gnu ? ['--warning=no-file-changed'] : []),
+    '--',
+    ...members,
+  ];
 }
 
 export function tarExtractArgv(file: string, members: readonly string[], gnu: boolean): string[] {
@@ -223,7 +240,10 @@ export async function runTar(
 async function checked(transport: Transport, argv: string[], what: string): Promise<void> {
   const r = await transport.exec(argv, { timeoutMs: 60000 });
   if (r.exitCode !== 0) {
-    throw new KnownGoodError('probe-failed', `${what} on ${transport.label} failed: ${r.stderr.trim() || `exit ${String(r.exitCode)}`}`);
+    throw new KnownGoodError(
+      'probe-failed',
+      `${what} on ${transport.label} failed: ${r.stderr.trim() || `exit ${String(r.exitCode)}`}`,
+    );
   }
 }
 
@@ -246,15 +266,18 @@ export async function backupCaches(
   backup: BackupPlan,
   opts: { signal?: AbortSignal; progress?: TarProgress; hostLabel?: string } = {},
 ): Promise<BackupResult> {
-  if (!cachePlan.rootExists) throw new KnownGoodError('not-found', `${cachePlan.root} does not exist on ${transport.label}`);
-  if (!cachePlan.dest.exists) await checked(transport, ['mkdir', '--', posix.dirname(backup.archive)], 'creating the archive folder');
+  if (!cachePlan.rootExists)
+    throw new KnownGoodError('not-found', `${cachePlan.root} does not exist on ${transport.label}`);
+  if (!cachePlan.dest.exists)
+    await checked(transport, ['mkdir', '--', posix.dirname(backup.archive)], 'creating the archive folder');
   const members = backup.caches.map((c) => c.member!);
   const total = Math.max(backup.totalBytes, 1);
   let run: TarRun;
   try {
     run = await runTar(transport, tarCreateArgv(backup.temp, members, cachePlan.tar.gnu), {
       ...(opts.signal ? { signal: opts.signal } : {}),
-      onBytes: (b) => opts.progress?.(Math.min(b / total, 0.99), `${formatBytes(b)} of ${formatBytes(backup.totalBytes)} read`),
+      onBytes: (b) =>
+        opts.progress?.(Math.min(b / total, 0.99), `${formatBytes(b)} of ${formatBytes(backup.totalBytes)} read`),
     });
   } catch (e) {
     // Only our own partial file: removing it needs no confirmation.
@@ -264,7 +287,10 @@ export async function backupCaches(
   // GNU tar exits 1 when a file changed while it was read: the archive is complete, the cache was in use.
   if (run.exitCode !== 0 && run.exitCode !== 1) {
     await transport.exec(['rm', '-f', '--', backup.temp], { timeoutMs: 30000 }).catch(() => undefined);
-    throw new KnownGoodError('probe-failed', `tar on ${transport.label} failed (exit ${String(run.exitCode)}): ${run.stderr.trim().split('\n').slice(-3).join(' ')}`);
+    throw new KnownGoodError(
+      'probe-failed',
+      `tar on ${transport.label} failed (exit ${String(run.exitCode)}): ${run.stderr.trim().split('\n').slice(-3).join(' ')}`,
+    );
   }
   await checked(transport, ['mv', '--', backup.temp, backup.archive], 'moving the archive into place');
   const size = await transport.exec(['wc', '-c', '--', backup.archive], { timeoutMs: 30000 }).catch(() => undefined);
@@ -274,7 +300,13 @@ export async function backupCaches(
     archive: posix.basename(backup.archive),
     createdAt: new Date().toISOString(),
     host: opts.hostLabel ?? transport.label,
-    caches: backup.caches.map((c) => ({ name: c.name, path: c.path, member: c.member, files: c.files, bytes: c.bytes })),
+    caches: backup.caches.map((c) => ({
+      name: c.name,
+      path: c.path,
+      member: c.member,
+      files: c.files,
+      bytes: c.bytes,
+    })),
     archiveBytes: Number.isFinite(archiveBytes) ? archiveBytes : null,
   });
   await writeRemoteFileAtomic(transport, backup.manifestPath, JSON.stringify(manifest, null, 1) + '\n');
@@ -282,7 +314,9 @@ export async function backupCaches(
     archive: backup.archive,
     manifestPath: backup.manifestPath,
     manifest,
-    ...(run.exitCode === 1 ? { warning: `some files changed while they were archived: ${run.stderr.trim().split('\n').slice(-2).join(' ')}` } : {}),
+    ...(run.exitCode === 1
+      ? { warning: `some files changed while they were archived: ${run.stderr.trim().split('\n').slice(-2).join(' ')}` }
+      : {}),
   };
 }
 
@@ -294,13 +328,20 @@ export async function restoreArchive(
   opts: { signal?: AbortSignal; progress?: TarProgress } = {},
 ): Promise<void> {
   const members = archive.manifest.caches.map((c) => c.member);
-  for (const m of members) if (!safeMember(m)) throw new KnownGoodError('bad-output', `unsafe member ${JSON.stringify(m)} in ${archive.name}`);
-  const total = Math.max(archive.manifest.caches.reduce((s, c) => s + (c.bytes ?? 0), 0), 1);
+  for (const m of members)
+    if (!safeMember(m)) throw new KnownGoodError('bad-output', `unsafe member ${JSON.stringify(m)} in ${archive.name}`);
+  const total = Math.max(
+    archive.manifest.caches.reduce((s, c) => s + (c.bytes ?? 0), 0),
+    1,
+  );
   const run = await runTar(transport, tarExtractArgv(archive.path, members, gnu), {
     ...(opts.signal ? { signal: opts.signal } : {}),
     onBytes: (b) => opts.progress?.(Math.min(b / total, 0.99), `${formatBytes(b)} of ${formatBytes(total)} restored`),
   });
   if (run.exitCode !== 0) {
-    throw new KnownGoodError('probe-failed', `tar on ${transport.label} failed (exit ${String(run.exitCode)}): ${run.stderr.trim().split('\n').slice(-3).join(' ') || messageOf(run.exitCode)}`);
+    throw new KnownGoodError(
+      'probe-failed',
+      `tar on ${transport.label} failed (exit ${String(run.exitCode)}): ${run.stderr.trim().split('\n').slice(-3).join(' ') || messageOf(run.exitCode)}`,
+    );
   }
 }

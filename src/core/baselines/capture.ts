@@ -65,9 +65,15 @@ export async function saveBaseline(
   });
   if (!opts.copyToRemote) return { stored };
   const root = host.spec.roots[0];
-  if (!root) return { stored, remoteWarning: `${host.spec.name} has no checkpoint root: no copy was written next to the runs` };
+  if (!root)
+    return { stored, remoteWarning: `${host.spec.name} has no checkpoint root: no copy was written next to the runs` };
   try {
-    const remotePath = await copyBaselineToRemote(host.transport, root, stored.baseline, opts.signal ? { signal: opts.signal } : {});
+    const remotePath = await copyBaselineToRemote(
+      host.transport,
+      root,
+      stored.baseline,
+      opts.signal ? { signal: opts.signal } : {},
+    );
     return { stored, remotePath };
   } catch (e) {
     return { stored, remoteWarning: `saved locally, but the copy next to ${root} failed: ${messageOf(e)}` };

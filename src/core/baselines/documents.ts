@@ -1,4 +1,11 @@
-import { computeDrift, driftBullets, renderDriftMarkdown, renderDriftText, type Drift, type DriftTitles } from './drift';
+import {
+  computeDrift,
+  driftBullets,
+  renderDriftMarkdown,
+  renderDriftText,
+  type Drift,
+  type DriftTitles,
+} from './drift';
 import type { EnvSnapshot } from './envProbe';
 import { renderSnapshot } from './render';
 import type { Baseline } from './store';

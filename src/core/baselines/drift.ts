@@ -231,7 +231,11 @@ export function computeDrift(baseline: EnvSnapshot, now: EnvSnapshot): Drift {
   const da = baseline.deepInfo;
   const db = now.deepInfo;
   if (da && db && !da.error && !db.error) {
-    put(torch, 'cudnn', change(da.cudnn === null ? null : String(da.cudnn), db.cudnn === null ? null : String(db.cudnn)));
+    put(
+      torch,
+      'cudnn',
+      change(da.cudnn === null ? null : String(da.cudnn), db.cudnn === null ? null : String(db.cudnn)),
+    );
     put(torch, 'nccl', change(da.nccl, db.nccl));
   }
 
@@ -372,7 +376,10 @@ export function driftBullets(d: Drift): [string, string][] {
   if (hostBits.length) out.push(['host', hostBits.join('; ')]);
 
   if (d.errors.length) {
-    out.push(['not compared', listed(d.errors, (e) => `${e.part} failed on ${e.side === 'now' ? 'now' : 'the baseline'}`)]);
+    out.push([
+      'not compared',
+      listed(d.errors, (e) => `${e.part} failed on ${e.side === 'now' ? 'now' : 'the baseline'}`),
+    ]);
   }
   return out;
 }

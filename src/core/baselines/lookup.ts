@@ -26,7 +26,10 @@ export async function findBaseline(store: BaselineStore, hostId: string, word: s
   if (byPrefix.length > 1) {
     throw new KnownGoodError('not-found', `"${word}" matches ${byPrefix.length} baseline ids: give more of the id`);
   }
-  const known = baselines.slice(0, 10).map((b) => `  ${b.baseline.id}  ${b.baseline.label}`).join('\n');
+  const known = baselines
+    .slice(0, 10)
+    .map((b) => `  ${b.baseline.id}  ${b.baseline.label}`)
+    .join('\n');
   throw new KnownGoodError(
     'not-found',
     `no baseline "${word}" for this host in ${store.hostDir(hostId)}${known ? `\nknown baselines:\n${known}` : ' (none saved yet)'}`,

@@ -61,7 +61,9 @@ export async function copyBaselineToRemote(
   try {
     await writeRemoteFileAtomic(transport, file, JSON.stringify(baseline, null, 1) + '\n', options);
   } catch (e) {
-    throw e instanceof KnownGoodError ? e : new KnownGoodError('probe-failed', `could not write ${file}: ${messageOf(e)}`);
+    throw e instanceof KnownGoodError
+      ? e
+      : new KnownGoodError('probe-failed', `could not write ${file}: ${messageOf(e)}`);
   }
   return file;
 }

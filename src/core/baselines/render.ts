@@ -217,10 +217,18 @@ function renderPackages(s: EnvSnapshot, l: Lines): void {
   l.add('packages', 'packages.count', p.count);
   for (const [name, version] of Object.entries(p.packages)) {
     const ed = p.editable[name];
-    l.add('packages', `packages.${keyPart(name)}`, ed !== undefined ? `${version ?? 'none'} (editable ${ed})` : version);
+    l.add(
+      'packages',
+      `packages.${keyPart(name)}`,
+      ed !== undefined ? `${version ?? 'none'} (editable ${ed})` : version,
+    );
   }
   for (const [name, copies] of Object.entries(p.shadowed)) {
-    l.add('packages', `packages.shadowed.${keyPart(name)}`, copies.map((c) => `${c.version ?? '?'} at ${c.path ?? '?'}`));
+    l.add(
+      'packages',
+      `packages.shadowed.${keyPart(name)}`,
+      copies.map((c) => `${c.version ?? '?'} at ${c.path ?? '?'}`),
+    );
   }
   for (const b of p.broken) l.add('packages', `packages.broken.${keyPart(b)}`, 'no name in metadata');
   for (const [name, v] of Object.entries(p.conda ?? {})) l.add('packages', `conda.${keyPart(name)}`, v);
@@ -268,7 +276,8 @@ export function renderLines(s: EnvSnapshot): { lines: RenderedLine[]; volatile: 
   renderTorch(s, l);
   renderCuda(s, l);
   renderGpus(s, l);
-  for (const [tool, v] of Object.entries(s.toolchain)) l.add('toolchain', `toolchain.${keyPart(tool)}`, v ?? 'not found');
+  for (const [tool, v] of Object.entries(s.toolchain))
+    l.add('toolchain', `toolchain.${keyPart(tool)}`, v ?? 'not found');
   renderPackages(s, l);
   for (const [name, v] of Object.entries(s.env.vars)) l.add('env', `env.${keyPart(name)}`, v);
   if (s.env.error) l.add('env', 'env.error', s.env.error);
@@ -281,9 +290,7 @@ export function renderLines(s: EnvSnapshot): { lines: RenderedLine[]; volatile: 
 
 function sortLines(lines: RenderedLine[]): RenderedLine[] {
   const order = new Map<Section, number>(SECTIONS.map((s, i) => [s, i]));
-  return lines
-    .slice()
-    .sort((a, b) => (order.get(a.section)! - order.get(b.section)!) || naturalCompare(a.key, b.key));
+  return lines.slice().sort((a, b) => order.get(a.section)! - order.get(b.section)! || naturalCompare(a.key, b.key));
 }
 
 function toText(lines: readonly RenderedLine[]): string {

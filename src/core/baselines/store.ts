@@ -72,7 +72,10 @@ export function hostFolder(hostId: string): string {
 
 /** `2026-11-29T11-37-05Z`: a time that sorts, and is a valid file name everywhere (no colons). */
 export function fileTime(d: Date): string {
-  return d.toISOString().replace(/\.\d{3}Z$/, 'Z').replace(/:/g, '-');
+  return d
+    .toISOString()
+    .replace(/\.\d{3}Z$/, 'Z')
+    .replace(/:/g, '-');
 }
 
 /** Where the copy that travels with the run goes: `<root>/.known-good/env-<time>.json` (a remote, POSIX path). */
@@ -229,7 +232,8 @@ export class BaselineStore {
       }
     }
     out.baselines.sort(
-      (a, b) => b.baseline.capturedAt.localeCompare(a.baseline.capturedAt) || a.baseline.id.localeCompare(b.baseline.id),
+      (a, b) =>
+        b.baseline.capturedAt.localeCompare(a.baseline.capturedAt) || a.baseline.id.localeCompare(b.baseline.id),
     );
     out.problems.sort((a, b) => a.file.localeCompare(b.file));
     return out;
@@ -289,7 +293,10 @@ export class BaselineStore {
   }
 
   /** A benchmark result (issue 7), in its own file next to the host's baselines. */
-  async appendResult(hostId: string, result: Omit<ThroughputResult, 'id' | 'at'> & { at?: string }): Promise<{
+  async appendResult(
+    hostId: string,
+    result: Omit<ThroughputResult, 'id' | 'at'> & { at?: string },
+  ): Promise<{
     result: ThroughputResult;
     file: string;
   }> {
@@ -304,7 +311,9 @@ export class BaselineStore {
     return { result: value, file };
   }
 
-  async listResults(hostId: string): Promise<{ results: { result: ThroughputResult; file: string }[]; problems: StoreProblem[] }> {
+  async listResults(
+    hostId: string,
+  ): Promise<{ results: { result: ThroughputResult; file: string }[]; problems: StoreProblem[] }> {
     const dir = join(this.hostDir(hostId), 'results');
     const out: { results: { result: ThroughputResult; file: string }[]; problems: StoreProblem[] } = {
       results: [],

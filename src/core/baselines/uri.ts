@@ -32,8 +32,11 @@ export interface UriParts {
 
 /** A file name for the tab: readable, no slashes or control characters. */
 export function docFileName(name: string): string {
-  // eslint-disable-next-line no-control-regex
-  const clean = name.replace(/[\u0000-\u001f\u007f/\\]+/g, ' ').trim().slice(0, 80);
+  const clean = name
+    // eslint-disable-next-line no-control-regex
+    .replace(/[\u0000-\u001f\u007f/\\]+/g, ' ')
+    .trim()
+    .slice(0, 80);
   return clean || 'environment';
 }
 

@@ -65,7 +65,8 @@ export function differingFields(
   const out: FieldDifference[] = [];
   for (const field of keys) {
     if (ignore.includes(field)) continue;
-    if (!same(now[field], baseline[field])) out.push({ field, now: now[field] ?? null, baseline: baseline[field] ?? null });
+    if (!same(now[field], baseline[field]))
+      out.push({ field, now: now[field] ?? null, baseline: baseline[field] ?? null });
   }
   return out;
 }
@@ -91,6 +92,6 @@ export function compareThroughput(now: ThroughputSample, baseline: BaselineThrou
 
 /** One line per difference, e.g. `torch: 2.11.0 (baseline 2.10.0)`. */
 export function describeDifferences(diffs: readonly FieldDifference[]): string[] {
-  const show = (v: unknown): string => (typeof v === 'string' ? v : JSON.stringify(v) ?? 'none');
+  const show = (v: unknown): string => (typeof v === 'string' ? v : (JSON.stringify(v) ?? 'none'));
   return diffs.map((d) => `${d.field}: ${show(d.now)} (baseline ${show(d.baseline)})`);
 }

@@ -41,7 +41,8 @@ const SUFFIX: Record<string, number> = { k: 1e3, K: 1e3, m: 1e6, M: 1e6, g: 1e9,
  */
 export function parseHumanNumber(text: string): number | undefined {
   const t = text.trim();
-  const m = /^([-+]?)(\d{1,3}(?:[, \u202f]\d{3})+|\d+)(\.\d+)?(?:[eE]([-+]?\d+))?\s*([kKmMgG])?$/.exec(t) ??
+  const m =
+    /^([-+]?)(\d{1,3}(?:[, \u202f]\d{3})+|\d+)(\.\d+)?(?:[eE]([-+]?\d+))?\s*([kKmMgG])?$/.exec(t) ??
     /^([-+]?)()(\.\d+)(?:[eE]([-+]?\d+))?\s*([kKmMgG])?$/.exec(t);
   if (!m) return undefined;
   const [, sign = '', int = '', frac = '', exp, suffix] = m;
@@ -76,7 +77,10 @@ export function compileThroughputRegex(source: string): RegExp {
   }
   // A capture group is needed to say which part is the number.
   if (new RegExp(`${source}|`).exec('')!.length < 2) {
-    throw new KnownGoodError('settings', 'knownGood.benchmark.regex needs a capture group around the number, e.g. ([\\d.,]+[KM]?) tok/s');
+    throw new KnownGoodError(
+      'settings',
+      'knownGood.benchmark.regex needs a capture group around the number, e.g. ([\\d.,]+[KM]?) tok/s',
+    );
   }
   return re;
 }
@@ -93,7 +97,11 @@ export function throughputValuesFromOutput(output: string, regex: string | RegEx
   return values;
 }
 
-export function throughputFromOutput(output: string, regex: string | RegExp, lastN = 10): ThroughputReading | undefined {
+export function throughputFromOutput(
+  output: string,
+  regex: string | RegExp,
+  lastN = 10,
+): ThroughputReading | undefined {
   return reading(throughputValuesFromOutput(output, regex), lastN);
 }
 

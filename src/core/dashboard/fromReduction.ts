@@ -81,7 +81,12 @@ export function appendReduction(prev: RunData, appended: MetricsReduction, maxBu
     run: {
       ...prev.run,
       lines: prev.run.lines + appended.lines,
-      skipped: { malformed: k.malformed + s.malformed, nonNumeric: k.nonNumeric + s.nonNumeric, nonFinite: k.nonFinite + s.nonFinite, noX: k.noX + s.noX },
+      skipped: {
+        malformed: k.malformed + s.malformed,
+        nonNumeric: k.nonNumeric + s.nonNumeric,
+        nonFinite: k.nonFinite + s.nonFinite,
+        noX: k.noX + s.noX,
+      },
     },
     series: [...byKey.values()],
   };

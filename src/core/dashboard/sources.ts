@@ -96,7 +96,14 @@ export function entryAt(root: RunEntry, rel: string): RunEntry | undefined {
 export function sourceOfRun(hostId: string, root: RootListing, run: RunEntry): RunSource | undefined {
   const log = findMetricsLog(run);
   if (!log) return undefined;
-  return { hostId, root, run, log, logPath: joinRemote(root.path, log.path), label: run.path === '' ? root.root : run.name };
+  return {
+    hostId,
+    root,
+    run,
+    log,
+    logPath: joinRemote(root.path, log.path),
+    label: run.path === '' ? root.root : run.name,
+  };
 }
 
 /** A metrics file of a listing as a RunSource; its folder is the run. */
@@ -128,14 +135,21 @@ export function runsWithLogs(hostId: string, listing: RunsListing, maxDepth = 3)
     const cur = best.get(s.logPath);
     if (!cur || rank(s) < rank(cur)) best.set(s.logPath, s);
   }
-  return [...best.values()].sort((a, b) => (b.log?.mtime ?? 0) - (a.log?.mtime ?? 0) || a.logPath.localeCompare(b.logPath));
+  return [...best.values()].sort(
+    (a, b) => (b.log?.mtime ?? 0) - (a.log?.mtime ?? 0) || a.logPath.localeCompare(b.logPath),
+  );
 }
 
 /**
  * Finds a log path in a host's listing again (after a reload), so its checkpoints can be shown. Without `label`, the
  * run folder's name (or the file's, when the listing does not have it).
  */
-export function sourceOfPath(hostId: string, listing: RunsListing | undefined, logPath: string, label?: string): RunSource {
+export function sourceOfPath(
+  hostId: string,
+  listing: RunsListing | undefined,
+  logPath: string,
+  label?: string,
+): RunSource {
   for (const root of listing?.roots ?? []) {
     if (!root.entry) continue;
     const prefix = root.path.endsWith('/') ? root.path : `${root.path}/`;
@@ -199,7 +213,8 @@ export function tokensPerSecond(r: Record<string, unknown>): number | undefined 
     }
   }
   const nested = r['result'];
-  if (typeof nested === 'object' && nested !== null && nested !== r) return tokensPerSecond(nested as Record<string, unknown>);
+  if (typeof nested === 'object' && nested !== null && nested !== r)
+    return tokensPerSecond(nested as Record<string, unknown>);
   return undefined;
 }
 

@@ -151,7 +151,14 @@ export class IncrementalLogReader {
     this.inode = value.inode;
     if (value.latest) this.latestSeen = mergeLatest(this.latestSeen, value.latest);
     return {
-      poll: { lines: value.lines, latest: this.latestSeen, reset, exists: value.exists, bytes, malformed: value.malformed },
+      poll: {
+        lines: value.lines,
+        latest: this.latestSeen,
+        reset,
+        exists: value.exists,
+        bytes,
+        malformed: value.malformed,
+      },
       hasMore: value.hasMore,
     };
   }

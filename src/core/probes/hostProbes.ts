@@ -29,6 +29,9 @@ export type PythonCandidate = z.infer<typeof pythonCandidateSchema>;
 /** Candidate interpreters (PATH, /usr/bin/python3, venvs, conda envs) with versions and torch, for "Select Remote Python". */
 export const findPythonsProbe = defineProbe(
   'find_pythons',
-  z.object({ current: z.object({ executable: z.string(), version: z.string() }), candidates: z.array(pythonCandidateSchema) }),
+  z.object({
+    current: z.object({ executable: z.string(), version: z.string() }),
+    candidates: z.array(pythonCandidateSchema),
+  }),
   (extra: string[] = []) => extra,
 );

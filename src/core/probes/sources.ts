@@ -36,10 +36,7 @@ export function probeSource(name: string): ProbeSource {
 
 /** A Python string literal for `text` (JSON string syntax is valid Python; non-ASCII escaped for any locale). */
 export function pyLiteral(text: string): string {
-  return JSON.stringify(text).replace(
-    /[\u007f-\uffff]/g,
-    (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`,
-  );
+  return JSON.stringify(text).replace(/[\u007f-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }
 
 /**

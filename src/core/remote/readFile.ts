@@ -39,7 +39,8 @@ export function renderFileText(r: ReadFileResult, moreHint: string): string {
     if (nl >= 0) text = text.slice(nl + 1);
     parts.push(`[Known Good] The first ${formatBytes(r.start)} of ${formatBytes(r.size)} are not shown. ${moreHint}`);
   }
-  if (r.end < r.size) parts.push(`[Known Good] ${formatBytes(r.size - r.end)} after this point are not shown. ${moreHint}`);
+  if (r.end < r.size)
+    parts.push(`[Known Good] ${formatBytes(r.size - r.end)} after this point are not shown. ${moreHint}`);
   return `${parts.join('\n')}\n${text}`;
 }
 
@@ -54,18 +55,29 @@ export interface RemoteFileRef {
 
 export const REMOTE_FILE_SCHEME = 'knownGood-remote';
 
-export function toRemoteFileUri(ref: RemoteFileRef): { scheme: string; authority: string; path: string; query: string } {
+export function toRemoteFileUri(ref: RemoteFileRef): {
+  scheme: string;
+  authority: string;
+  path: string;
+  query: string;
+} {
   const q = new URLSearchParams({ host: ref.hostId, bytes: String(ref.maxBytes) });
   if (ref.pathB64) q.set('b64', ref.pathB64);
   // The path keeps its name so the editor tab and language detection (".jsonl", ".log") work.
-  return { scheme: REMOTE_FILE_SCHEME, authority: '', path: ref.path.startsWith('/') ? ref.path : `/${ref.path}`, query: q.toString() };
+  return {
+    scheme: REMOTE_FILE_SCHEME,
+    authority: '',
+    path: ref.path.startsWith('/') ? ref.path : `/${ref.path}`,
+    query: q.toString(),
+  };
 }
 
 export function fromRemoteFileUri(uri: { path: string; query: string }): RemoteFileRef {
   const q = new URLSearchParams(uri.query);
   const hostId = q.get('host');
   const bytes = Number(q.get('bytes'));
-  if (!hostId || !Number.isFinite(bytes) || bytes <= 0) throw new Error(`not a Known Good remote file URI: ${uri.query}`);
+  if (!hostId || !Number.isFinite(bytes) || bytes <= 0)
+    throw new Error(`not a Known Good remote file URI: ${uri.query}`);
   const b64 = q.get('b64');
   return { hostId, path: uri.path, maxBytes: bytes, ...(b64 ? { pathB64: b64 } : {}) };
 }

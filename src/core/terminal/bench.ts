@@ -18,8 +18,18 @@ export interface BenchPreset {
 }
 
 export const BENCH_PRESETS: readonly BenchPreset[] = [
-  { id: 'tiny', label: 'Tiny (CPU)', detail: '2×64, seq 64, batch 4, 6 steps: checks the benchmark runs at all', config: { device: 'cpu' } },
-  { id: 'gpu', label: 'Default (GPU)', detail: '12×1024, seq 2048, batch 8, bf16 autocast, 20 steps after 5 warm-up', config: { device: 'cuda' } },
+  {
+    id: 'tiny',
+    label: 'Tiny (CPU)',
+    detail: '2×64, seq 64, batch 4, 6 steps: checks the benchmark runs at all',
+    config: { device: 'cpu' },
+  },
+  {
+    id: 'gpu',
+    label: 'Default (GPU)',
+    detail: '12×1024, seq 2048, batch 8, bf16 autocast, 20 steps after 5 warm-up',
+    config: { device: 'cuda' },
+  },
   {
     id: 'gpuCompile',
     label: 'Default (GPU) with torch.compile',
@@ -39,7 +49,10 @@ export function parseBenchConfig(word: string, compile = false): BenchConfig {
     try {
       raw = JSON.parse(w);
     } catch {
-      throw new KnownGoodError('settings', `benchmark config ${JSON.stringify(word)}: expected tiny, gpu or a JSON object`);
+      throw new KnownGoodError(
+        'settings',
+        `benchmark config ${JSON.stringify(word)}: expected tiny, gpu or a JSON object`,
+      );
     }
     const r = benchConfigSchema.safeParse(raw);
     if (!r.success) throw new KnownGoodError('settings', `benchmark config: ${describeIssues(r.error)}`);
@@ -104,7 +117,8 @@ export function customRecord(
 export function sampleOf(r: ThroughputResult): ThroughputSample | undefined {
   const tps = r['tokensPerSec'];
   if (typeof tps !== 'number' || !Number.isFinite(tps)) return undefined;
-  const rec = (v: unknown) => (typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : null);
+  const rec = (v: unknown) =>
+    typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : null;
   return { tokensPerSec: tps, fingerprint: rec(r['fingerprint']), config: rec(r['config']) };
 }
 
@@ -153,7 +167,9 @@ export function comparisonDocument(
     ...(c.fingerprint.length ? describeDifferences(c.fingerprint).map((l) => `- ${l}`) : ['- none']),
     '',
     '## Configuration fields that differ',
-    ...(c.config.length ? describeDifferences(c.config).map((l) => `- ${l}`) : ['- none (same shape: the ratio compares like with like)']),
+    ...(c.config.length
+      ? describeDifferences(c.config).map((l) => `- ${l}`)
+      : ['- none (same shape: the ratio compares like with like)']),
   ];
   if (c.config.length) out.push('', 'The shapes differ: the ratio is only a hint.');
   return out.join('\n') + '\n';

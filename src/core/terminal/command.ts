@@ -26,10 +26,18 @@ export interface TerminalCommand {
 }
 
 /** argv for `probe` in a terminal: unbuffered (`-u`) so progress lines show as they are printed. */
-export function probeTerminalCommand(python: string, probe: string, args: readonly string[], nonce: string): TerminalCommand {
+export function probeTerminalCommand(
+  python: string,
+  probe: string,
+  args: readonly string[],
+  nonce: string,
+): TerminalCommand {
   const program = deflateSync(Buffer.from(oneShotProgram(probe, nonce), 'utf8'), { level: 9 }).toString('base64');
   if (program.length > MAX_WORD) {
-    throw new KnownGoodError('internal', `python/${probe}.py is too large to pass in one command word (${program.length} bytes)`);
+    throw new KnownGoodError(
+      'internal',
+      `python/${probe}.py is too large to pass in one command word (${program.length} bytes)`,
+    );
   }
   const argv = [python, '-u', '-c', TERMINAL_LOADER, program, ...args];
   const shown = [python, '-u', '-c', '<loader>', `<python/${probe}.py: ${formatKb(program.length)} zlib+base64>`]

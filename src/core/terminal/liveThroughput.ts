@@ -31,14 +31,24 @@ function tokens(contextValue: unknown): string[] {
 /** The metrics log of a selected tree node (a run folder, a metrics/train-log file), if it has one. */
 export function liveTargetOf(node: unknown): LiveTarget | undefined {
   if (typeof node !== 'object' || node === null) return undefined;
-  const n = node as { kind?: unknown; hostId?: unknown; remotePath?: unknown; contextValue?: unknown; entry?: EntryLike };
+  const n = node as {
+    kind?: unknown;
+    hostId?: unknown;
+    remotePath?: unknown;
+    contextValue?: unknown;
+    entry?: EntryLike;
+  };
   if (typeof n.hostId !== 'string' || typeof n.remotePath !== 'string') return undefined;
   const t = tokens(n.contextValue);
-  if (n.kind === 'file' && (t.includes('metrics') || t.includes('trainLog'))) return { hostId: n.hostId, path: n.remotePath };
+  if (n.kind === 'file' && (t.includes('metrics') || t.includes('trainLog')))
+    return { hostId: n.hostId, path: n.remotePath };
   if (n.kind === 'run' || t.includes('run')) {
     const kids = Array.isArray(n.entry?.children) ? (n.entry.children as EntryLike[]) : [];
     const logs = kids
-      .filter((k) => typeof k.role === 'string' && k.role in ROLE_RANK && typeof k.name === 'string' && /\.jsonl$/i.test(k.name))
+      .filter(
+        (k) =>
+          typeof k.role === 'string' && k.role in ROLE_RANK && typeof k.name === 'string' && /\.jsonl$/i.test(k.name),
+      )
       .sort(
         (a, b) =>
           ROLE_RANK[a.role as string]! - ROLE_RANK[b.role as string]! ||
@@ -146,7 +156,8 @@ export class LiveThroughput {
       this.bytesRead += r.bytes;
       if (gen !== this.generation) return;
       if (!r.exists) this.options.onState({ kind: 'error', target, message: `${target.path} does not exist (yet)` });
-      else if (r.latest) this.options.onState({ kind: 'value', target, latest: r.latest, bytes: r.bytes, at: Date.now() });
+      else if (r.latest)
+        this.options.onState({ kind: 'value', target, latest: r.latest, bytes: r.bytes, at: Date.now() });
       else this.options.onState({ kind: 'waiting', target });
     } catch (e) {
       if (gen === this.generation) this.options.onState({ kind: 'error', target, message: messageOf(e) });

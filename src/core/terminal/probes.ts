@@ -28,7 +28,9 @@ export const gpuStatusSchema = z.looseObject({
       powerW: z.number().nullable(),
     }),
   ),
-  processes: z.array(z.looseObject({ gpu: z.number().nullable(), pid: z.number().nullable(), name: z.string().nullable() })),
+  processes: z.array(
+    z.looseObject({ gpu: z.number().nullable(), pid: z.number().nullable(), name: z.string().nullable() }),
+  ),
 });
 export const gpuStatusProbe = defineProbe('gpu_status', gpuStatusSchema, () => []);
 
@@ -107,7 +109,8 @@ export const PROBES: readonly ProbeChoice[] = [
     detail: 'python/ckpt_args.py: the args saved in a checkpoint (no torch, weights not read)',
     needs: 'checkpoint',
     call: (ctx) => ckptArgsProbe(ctx.checkpoint ?? ''),
-    summarize: (v, ctx) => renderArgsDocument(ckptArgsProbe('').parse(v), { host: ctx.hostLabel, capturedAt: new Date() }),
+    summarize: (v, ctx) =>
+      renderArgsDocument(ckptArgsProbe('').parse(v), { host: ctx.hostLabel, capturedAt: new Date() }),
   },
   {
     id: 'envSnapshot',
@@ -131,7 +134,9 @@ export const PROBES: readonly ProbeChoice[] = [
     summarize: (v) => {
       const r = gpuStatusProbe().parse(v);
       if (r.source === 'none') return `no nvidia-smi on this host${r.driver ? ` (driver: ${r.driver})` : ''}`;
-      return r.gpus.length ? `${r.gpus.length} GPU(s), ${r.processes.length} compute process(es)` : 'nvidia-smi lists no GPU';
+      return r.gpus.length
+        ? `${r.gpus.length} GPU(s), ${r.processes.length} compute process(es)`
+        : 'nvidia-smi lists no GPU';
     },
   },
   {
@@ -171,10 +176,15 @@ const envelopeSchema = z.union([
 ]);
 
 /** The framed document of a terminal run → the probe's parsed result (the same checks as a one-shot run). */
-export function parseFramedResult<R>(call: ProbeCall<R>, framed: string | undefined, where: string): { value: R; python: Interpreter } {
+export function parseFramedResult<R>(
+  call: ProbeCall<R>,
+  framed: string | undefined,
+  where: string,
+): { value: R; python: Interpreter } {
   if (framed === undefined) throw new KnownGoodError('probe-failed', `${call.probe} on ${where} printed no result`);
   const env = envelopeSchema.safeParse(parsePythonJson(framed));
-  if (!env.success) throw new KnownGoodError('bad-output', `probe ${call.probe} on ${where} returned a malformed document`);
+  if (!env.success)
+    throw new KnownGoodError('bad-output', `probe ${call.probe} on ${where} returned a malformed document`);
   if (!env.data.ok) {
     throw new KnownGoodError('probe-failed', `${call.probe} on ${where}: ${env.data.error.message}`, {
       probe: call.probe,

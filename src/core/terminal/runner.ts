@@ -261,7 +261,10 @@ export class TerminalRunner {
     else if (e.exitSignal) what = `Process ended by signal ${e.exitSignal} after ${secs}`;
     else what = `Process exited with code ${e.exitCode ?? '?'} after ${secs}`;
     const lines = ['', e.error !== undefined || e.exitCode !== 0 ? red(what) : dim(what)];
-    if (e.early) lines.push(red('The command failed within its first second; this terminal stays open so the message can be read.'));
+    if (e.early)
+      lines.push(
+        red('The command failed within its first second; this terminal stays open so the message can be read.'),
+      );
     return lines.join('\n') + '\n';
   }
 

@@ -30,7 +30,13 @@ export async function collect(
   const timer =
     options.timeoutMs !== undefined
       ? setTimeout(
-          () => stop(new KnownGoodError('timeout', `${describe()} timed out after ${Math.round(options.timeoutMs! / 100) / 10} s`)),
+          () =>
+            stop(
+              new KnownGoodError(
+                'timeout',
+                `${describe()} timed out after ${Math.round(options.timeoutMs! / 100) / 10} s`,
+              ),
+            ),
           options.timeoutMs,
         )
       : undefined;

@@ -32,7 +32,9 @@ export class LocalTransport implements Transport {
       child.once('spawn', () => {
         settled = true;
         const exited = new Promise<{ exitCode: number | null; exitSignal?: string }>((res) =>
-          child.once('close', (code, sig) => res({ exitCode: code, ...(sig ? { exitSignal: sig.replace(/^SIG/, '') } : {}) })),
+          child.once('close', (code, sig) =>
+            res({ exitCode: code, ...(sig ? { exitSignal: sig.replace(/^SIG/, '') } : {}) }),
+          ),
         );
         resolve({
           stdin: child.stdin,

@@ -121,7 +121,9 @@ export class SshConnection {
       sock = await new Promise<Duplex>((resolve, reject) =>
         jc.forwardOut('127.0.0.1', 0, e.host, e.port, (err, ch) =>
           err
-            ? reject(new KnownGoodError('unreachable', `${jump.name} could not reach ${e.host}:${e.port}: ${err.message}`))
+            ? reject(
+                new KnownGoodError('unreachable', `${jump.name} could not reach ${e.host}:${e.port}: ${err.message}`),
+              )
             : resolve(ch),
         ),
       );
@@ -147,7 +149,10 @@ export class SshConnection {
         const fp = fingerprint(key);
         if (verdict.status === 'known') return verify(true);
         if (verdict.status === 'revoked') {
-          failure = new KnownGoodError('host-key-rejected', `the host key of ${this.name} (${fp}) is marked @revoked in known_hosts`);
+          failure = new KnownGoodError(
+            'host-key-rejected',
+            `the host key of ${this.name} (${fp}) is marked @revoked in known_hosts`,
+          );
           return verify(false);
         }
         if (verdict.status === 'changed') {
@@ -162,10 +167,19 @@ export class SshConnection {
           return verify(false);
         }
         opts.prompts
-          .confirmHostKey({ host: e.host, port: e.port, keyType: keyTypeOf(key), fingerprint: fp, otherTypes: verdict.otherTypes })
+          .confirmHostKey({
+            host: e.host,
+            port: e.port,
+            keyType: keyTypeOf(key),
+            fingerprint: fp,
+            otherTypes: verdict.otherTypes,
+          })
           .then(async (ok) => {
             if (!ok) {
-              failure = new KnownGoodError('host-key-rejected', `the host key of ${this.name} (${fp}) was not accepted`);
+              failure = new KnownGoodError(
+                'host-key-rejected',
+                `the host key of ${this.name} (${fp}) was not accepted`,
+              );
               return verify(false);
             }
             const file = opts.knownHostsFiles[0] ?? defaultKnownHostsFile();
@@ -174,7 +188,10 @@ export class SshConnection {
             verify(true);
           })
           .catch((err: unknown) => {
-            failure = new KnownGoodError('host-key-rejected', `could not verify the host key of ${this.name}: ${messageOf(err)}`);
+            failure = new KnownGoodError(
+              'host-key-rejected',
+              `could not verify the host key of ${this.name}: ${messageOf(err)}`,
+            );
             verify(false);
           });
       },
@@ -206,7 +223,8 @@ export class SshConnection {
           this.client = undefined;
           log(`connection to ${this.name} closed`);
         }
-        if (!isReady) reject(failure ?? new KnownGoodError('unreachable', `${this.name} closed the connection during set-up`));
+        if (!isReady)
+          reject(failure ?? new KnownGoodError('unreachable', `${this.name} closed the connection during set-up`));
       });
       client.connect(config);
       // Nagle's algorithm costs ~85 ms per exec channel on small writes.
@@ -232,10 +250,16 @@ export class SshConnection {
     }
     switch (err.code) {
       case 'ECONNREFUSED':
-        return new KnownGoodError('unreachable', `${where} refused the connection: is sshd running and is the port right?`);
+        return new KnownGoodError(
+          'unreachable',
+          `${where} refused the connection: is sshd running and is the port right?`,
+        );
       case 'ENOTFOUND':
       case 'EAI_AGAIN':
-        return new KnownGoodError('unreachable', `host name ${this.endpoint.host} not found (check the name or ~/.ssh/config)`);
+        return new KnownGoodError(
+          'unreachable',
+          `host name ${this.endpoint.host} not found (check the name or ~/.ssh/config)`,
+        );
       case 'EHOSTUNREACH':
       case 'ENETUNREACH':
       case 'ETIMEDOUT':
@@ -274,7 +298,11 @@ export class SshConnection {
           }
           let parsed = utils.parseKey(data);
           let passphrase: string | undefined;
-          for (let attempt = 1; parsed instanceof Error && /encrypt|passphrase/i.test(parsed.message) && attempt <= 3; attempt++) {
+          for (
+            let attempt = 1;
+            parsed instanceof Error && /encrypt|passphrase/i.test(parsed.message) && attempt <= 3;
+            attempt++
+          ) {
             passphrase = await opts.prompts.passphrase?.(file, attempt);
             if (passphrase === undefined) {
               tried.push(`publickey ${file} (passphrase not given)`);
@@ -287,7 +315,12 @@ export class SshConnection {
             return undefined;
           }
           tried.push(`publickey ${file}`);
-          return { type: 'publickey', username: e.user, key: data, ...(passphrase !== undefined ? { passphrase } : {}) };
+          return {
+            type: 'publickey',
+            username: e.user,
+            key: data,
+            ...(passphrase !== undefined ? { passphrase } : {}),
+          };
         },
       });
     }
@@ -309,7 +342,8 @@ export class SshConnection {
             ) => {
               void (async () => {
                 const answers: string[] = [];
-                for (const p of prompts) answers.push((await ask({ user: e.user, host: e.host, prompt: p.prompt })) ?? '');
+                for (const p of prompts)
+                  answers.push((await ask({ user: e.user, host: e.host, prompt: p.prompt })) ?? '');
                 finish(answers);
               })();
             },
@@ -352,7 +386,9 @@ export class SshConnection {
       channel = await new Promise<ClientChannel>((resolve, reject) =>
         client.exec(
           command,
-          pty ? { pty: { rows: pty.rows, cols: pty.cols, term: pty.term ?? 'xterm-256color', width: 0, height: 0 } } : {},
+          pty
+            ? { pty: { rows: pty.rows, cols: pty.cols, term: pty.term ?? 'xterm-256color', width: 0, height: 0 } }
+            : {},
           (err, ch) => (err ? reject(err) : resolve(ch)),
         ),
       );
@@ -459,7 +495,10 @@ export class SshTransport implements Transport {
     const handle = await this.connection.open(argv);
     const res = await collect(handle, options, () => `${argv[0]} on ${this.label}`);
     if (res.exitCode === 127 && /(command not found|not found|No such file)/.test(res.stderr) && res.stdout === '') {
-      throw new KnownGoodError('command-not-found', `${argv[0]} not found on ${this.label}: ${res.stderr.trim().split('\n').pop()}`);
+      throw new KnownGoodError(
+        'command-not-found',
+        `${argv[0]} not found on ${this.label}: ${res.stderr.trim().split('\n').pop()}`,
+      );
     }
     return res;
   }

@@ -17,7 +17,9 @@ function diffTabs(): vscode.TabInputTextDiff[] {
   return vscode.window.tabGroups.all
     .flatMap((g) => g.tabs)
     .map((t) => t.input)
-    .filter((i): i is vscode.TabInputTextDiff => i instanceof vscode.TabInputTextDiff && i.original.scheme === 'knownGood');
+    .filter(
+      (i): i is vscode.TabInputTextDiff => i instanceof vscode.TabInputTextDiff && i.original.scheme === 'knownGood',
+    );
 }
 
 async function textOf(uri: vscode.Uri): Promise<string> {
@@ -48,7 +50,9 @@ describe('checkpoint args', () => {
     const uri = await vscode.commands.executeCommand<vscode.Uri>('knownGood.args.open', a);
     assert.equal(uri.scheme, 'knownGood');
     const editor = await waitFor('the args editor', () =>
-      vscode.window.activeTextEditor?.document.uri.toString() === uri.toString() ? vscode.window.activeTextEditor : undefined,
+      vscode.window.activeTextEditor?.document.uri.toString() === uri.toString()
+        ? vscode.window.activeTextEditor
+        : undefined,
     );
     const text = editor.document.getText();
     assert.match(text, /^\/\/ Known Good: args of step_600$/m);
@@ -111,7 +115,10 @@ describe('checkpoint args', () => {
     await activated();
     const junk = join(dir, 'notes.pt');
     writeFileSync(junk, 'not a checkpoint\n');
-    const uri = await vscode.commands.executeCommand<vscode.Uri>('knownGood.args.open', { hostId: 'local', path: junk });
+    const uri = await vscode.commands.executeCommand<vscode.Uri>('knownGood.args.open', {
+      hostId: 'local',
+      path: junk,
+    });
     const text = await textOf(uri);
     assert.match(text, /^\/\/ Known Good: could not read the args of notes$/m);
     assert.match(text, /not a checkpoint/);

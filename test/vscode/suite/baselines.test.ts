@@ -42,7 +42,14 @@ describe('environment baselines (extension host, real SSH)', function () {
     const api = await activated();
     const sshd = testSshHost();
     await setSetting('hosts', [
-      { name: 'baseline-sshd', host: '127.0.0.1', port: sshd.port, user: sshd.user, identityFile: sshd.identityFile, roots: [join(dir, 'runs')] },
+      {
+        name: 'baseline-sshd',
+        host: '127.0.0.1',
+        port: sshd.port,
+        user: sshd.user,
+        identityFile: sshd.identityFile,
+        roots: [join(dir, 'runs')],
+      },
     ]);
     const spec = await waitFor('the SSH host', () => api.registry.hosts().find((h) => h.name === 'baseline-sshd'));
     hostId = spec.id;
@@ -55,7 +62,11 @@ describe('environment baselines (extension host, real SSH)', function () {
 
   it('Capture Environment Baseline saves it, copies it next to the first root, and lists it under Baselines', async () => {
     const api = await activated();
-    const out = await vscode.commands.executeCommand<CaptureOutcome | undefined>('knownGood.baselines.capture', { hostId }, { label: 'suite known good' });
+    const out = await vscode.commands.executeCommand<CaptureOutcome | undefined>(
+      'knownGood.baselines.capture',
+      { hostId },
+      { label: 'suite known good' },
+    );
     assert.ok(out, 'the command returned what it saved');
     first = out;
     assert.equal(out.remoteWarning, undefined);
@@ -88,7 +99,10 @@ describe('environment baselines (extension host, real SSH)', function () {
   });
 
   it('Compare Environment with Baseline opens a diff of knownGood-env documents with the summary on top', async () => {
-    const out = await vscode.commands.executeCommand<CompareOutcome | undefined>('knownGood.baselines.compare', { hostId, baselineId: first.id });
+    const out = await vscode.commands.executeCommand<CompareOutcome | undefined>('knownGood.baselines.compare', {
+      hostId,
+      baselineId: first.id,
+    });
     assert.ok(out);
     const right = await vscode.workspace.openTextDocument(vscode.Uri.parse(out.right));
     const left = await vscode.workspace.openTextDocument(vscode.Uri.parse(out.left));
@@ -101,7 +115,9 @@ describe('environment baselines (extension host, real SSH)', function () {
     const diffTab = await waitFor('the diff tab', () =>
       vscode.window.tabGroups.all
         .flatMap((g) => g.tabs)
-        .find((t) => t.input instanceof vscode.TabInputTextDiff && t.input.modified.toString() === right.uri.toString()),
+        .find(
+          (t) => t.input instanceof vscode.TabInputTextDiff && t.input.modified.toString() === right.uri.toString(),
+        ),
     );
     assert.match(diffTab.label, /baseline-sshd: "suite known good" ↔ now/);
   });
@@ -110,30 +126,42 @@ describe('environment baselines (extension host, real SSH)', function () {
     const api = await activated();
     await setSetting('baselines.copyToRemote', false);
     const before = readdirSync(join(dir, 'runs', '.known-good'));
-    const second = await vscode.commands.executeCommand<CaptureOutcome | undefined>('knownGood.baselines.capture', { hostId }, { label: 'second' });
+    const second = await vscode.commands.executeCommand<CaptureOutcome | undefined>(
+      'knownGood.baselines.capture',
+      { hostId },
+      { label: 'second' },
+    );
     assert.ok(second);
     assert.equal(second.remotePath, undefined);
     assert.deepEqual(readdirSync(join(dir, 'runs', '.known-good')), before);
 
-    const two = await vscode.commands.executeCommand<CompareOutcome | undefined>('knownGood.baselines.compareTwo', undefined, [
-      { hostId, baselineId: second.id },
-      { hostId, baselineId: first.id },
-    ]);
+    const two = await vscode.commands.executeCommand<CompareOutcome | undefined>(
+      'knownGood.baselines.compareTwo',
+      undefined,
+      [
+        { hostId, baselineId: second.id },
+        { hostId, baselineId: first.id },
+      ],
+    );
     assert.ok(two);
     const leftText = (await vscode.workspace.openTextDocument(vscode.Uri.parse(two.left))).getText();
     assert.match(leftText, /"suite known good"/, 'the older baseline is on the left and named in the summary');
 
-    const opened = await vscode.commands.executeCommand<string | undefined>('knownGood.baselines.open', { hostId, baselineId: first.id });
+    const opened = await vscode.commands.executeCommand<string | undefined>('knownGood.baselines.open', {
+      hostId,
+      baselineId: first.id,
+    });
     assert.ok(opened);
     const doc = await vscode.workspace.openTextDocument(vscode.Uri.parse(opened));
     assert.match(doc.getText(), /^# baseline "suite known good"/);
     assert.match(doc.getText(), /# Volatile values/);
 
-    await vscode.commands.executeCommand('knownGood.baselines.rename', { hostId, baselineId: second.id }, { label: 'second, renamed' });
-    const listed = await baselineRows(api, 'baseline-sshd');
-    assert.deepEqual(
-      listed.map((r) => r.label).sort(),
-      ['second, renamed', 'suite known good'],
+    await vscode.commands.executeCommand(
+      'knownGood.baselines.rename',
+      { hostId, baselineId: second.id },
+      { label: 'second, renamed' },
     );
+    const listed = await baselineRows(api, 'baseline-sshd');
+    assert.deepEqual(listed.map((r) => r.label).sort(), ['second, renamed', 'suite known good']);
   });
 });

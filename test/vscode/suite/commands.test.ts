@@ -13,6 +13,10 @@ describe('commands', () => {
     assert.ok(contributed.length > 0, 'package.json contributes no commands');
     const registered = new Set(await vscode.commands.getCommands(true));
     const missing = contributed.filter((c) => !registered.has(c));
-    assert.deepEqual(missing, [], `contributed in package.json but not registered by activate(): ${missing.join(', ')}`);
+    assert.deepEqual(
+      missing,
+      [],
+      `contributed in package.json but not registered by activate(): ${missing.join(', ')}`,
+    );
   });
 });

@@ -12,7 +12,9 @@ function writeRun(root: string, name: string, steps: number, offset = 0): void {
   const lines: string[] = [];
   for (let step = 1; step <= steps; step++) {
     const loss = step === 50 ? 'NaN' : (2 + 8 * Math.exp(-step / 40) + offset).toFixed(4);
-    lines.push(`{"step": ${step}, "time": ${1_768_000_000 + step}, "loss": ${loss}, "lr": ${(3e-4 * Math.min(1, step / 20)).toExponential(3)}}`);
+    lines.push(
+      `{"step": ${step}, "time": ${1_768_000_000 + step}, "loss": ${loss}, "lr": ${(3e-4 * Math.min(1, step / 20)).toExponential(3)}}`,
+    );
     if (step === 70) lines.push('{"step": 70, "loss": ');
   }
   mkdirSync(dir, { recursive: true });
@@ -53,9 +55,15 @@ describe('Dashboard', () => {
     assert.ok(runA, 'run-a is listed');
     await vscode.commands.executeCommand('knownGood.dashboard.open', runA);
 
-    const panel = await waitFor('the dashboard panel', () => api.dashboard.panels().find((p) => p.title === 'Dashboard: run-a'));
+    const panel = await waitFor('the dashboard panel', () =>
+      api.dashboard.panels().find((p) => p.title === 'Dashboard: run-a'),
+    );
     // The webview (real page, real script, CSP in force) loaded and completed the handshake.
-    const init = await waitFor('ready and init', () => (panel.received.includes('ready') ? panel.lastInit : undefined), 60_000);
+    const init = await waitFor(
+      'ready and init',
+      () => (panel.received.includes('ready') ? panel.lastInit : undefined),
+      60_000,
+    );
     assert.equal(panel.posted[0], 'init', 'nothing is posted before ready');
     assert.equal(init.runs.length, 1);
     const run = init.runs[0]!;
@@ -91,7 +99,10 @@ describe('Dashboard', () => {
     assert.equal(range.from, 100.5);
     assert.equal(range.to, 150);
     assert.ok(range.data.x.length > 0);
-    assert.ok(range.data.x.every((x) => x >= 100 && x <= 150), JSON.stringify(range.data.x));
+    assert.ok(
+      range.data.x.every((x) => x >= 100 && x <= 150),
+      JSON.stringify(range.data.x),
+    );
 
     // A reloaded page says ready again and gets a full init again.
     const inits = panel.posted.filter((t) => t === 'init').length;
@@ -105,12 +116,17 @@ describe('Dashboard', () => {
     panel.simulate({ type: 'toggleFollow', on: true });
     await waitFor('follow on', () => (panel.posted.includes('follow') ? true : undefined));
     const { appendFileSync } = await import('node:fs');
-    appendFileSync(join(root, 'run-a', 'train_log.jsonl'), '{"step": 301, "loss": 2.01, "lr": 0.0003}\n{"step": 302, "loss": 2.0, "lr": 0.0003}\n');
+    appendFileSync(
+      join(root, 'run-a', 'train_log.jsonl'),
+      '{"step": 301, "loss": 2.01, "lr": 0.0003}\n{"step": 302, "loss": 2.0, "lr": 0.0003}\n',
+    );
     const data = await waitFor(
       'runData with step 302',
       () => {
         const m = panel.lastPosted;
-        return m?.type === 'runData' && m.data.series.find((s) => s.key === 'loss')?.x.includes(302) ? m.data : undefined;
+        return m?.type === 'runData' && m.data.series.find((s) => s.key === 'loss')?.x.includes(302)
+          ? m.data
+          : undefined;
       },
       20_000,
     );
@@ -123,7 +139,9 @@ describe('Dashboard', () => {
     const runs = await runNodes(api, root);
     assert.equal(runs.length, 2);
     await vscode.commands.executeCommand('knownGood.dashboard.open', runs[0], runs);
-    const panel = await waitFor('the two-run panel', () => api.dashboard.panels().find((p) => p.title === 'Dashboard: 2 runs'));
+    const panel = await waitFor('the two-run panel', () =>
+      api.dashboard.panels().find((p) => p.title === 'Dashboard: 2 runs'),
+    );
     const init = await waitFor('init', () => panel.lastInit, 60_000);
     assert.deepEqual(init.runs.map((r) => r.run.label).sort(), ['run-a', 'run-b']);
     assert.equal(init.checkpoints.length, 4);

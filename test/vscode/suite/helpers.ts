@@ -21,7 +21,10 @@ export async function activated(): Promise<KnownGoodApi> {
 }
 
 /** A node's children (the root's without `node`) with their TreeItems and labels, in tree order. */
-export async function rows(api: KnownGoodApi, node?: TreeNode): Promise<{ node: TreeNode; label: string; item: vscode.TreeItem }[]> {
+export async function rows(
+  api: KnownGoodApi,
+  node?: TreeNode,
+): Promise<{ node: TreeNode; label: string; item: vscode.TreeItem }[]> {
   // Through the interface VS Code itself uses, so the provider may go async without breaking the tests.
   const tree: vscode.TreeDataProvider<TreeNode> = api.tree;
   const children = (await tree.getChildren(node)) ?? [];
@@ -38,7 +41,11 @@ export async function setSetting(key: string, value: unknown): Promise<void> {
   await vscode.workspace.getConfiguration('knownGood').update(key, value, vscode.ConfigurationTarget.Global);
 }
 
-export async function waitFor<T>(what: string, probe: () => Promise<T | undefined> | T | undefined, timeoutMs = 15_000): Promise<T> {
+export async function waitFor<T>(
+  what: string,
+  probe: () => Promise<T | undefined> | T | undefined,
+  timeoutMs = 15_000,
+): Promise<T> {
   const until = Date.now() + timeoutMs;
   let last: unknown;
   for (;;) {
@@ -48,7 +55,10 @@ export async function waitFor<T>(what: string, probe: () => Promise<T | undefine
     } catch (e) {
       last = e;
     }
-    if (Date.now() > until) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last instanceof Error ? `: ${last.message}` : ''}`);
+    if (Date.now() > until)
+      throw new Error(
+        `timed out after ${timeoutMs} ms waiting for ${what}${last instanceof Error ? `: ${last.message}` : ''}`,
+      );
     await new Promise((r) => setTimeout(r, 100));
   }
 }
@@ -63,7 +73,10 @@ export interface TestSshHost {
 
 export function testSshHost(): TestSshHost {
   const raw = process.env['KG_TEST_SSHD'];
-  assert.ok(raw, 'KG_TEST_SSHD is not set: the runner (scripts/vscode/run-tests.ts or electron.ts) starts the test sshd');
+  assert.ok(
+    raw,
+    'KG_TEST_SSHD is not set: the runner (scripts/vscode/run-tests.ts or electron.ts) starts the test sshd',
+  );
   return JSON.parse(raw) as TestSshHost;
 }
 
@@ -71,7 +84,11 @@ export function testSshHost(): TestSshHost {
  * A node's children once the host has been listed: the first call starts the listing and shows a placeholder
  * ("Listing checkpoint roots…", "Connecting…"); poll until no placeholder is left. Feature sections are left out.
  */
-export async function settledRows(api: KnownGoodApi, node: TreeNode | undefined, timeoutMs = 45_000): ReturnType<typeof rows> {
+export async function settledRows(
+  api: KnownGoodApi,
+  node: TreeNode | undefined,
+  timeoutMs = 45_000,
+): ReturnType<typeof rows> {
   const all = await waitFor(
     'the host listing',
     async () => {

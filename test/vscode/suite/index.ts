@@ -32,8 +32,13 @@ export async function run(): Promise<void> {
     ...(grep ? { grep } : {}),
   });
   // Bundled next to this file by scripts/vscode/suite.ts.
-  for (const f of readdirSync(__dirname).filter((n) => n.endsWith('.test.js')).sort()) mocha.addFile(join(__dirname, f));
+  for (const f of readdirSync(__dirname)
+    .filter((n) => n.endsWith('.test.js'))
+    .sort())
+    mocha.addFile(join(__dirname, f));
   await new Promise<void>((resolve, reject) => {
-    mocha.run((failures) => (failures > 0 ? reject(new Error(`${failures} extension-host test(s) failed`)) : resolve()));
+    mocha.run((failures) =>
+      failures > 0 ? reject(new Error(`${failures} extension-host test(s) failed`)) : resolve(),
+    );
   });
 }

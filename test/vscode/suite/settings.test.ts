@@ -14,7 +14,9 @@ describe('settings', () => {
       { name: 'broken', port: 'twenty-two' },
       { name: 'good-b', host: 'gpu-b.example', user: 'ml' },
     ]);
-    const s = await waitFor('the hosts setting to be applied', () => (api.settings().hosts.length === 2 ? api.settings() : undefined));
+    const s = await waitFor('the hosts setting to be applied', () =>
+      api.settings().hosts.length === 2 ? api.settings() : undefined,
+    );
 
     assert.deepEqual(
       s.hosts.map((h) => h.name),

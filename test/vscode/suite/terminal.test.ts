@@ -35,7 +35,15 @@ describe('Terminal: Run Probe… and the throughput benchmark', function () {
     const sshd = testSshHost();
     // /usr/bin/python3 has Debian's torch: the benchmark needs it; the probes do not care.
     await setSetting('hosts', [
-      { name: 'test-sshd', host: '127.0.0.1', port: sshd.port, user: sshd.user, identityFile: sshd.identityFile, python: '/usr/bin/python3', roots: [dir] },
+      {
+        name: 'test-sshd',
+        host: '127.0.0.1',
+        port: sshd.port,
+        user: sshd.user,
+        identityFile: sshd.identityFile,
+        python: '/usr/bin/python3',
+        roots: [dir],
+      },
     ]);
     await waitFor('the SSH host', () => (api.registry.hosts().some((h) => h.name === 'test-sshd') ? true : undefined));
   });
@@ -54,7 +62,11 @@ describe('Terminal: Run Probe… and the throughput benchmark', function () {
 
   it('Run Probe… runs GPU status in a terminal named after it and hands back the framed result', async () => {
     const api = await activated();
-    const out = await vscode.commands.executeCommand<ProbeRunOutcome>('knownGood.probes.run', { hostId: sshHostId(api) }, 'gpuStatus');
+    const out = await vscode.commands.executeCommand<ProbeRunOutcome>(
+      'knownGood.probes.run',
+      { hostId: sshHostId(api) },
+      'gpuStatus',
+    );
     assert.ok(out, 'no outcome');
     assert.equal(out.terminalName, 'Known Good: GPU status @ test-sshd');
     assert.ok(
@@ -89,16 +101,26 @@ describe('Terminal: Run Probe… and the throughput benchmark', function () {
   it('the benchmark result is kept and compared with the baseline run', async () => {
     const api = await activated();
     const host = { hostId: sshHostId(api) };
-    const first = await vscode.commands.executeCommand<BenchRunOutcome>('knownGood.bench.run', host, { config: 'tiny', label: 'good-run' });
+    const first = await vscode.commands.executeCommand<BenchRunOutcome>('knownGood.bench.run', host, {
+      config: 'tiny',
+      label: 'good-run',
+    });
     assert.ok(first?.file, first?.error ?? first?.screen);
     assert.equal(first.terminalName, 'Known Good: Throughput benchmark @ test-sshd');
     assert.match(first.screen, /step \d+\/\d+ .* tok\/s/);
     assert.match(first.screen, /kept with the baselines of test-sshd as "good-run"/);
     assert.ok((first.tokensPerSec ?? 0) > 0);
 
-    const second = await vscode.commands.executeCommand<BenchRunOutcome>('knownGood.bench.run', host, { config: '{"device": "cpu", "layers": 1}', label: 'now' });
+    const second = await vscode.commands.executeCommand<BenchRunOutcome>('knownGood.bench.run', host, {
+      config: '{"device": "cpu", "layers": 1}',
+      label: 'now',
+    });
     assert.ok(second?.file, second?.error ?? second?.screen);
-    const doc = await vscode.commands.executeCommand<{ uri: string; text: string }>('knownGood.bench.compareWithBaseline', host, { reference: 'good-run' });
+    const doc = await vscode.commands.executeCommand<{ uri: string; text: string }>(
+      'knownGood.bench.compareWithBaseline',
+      host,
+      { reference: 'good-run' },
+    );
     assert.ok(doc);
     assert.match(doc.text, /tok\/s now vs [\d.]+K? tok\/s at baseline "good-run" \([\d.]+×\)/);
     assert.match(doc.text, /- layers: 1 \(baseline 2\)/);
@@ -111,7 +133,9 @@ describe('Terminal: Run Probe… and the throughput benchmark', function () {
     const api = await activated();
     const host = { hostId: sshHostId(api) };
     await setSetting('benchmark.command', 'for i in 1 2 3 4; do echo "step $i loss 2.1 | $((i * 1000)) tok/s"; done');
-    const byRegex = await vscode.commands.executeCommand<BenchRunOutcome>('knownGood.bench.runCustom', host, { label: 'regex' });
+    const byRegex = await vscode.commands.executeCommand<BenchRunOutcome>('knownGood.bench.runCustom', host, {
+      label: 'regex',
+    });
     assert.equal(byRegex?.tokensPerSec, 2500, byRegex?.error ?? byRegex?.screen);
     assert.equal(byRegex.terminalName, 'Known Good: Benchmark command @ test-sshd');
 
@@ -122,7 +146,9 @@ describe('Terminal: Run Probe… and the throughput benchmark', function () {
     );
     await setSetting('benchmark.throughputJsonl', log);
     await setSetting('benchmark.throughputKey', 'perf.tok_per_s');
-    const byJsonl = await vscode.commands.executeCommand<BenchRunOutcome>('knownGood.bench.runCustom', host, { label: 'jsonl' });
+    const byJsonl = await vscode.commands.executeCommand<BenchRunOutcome>('knownGood.bench.runCustom', host, {
+      label: 'jsonl',
+    });
     assert.equal(byJsonl?.tokensPerSec, 600, byJsonl?.error ?? byJsonl?.screen);
     await setSetting('benchmark.throughputKey', undefined);
   });

@@ -30,7 +30,9 @@ describe('Remote Runs tree', () => {
     const api = await activated();
     const roots = [join(dir, 'runs-b'), join(dir, 'runs-a')];
     await setSetting('localRoots', roots);
-    await waitFor('localRoots to be applied', () => (api.registry.hosts()[0]?.roots[0] === roots[0] ? true : undefined));
+    await waitFor('localRoots to be applied', () =>
+      api.registry.hosts()[0]?.roots[0] === roots[0] ? true : undefined,
+    );
 
     const top = await rows(api);
     assert.equal(top[0]?.label, 'This machine');
@@ -50,7 +52,14 @@ describe('Remote Runs tree', () => {
     const sshd = testSshHost();
     const root = join(dir, 'runs-a');
     await setSetting('hosts', [
-      { name: 'test-sshd', host: '127.0.0.1', port: sshd.port, user: sshd.user, identityFile: sshd.identityFile, roots: [root] },
+      {
+        name: 'test-sshd',
+        host: '127.0.0.1',
+        port: sshd.port,
+        user: sshd.user,
+        identityFile: sshd.identityFile,
+        roots: [root],
+      },
     ]);
     await waitFor('the SSH host', () => (api.registry.hosts().some((h) => h.name === 'test-sshd') ? true : undefined));
 
@@ -77,7 +86,14 @@ describe('Remote Runs tree', () => {
     const sshd = testSshHost();
     await setSetting('localRoots', [join(dir, 'runs-a'), join(dir, 'runs-b')]);
     await setSetting('hosts', [
-      { name: 'test-sshd', host: '127.0.0.1', port: sshd.port, user: sshd.user, identityFile: sshd.identityFile, roots: [join(dir, 'runs-a')] },
+      {
+        name: 'test-sshd',
+        host: '127.0.0.1',
+        port: sshd.port,
+        user: sshd.user,
+        identityFile: sshd.identityFile,
+        roots: [join(dir, 'runs-a')],
+      },
     ]);
     await waitFor('the SSH host', () => (api.registry.hosts().some((h) => h.name === 'test-sshd') ? true : undefined));
     const seen = new Map<string, string>();
@@ -91,7 +107,8 @@ describe('Remote Runs tree', () => {
           assert.ok(!seen.has(id), `id ${id} used by both ${seen.get(id)} and ${where}`);
           seen.set(id, where);
         }
-        if (depth < 3 && k.item.collapsibleState !== vscode.TreeItemCollapsibleState.None) await walk(k.node, where, depth + 1);
+        if (depth < 3 && k.item.collapsibleState !== vscode.TreeItemCollapsibleState.None)
+          await walk(k.node, where, depth + 1);
       }
     };
     await walk(undefined, '', 0);
@@ -101,7 +118,9 @@ describe('Remote Runs tree', () => {
   it('reaches the test SSH host over real SSH from the extension host', async () => {
     const api = await activated();
     const sshd = testSshHost();
-    await setSetting('hosts', [{ name: 'test-sshd', host: '127.0.0.1', port: sshd.port, user: sshd.user, identityFile: sshd.identityFile }]);
+    await setSetting('hosts', [
+      { name: 'test-sshd', host: '127.0.0.1', port: sshd.port, user: sshd.user, identityFile: sshd.identityFile },
+    ]);
     const spec = await waitFor('the SSH host', () => api.registry.hosts().find((h) => h.name === 'test-sshd'));
     const r = await api.registry.session(spec).transport.exec(['echo', 'known good over ssh']);
     assert.equal(r.exitCode, 0, r.stderr);

@@ -46,12 +46,16 @@ export interface ButtonOptions {
 }
 
 export function button(label: string, onClick: () => void, options: ButtonOptions = {}): HTMLElement {
-  const b = el('vscode-button', {
-    appearance: options.appearance ?? 'secondary',
-    disabled: options.disabled,
-    title: options.title,
-    'data-action': options.action,
-  }, label);
+  const b = el(
+    'vscode-button',
+    {
+      appearance: options.appearance ?? 'secondary',
+      disabled: options.disabled,
+      title: options.title,
+      'data-action': options.action,
+    },
+    label,
+  );
   b.addEventListener('click', () => {
     if (!b.hasAttribute('disabled')) onClick();
   });
@@ -62,7 +66,12 @@ export function setDisabled(control: HTMLElement, disabled: boolean): void {
   control.toggleAttribute('disabled', disabled);
 }
 
-export function checkbox(label: string, checked: boolean, onChange: (checked: boolean) => void, value?: string): HTMLElement {
+export function checkbox(
+  label: string,
+  checked: boolean,
+  onChange: (checked: boolean) => void,
+  value?: string,
+): HTMLElement {
   const c = el('vscode-checkbox', { checked, value, 'data-value': value }, label);
   c.addEventListener('change', () => onChange((c as HTMLInputElement).checked));
   return c;
@@ -126,13 +135,21 @@ export function dataGrid(
   label = 'table',
 ): HTMLElement {
   const template = columns.map((c) => c.width ?? '1fr').join(' ');
-  const grid = el('vscode-data-grid', { 'aria-label': label, 'generate-header': 'none', 'grid-template-columns': template });
+  const grid = el('vscode-data-grid', {
+    'aria-label': label,
+    'generate-header': 'none',
+    'grid-template-columns': template,
+  });
   const header = el('vscode-data-grid-row', { 'row-type': 'header' });
-  columns.forEach((c, i) => header.append(el('vscode-data-grid-cell', { 'cell-type': 'columnheader', 'grid-column': String(i + 1) }, c.title)));
+  columns.forEach((c, i) =>
+    header.append(el('vscode-data-grid-cell', { 'cell-type': 'columnheader', 'grid-column': String(i + 1) }, c.title)),
+  );
   grid.append(header);
   for (const r of rows) {
     const row = el('vscode-data-grid-row');
-    columns.forEach((c, i) => row.append(el('vscode-data-grid-cell', { 'grid-column': String(i + 1) }, r[c.key] ?? '')));
+    columns.forEach((c, i) =>
+      row.append(el('vscode-data-grid-cell', { 'grid-column': String(i + 1) }, r[c.key] ?? '')),
+    );
     grid.append(row);
   }
   return grid;
