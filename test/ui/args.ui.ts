@@ -4,7 +4,7 @@ import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { repoRoot } from '../../scripts/vscode/server';
-import { scenario } from './harness';
+import { pickMenuItem, scenario } from './harness';
 
 /** run-a with step_600 (lr 3e-4) and step_690 (lr 1.5e-4) as the demo lays them out: step_N/checkpoint.pt. */
 function writeRun(root: string): void {
@@ -46,7 +46,7 @@ scenario(
         .filter({ has: page.locator('.label-name', { hasText: new RegExp(`^${label}$`) }) });
     const contextMenu = async (label: string, command: string) => {
       await row(label).click({ button: 'right' });
-      await page.getByRole('menuitem', { name: new RegExp(`^${command}`) }).click();
+      await pickMenuItem(page, page.getByRole('menuitem', { name: new RegExp(`^${command}`) }));
     };
     await vs.openView('Known Good');
     await vs.expand('This machine');

@@ -65,6 +65,21 @@ const exact = (name: string | RegExp): RegExp =>
   typeof name === 'string' ? new RegExp(`^${escapeRe(name)}(\\s|,|$)`) : name;
 const escapeRe = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
+/**
+ * Clicks a context-menu entry. On a loaded machine the menu can still be laying out when the click lands and the
+ * click is lost (the menu stays open with the entry highlighted): then the keyboard activates it.
+ */
+export async function pickMenuItem(page: Page, entry: Locator): Promise<void> {
+  await entry.waitFor();
+  await entry.hover();
+  await entry.click();
+  await page.waitForTimeout(300);
+  if (await entry.isVisible().catch(() => false)) {
+    await entry.hover();
+    await page.keyboard.press('Enter');
+  }
+}
+
 export function scenario(name: string, options: ScenarioOptions, body: (vs: Workbench) => Promise<void>): void {
   void test(name, { timeout: options.timeoutMs ?? 120_000 }, async () => {
     const tmp = mkdtempSync(join(tmpdir(), 'kg-ui-'));
@@ -155,7 +170,7 @@ function makeWorkbench(page: Page, server: VsCodeServer, sshd: TestSshd | undefi
     },
     async contextMenu(item, command) {
       await treeItem(item).click({ button: 'right' });
-      await page.getByRole('menuitem', { name: exact(command) }).click();
+      await pickMenuItem(page, page.getByRole('menuitem', { name: exact(command) }));
     },
     async commandPalette(text) {
       await page.keyboard.press('F1');
