@@ -45,7 +45,7 @@ export const BenchCommands = {
   compare: 'knownGood.bench.compareWithBaseline',
 } as const;
 
-const SCHEME = 'known-good-bench';
+const SCHEME = 'knownGood-bench';
 
 /** Read-only comparison documents, by URI. */
 class ComparisonDocuments implements vscode.TextDocumentContentProvider {
