@@ -12,6 +12,7 @@ import { SshPool } from '../../src/core/transport/ssh';
 import { z } from 'zod';
 import { startSshd, type TestSshd } from '../support/sshd';
 import { endpointOf, recordingPrompts, sshOptions } from '../support/hosts';
+import { processAlive, waitUntil } from '../support/process';
 
 const NASTY = [
   'with space',
@@ -26,23 +27,7 @@ const NASTY = [
   '*',
 ];
 
-function remoteProcessAlive(marker: string): boolean {
-  try {
-    execFileSync('pgrep', ['-f', marker]);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-async function waitUntil(check: () => boolean, ms: number): Promise<boolean> {
-  const until = Date.now() + ms;
-  while (Date.now() < until) {
-    if (check()) return true;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  return check();
-}
+const remoteProcessAlive = processAlive;
 
 describe('SSH transport against a real OpenSSH sshd', () => {
   let sshd: TestSshd;

@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { appendFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -16,24 +15,9 @@ import { SshPool } from '../../src/core/transport/ssh';
 import type { Transport } from '../../src/core/transport/types';
 import { endpointOf, recordingPrompts, sshOptions } from '../support/hosts';
 import { startSshd, type TestSshd } from '../support/sshd';
+import { processAlive, waitUntil } from '../support/process';
 
-function alive(marker: string): boolean {
-  try {
-    execFileSync('pgrep', ['-f', marker]);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-async function waitUntil(check: () => boolean, ms: number): Promise<boolean> {
-  const until = Date.now() + ms;
-  while (Date.now() < until) {
-    if (check()) return true;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  return check();
-}
+const alive = processAlive;
 
 /** A runner with everything it shows collected, as a terminal would. */
 function open(

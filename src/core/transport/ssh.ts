@@ -422,13 +422,18 @@ export class SshConnection {
         pending = signal;
         return;
       }
-      // A channel of its own, outside the queue: stopping must not wait behind the work it stops.
-      client.exec(`kill -${signal} -- -${pid} 2>/dev/null || kill -${signal} ${pid} 2>/dev/null`, (err, ch) => {
-        if (err) return;
-        ch.on('data', () => undefined);
-        ch.stderr.on('data', () => undefined);
-        ch.on('close', () => undefined);
-      });
+      // A channel of its own, outside the queue: stopping must not wait behind the work it stops. Without a
+      // connection nothing can be sent any more (the process then sees its pipes close).
+      try {
+        client.exec(`kill -${signal} -- -${pid} 2>/dev/null || kill -${signal} ${pid} 2>/dev/null`, (err, ch) => {
+          if (err) return;
+          ch.on('data', () => undefined);
+          ch.stderr.on('data', () => undefined);
+          ch.on('close', () => undefined);
+        });
+      } catch {
+        /* not connected any more */
+      }
     };
     let stderr: Readable = channel.stderr;
     if (marker) {
