@@ -1,0 +1,95 @@
+"""The small probes, run by hand as a person would: one JSON document on stdout, progress on stderr."""
+import json
+import os
+import stat
+import subprocess
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PY_DIR = os.path.join(HERE, "..", "..", "python")
+TORCH_PYTHON = os.environ.get("KG_TORCH_PYTHON", "/usr/bin/python3")
+
+
+def run(probe, *args, python=sys.executable, env=None):
+    r = subprocess.run(
+        [python, os.path.join(PY_DIR, probe + ".py")] + list(args),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        timeout=120,
+    )
+    return r.returncode, r.stdout.decode(), r.stderr.decode()
+
+
+class GpuStatus(unittest.TestCase):
+    def test_without_nvidia_smi_it_says_so(self):
+        env = dict(os.environ, PATH="/nonexistent")
+        code, out, _ = run("gpu_status", env=env)
+        self.assertEqual(code, 0)
+        doc = json.loads(out)
+        self.assertEqual(doc["gpus"], [])
+        self.assertIn(doc["source"], ("none", "proc"))
+
+    def test_reads_a_fake_nvidia_smi(self):
+        d = tempfile.mkdtemp()
+        smi = os.path.join(d, "nvidia-smi")
+        with open(smi, "w") as f:
+            f.write(
+                "#!/bin/sh\n"
+                'case "$*" in\n'
+                '  *query-gpu*) echo "0, NVIDIA H200, 580.159.04, 1024, 143771, 97, 54, 512.3, 700.00, GPU-abc" ;;\n'
+                '  *query-compute-apps*) echo "GPU-abc, 4242, python3, 1000" ;;\n'
+                "esac\n"
+            )
+        os.chmod(smi, os.stat(smi).st_mode | stat.S_IEXEC)
+        code, out, err = run("gpu_status", env=dict(os.environ, PATH=d + os.pathsep + os.environ["PATH"]))
+        self.assertEqual(code, 0, err)
+        doc = json.loads(out)
+        self.assertEqual(doc["source"], "nvidia-smi")
+        self.assertEqual(len(doc["gpus"]), 1)
+        self.assertIn("H200", json.dumps(doc["gpus"][0]))
+
+
+class TorchCheck(unittest.TestCase):
+    def test_real_torch_imports_and_reports_its_version(self):
+        self.assertTrue(os.path.exists(TORCH_PYTHON), "install python3-torch (Debian) or set KG_TORCH_PYTHON")
+        code, out, err = run("torch_check", python=TORCH_PYTHON)
+        self.assertEqual(code, 0, err)
+        doc = json.loads(out)
+        self.assertTrue(doc["imported"], doc)
+        self.assertRegex(doc["version"], r"^\d+\.\d+")
+        self.assertGreater(doc["importSeconds"], 0)
+
+    def test_an_interpreter_without_torch_is_a_result_not_an_error(self):
+        env = dict(os.environ, PYTHONPATH="", PYTHONNOUSERSITE="1")
+        code, out, _ = run("torch_check", python=sys.executable, env=env)
+        self.assertEqual(code, 0)
+        doc = json.loads(out)
+        if not doc["imported"]:
+            self.assertTrue(doc["error"])
+
+
+class CacheArchive(unittest.TestCase):
+    def test_reports_caches_and_free_space_of_the_root(self):
+        root = tempfile.mkdtemp()
+        cache = tempfile.mkdtemp()
+        with open(os.path.join(cache, "kernel.py"), "w") as f:
+            f.write("x" * 1000)
+        code, out, err = run("cache_archive", "--root", root, "--cache-dir", cache)
+        self.assertEqual(code, 0, err)
+        doc = json.loads(out)
+        text = json.dumps(doc)
+        self.assertIn(cache, text)
+        self.assertIn("1000", text)
+
+    def test_missing_root_argument_is_one_line_and_non_zero(self):
+        code, out, err = run("cache_archive")
+        self.assertNotEqual(code, 0)
+        self.assertEqual(out, "")
+        self.assertEqual(len(err.strip().splitlines()), 1, err)
+
+
+if __name__ == "__main__":
+    unittest.main()
