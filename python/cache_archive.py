@@ -35,29 +35,6 @@ def _parse_args(argv):
     return p.parse_args(argv)
 
 
-def _user():
-    try:
-        import getpass
-
-        return getpass.getuser()
-    except Exception:
-        return str(os.getuid())
-
-
-# Same rules as env_snapshot.cache_dirs (probes are shipped one file each, so it is repeated, not imported).
-def cache_dirs(extra):
-    inductor = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
-    if not inductor:
-        user = re.sub(r"[\\/:*?\"<>|]", "_", _user())
-        inductor = os.path.join(tempfile.gettempdir(), "torchinductor_" + user)
-    triton = os.environ.get("TRITON_CACHE_DIR")
-    if not triton:
-        home = os.environ.get("TRITON_HOME") or os.path.expanduser("~")
-        triton = os.path.join(home, ".triton", "cache")
-    dirs = [("inductor", inductor), ("triton", triton)]
-    for i, d in enumerate(extra):
-        dirs.append(("custom%d" % (i + 1), os.path.expanduser(d)))
-    return dirs
 
 
 def free_bytes(path):
@@ -182,7 +159,7 @@ def main(argv):
         "rootExists": os.path.isdir(root),
         "dest": {"dir": dest, "exists": os.path.isdir(dest), "freeBytes": free["freeBytes"], "freeAt": free["at"],
                  "error": free["error"] or listing_error},
-        "caches": [describe_cache(n, p) for n, p in cache_dirs(args.cache_dir)],
+        "caches": [describe_cache(n, p) for n, p in kg_common.compile_cache_dirs(args.cache_dir)],
         "archives": archives,
         "tar": tar_info(),
     }

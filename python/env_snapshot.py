@@ -797,28 +797,6 @@ def walk_cache(name, path):
     return out
 
 
-def _user():
-    try:
-        import getpass
-
-        return getpass.getuser()
-    except Exception:
-        return str(os.getuid())
-
-
-def cache_dirs(extra):
-    inductor = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
-    if not inductor:
-        user = re.sub(r"[\\/:*?\"<>|]", "_", _user())
-        inductor = os.path.join(tempfile.gettempdir(), "torchinductor_" + user)
-    triton = os.environ.get("TRITON_CACHE_DIR")
-    if not triton:
-        home = os.environ.get("TRITON_HOME") or os.path.expanduser("~")
-        triton = os.path.join(home, ".triton", "cache")
-    dirs = [("inductor", inductor), ("triton", triton)]
-    for i, d in enumerate(extra):
-        dirs.append(("custom%d" % (i + 1), os.path.expanduser(d)))
-    return dirs
 
 
 # ------------------------------------------------------------------------------------------------------ main
@@ -845,7 +823,7 @@ def main(argv):
     par.start("ldconfig", ldconfig_libs)
     if args.deep:
         par.start("deep", run_deep)
-    caches = cache_dirs(args.cache_dir)
+    caches = kg_common.compile_cache_dirs(args.cache_dir)
     for name, path in caches:
         par.start("cache:" + name, walk_cache, name, path)
     par.start("scripts", collect_scripts, args.script)

@@ -10,7 +10,10 @@ the resident helper (python/kg_helper.py) without any process start.
 """
 import json
 import math
+import os
+import re
 import sys
+import tempfile
 
 # Set by the extension's bootstrap: a nonce that frames the JSON document.
 FRAME = None
@@ -91,3 +94,28 @@ def run(main, argv=None):
             sys.stderr.write("error: %s\n" % msg)
         sys.exit(3)
     _write(envelope_ok(result) if FRAME else result)
+
+
+def _user():
+    try:
+        import getpass
+
+        return getpass.getuser()
+    except Exception:
+        return str(os.getuid())
+
+
+def compile_cache_dirs(extra=()):
+    """The compile caches torch and triton use here, by their own rules: [(name, path)], then each extra folder."""
+    inductor = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
+    if not inductor:
+        user = re.sub(r"[\\/:*?\"<>|]", "_", _user())
+        inductor = os.path.join(tempfile.gettempdir(), "torchinductor_" + user)
+    triton = os.environ.get("TRITON_CACHE_DIR")
+    if not triton:
+        home = os.environ.get("TRITON_HOME") or os.path.expanduser("~")
+        triton = os.path.join(home, ".triton", "cache")
+    dirs = [("inductor", inductor), ("triton", triton)]
+    for i, d in enumerate(extra):
+        dirs.append(("custom%d" % (i + 1), os.path.expanduser(d)))
+    return dirs

@@ -35,7 +35,8 @@ export function extractFramed(stdout: string, nonce: string): string | undefined
   return stdout.slice(b + begin.length, e);
 }
 
-function outcome<R>(call: ProbeCall<R>, raw: unknown, where: string): ProbeOutcome<R> {
+/** A probe's envelope → its validated result, or the error it reported (naming the probe and the host). */
+export function probeOutcome<R>(call: ProbeCall<R>, raw: unknown, where: string): ProbeOutcome<R> {
   const env = envelopeSchema.safeParse(raw);
   if (!env.success) {
     throw new KnownGoodError('bad-output', `probe ${call.probe} on ${where} returned a malformed document`);
@@ -82,7 +83,7 @@ export class ProbeRunner implements ProbeRunnerLike {
     }
     const helper = this.helper;
     const raw = await helper.request(call, options.timeoutMs ?? this.options.timeoutMs, options.signal);
-    return outcome(call, raw, this.transport.label);
+    return probeOutcome(call, raw, this.transport.label);
   }
 
   /** A fresh interpreter for this one probe: `<python> - args…` with the program on stdin. */
@@ -106,7 +107,7 @@ export class ProbeRunner implements ProbeRunnerLike {
       const why = res.stderr.trim().split('\n').slice(-3).join(' | ') || `exit code ${res.exitCode}`;
       throw new KnownGoodError('probe-failed', `${call.probe} on ${this.transport.label} printed no result: ${why}`);
     }
-    return outcome(call, parsePythonJson(framed), this.transport.label);
+    return probeOutcome(call, parsePythonJson(framed), this.transport.label);
   }
 
   /** The interpreter the resident helper runs (starting it if needed). */

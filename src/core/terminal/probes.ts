@@ -5,7 +5,8 @@ import { envSnapshotProbe, type EnvSnapshot } from '../baselines/envProbe';
 import { formatBytes } from '../baselines/render';
 import { KnownGoodError } from '../errors';
 import { parsePythonJson } from '../json';
-import { defineProbe, interpreterSchema, type Interpreter, type ProbeCall } from '../probes/probe';
+import { defineProbe, type ProbeCall, type ProbeOutcome } from '../probes/probe';
+import { probeOutcome } from '../probes/runner';
 import { listRunsProbe } from '../runs/listRuns';
 import { renderTextTree } from '../runs/textTree';
 
@@ -166,30 +167,8 @@ export function terminalName(what: string, hostLabel: string): string {
   return `Known Good: ${what} @ ${hostLabel}`;
 }
 
-const envelopeSchema = z.union([
-  z.object({ ok: z.literal(true), result: z.unknown(), python: interpreterSchema }),
-  z.object({
-    ok: z.literal(false),
-    error: z.object({ message: z.string(), code: z.string() }),
-    python: interpreterSchema.optional(),
-  }),
-]);
-
 /** The framed document of a terminal run → the probe's parsed result (the same checks as a one-shot run). */
-export function parseFramedResult<R>(
-  call: ProbeCall<R>,
-  framed: string | undefined,
-  where: string,
-): { value: R; python: Interpreter } {
+export function parseFramedResult<R>(call: ProbeCall<R>, framed: string | undefined, where: string): ProbeOutcome<R> {
   if (framed === undefined) throw new KnownGoodError('probe-failed', `${call.probe} on ${where} printed no result`);
-  const env = envelopeSchema.safeParse(parsePythonJson(framed));
-  if (!env.success)
-    throw new KnownGoodError('bad-output', `probe ${call.probe} on ${where} returned a malformed document`);
-  if (!env.data.ok) {
-    throw new KnownGoodError('probe-failed', `${call.probe} on ${where}: ${env.data.error.message}`, {
-      probe: call.probe,
-      probeCode: env.data.error.code,
-    });
-  }
-  return { value: call.parse(env.data.result), python: env.data.python };
+  return probeOutcome(call, parsePythonJson(framed), where);
 }
