@@ -9,6 +9,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { launchBrowser } from '../vscode/browser';
+import { trainLogLine, trainLogPoints } from './trainLog';
 import { interrupted, repoRoot, startServer, type VsCodeServer } from '../vscode/server';
 
 const args = process.argv.slice(2);
@@ -102,40 +103,21 @@ function generate(): void {
 
 /** A deterministic training curve: loss falls, the lr schedule warms up then decays, and throughput drops after 690. */
 function writeTrainLog(runDir: string, run: RunSpec): void {
-  let seed = run.name.length * 9973;
-  const rand = () => {
-    seed = (seed * 1103515245 + 12345) % 2147483648;
-    return seed / 2147483648;
-  };
-  const t0 = Date.UTC(2026, 0, 15, 9, 0, 0) / 1000;
   const lines: string[] = [];
   const stdout: string[] = [`[${run.name}] starting: ${JSON.stringify(baseArgs)}`];
-  let time = t0;
-  for (let step = 1; step <= run.logSteps; step++) {
-    const changed = run.name === 'run-a' && step > 690;
-    const peak = changed ? 1.5e-4 : 3e-4;
-    const lr =
-      step < 100 ? (peak * step) / 100 : peak * (0.1 + 0.9 * 0.5 * (1 + Math.cos((Math.PI * step) / run.logSteps)));
-    const loss =
-      2.1 +
-      8.8 * Math.exp(-step / 250) +
-      (changed ? 0.25 * (1 - Math.exp(-(step - 690) / 80)) : 0) +
-      (rand() - 0.5) * 0.12;
-    const tokPerS = (changed ? 35_500 : 41_800) + (rand() - 0.5) * 1500;
-    time += (32 * 1024) / tokPerS;
-    lines.push(
-      JSON.stringify({
-        step,
-        time: Number(time.toFixed(3)),
-        loss: Number(loss.toFixed(4)),
-        lr: Number(lr.toExponential(4)),
-        tok_per_s: Math.round(tokPerS),
-      }),
-    );
-    if (step % 10 === 0) {
-      stdout.push(`step ${step} | loss ${loss.toFixed(4)} | lr ${lr.toExponential(2)} | ${Math.round(tokPerS)} tok/s`);
+  const points = trainLogPoints({
+    steps: run.logSteps,
+    seed: run.name.length * 9973,
+    ...(run.name === 'run-a' ? { changedAfter: 690 } : {}),
+  });
+  for (const p of points) {
+    lines.push(trainLogLine(p));
+    if (p.step % 10 === 0) {
+      stdout.push(
+        `step ${p.step} | loss ${p.loss.toFixed(4)} | lr ${p.lr.toExponential(2)} | ${Math.round(p.tokPerS)} tok/s`,
+      );
     }
-    if (run.steps.includes(step)) stdout.push(`saved checkpoint step_${step}/checkpoint.pt`);
+    if (run.steps.includes(p.step)) stdout.push(`saved checkpoint step_${p.step}/checkpoint.pt`);
   }
   writeFileSync(join(runDir, 'train_log.jsonl'), lines.join('\n') + '\n');
   writeFileSync(join(runDir, 'train_stdout.log'), stdout.join('\n') + '\n');

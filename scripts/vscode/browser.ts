@@ -15,6 +15,17 @@ export interface Browser {
   close(): Promise<void>;
 }
 
+/** Headless Chromium as root on a machine without network: no sandbox, GPU, background traffic or sync. */
+export const CHROMIUM_ARGS = [
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--no-first-run',
+  '--disable-dev-shm-usage',
+];
+
 export async function launchBrowser(
   opts: { headless?: boolean; viewport?: { width: number; height: number } } = {},
 ): Promise<Browser> {
@@ -27,15 +38,7 @@ export async function launchBrowser(
     viewport: opts.viewport ?? { width: 1280, height: 800 },
     // Chromium writes into XDG_CONFIG_HOME even with a user-data-dir; keep it inside the profile.
     env: { ...process.env, XDG_CONFIG_HOME: join(profile, 'xdg-config'), XDG_CACHE_HOME: join(profile, 'xdg-cache') },
-    args: [
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-      '--no-first-run',
-      '--disable-dev-shm-usage',
-    ],
+    args: CHROMIUM_ARGS,
   });
   const page = context.pages()[0] ?? (await context.newPage());
   let closed = false;

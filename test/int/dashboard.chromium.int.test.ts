@@ -9,6 +9,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { extname, join, resolve } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
+import { CHROMIUM_ARGS } from '../../scripts/vscode/browser';
 import { dashboardHtml, DASHBOARD_SCRIPT, DASHBOARD_STYLES } from '../../webview/src/html';
 import { loadInitFixture } from '../fixtures/dashboard';
 import { parseWebviewMessage, type InitMessage } from '../../src/core/dashboard/protocol';
@@ -228,14 +229,7 @@ before(async () => {
   browser = await chromium.launch({
     executablePath: CHROMIUM,
     headless: true,
-    args: [
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-      '--no-first-run',
-    ],
+    args: CHROMIUM_ARGS,
   });
   mkdirSync(ARTIFACTS, { recursive: true });
 });

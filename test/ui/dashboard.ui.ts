@@ -2,39 +2,14 @@ import * as assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { trainLogLine, trainLogPoints } from '../../scripts/demo/trainLog';
 import { scenario, type Workbench } from './harness';
 
 /** The demo's story in small: run-a's loss falls, then rises a little after step 690 when lr was halved. */
 function writeDemoRun(root: string): void {
   const dir = join(root, 'run-a');
   mkdirSync(dir, { recursive: true });
-  let seed = 12345;
-  const rand = () => ((seed = (seed * 1103515245 + 12345) % 2147483648), seed / 2147483648);
-  const lines: string[] = [];
-  let time = Date.UTC(2026, 0, 15, 9) / 1000;
-  for (let step = 1; step <= 3000; step++) {
-    const changed = step > 690;
-    const lr =
-      step < 100
-        ? (3e-4 * step) / 100
-        : (changed ? 1.5e-4 : 3e-4) * (0.1 + 0.45 * (1 + Math.cos((Math.PI * step) / 3000)));
-    const loss =
-      2.1 +
-      8.8 * Math.exp(-step / 250) +
-      (changed ? 0.25 * (1 - Math.exp(-(step - 690) / 80)) : 0) +
-      (rand() - 0.5) * 0.12;
-    const tok = (changed ? 35_500 : 41_800) + (rand() - 0.5) * 1500;
-    time += 32_768 / tok;
-    lines.push(
-      JSON.stringify({
-        step,
-        time: Number(time.toFixed(3)),
-        loss: Number(loss.toFixed(4)),
-        lr: Number(lr.toExponential(4)),
-        tok_per_s: Math.round(tok),
-      }),
-    );
-  }
+  const lines = trainLogPoints({ steps: 3000, seed: 12345, changedAfter: 690 }).map(trainLogLine);
   lines.splice(1500, 0, '{"step": 1500, "loss": NaN}', 'not json');
   writeFileSync(join(dir, 'train_log.jsonl'), lines.join('\n') + '\n');
   for (const s of [600, 690, 780]) {
