@@ -8,7 +8,7 @@ import {
   throughputFromOutput,
   type ThroughputReading,
 } from '../core/bench/customBenchmark';
-import type { Baseline, ThroughputResult } from '../core/baselines/store';
+import type { Baseline, BaselineStore, ThroughputResult } from '../core/baselines/store';
 import { KnownGoodError, messageOf } from '../core/errors';
 import type { HostSpec } from '../core/hosts';
 import { describeIssues } from '../core/probes/probe';
@@ -138,6 +138,21 @@ async function referenceFor(
   return refs[0];
 }
 
+/** Keeps a result with the host's baselines and compares it with the reference result, if there is one. */
+async function keepAndCompare(
+  c: Container,
+  host: HostSpec,
+  record: Parameters<BaselineStore['appendResult']>[1],
+): Promise<{ kept: { file: string; result: ThroughputResult }; comparison?: string }> {
+  const kept = await baselineStore(c).appendResult(hostKey(c, host), record);
+  const ref = await referenceFor(c, host, kept.result.id);
+  if (!ref) return { kept };
+  return {
+    kept,
+    comparison: compareThroughput(sampleOf(kept.result)!, { ...sampleOf(ref.result)!, label: ref.label }).text,
+  };
+}
+
 interface Reference {
   result: ThroughputResult;
   label: string;
@@ -198,16 +213,13 @@ async function runBench(c: Container, node: unknown, args: BenchArgs): Promise<B
         const label =
           args.label ??
           `${formatRate(bench.tokensPerSec.median)} tok/s ${new Date().toISOString().slice(0, 16).replace('T', ' ')}`;
-        kept = await baselineStore(c).appendResult(
-          hostKey(c, host),
+        ({ kept, comparison } = await keepAndCompare(
+          c,
+          host,
           benchRecord(bench, { hostId: hostKey(c, host), hostLabel: host.name, label }),
-        );
-        const ref = await referenceFor(c, host, kept.result.id);
+        ));
         const lines = [...benchSummary(bench), `kept with the baselines of ${host.name} as "${label}"`];
-        if (ref) {
-          comparison = compareThroughput(sampleOf(kept.result)!, { ...sampleOf(ref.result)!, label: ref.label }).text;
-          lines.push(comparison);
-        }
+        if (comparison) lines.push(comparison);
         return `── throughput ──\n${lines.join('\n')}`;
       } catch (e) {
         error = messageOf(e);
@@ -292,8 +304,9 @@ async function runCustom(c: Container, node: unknown, args: BenchArgs): Promise<
         const label =
           args.label ??
           `${formatRate(reading.tokensPerSec)} tok/s (own command) ${new Date().toISOString().slice(0, 16).replace('T', ' ')}`;
-        kept = await baselineStore(c).appendResult(
-          hostKey(c, host),
+        ({ kept, comparison } = await keepAndCompare(
+          c,
+          host,
           customRecord(reading, {
             hostId: hostKey(c, host),
             hostLabel: host.name,
@@ -302,16 +315,12 @@ async function runCustom(c: Container, node: unknown, args: BenchArgs): Promise<
             source,
             exitCode: exit.exitCode,
           }),
-        );
+        ));
         const lines = [
           `${formatRate(reading.tokensPerSec)} tok/s: median of the last ${reading.used.length} of ${reading.found} values (${source})`,
           `kept with the baselines of ${host.name} as "${label}"`,
         ];
-        const ref = await referenceFor(c, host, kept.result.id);
-        if (ref) {
-          comparison = compareThroughput(sampleOf(kept.result)!, { ...sampleOf(ref.result)!, label: ref.label }).text;
-          lines.push(comparison);
-        }
+        if (comparison) lines.push(comparison);
         return `── throughput ──\n${lines.join('\n')}`;
       } catch (e) {
         error = messageOf(e);
