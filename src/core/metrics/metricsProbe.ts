@@ -50,6 +50,14 @@ export const metricsReductionSchema = z.looseObject({
   /** Processes that read parts of the file (forked workers on Linux for large files). */
   jobs: count.default(1),
   elapsedMs: z.number(),
+  /**
+   * With `preview`: what a first look at a large file read (evenly spaced windows, whole lines), or null when the
+   * whole range was read and the result is exact. A preview's buckets hold only the sampled lines (spikes between
+   * windows are missing) and its nextOffset is where it started: follow only after an exact read.
+   */
+  sample: z.object({ bytes: count, windows: count, of: count }).nullable().default(null),
+  /** Where the result came from: `read` the file, or the resident helper's `cache` of an earlier read plus new bytes. */
+  source: z.enum(['read', 'cache']).default('read'),
 });
 export type MetricsReduction = z.infer<typeof metricsReductionSchema>;
 
@@ -65,6 +73,10 @@ export interface MetricsReduceOptions {
   series?: readonly string[];
   /** Worker processes for a large file (default: the host's CPUs, at most 8). */
   jobs?: number;
+  /** A quick first look: a large file is sampled (see `sample` in the result); a small one is read whole. */
+  preview?: boolean;
+  /** The preview's read budget in bytes (default 8 MiB; a file up to twice this is read whole). Implies preview. */
+  previewBytes?: number;
 }
 
 export function metricsReduceArgs(o: MetricsReduceOptions): string[] {
@@ -75,6 +87,8 @@ export function metricsReduceArgs(o: MetricsReduceOptions): string[] {
   if (o.offset) args.push('--offset', String(o.offset));
   if (o.series?.length) args.push('--series', o.series.join(','));
   if (o.jobs !== undefined) args.push('--jobs', String(o.jobs));
+  if (o.previewBytes !== undefined) args.push('--preview-bytes', String(o.previewBytes));
+  else if (o.preview) args.push('--preview');
   return args;
 }
 
