@@ -12,7 +12,7 @@ import {
 } from '../core/dashboard/sources';
 import type { RunsNode } from '../core/runs/model';
 import { createWebviewPanel, showQuickPick } from '../window';
-import { DashboardPanel, webviewOptions, type PanelProbe } from './panel';
+import { DashboardPanel, webviewOptions, type PanelOptions, type PanelProbe } from './panel';
 import { ContainerServices, type DashboardServices } from './services';
 
 /** A run named without a tree node: by other extensions, tests and the restored panels. */
@@ -25,7 +25,8 @@ export interface DashboardTarget {
 /** The extension-host tests' view of the dashboards (through KnownGoodApi). */
 export interface DashboardTestApi {
   panels(): readonly PanelProbe[];
-  open(targets: readonly DashboardTarget[]): Promise<PanelProbe>;
+  /** `previewBytes`: the preview's read budget for this panel (tests make a few-MB log sample). */
+  open(targets: readonly DashboardTarget[], options?: { previewBytes?: number }): Promise<PanelProbe>;
 }
 
 function isTarget(x: unknown): x is DashboardTarget {
@@ -58,9 +59,9 @@ export class DashboardManager implements vscode.Disposable, DashboardTestApi {
     return this.open_;
   }
 
-  async open(targets: readonly DashboardTarget[]): Promise<PanelProbe> {
+  async open(targets: readonly DashboardTarget[], options: { previewBytes?: number } = {}): Promise<PanelProbe> {
     const sources = await Promise.all(targets.map((t) => this.fromTarget(t)));
-    return this.show(sources);
+    return this.show(sources, undefined, { previewBytes: options.previewBytes });
   }
 
   /** The command: (clicked node, selected nodes) from the tree, a DashboardTarget, or nothing (quick picks). */
@@ -154,7 +155,7 @@ export class DashboardManager implements vscode.Disposable, DashboardTestApi {
     return (await runs)?.source;
   }
 
-  private show(sources: RunSource[], panel?: vscode.WebviewPanel, follow = false): DashboardPanel {
+  private show(sources: RunSource[], panel?: vscode.WebviewPanel, options: PanelOptions = {}): DashboardPanel {
     if (!panel) {
       const existing = this.open_.find((p) => p.shows(sources));
       if (existing) {
@@ -172,7 +173,7 @@ export class DashboardManager implements vscode.Disposable, DashboardTestApi {
         webviewOptions(this.c.context.extensionUri),
       );
     if (panel) panel.title = title;
-    const d = new DashboardPanel(p, this.services, sources, (x) => this.forget(x), follow);
+    const d = new DashboardPanel(p, this.services, sources, (x) => this.forget(x), options);
     this.open_.push(d);
     return d;
   }
@@ -200,7 +201,7 @@ export class DashboardManager implements vscode.Disposable, DashboardTestApi {
       const sources = await Promise.all(
         targets.map((t) => this.fromTarget(t).catch(() => ({ ...t, label: t.label ?? basename(t.logPath) }))),
       );
-      this.show(sources, panel, state?.follow ?? false);
+      this.show(sources, panel, { follow: state?.follow ?? false });
     },
   };
 

@@ -5,11 +5,12 @@ import {
   parseWebviewMessage,
   type HostMessage,
   type HostMessageInput,
+  type HostSide,
   type InitMessage,
-  type RunData,
   type WebviewMessage,
 } from '../core/dashboard/protocol';
-import { appendReduction, runDataFromReduction, seriesFromReduction } from '../core/dashboard/fromReduction';
+import { seriesFromReduction } from '../core/dashboard/fromReduction';
+import { ProgressiveRuns, sideByHost, type LoadedRun } from '../core/dashboard/progressive';
 import { runCheckpoints, runId, type CheckpointSource, type RunSource } from '../core/dashboard/sources';
 import { messageOf } from '../core/errors';
 import { metricsReduceProbe } from '../core/metrics/metricsProbe';
@@ -20,12 +21,11 @@ import type { DashboardServices } from './services';
 const MAX_BUCKETS = 2000;
 const FOLLOW_INTERVAL_MS = 2000;
 
-interface LoadedRun {
-  src: RunSource;
-  id: string;
-  data: RunData;
-  /** Where following reads next (the reduction's nextOffset). */
-  nextOffset: number;
+export interface PanelOptions {
+  /** Turn following on once the page is ready (a restored panel that was following). */
+  follow?: boolean;
+  /** The preview's read budget in bytes; undefined: the probe's default (tests set a small one). */
+  previewBytes?: number | undefined;
 }
 
 /** A fresh nonce per page: 24 random bytes as base64 (32 characters). */
@@ -55,8 +55,14 @@ export interface PanelProbe {
   readonly posted: readonly string[];
   readonly lastPosted: HostMessage | undefined;
   readonly lastInit: InitMessage | undefined;
-  /** ms from opening to the first init posted with plot data. */
+  /** ms from opening to the first init posted with plot data (a preview for a large log). */
   readonly firstDataMs: number | undefined;
+  /** ms from opening until the webview had exact data for every run (undefined while any run is a preview). */
+  readonly exactDataMs: number | undefined;
+  /** The first init posted (the one firstDataMs measures). */
+  readonly firstInit: InitMessage | undefined;
+  /** The last runData posted. */
+  readonly lastRunData: (HostMessage & { type: 'runData' }) | undefined;
   /** Handles `raw` as if the webview had posted it (validation included). */
   simulate(raw: unknown): void;
 }
@@ -67,11 +73,13 @@ export interface PanelProbe {
  */
 export class DashboardPanel implements vscode.Disposable, PanelProbe {
   private readonly disposables: vscode.Disposable[] = [];
-  private runsV: LoadedRun[] = [];
+  private readonly loader: ProgressiveRuns;
   private checkpoints: CheckpointSource[] = [];
-  private side: Pick<InitMessage, 'drift' | 'bench'> = { drift: null, bench: [] };
+  /** Per host of the runs; undefined while it is being read (the first init does not wait for it). */
+  private side: HostSide[] | undefined;
   private loading: Promise<void> | undefined;
-  private loadErrors: string[] = [];
+  /** Exact reads that failed before the page was ready: said with the init. */
+  private readonly exactErrors: string[] = [];
   private isReady = false;
   private following = false;
   private followTimer: ReturnType<typeof setTimeout> | undefined;
@@ -84,14 +92,28 @@ export class DashboardPanel implements vscode.Disposable, PanelProbe {
   lastPosted: HostMessage | undefined;
   lastInit: InitMessage | undefined;
   firstDataMs: number | undefined;
+  exactDataMs: number | undefined;
+  firstInit: InitMessage | undefined;
+  lastRunData: (HostMessage & { type: 'runData' }) | undefined;
+  private readonly restoreFollow: boolean;
 
   constructor(
     readonly panel: vscode.WebviewPanel,
     private readonly services: DashboardServices,
     private readonly sources: RunSource[],
     private readonly onDisposed: (p: DashboardPanel) => void,
-    private readonly restoreFollow = false,
+    options: PanelOptions = {},
   ) {
+    this.restoreFollow = options.follow ?? false;
+    const log = services.log;
+    this.loader = new ProgressiveRuns(sources, {
+      reduce: async (src, o) =>
+        (await services.probes(src.hostId).run(metricsReduceProbe({ path: src.logPath, ...o }))).value,
+      hostLabel: (id) => services.hostLabel(id),
+      previewBytes: options.previewBytes,
+      maxBuckets: MAX_BUCKETS,
+      log: (line) => log.info(line),
+    });
     const webview = panel.webview;
     webview.options = webviewOptions(services.extensionUri);
     const dist = vscode.Uri.joinPath(services.extensionUri, 'dist', 'webview');
@@ -179,35 +201,55 @@ export class DashboardPanel implements vscode.Disposable, PanelProbe {
     return c;
   }
 
+  private get runsV(): readonly LoadedRun[] {
+    return this.loader.runs;
+  }
+
+  /**
+   * Resolves once every run has its first data (a preview for a large log): the first init waits for this only.
+   * The exact reads of sampled runs and the hosts' side data go on behind it and are posted as they land.
+   */
   private async load(): Promise<void> {
-    const t0 = performance.now();
-    const side = this.services.sideData(this.sources[0]?.hostId);
-    const loaded = await Promise.all(
-      this.sources.map(async (src) => {
-        const id = runId(src.hostId, src.logPath);
-        try {
-          const r = await this.services.probes(src.hostId).run(metricsReduceProbe({ path: src.logPath, x: 'step' }));
-          const data = runDataFromReduction(
-            { id, label: src.label, host: this.services.hostLabel(src.hostId) },
-            r.value,
-          );
-          this.services.log.info(
-            `dashboard: ${src.logPath}: ${r.value.lines} lines, ${r.value.series.length} series in ${Math.round(performance.now() - t0)} ms (probe ${Math.round(r.value.elapsedMs)} ms)`,
-          );
-          return { src, id, data, nextOffset: r.value.nextOffset } satisfies LoadedRun;
-        } catch (e) {
-          this.loadErrors.push(`${src.label}: ${messageOf(e)}`);
-          return undefined;
-        }
-      }),
-    );
-    this.runsV = loaded.filter((r): r is LoadedRun => r !== undefined);
+    void sideByHost(
+      this.sources,
+      (id) => this.services.hostLabel(id),
+      (id) => this.services.sideData(id),
+      (line) => this.services.log.warn(line),
+    ).then((hosts) => {
+      this.side = hosts;
+      // Before the first init the side data just rides along with it.
+      if (this.firstInit) this.post({ type: 'side', hosts });
+    });
+    await this.loader.loadPreviews();
     this.checkpoints = this.runsV.flatMap((r) => runCheckpoints(r.src, r.id));
-    try {
-      this.side = await side;
-    } catch (e) {
-      this.services.log.warn(`dashboard: baseline/benchmark history: ${messageOf(e)}`);
+    if (this.loader.anyPending) {
+      void this.loader.completeExact({
+        exact: (run) => {
+          this.post({ type: 'runData', data: run.data });
+          this.noteExact();
+        },
+        failed: (run, message) => {
+          this.services.log.error(`dashboard: reading all of ${run.src.logPath}: ${message}`);
+          const text = `Could not read all of ${run.src.label} (the plots show a sample of it): ${message}`;
+          if (!this.firstInit) {
+            this.exactErrors.push(text);
+            return;
+          }
+          this.post({ type: 'runData', data: run.data });
+          this.post({ type: 'error', message: text });
+        },
+      });
     }
+  }
+
+  /** Records exactDataMs the first time the webview has exact data for every run. */
+  private noteExact(): void {
+    if (this.exactDataMs !== undefined || !this.isReady || this.disposed || !this.loader.allExact) return;
+    if (!this.firstInit) return;
+    this.exactDataMs = performance.now() - this.openedAt;
+    this.services.log.info(
+      `dashboard: exact data for every run posted ${Math.round(this.exactDataMs)} ms after opening`,
+    );
   }
 
   private postInit(): void {
@@ -216,18 +258,26 @@ export class DashboardPanel implements vscode.Disposable, PanelProbe {
       type: 'init',
       runs: this.runsV.map((r) => r.data),
       checkpoints: this.checkpoints.map((c) => c.checkpoint),
-      drift: this.side.drift,
-      bench: this.side.bench,
+      hosts: this.side ?? [],
+      sidePending: this.side === undefined,
       follow: this.following,
     });
     if (this.firstDataMs === undefined && this.runsV.length) {
       this.firstDataMs = performance.now() - this.openedAt;
-      this.services.log.info(`dashboard: first plot data posted ${Math.round(this.firstDataMs)} ms after opening`);
+      const previews = this.runsV.filter((r) => r.exact !== 'done').length;
+      this.services.log.info(
+        `dashboard: first plot data posted ${Math.round(this.firstDataMs)} ms after opening` +
+          (previews ? ` (${previews} of ${this.runsV.length} runs sampled; reading them whole)` : ' (exact)'),
+      );
     }
-    if (this.loadErrors.length) this.post({ type: 'error', message: `Could not read ${this.loadErrors.join('; ')}` });
+    this.noteExact();
+    const errors = this.loader.errors;
+    if (errors.length) this.post({ type: 'error', message: `Could not read ${errors.join('; ')}` });
+    for (const text of this.exactErrors) this.post({ type: 'error', message: text });
   }
 
   private async answerRange(run: string, series: string, from: number, to: number): Promise<void> {
+    // Window reads are exact whether the run's data is still a preview or not.
     const r = this.runsV.find((x) => x.id === run);
     if (!r) return;
     const { value } = await this.services
@@ -254,25 +304,19 @@ export class DashboardPanel implements vscode.Disposable, PanelProbe {
     }, ms);
   }
 
-  /** Reads what was appended to each followed log since the last read; posts runData for those that grew. */
+  /**
+   * Reads what was appended to each followed log since its exact read; posts runData for those that grew. Runs still
+   * showing a preview are left for a later poll (their exact read brings the data up to date).
+   */
   async pollOnce(): Promise<void> {
     if (this.polling) return;
     this.polling = true;
     try {
       await this.loading;
-      for (const r of this.runsV) {
-        try {
-          const { value } = await this.services
-            .probes(r.src.hostId)
-            .run(metricsReduceProbe({ path: r.src.logPath, x: 'step', offset: r.nextOffset }));
-          r.nextOffset = value.nextOffset;
-          if (value.lines === 0 && !value.reset) continue;
-          r.data = appendReduction(r.data, value, MAX_BUCKETS);
-          this.post({ type: 'runData', data: r.data });
-        } catch (e) {
-          this.post({ type: 'error', message: `Following ${r.src.label}: ${messageOf(e)}` });
-        }
-      }
+      await this.loader.follow({
+        grew: (r) => this.post({ type: 'runData', data: r.data }),
+        failed: (r, message) => this.post({ type: 'error', message: `Following ${r.src.label}: ${message}` }),
+      });
     } finally {
       this.polling = false;
     }
@@ -289,7 +333,11 @@ export class DashboardPanel implements vscode.Disposable, PanelProbe {
     }
     this.posted.push(parsed.message.type);
     this.lastPosted = parsed.message;
-    if (parsed.message.type === 'init') this.lastInit = parsed.message;
+    if (parsed.message.type === 'init') {
+      this.lastInit = parsed.message;
+      this.firstInit ??= parsed.message;
+    }
+    if (parsed.message.type === 'runData') this.lastRunData = parsed.message;
     void this.panel.webview.postMessage(parsed.message);
   }
 

@@ -3,11 +3,10 @@
 import {
   DASHBOARD_PROTOCOL_VERSION,
   dashboardStateSchema,
-  type BenchPoint,
   type Checkpoint,
   type DashboardState,
-  type DriftSummary,
   type HostMessage,
+  type HostSide,
   type RangeDataMessage,
   type RunData,
   type SeriesData,
@@ -20,8 +19,10 @@ import {
   formatValue,
   hasWallTime,
   mergeWindow,
+  previewNote,
   previousCheckpoints,
   runTimeOrigin,
+  sideHosts,
   stepWindow,
   totalSkipped,
   upsertRun,
@@ -46,8 +47,9 @@ const seriesKey = (run: string, series: string): string => `${run}\u0000${series
 export class Dashboard {
   private runs: RunData[] = [];
   private checkpoints: Checkpoint[] = [];
-  private drift: DriftSummary | null = null;
-  private bench: BenchPoint[] = [];
+  /** Baseline drift and benchmark history per host of the runs. */
+  private hosts: HostSide[] = [];
+  private sidePending = false;
   private selected: string[] | undefined;
   private smoothing: number;
   private axis: XAxis;
@@ -60,7 +62,7 @@ export class Dashboard {
   private pending = new Map<string, { from: number; to: number }>();
   private plots = new Map<string, { card: HTMLElement; plot: SeriesPlot }>();
   private stopWatchingTheme: (() => void) | undefined;
-  private disposeBench: (() => void) | undefined;
+  private disposeBench: (() => void)[] = [];
   private theme: Theme | undefined;
   private zoomTimer: ReturnType<typeof setTimeout> | undefined;
 
@@ -69,6 +71,7 @@ export class Dashboard {
     toolbar: h('div', 'kg-toolbar'),
     seriesChooser: h('div', 'kg-series-chooser'),
     legend: h('div', 'kg-legend'),
+    preview: h('div', 'kg-preview'),
     plots: h('div', 'kg-plots'),
     runs: h('section', 'kg-section kg-runs'),
     checkpoints: h('section', 'kg-section kg-checkpoints'),
@@ -95,7 +98,18 @@ export class Dashboard {
     const main = h('main', 'kg-main');
     const aside = h('aside', 'kg-aside');
     this.els.banner.hidden = true;
-    main.append(this.els.banner, this.els.toolbar, this.els.seriesChooser, this.els.legend, this.els.plots);
+    // A polite live region: screen readers hear that the plots are a preview, and when the exact data replaced it.
+    this.els.preview.setAttribute('role', 'status');
+    this.els.preview.setAttribute('aria-live', 'polite');
+    this.els.preview.hidden = true;
+    main.append(
+      this.els.banner,
+      this.els.toolbar,
+      this.els.seriesChooser,
+      this.els.legend,
+      this.els.preview,
+      this.els.plots,
+    );
     aside.append(this.els.runs, this.els.checkpoints, this.els.drift, this.els.bench);
     const waiting = h('p', 'kg-empty', 'Waiting for data…');
     this.els.plots.append(waiting);
@@ -109,8 +123,8 @@ export class Dashboard {
       case 'init':
         this.runs = message.runs;
         this.checkpoints = message.checkpoints;
-        this.drift = message.drift;
-        this.bench = message.bench;
+        this.hosts = sideHosts(message);
+        this.sidePending = message.sidePending;
         this.follow = message.follow;
         if (message.selected) this.selected = message.selected;
         this.zoom = undefined;
@@ -128,6 +142,12 @@ export class Dashboard {
         break;
       case 'rangeData':
         this.acceptRange(message);
+        break;
+      case 'side':
+        this.hosts = message.hosts;
+        this.sidePending = false;
+        this.renderDrift();
+        this.renderBench();
         break;
       case 'follow':
         this.follow = message.on;
@@ -175,7 +195,7 @@ export class Dashboard {
 
   /** Theme change: canvases hold resolved colours, so they are drawn anew. */
   private redrawAll(): void {
-    if (this.runs.length === 0 && this.bench.length === 0) return;
+    if (this.runs.length === 0 && this.hosts.every((x) => x.bench.length === 0)) return;
     this.theme = readTheme();
     this.renderRuns();
     this.renderPlots(true);
@@ -258,6 +278,11 @@ export class Dashboard {
       const name = h('span', 'kg-run-label', r.run.label);
       name.title = `${r.run.host}:${r.run.path}`;
       item.append(swatch, name);
+      if (r.run.sample) {
+        item.append(
+          badge(r.run.sample.failed ? 'sampled' : 'preview', 'These plots are drawn from a sample of the log'),
+        );
+      }
       const skipped = totalSkipped(r.run.skipped);
       if (skipped > 0) {
         item.append(
@@ -270,6 +295,7 @@ export class Dashboard {
       return item;
     });
     this.els.legend.replaceChildren(...items);
+    this.renderPreviewNotes();
 
     const heading = h('h2', undefined, 'Runs');
     const grid = dataGrid(
@@ -295,6 +321,20 @@ export class Dashboard {
       'Skipped lines: Bad = not JSON, Text = non-numeric value, NaN = NaN/Infinity.',
     );
     this.els.runs.replaceChildren(heading, grid, note);
+  }
+
+  /** One line per run whose data is still a preview; hidden once every run is exact. */
+  private renderPreviewNotes(): void {
+    const named = this.runs.length > 1;
+    const notes = this.runs.flatMap((r) => {
+      const text = previewNote(r.run, named);
+      if (!text) return [];
+      const p = h('p', r.run.sample?.failed ? 'kg-preview-note kg-preview-failed' : 'kg-preview-note', text);
+      p.dataset.run = r.run.id;
+      return [p];
+    });
+    this.els.preview.replaceChildren(...notes);
+    this.els.preview.hidden = notes.length === 0;
   }
 
   private override = (runId: string, key: string): SeriesData | undefined => this.fine.get(seriesKey(runId, key));
@@ -397,7 +437,7 @@ export class Dashboard {
 
   dispose(): void {
     this.stopWatchingTheme?.();
-    this.disposeBench?.();
+    for (const d of this.disposeBench.splice(0)) d();
     for (const { plot } of this.plots.values()) plot.destroy();
     this.plots.clear();
   }
@@ -459,37 +499,74 @@ export class Dashboard {
     this.els.checkpoints.replaceChildren(heading, list);
   }
 
+  /** With runs from several hosts, each host's part is headed by its name; with one, it looks as it always did. */
+  private hostHeading(x: HostSide): HTMLElement | undefined {
+    if (this.hosts.length < 2) return undefined;
+    const title = h('h3', 'kg-host', x.label || x.host);
+    title.dataset.host = x.host;
+    return title;
+  }
+
   private renderDrift(): void {
     const heading = h('h2', undefined, 'Baseline drift');
-    const d = this.drift;
-    if (!d) {
-      this.els.drift.replaceChildren(heading, h('p', 'kg-empty', 'No baseline recorded for this host.'));
+    if (this.sidePending) {
+      this.els.drift.replaceChildren(heading, h('p', 'kg-empty', 'Reading the baselines…'));
       return;
     }
-    const sub = h('p', 'kg-muted', `${d.baseline}${d.capturedAt ? ` · ${d.capturedAt}` : ''}`);
-    sub.append(' ', badge(d.changes === 0 ? 'no drift' : `${d.changes} changed`));
-    const pre = h('pre', 'kg-drift-text', d.text);
-    this.els.drift.replaceChildren(heading, sub, pre);
+    const parts = this.hosts.flatMap((x) => {
+      const group = h('div', 'kg-host-part');
+      group.dataset.host = x.host;
+      const title = this.hostHeading(x);
+      if (title) group.append(title);
+      const d = x.drift;
+      if (!d) {
+        group.append(h('p', 'kg-empty', 'No baseline recorded for this host.'));
+        return [group];
+      }
+      const sub = h('p', 'kg-muted', `${d.baseline}${d.capturedAt ? ` · ${d.capturedAt}` : ''}`);
+      sub.append(' ', badge(d.changes === 0 ? 'no drift' : `${d.changes} changed`));
+      group.append(sub, h('pre', 'kg-drift-text', d.text));
+      return [group];
+    });
+    if (parts.length === 0) parts.push(h('p', 'kg-empty', 'No baseline recorded for this host.'));
+    this.els.drift.replaceChildren(heading, ...parts);
   }
 
   private renderBench(): void {
-    this.disposeBench?.();
-    this.disposeBench = undefined;
+    for (const d of this.disposeBench.splice(0)) d();
     const heading = h('h2', undefined, 'Benchmark history');
-    if (this.bench.length === 0) {
-      this.els.bench.replaceChildren(heading, h('p', 'kg-empty', 'No benchmarks yet.'));
+    if (this.sidePending) {
+      this.els.bench.replaceChildren(heading, h('p', 'kg-empty', 'Reading the benchmark history…'));
       return;
     }
-    const base = this.bench.find((b) => b.baseline);
-    const sub = h(
-      'p',
-      'kg-muted',
-      base
-        ? `tokens/s; baseline ${formatValue(base.tokPerS)} (${base.label ?? new Date(base.time * 1000).toLocaleDateString()})`
-        : 'tokens/s; no baseline marked',
-    );
-    const canvasHost = h('div', 'kg-bench-canvas');
-    this.els.bench.replaceChildren(heading, sub, canvasHost, divider());
-    this.disposeBench = createBenchPlot(canvasHost, this.bench, this.theme ?? readTheme());
+    const parts: HTMLElement[] = [];
+    const draw: { host: HTMLElement; x: HostSide }[] = [];
+    for (const x of this.hosts) {
+      const group = h('div', 'kg-host-part');
+      group.dataset.host = x.host;
+      const title = this.hostHeading(x);
+      if (title) group.append(title);
+      parts.push(group);
+      if (x.bench.length === 0) {
+        group.append(h('p', 'kg-empty', 'No benchmarks yet.'));
+        continue;
+      }
+      const base = x.bench.find((b) => b.baseline);
+      const sub = h(
+        'p',
+        'kg-muted',
+        base
+          ? `tokens/s; baseline ${formatValue(base.tokPerS)} (${base.label ?? new Date(base.time * 1000).toLocaleDateString()})`
+          : 'tokens/s; no baseline marked',
+      );
+      const canvasHost = h('div', 'kg-bench-canvas');
+      group.append(sub, canvasHost, divider());
+      draw.push({ host: canvasHost, x });
+    }
+    if (parts.length === 0) parts.push(h('p', 'kg-empty', 'No benchmarks yet.'));
+    this.els.bench.replaceChildren(heading, ...parts);
+    // Drawn once in the page: uPlot sizes the canvas from its host's width.
+    const theme = this.theme ?? readTheme();
+    for (const d of draw) this.disposeBench.push(createBenchPlot(d.host, d.x.bench, theme));
   }
 }

@@ -1,5 +1,13 @@
 // The dashboard's data handling, kept free of the DOM so it runs (and is tested) in plain Node.
-import type { RunData, SeriesData, SkippedCounts, XAxis } from '../../src/core/dashboard/protocol';
+import type {
+  HostSide,
+  InitMessage,
+  RunData,
+  RunInfo,
+  SeriesData,
+  SkippedCounts,
+  XAxis,
+} from '../../src/core/dashboard/protocol';
 
 /** Keys that are an x axis rather than a metric; plotting them against step is a straight line. */
 const X_LIKE = new Set([
@@ -308,4 +316,33 @@ export function yExtent(model: PlotModel, i0: number, i1: number): [number, numb
     }
   }
   return lo <= hi ? [lo, hi] : undefined;
+}
+
+/** The side data per host: `hosts` when the host sent it, else the one host of `drift`/`bench` (older messages). */
+export function sideHosts(init: Pick<InitMessage, 'hosts' | 'drift' | 'bench'>): HostSide[] {
+  if (init.hosts) return init.hosts;
+  return [{ host: '', label: '', drift: init.drift, bench: init.bench }];
+}
+
+/** How much of the log a preview read, for people: "7%", "less than 1%", never "0%" or "100%" for a sample. */
+export function sampledShare(bytes: number, of: number): string {
+  if (of <= 0) return '0%';
+  const pct = (bytes / of) * 100;
+  if (pct < 1) return 'less than 1%';
+  return `${Math.min(99, Math.round(pct))}%`;
+}
+
+/**
+ * The note a run's preview shows: what share of which file it sampled, and whether the whole log is being read or
+ * could not be. Undefined when the run's data is exact. `named`: say which run (when several are shown).
+ */
+export function previewNote(run: RunInfo, named: boolean): string | undefined {
+  const s = run.sample;
+  if (!s) return undefined;
+  const file = run.path.slice(run.path.lastIndexOf('/') + 1) || run.path;
+  const who = named ? ` of ${run.label}` : '';
+  const tail = s.failed
+    ? 'the whole log could not be read, so spikes between the samples may be missing.'
+    : 'reading the whole log…';
+  return `Preview${who}: sampled ${sampledShare(s.bytes, s.of)} of ${file} — ${tail}`;
 }

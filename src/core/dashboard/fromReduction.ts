@@ -14,11 +14,18 @@ export function skippedFromReduction(r: MetricsReduction): SkippedCounts {
   return { malformed: s.malformed, nonNumeric: s.nonNumeric, nonFinite: s.nonFinite, noX: s.noX };
 }
 
+/** A sampled reduction (a preview) says so in its run info; an exact one carries no `sample`. */
 export function runDataFromReduction(run: Pick<RunInfo, 'id' | 'label' | 'host'>, r: MetricsReduction): RunData {
-  return {
-    run: { ...run, path: r.path, lines: r.lines, skipped: skippedFromReduction(r) },
-    series: r.series.map(seriesFromReduction),
+  const info: RunInfo = {
+    id: run.id,
+    label: run.label,
+    host: run.host,
+    path: r.path,
+    lines: r.lines,
+    skipped: skippedFromReduction(r),
   };
+  if (r.sample) info.sample = { bytes: r.sample.bytes, of: r.sample.of, failed: false };
+  return { run: info, series: r.series.map(seriesFromReduction) };
 }
 
 /**

@@ -29,6 +29,12 @@ export const runInfoSchema = z.object({
   /** Lines read so far (all of them, skipped included). */
   lines: count,
   skipped: skippedCountsSchema,
+  /**
+   * Present while the data is a preview: buckets from evenly spaced windows of the log (`bytes` of its `of` bytes),
+   * spikes between the windows missing. The exact read replaces it with a runData without `sample`; `failed` says
+   * that read did not succeed, so the preview is all there is.
+   */
+  sample: z.object({ bytes: count, of: count, failed: z.boolean().default(false) }).optional(),
 });
 export type RunInfo = z.infer<typeof runInfoSchema>;
 
@@ -92,6 +98,17 @@ export const benchPointSchema = z.object({
 });
 export type BenchPoint = z.infer<typeof benchPointSchema>;
 
+/** Beside the plots, per host of the runs: its newest baseline's drift and its benchmark history. */
+export const hostSideSchema = z.object({
+  /** The host's id (as in the run ids). */
+  host: z.string(),
+  /** Its name as the user knows it; shown above its sections when the runs come from several hosts. */
+  label: z.string(),
+  drift: driftSummarySchema.nullable(),
+  bench: z.array(benchPointSchema),
+});
+export type HostSide = z.infer<typeof hostSideSchema>;
+
 export const xAxisSchema = z.enum(['step', 'time', 'relative']);
 export type XAxis = z.infer<typeof xAxisSchema>;
 
@@ -101,8 +118,13 @@ export const initMessageSchema = z.object({
   type: z.literal('init'),
   runs: z.array(runDataSchema),
   checkpoints: z.array(checkpointSchema),
-  drift: driftSummarySchema.nullable(),
-  bench: z.array(benchPointSchema),
+  /** One host's side data, as before `hosts`: read when `hosts` is absent. */
+  drift: driftSummarySchema.nullable().default(null),
+  bench: z.array(benchPointSchema).default([]),
+  /** Side data per host of the runs, in run order. Absent: `drift`/`bench` are the only host's. */
+  hosts: z.array(hostSideSchema).optional(),
+  /** The side data is still being read; a `side` message brings it (the plots do not wait for it). */
+  sidePending: z.boolean().default(false),
   follow: z.boolean().default(false),
   /** Series to show first; absent: the webview picks (or restores its saved choice). */
   selected: z.array(z.string()).optional(),
@@ -121,6 +143,9 @@ export const rangeDataMessageSchema = z.object({
   data: seriesDataSchema,
 });
 
+/** The side data per host, when it was not ready for init. */
+export const sideMessageSchema = z.object({ type: z.literal('side'), hosts: z.array(hostSideSchema) });
+
 export const followStateMessageSchema = z.object({ type: z.literal('follow'), on: z.boolean() });
 export const errorMessageSchema = z.object({ type: z.literal('error'), message: z.string() });
 
@@ -130,6 +155,7 @@ export const hostMessageSchema = z.discriminatedUnion('type', [
   rangeDataMessageSchema,
   followStateMessageSchema,
   errorMessageSchema,
+  sideMessageSchema,
 ]);
 export type HostMessage = z.infer<typeof hostMessageSchema>;
 export type InitMessage = z.infer<typeof initMessageSchema>;

@@ -1,0 +1,191 @@
+// The dashboard's runs, read in two steps so the first plot comes quickly even for a log of a million lines: a
+// preview (the probe samples evenly spaced windows of a large log; a small one it reads whole), then, for the runs
+// whose preview was sampled, the exact read that replaces it. Following reads from an exact read's nextOffset only.
+// Pure (the probe is a function passed in), so it is tested in Node; src/dashboard/panel.ts adapts it.
+import { messageOf } from '../errors';
+import type { MetricsReduceOptions, MetricsReduction } from '../metrics/metricsProbe';
+import { appendReduction, runDataFromReduction } from './fromReduction';
+import type { HostSide, RunData } from './protocol';
+import { runId, type RunSource } from './sources';
+
+/** Reads one run's log with metrics_reduce (through its host's resident helper, in the panel). */
+export type Reduce = (src: RunSource, options: Omit<MetricsReduceOptions, 'path'>) => Promise<MetricsReduction>;
+
+export interface LoadedRun {
+  readonly src: RunSource;
+  readonly id: string;
+  data: RunData;
+  /** Where following reads next: an exact read's nextOffset; undefined while the data is a preview. */
+  nextOffset: number | undefined;
+  /** `pending`: the data is a preview and the exact read is yet to land; `failed`: it did not, the preview stays. */
+  exact: 'done' | 'pending' | 'failed';
+}
+
+export interface ProgressiveOptions {
+  reduce: Reduce;
+  hostLabel(hostId: string): string;
+  /** The preview's read budget in bytes; undefined: the probe's default. */
+  previewBytes?: number | undefined;
+  /** Buckets per series kept while following. */
+  maxBuckets: number;
+  log?: (line: string) => void;
+}
+
+export interface ExactEvents {
+  /** A run's preview was replaced by the exact data. */
+  exact(run: LoadedRun): void;
+  /** A run's exact read failed: its data is still the preview, now marked `failed`. */
+  failed(run: LoadedRun, message: string): void;
+}
+
+export interface FollowEvents {
+  /** New lines were read and added to the run's data. */
+  grew(run: LoadedRun): void;
+  failed(run: LoadedRun, message: string): void;
+}
+
+const X = 'step';
+
+export class ProgressiveRuns {
+  private runsV: LoadedRun[] = [];
+  /** One line per run that could not be read at all. */
+  readonly errors: string[] = [];
+
+  constructor(
+    private readonly sources: readonly RunSource[],
+    private readonly o: ProgressiveOptions,
+  ) {}
+
+  get runs(): readonly LoadedRun[] {
+    return this.runsV;
+  }
+
+  /** Every run's data is exact (and there is at least one run). */
+  get allExact(): boolean {
+    return this.runsV.length > 0 && this.runsV.every((r) => r.exact === 'done');
+  }
+
+  get anyPending(): boolean {
+    return this.runsV.some((r) => r.exact === 'pending');
+  }
+
+  private loaded(src: RunSource, r: MetricsReduction): LoadedRun {
+    const id = runId(src.hostId, src.logPath);
+    const data = runDataFromReduction({ id, label: src.label, host: this.o.hostLabel(src.hostId) }, r);
+    const sampled = r.sample !== null;
+    // A preview's nextOffset is where it started: following from it would read the whole log again as "appended".
+    return { src, id, data, nextOffset: sampled ? undefined : r.nextOffset, exact: sampled ? 'pending' : 'done' };
+  }
+
+  /**
+   * First data for every run, all runs at once: a preview, or the exact result when the log is small (or the
+   * helper had it cached). A run whose preview fails is read exactly instead (a helper without preview support,
+   * say); a run that cannot be read at all is left out and named in `errors`.
+   */
+  async loadPreviews(): Promise<void> {
+    const preview: Omit<MetricsReduceOptions, 'path'> =
+      this.o.previewBytes !== undefined ? { x: X, previewBytes: this.o.previewBytes } : { x: X, preview: true };
+    const t0 = performance.now();
+    const loaded = await Promise.all(
+      this.sources.map(async (src) => {
+        let r: MetricsReduction;
+        try {
+          r = await this.o.reduce(src, preview);
+        } catch (first) {
+          this.o.log?.(`dashboard: ${src.logPath}: preview failed (${messageOf(first)}), reading it whole`);
+          try {
+            r = await this.o.reduce(src, { x: X });
+          } catch (e) {
+            this.errors.push(`${src.label}: ${messageOf(e)}`);
+            return undefined;
+          }
+        }
+        const what = r.sample
+          ? `preview of ${Math.round(r.sample.bytes / 1024)} KiB of ${Math.round(r.sample.of / 1024)} KiB (${r.sample.windows} windows)`
+          : `exact (${r.source})`;
+        this.o.log?.(
+          `dashboard: ${src.logPath}: ${what}: ${r.lines} lines, ${r.series.length} series in ${Math.round(performance.now() - t0)} ms (probe ${Math.round(r.elapsedMs)} ms)`,
+        );
+        return this.loaded(src, r);
+      }),
+    );
+    this.runsV = loaded.filter((r): r is LoadedRun => r !== undefined);
+  }
+
+  /** The exact reads of the runs whose data is a preview, all at once; events as each lands. */
+  async completeExact(on: ExactEvents): Promise<void> {
+    await Promise.all(
+      this.runsV
+        .filter((r) => r.exact === 'pending')
+        .map(async (run) => {
+          const t0 = performance.now();
+          try {
+            const r = await this.o.reduce(run.src, { x: X });
+            // An exact read never carries a sample; if the helper sent one anyway, following from it would be wrong.
+            if (r.sample !== null) throw new Error('the exact read came back sampled');
+            run.data = runDataFromReduction(run.data.run, r);
+            run.nextOffset = r.nextOffset;
+            run.exact = 'done';
+            this.o.log?.(
+              `dashboard: ${run.src.logPath}: exact: ${r.lines} lines in ${Math.round(performance.now() - t0)} ms (probe ${Math.round(r.elapsedMs)} ms, ${r.source})`,
+            );
+            on.exact(run);
+          } catch (e) {
+            run.exact = 'failed';
+            const sample = run.data.run.sample;
+            if (sample) run.data = { ...run.data, run: { ...run.data.run, sample: { ...sample, failed: true } } };
+            on.failed(run, messageOf(e));
+          }
+        }),
+    );
+  }
+
+  /**
+   * One follow step: reads what was appended to each run's log since its exact read, one run after another.
+   * Runs whose data is a preview are skipped (their exact read is pending, or it failed).
+   */
+  async follow(on: FollowEvents): Promise<void> {
+    for (const run of this.runsV) {
+      const from = run.nextOffset;
+      if (run.exact !== 'done' || from === undefined) continue;
+      try {
+        const value = await this.o.reduce(run.src, { x: X, offset: from });
+        run.nextOffset = value.nextOffset;
+        if (value.lines === 0 && !value.reset) continue;
+        run.data = appendReduction(run.data, value, this.o.maxBuckets);
+        on.grew(run);
+      } catch (e) {
+        on.failed(run, messageOf(e));
+      }
+    }
+  }
+}
+
+/** The distinct hosts of the runs, in the order their first run appears. */
+export function hostsOf(sources: readonly Pick<RunSource, 'hostId'>[]): string[] {
+  return [...new Set(sources.map((s) => s.hostId))];
+}
+
+/**
+ * The side data of every host of the runs, read at once, in run order. A host whose baselines or benchmarks cannot
+ * be read shows as having none (and `warn` says why): the other hosts' data still shows.
+ */
+export async function sideByHost(
+  sources: readonly Pick<RunSource, 'hostId'>[],
+  hostLabel: (hostId: string) => string,
+  read: (hostId: string) => Promise<Pick<HostSide, 'drift' | 'bench'>>,
+  warn?: (line: string) => void,
+): Promise<HostSide[]> {
+  return Promise.all(
+    hostsOf(sources).map(async (host) => {
+      const label = hostLabel(host);
+      try {
+        const { drift, bench } = await read(host);
+        return { host, label, drift, bench };
+      } catch (e) {
+        warn?.(`dashboard: baseline/benchmark history of ${label}: ${messageOf(e)}`);
+        return { host, label, drift: null, bench: [] };
+      }
+    }),
+  );
+}
