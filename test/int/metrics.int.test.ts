@@ -94,17 +94,29 @@ void test('metrics_reduce through the runner: a 1,000,000-line log, few bytes on
   const size = await generateMetricsLog(path, 1_000_000);
   await runner.interpreter(); // the helper is up, as it is once a host is connected
   transport.reset();
+  // Open Dashboard asks for a preview first: evenly spaced windows, a few MB whatever the file's size.
+  const tp = performance.now();
+  const preview = (await runner.run(metricsReduceProbe({ path, preview: true }))).value;
+  const previewMs = performance.now() - tp;
+  assert.ok(preview.sample, 'a 111 MB log is sampled');
+  assert.equal(preview.sample.of, size);
+  assert.ok(preview.sample.bytes <= 9 << 20 && preview.sample.bytes > 4 << 20, `${preview.sample.bytes} bytes read`);
+  assert.deepEqual(preview.xRange, [0, 999_999]);
+  assert.equal(preview.nextOffset, 0);
+  transport.reset();
   const t0 = performance.now();
   const { value } = await runner.run(metricsReduceProbe({ path }));
   const ms = performance.now() - t0;
   const wire = transport.bytesIn + transport.bytesOut;
   process.stderr.write(
     `\n  metrics_reduce via ProbeRunner: ${value.lines} lines, ${(size / 1e6).toFixed(1)} MB in ${ms.toFixed(0)} ms ` +
-      `(probe ${value.elapsedMs} ms, ${value.jobs} jobs); ${wire} bytes on the wire = ` +
+      `(probe ${value.elapsedMs} ms, ${value.jobs} jobs; preview first: ${previewMs.toFixed(0)} ms); ${wire} bytes on the wire = ` +
       `${((100 * wire) / size).toFixed(3)}% of the file\n`,
   );
   assert.equal(value.lines, 1_001_000);
   assert.equal(value.nextOffset, size);
+  assert.equal(value.sample, null);
+  assert.equal(value.source, 'read');
   assert.equal(value.skipped.nonFinite, 1);
   const byKey = new Map(value.series.map((s) => [s.key, s]));
   assert.deepEqual([...byKey.keys()].sort(), ['eval.acc', 'eval.loss', 'grad_norm', 'loss', 'lr', 'tok_per_s']);
@@ -129,6 +141,9 @@ void test('metrics_reduce through the runner: a 1,000,000-line log, few bytes on
   assert.ok(z.x[0]! >= 700_000 && z.x[z.x.length - 1]! <= 800_000);
   assert.equal(Math.max(...z.max), 99);
   assert.ok(transport.bytesIn < 100_000);
+  // The helper kept the zone map of the first read: a window of 1% of the steps reads a few % of the file.
+  assert.equal(zoom.value.source, 'cache');
+  assert.ok(zoom.value.bytesRead! < size / 5, `zoom read ${zoom.value.bytesRead} bytes`);
 
   // Following: only the bytes appended since nextOffset are read.
   await fs.appendFile(path, '{"step": 1000000, "loss": 0.5}\n{"step": 1000001, "loss": 0.25}\n{"step": 10');
@@ -136,4 +151,12 @@ void test('metrics_reduce through the runner: a 1,000,000-line log, few bytes on
   assert.equal(tail.value.lines, 2);
   assert.deepEqual(tail.value.series.find((s) => s.key === 'loss')?.last, [0.5, 0.25]);
   assert.equal(tail.value.nextOffset, (await fs.stat(path)).size - Buffer.byteLength('{"step": 10'));
+
+  // Opening the dashboard again: the helper's exact reduction plus the two appended lines, nothing else read.
+  const again = (await runner.run(metricsReduceProbe({ path, preview: true }))).value;
+  assert.equal(again.sample, null);
+  assert.equal(again.source, 'cache');
+  assert.equal(again.bytesRead, tail.value.nextOffset - value.nextOffset);
+  assert.equal(again.lines, 1_001_002);
+  assert.equal(again.series.find((s) => s.key === 'loss')?.lastValue, 0.25);
 });

@@ -28,11 +28,19 @@ def comparable(result):
     return r
 
 
-class MetricsReduceTest(unittest.TestCase):
+class FilesTest(unittest.TestCase):
+    # Every call reads the file, as a probe run by hand does (what a long-lived process keeps: KeptTest below).
+    keep = False
+
     def setUp(self):
         self.dir = tempfile.mkdtemp(prefix="kg-metrics-")
+        self.saved_keep = metrics_reduce._KEEP
+        metrics_reduce._KEEP = self.keep
+        metrics_reduce.forget()
 
     def tearDown(self):
+        metrics_reduce._KEEP = self.saved_keep
+        metrics_reduce.forget()
         shutil.rmtree(self.dir, ignore_errors=True)
 
     def write(self, name, text, mode="w"):
@@ -41,6 +49,8 @@ class MetricsReduceTest(unittest.TestCase):
             f.write(text.encode("utf-8") if isinstance(text, str) else text)
         return path
 
+
+class MetricsReduceTest(FilesTest):
     def test_bucketing_keeps_extremes_and_last(self):
         random.seed(7)
         lines = []
@@ -291,6 +301,159 @@ class MetricsReduceTest(unittest.TestCase):
         self.assertEqual(s["eval_loss"]["x"], [500000])
         self.assertLess(out, size / 100)
         self.assertLess(wall, 60)  # a generous bound: the number that matters is printed above
+
+
+def training_log(n, start=0, replay_every=None):
+    """n lines like a real log (an eval line every 250 steps); replay_every: a resumed run replays 300 steps."""
+    out = []
+    for i in range(start, start + n):
+        step = i - 300 if replay_every and i % replay_every == 0 and i >= 300 else i
+        out.append('{"step": %d, "loss": %.6f, "lr": %.2e, "tok_per_s": %d}\n' % (step, loss_at(i), 3e-4, 12800 + i % 300))
+        if i % 250 == 249:
+            out.append('{"step": %d, "eval": {"loss": %.5f}}\n' % (step, loss_at(i) + 0.1))
+    return "".join(out)
+
+
+def loss_at(i):
+    return 4.0 * math.exp(-i / 20000.0) + (i * 7919 % 97) * 1e-4
+
+
+def without(result, *keys):
+    r = comparable(result)
+    for k in keys:
+        r.pop(k)
+    return r
+
+
+class PreviewTest(FilesTest):
+    def test_a_large_file_is_sampled_in_whole_lines_from_start_to_end(self):
+        text = training_log(40000)
+        path = self.write("big.jsonl", text + '{"step": 40000, "loss": 0.')
+        size = os.path.getsize(path)
+        r = metrics_reduce.main([path, "--preview-bytes", "65536"])
+        sample = r["sample"]
+        self.assertIsNotNone(sample)
+        self.assertEqual(sample["of"], size)
+        self.assertGreater(sample["windows"], 2)
+        self.assertLessEqual(sample["windows"], 16)  # windows of at least 4 KiB
+        self.assertEqual(r["bytesRead"], sample["bytes"])
+        # Whole windows of whole lines: about the budget, far from the whole file.
+        self.assertGreater(sample["bytes"], 65536 // 2)
+        self.assertLess(sample["bytes"], 65536 + 8192)
+        self.assertEqual(r["nextOffset"], 0)  # nothing to follow from
+        self.assertEqual(r["skipped"]["malformed"], 0)  # the window edges cut no line in two
+        loss = series_by_key(r)["loss"]
+        # The first and the last line are in, the torn one is not; every value is the one the line holds.
+        self.assertEqual(r["xRange"], [0, 39999])
+        self.assertEqual(loss["lastX"], 39999)
+        self.assertEqual(loss["lastValue"], float("%.6f" % loss_at(39999)))
+        for x, v in zip(loss["x"], loss["last"]):
+            self.assertEqual(v, float("%.6f" % loss_at(x)))
+        self.assertLess(loss["count"], 40000 / 4)
+        self.assertGreater(len(loss["x"]), 10)
+        # Each sampled line counted once: loss lines plus eval lines are all the lines read.
+        self.assertEqual(loss["count"] + series_by_key(r)["eval.loss"]["count"], r["lines"])
+
+    def test_a_small_file_is_read_whole_and_exact(self):
+        path = self.write("small.jsonl", training_log(2000))
+        preview = metrics_reduce.main([path, "--preview-bytes", str(os.path.getsize(path))])
+        exact = metrics_reduce.main([path])
+        self.assertIsNone(preview["sample"])
+        self.assertEqual(comparable(preview), comparable(exact))
+        self.assertEqual(preview["nextOffset"], os.path.getsize(path))
+
+    def test_bad_budget(self):
+        with self.assertRaises(kg_common.ProbeError):
+            metrics_reduce.main(["x.jsonl", "--preview-bytes", "0"])
+
+
+class KeptTest(FilesTest):
+    """In the resident helper the module outlives a request: reopen and zoom read only what they need."""
+
+    keep = True
+
+    def test_reopen_reads_only_the_appended_bytes(self):
+        path = self.write("run.jsonl", training_log(30000))
+        first = metrics_reduce.main([path])
+        self.assertEqual((first["source"], first["bytesRead"]), ("read", os.path.getsize(path)))
+        again = metrics_reduce.main([path])
+        self.assertEqual((again["source"], again["bytesRead"]), ("cache", 0))
+        self.assertEqual(without(again, "source", "bytesRead"), without(first, "source", "bytesRead"))
+        # A preview of a file read before is the exact result.
+        preview = metrics_reduce.main([path, "--preview-bytes", "4096"])
+        self.assertIsNone(preview["sample"])
+        self.assertEqual(without(preview, "source", "bytesRead"), without(first, "source", "bytesRead"))
+        added = training_log(5000, start=30000)
+        with open(path, "a") as f:
+            f.write(added + '{"step": 35000, "lo')
+        grown = metrics_reduce.main([path])
+        self.assertEqual((grown["source"], grown["bytesRead"]), ("cache", len(added)))
+        fresh = metrics_reduce.main([path, "--fresh"])
+        self.assertEqual(fresh["source"], "read")
+        self.assertEqual(without(grown, "source", "bytesRead"), without(fresh, "source", "bytesRead"))
+        self.assertEqual(series_by_key(grown)["loss"]["lastX"], 34999)
+        # Other options (buckets, series) are read again, not answered from another reduction.
+        other = metrics_reduce.main([path, "--buckets", "50"])
+        self.assertEqual(other["source"], "read")
+        self.assertLessEqual(len(series_by_key(other)["loss"]["x"]), 50)
+
+    def test_a_rewritten_file_is_read_again(self):
+        path = self.write("run.jsonl", training_log(3000))
+        metrics_reduce.main([path])
+        # Same size, same first and last bytes, one number changed in the middle: only the mtime tells.
+        text = training_log(3000)
+        mid = text.index('"loss": ', len(text) // 2) + len('"loss": ')
+        changed = text[:mid] + "9" + text[mid + 1:]
+        st = os.stat(path)
+        with open(path, "w") as f:
+            f.write(changed)
+        os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))
+        r = metrics_reduce.main([path])
+        self.assertEqual(r["source"], "read")
+        self.assertGreater(max(series_by_key(r)["loss"]["max"]), 9.0)
+        # A new run in the same file, longer than the old one: its first bytes differ.
+        with open(path, "w") as f:
+            f.write('{"step": 0, "loss": 7.5}\n' + training_log(4000, start=1))
+        r2 = metrics_reduce.main([path])
+        self.assertEqual(r2["source"], "read")
+        self.assertEqual(max(series_by_key(r2)["loss"]["max"]), 7.5)  # the new run's first line
+        self.assertEqual(r2["lines"], 1 + 4000 + 4000 // 250)
+        # Another file at the same path (a new inode) is another file.
+        os.rename(path, path + ".old")
+        self.write("run.jsonl", open(path + ".old").read())
+        self.assertEqual(metrics_reduce.main([path])["source"], "read")
+
+    def test_zoom_reads_only_the_stretches_whose_steps_meet_the_window(self):
+        # A resumed run replays steps, so stretches overlap in x: every one that meets the window is read.
+        path = self.write("run.jsonl", training_log(60000, replay_every=7000))
+        size = os.path.getsize(path)
+        metrics_reduce.main([path])
+        for lo, hi in ((20000, 20500), (6800, 7100), (0, 10), (59990, 70000), (100000, 200000)):
+            args = [path, "--from", str(lo), "--to", str(hi), "--series", "loss,eval.loss"]
+            zoom = metrics_reduce.main(args)
+            fresh = metrics_reduce.main(args + ["--fresh"])
+            self.assertEqual(zoom["source"], "cache")
+            self.assertEqual(zoom["series"], fresh["series"], (lo, hi))
+            self.assertLess(zoom["bytesRead"], size / 4, (lo, hi))
+            self.assertEqual(fresh["bytesRead"], size)
+        self.assertTrue(series_by_key(metrics_reduce.main([path, "--from", "6800", "--to", "7100"]))["loss"]["x"])
+        # Lines appended after the zone map was made are read too.
+        with open(path, "a") as f:
+            f.write(training_log(100, start=60000))
+        zoom = metrics_reduce.main([path, "--from", "60050", "--to", "60060"])
+        self.assertEqual(series_by_key(zoom)["loss"]["x"], list(range(60050, 60061)))
+
+    def test_a_window_read_first_makes_the_zone_map(self):
+        path = self.write("run.jsonl", training_log(40000))
+        size = os.path.getsize(path)
+        first = metrics_reduce.main([path, "--from", "100", "--to", "200"])
+        self.assertEqual((first["source"], first["bytesRead"]), ("read", size))
+        second = metrics_reduce.main([path, "--from", "30000", "--to", "30100"])
+        self.assertEqual(second["source"], "cache")
+        self.assertLess(second["bytesRead"], size / 4)
+        self.assertEqual(series_by_key(second)["loss"]["x"], list(range(30000, 30101)))
+        # The window read kept no whole-file reduction: opening the file reads it.
+        self.assertEqual(metrics_reduce.main([path])["source"], "read")
 
 
 if __name__ == "__main__":

@@ -58,6 +58,8 @@ export const metricsReductionSchema = z.looseObject({
   sample: z.object({ bytes: count, windows: count, of: count }).nullable().default(null),
   /** Where the result came from: `read` the file, or the resident helper's `cache` of an earlier read plus new bytes. */
   source: z.enum(['read', 'cache']).default('read'),
+  /** Bytes of the file this request read (0 when the helper's cache answered it whole). */
+  bytesRead: count.optional(),
 });
 export type MetricsReduction = z.infer<typeof metricsReductionSchema>;
 
@@ -77,6 +79,8 @@ export interface MetricsReduceOptions {
   preview?: boolean;
   /** The preview's read budget in bytes (default 8 MiB; a file up to twice this is read whole). Implies preview. */
   previewBytes?: number;
+  /** Read the file even if the resident helper read it before (a cold measurement); what it learns is kept. */
+  fresh?: boolean;
 }
 
 export function metricsReduceArgs(o: MetricsReduceOptions): string[] {
@@ -89,6 +93,7 @@ export function metricsReduceArgs(o: MetricsReduceOptions): string[] {
   if (o.jobs !== undefined) args.push('--jobs', String(o.jobs));
   if (o.previewBytes !== undefined) args.push('--preview-bytes', String(o.previewBytes));
   else if (o.preview) args.push('--preview');
+  if (o.fresh) args.push('--fresh');
   return args;
 }
 
