@@ -420,3 +420,155 @@ void test(
     await context.close();
   },
 );
+
+void test(
+  'a preview shows its note until the exact data replaces it (choices and zoom kept); side data per host',
+  { skip: !existsSync(CHROMIUM) && `${CHROMIUM} not installed` },
+  async () => {
+    assert.ok(browser);
+    const context = await browser.newContext({ viewport: { width: 1400, height: 1000 }, deviceScaleFactor: 1 });
+    const page = await context.newPage();
+    const problems: string[] = [];
+    page.on('pageerror', (e) => problems.push(`pageerror: ${e.message}`));
+    page.on('console', (m) => {
+      if (m.type() === 'error') problems.push(`console.error: ${m.text()}`);
+    });
+    await page.addInitScript({ content: SHIM });
+    await page.goto(`${origin}/`);
+    await page.waitForFunction(() =>
+      (window as unknown as { __posted: { type: string }[] }).__posted.some((m) => m.type === 'ready'),
+    );
+    await applyTheme(page, 'vscode-dark', DARK);
+
+    // The first init: run 1 is a preview (7% of its log), the side data is still being read.
+    const [run1, run2] = init.runs;
+    assert.ok(run1 && run2);
+    const preview = structuredClone(run1);
+    preview.run.sample = { bytes: 7_000_000, of: 100_000_000, failed: false };
+    preview.run.lines = 7_001;
+    // A preview has fewer buckets (the windows only): every 4th.
+    preview.series = preview.series.map((s) => {
+      const keep = (_v: number, i: number) => i % 4 === 0;
+      return {
+        ...s,
+        x: s.x.filter(keep),
+        min: s.min.filter(keep),
+        max: s.max.filter(keep),
+        last: s.last.filter(keep),
+        ...(s.t ? { t: s.t.filter(keep) } : {}),
+      };
+    });
+    await page.evaluate((m) => window.postMessage(m, '*'), {
+      ...init,
+      runs: [preview, run2],
+      drift: null,
+      bench: [],
+      hosts: [],
+      sidePending: true,
+    });
+    await page.waitForSelector('.kg-plot[data-series="loss"] canvas');
+    const note = page.locator('.kg-preview');
+    assert.equal(await note.getAttribute('role'), 'status');
+    assert.equal(await note.isVisible(), true);
+    assert.equal(
+      await note.innerText(),
+      'Preview of baseline-1b: sampled 7% of train_log.jsonl — reading the whole log…',
+    );
+    assert.match(await page.locator(`.kg-legend-item[data-run="${run1.run.id}"]`).innerText(), /preview/);
+    assert.doesNotMatch(await page.locator(`.kg-legend-item[data-run="${run2.run.id}"]`).innerText(), /preview/);
+    // Theme-aware: the note's border comes from the theme (focusBorder here), not a fixed colour.
+    assert.equal(
+      await page.locator('.kg-preview-note').evaluate((e) => getComputedStyle(e).borderLeftColor),
+      'rgb(0, 120, 212)',
+    );
+    assert.match(await page.locator('.kg-drift').innerText(), /Reading the baselines…/);
+    assert.match(await page.locator('.kg-bench').innerText(), /Reading the benchmark history…/);
+    await page.screenshot({ path: join(ARTIFACTS, 'dashboard-preview.png'), fullPage: true });
+
+    // The user's choices while the preview shows: lr hidden, smoothing 0.5, a zoom on the loss plot.
+    await page.locator('.kg-series-chooser vscode-checkbox[data-value="lr"]').click();
+    await page.waitForSelector('.kg-plot[data-series="lr"]', { state: 'detached' });
+    await page.locator('[data-control="smoothing"] input').evaluate((e) => {
+      const input = e as HTMLInputElement;
+      input.value = '0.5';
+      input.dispatchEvent(new Event('input'));
+    });
+    const over = page.locator('.kg-plot[data-series="loss"] .u-over');
+    const box = (await over.boundingBox())!;
+    await page.mouse.move(box.x + box.width * 0.3, box.y + box.height / 2);
+    await page.mouse.down();
+    await page.mouse.move(box.x + box.width * 0.5, box.y + box.height / 2, { steps: 5 });
+    await page.mouse.up();
+    await page.mouse.move(0, 0);
+    await page.waitForTimeout(250);
+    const rangeAsks = async (run: string) =>
+      (await posted(page)).filter((m) => m.type === 'requestRange' && m.run === run).length;
+    const asksBefore = await rangeAsks(run1.run.id);
+    assert.ok(asksBefore > 0, 'the zoom asked for finer buckets');
+
+    // The side data lands: one part per host, each named.
+    const otherBench = [
+      { time: 1736496000, tokPerS: 9100, label: 'bench a', baseline: true },
+      { time: 1736668800, tokPerS: 9300, label: 'bench b', baseline: false },
+    ];
+    await page.evaluate((m) => window.postMessage(m, '*'), {
+      type: 'side',
+      hosts: [
+        { host: 'gpu-box', label: 'gpu-box', drift: init.drift, bench: init.bench },
+        { host: 'lab-2', label: 'lab-2 (A100)', drift: null, bench: otherBench },
+      ],
+    });
+    await page.waitForFunction(() => document.querySelectorAll('.kg-bench-canvas canvas').length === 2);
+    assert.deepEqual(await page.locator('.kg-drift h3.kg-host').allInnerTexts(), ['gpu-box', 'lab-2 (A100)']);
+    assert.deepEqual(await page.locator('.kg-bench h3.kg-host').allInnerTexts(), ['gpu-box', 'lab-2 (A100)']);
+    assert.match(
+      await page.locator('.kg-drift .kg-host-part[data-host="lab-2"]').innerText(),
+      /No baseline recorded for this host/,
+    );
+    assert.match(
+      await page.locator('.kg-drift .kg-host-part[data-host="gpu-box"] .kg-drift-text').innerText(),
+      /torch/,
+    );
+    assert.match(await page.locator('.kg-bench .kg-host-part[data-host="lab-2"]').innerText(), /baseline 9300|9100/);
+    for (const host of ['gpu-box', 'lab-2']) {
+      const px = await nonTransparent(page, `.kg-bench .kg-host-part[data-host="${host}"] canvas`);
+      assert.ok(px > 500, `bench plot of ${host} nearly empty: ${px} px`);
+    }
+
+    // The exact data replaces the preview: the note goes, the plots redraw with every bucket, the choices stay.
+    const exact = structuredClone(run1);
+    await page.evaluate((m) => window.postMessage(m, '*'), { type: 'runData', data: exact });
+    await page.waitForSelector('.kg-preview', { state: 'hidden' });
+    assert.equal(await page.locator('.kg-preview-note').count(), 0);
+    assert.doesNotMatch(await page.locator(`.kg-legend-item[data-run="${run1.run.id}"]`).innerText(), /preview/);
+    assert.equal(await page.locator('.kg-plot[data-series="lr"]').count(), 0, 'lr stays hidden');
+    assert.equal(
+      await page.locator('[data-control="smoothing"] input').evaluate((e) => (e as HTMLInputElement).value),
+      '0.5',
+    );
+    await page.waitForTimeout(250);
+    assert.ok((await rangeAsks(run1.run.id)) > asksBefore, 'the zoom window was kept and asked again');
+    const lossCanvas = '.kg-plot[data-series="loss"] canvas';
+    assert.ok((await nonTransparent(page, lossCanvas)) > 5_000, 'loss plot empty after the exact data');
+    assert.ok((await countColor(page, lossCanvas, DARK['--vscode-charts-blue']!)) > 200, 'run 1 line not drawn');
+    assert.match(await page.locator('.kg-runs').innerText(), /100,016/);
+    await page.locator('vscode-button[data-action="reset-zoom"]').click();
+    await page.mouse.move(0, 0);
+    await page.waitForTimeout(150);
+    await page.screenshot({ path: join(ARTIFACTS, 'dashboard-exact-hosts.png'), fullPage: true });
+
+    // A failed exact read: the note stays, saying the whole log could not be read.
+    await page.evaluate((m) => window.postMessage(m, '*'), {
+      type: 'runData',
+      data: { ...preview, run: { ...preview.run, sample: { bytes: 7_000_000, of: 100_000_000, failed: true } } },
+    });
+    await page.waitForSelector('.kg-preview-failed');
+    assert.match(await note.innerText(), /sampled 7% of train_log\.jsonl — the whole log could not be read/);
+
+    for (const m of await posted(page)) assert.ok(parseWebviewMessage(m).ok, JSON.stringify(m));
+    const violations = await page.evaluate(() => (window as unknown as { __violations: string[] }).__violations);
+    assert.deepEqual(violations, [], 'CSP violations');
+    assert.deepEqual(problems, []);
+    await context.close();
+  },
+);
