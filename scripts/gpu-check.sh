@@ -40,3 +40,7 @@ for v in "" "--compile" "--attention flex --compile"; do
   $PY -c "import json,sys; d=json.load(open(sys.argv[1])); c=d['config']; print(c['attentionUsed'], 'compiled' if c['compile'] else 'eager', 'tok/s %.0f (min %.0f max %.0f)' % (d['tokensPerSec']['median'], d['tokensPerSec']['min'], d['tokensPerSec']['max']), 'step %.1f ms' % d['stepMs']['median'], 'TFLOP/s %.1f' % d['tflops'], 'compile %s s' % d['compileS'], 'peak %.1f GiB' % (d['peakMemoryBytes']/2**30), d['warnings'])" "$OUT/bench$n.json" 2>&1 | tail -1
 done
 echo "== done"
+
+echo "== metrics_reduce on a 1,000,000-line train log (preview, exact by jobs, reopen, zoom)"
+t $PY scripts/metrics_check.py > "$OUT/metrics_check.json"; cat "$OUT/metrics_check.json"
+t $PY -m unittest discover -s test/python -p 'test_metrics_reduce.py' > "$OUT/test_metrics_reduce.log" 2>&1; tail -3 "$OUT/test_metrics_reduce.log"
