@@ -25,8 +25,14 @@ export interface DashboardTarget {
 /** The extension-host tests' view of the dashboards (through KnownGoodApi). */
 export interface DashboardTestApi {
   panels(): readonly PanelProbe[];
-  /** `previewBytes`: the preview's read budget for this panel (tests make a few-MB log sample). */
-  open(targets: readonly DashboardTarget[], options?: { previewBytes?: number }): Promise<PanelProbe>;
+  /**
+   * `previewBytes`: the preview's read budget for this panel (tests make a few-MB log sample); `beforeExact`: the
+   * exact reads wait for it (see PanelOptions).
+   */
+  open(
+    targets: readonly DashboardTarget[],
+    options?: Pick<PanelOptions, 'previewBytes' | 'beforeExact'>,
+  ): Promise<PanelProbe>;
 }
 
 function isTarget(x: unknown): x is DashboardTarget {
@@ -59,9 +65,12 @@ export class DashboardManager implements vscode.Disposable, DashboardTestApi {
     return this.open_;
   }
 
-  async open(targets: readonly DashboardTarget[], options: { previewBytes?: number } = {}): Promise<PanelProbe> {
+  async open(
+    targets: readonly DashboardTarget[],
+    options: Pick<PanelOptions, 'previewBytes' | 'beforeExact'> = {},
+  ): Promise<PanelProbe> {
     const sources = await Promise.all(targets.map((t) => this.fromTarget(t)));
-    return this.show(sources, undefined, { previewBytes: options.previewBytes });
+    return this.show(sources, undefined, { previewBytes: options.previewBytes, beforeExact: options.beforeExact });
   }
 
   /** The command: (clicked node, selected nodes) from the tree, a DashboardTarget, or nothing (quick picks). */

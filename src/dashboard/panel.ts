@@ -7,6 +7,7 @@ import {
   type HostMessageInput,
   type HostSide,
   type InitMessage,
+  type RunData,
   type WebviewMessage,
 } from '../core/dashboard/protocol';
 import { seriesFromReduction } from '../core/dashboard/fromReduction';
@@ -26,6 +27,11 @@ export interface PanelOptions {
   follow?: boolean;
   /** The preview's read budget in bytes; undefined: the probe's default (tests set a small one). */
   previewBytes?: number | undefined;
+  /**
+   * Awaited before the exact reads start. Tests hold them back with it, to see a preview reach the page first
+   * (on a fast disk the exact read of a test-sized log beats the page's ready).
+   */
+  beforeExact?: (() => Promise<void>) | undefined;
 }
 
 /** A fresh nonce per page: 24 random bytes as base64 (32 characters). */
@@ -59,6 +65,11 @@ export interface PanelProbe {
   readonly firstDataMs: number | undefined;
   /** ms from opening until the webview had exact data for every run (undefined while any run is a preview). */
   readonly exactDataMs: number | undefined;
+  /**
+   * What the first read gave each run (a preview for a sampled log), before any exact read replaced it; whether
+   * the first init carried it depends on how soon the page said ready.
+   */
+  readonly firstData: readonly RunData[] | undefined;
   /** The first init posted (the one firstDataMs measures). */
   readonly firstInit: InitMessage | undefined;
   /** The last runData posted. */
@@ -94,8 +105,10 @@ export class DashboardPanel implements vscode.Disposable, PanelProbe {
   firstDataMs: number | undefined;
   exactDataMs: number | undefined;
   firstInit: InitMessage | undefined;
+  firstData: RunData[] | undefined;
   lastRunData: (HostMessage & { type: 'runData' }) | undefined;
   private readonly restoreFollow: boolean;
+  private readonly beforeExact: (() => Promise<void>) | undefined;
 
   constructor(
     readonly panel: vscode.WebviewPanel,
@@ -105,6 +118,7 @@ export class DashboardPanel implements vscode.Disposable, PanelProbe {
     options: PanelOptions = {},
   ) {
     this.restoreFollow = options.follow ?? false;
+    this.beforeExact = options.beforeExact;
     const log = services.log;
     this.loader = new ProgressiveRuns(sources, {
       reduce: async (src, o) =>
@@ -221,24 +235,28 @@ export class DashboardPanel implements vscode.Disposable, PanelProbe {
       if (this.firstInit) this.post({ type: 'side', hosts });
     });
     await this.loader.loadPreviews();
+    this.firstData = this.runsV.map((r) => r.data);
     this.checkpoints = this.runsV.flatMap((r) => runCheckpoints(r.src, r.id));
     if (this.loader.anyPending) {
-      void this.loader.completeExact({
-        exact: (run) => {
-          this.post({ type: 'runData', data: run.data });
-          this.noteExact();
-        },
-        failed: (run, message) => {
-          this.services.log.error(`dashboard: reading all of ${run.src.logPath}: ${message}`);
-          const text = `Could not read all of ${run.src.label} (the plots show a sample of it): ${message}`;
-          if (!this.firstInit) {
-            this.exactErrors.push(text);
-            return;
-          }
-          this.post({ type: 'runData', data: run.data });
-          this.post({ type: 'error', message: text });
-        },
-      });
+      const gate = this.beforeExact?.() ?? Promise.resolve();
+      void gate.then(() =>
+        this.loader.completeExact({
+          exact: (run) => {
+            this.post({ type: 'runData', data: run.data });
+            this.noteExact();
+          },
+          failed: (run, message) => {
+            this.services.log.error(`dashboard: reading all of ${run.src.logPath}: ${message}`);
+            const text = `Could not read all of ${run.src.label} (the plots show a sample of it): ${message}`;
+            if (!this.firstInit) {
+              this.exactErrors.push(text);
+              return;
+            }
+            this.post({ type: 'runData', data: run.data });
+            this.post({ type: 'error', message: text });
+          },
+        }),
+      );
     }
   }
 

@@ -33,7 +33,7 @@ export interface DashboardServices {
   readonly log: Pick<vscode.LogOutputChannel, 'info' | 'warn' | 'error'>;
   probes(hostId: string): ProbeRunnerLike;
   hostLabel(hostId: string): string;
-  /** The host's baseline drift and benchmark history. */
+  /** One host's baseline drift and benchmark history; the panel asks once per host of its runs. */
   sideData(hostId: string | undefined): Promise<{ drift: DriftSummary | null; bench: BenchPoint[] }>;
   openArgs(hostId: string, root: RootListing, entry: RunEntry): Promise<void>;
   diffArgs(checkpoints: CheckpointRef[]): Promise<void>;

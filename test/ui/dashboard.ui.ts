@@ -66,6 +66,9 @@ async function checkDashboard(vs: Workbench, shot: string): Promise<void> {
   // The two bad lines are counted, not fatal.
   await page.locator('.kg-legend-item', { hasText: '2 skipped' }).waitFor();
   await page.locator('.kg-checkpoint', { hasText: 'step_690' }).waitFor();
+  // The demo log is small: read whole at once, so no preview note.
+  assert.equal(await page.locator('.kg-preview-note').count(), 0, 'a small log was shown as a preview');
+  await page.locator('.kg-drift h2', { hasText: /baseline drift/i }).waitFor();
   // Away from the tree, so no hover tooltip covers the plots in the screenshot.
   await vs.page.mouse.move(1100, 700);
   await vs.page.waitForTimeout(800);

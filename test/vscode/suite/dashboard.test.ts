@@ -134,6 +134,67 @@ describe('Dashboard', () => {
     panel.simulate({ type: 'toggleFollow', on: false });
   });
 
+  it('a large log: a sampled preview first, then a runData with the exact data replaces it', async () => {
+    const api = await activated();
+    // Outside the tree's root, so the other tests' listings do not change. ~8 MB: sampled with a 64 KiB budget.
+    const dir = mkdtempSync(join(tmpdir(), 'kg-dashboard-big-'));
+    const logPath = join(dir, 'train_log.jsonl');
+    const total = 80_000;
+    const lines: string[] = [];
+    for (let step = 1; step <= total; step++) {
+      const loss = (2 + 8 * Math.exp(-step / 9000) + ((step * 7919) % 97) / 1000).toFixed(4);
+      lines.push(
+        `{"step": ${step}, "time": ${1_768_000_000 + step}, "loss": ${loss}, "tok_per_s": ${40000 + (step % 13)}}`,
+      );
+    }
+    writeFileSync(logPath, lines.join('\n') + '\n');
+    // The exact read waits until the preview is on the page (a 6 MB log is read exactly before the page is ready).
+    let release!: () => void;
+    const gate = new Promise<void>((ok) => (release = ok));
+    try {
+      const panel = await api.dashboard.open([{ hostId: 'local', logPath, label: 'big-run' }], {
+        previewBytes: 65536,
+        beforeExact: () => gate,
+      });
+      const init = await waitFor('the first init', () => panel.firstInit, 60_000);
+      assert.ok(panel.firstDataMs !== undefined && panel.firstDataMs > 0, 'firstDataMs recorded');
+      const preview = init.runs[0]!;
+      assert.ok(preview.run.sample, `the first init is not a preview: ${JSON.stringify(preview.run)}`);
+      assert.ok(preview.run.sample.bytes < preview.run.sample.of / 4, JSON.stringify(preview.run.sample));
+      assert.ok(preview.run.lines > 0 && preview.run.lines < total, `preview lines ${preview.run.lines}`);
+      assert.equal(panel.exactDataMs, undefined, 'exact before the exact read');
+
+      // Zoom works on a preview: window reads are exact.
+      panel.simulate({ type: 'requestRange', run: preview.run.id, series: 'loss', from: 40_000, to: 40_100 });
+      const range = await waitFor('rangeData', () =>
+        panel.lastPosted?.type === 'rangeData' ? panel.lastPosted : undefined,
+      );
+      assert.ok(range.data.x.length > 0 && range.data.x.every((x) => x >= 40_000 && x <= 40_100));
+
+      const t0 = performance.now();
+      release();
+      const exact = await waitFor(
+        'runData with the exact data',
+        () => (panel.lastRunData && !panel.lastRunData.data.run.sample ? panel.lastRunData.data : undefined),
+        60_000,
+      );
+      assert.equal(exact.run.id, preview.run.id);
+      assert.equal(exact.run.lines, total, 'the exact data counts every line of the file');
+      assert.equal(exact.series.find((s) => s.key === 'loss')?.x.at(-1), total);
+      const exactMs = await waitFor('exactDataMs', () => panel.exactDataMs);
+      assert.ok(exactMs >= panel.firstDataMs, `exact ${exactMs} ms before first ${panel.firstDataMs} ms`);
+      console.log(
+        `dashboard big log (${(Buffer.byteLength(lines.join('\n')) / 1e6).toFixed(1)} MB): first data (preview of ` +
+          `${preview.run.sample.bytes} bytes, ${preview.run.lines} lines) ${Math.round(panel.firstDataMs)} ms after opening; ` +
+          `exact read ${Math.round(performance.now() - t0)} ms once released`,
+      );
+      assert.equal(panel.dropped, 0);
+    } finally {
+      await vscode.commands.executeCommand('workbench.action.closeActiveEditor');
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('overlays several selected runs in one panel', async () => {
     const api = await activated();
     const runs = await runNodes(api, root);
