@@ -89,6 +89,7 @@ export class Container implements vscode.Disposable {
       vscode.workspace.onDidChangeConfiguration((e) => {
         if (!e.affectsConfiguration('knownGood')) return;
         this.current = this.readSettings();
+        this.registry.setCommandTimeout(this.current.commandTimeoutMs);
         this.applyHosts();
         this.tree.reload();
       }),

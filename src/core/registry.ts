@@ -44,6 +44,12 @@ export class HostRegistry {
     }
   }
 
+  /** `knownGood.commandTimeoutSeconds` changed: the sessions already built use it from their next request. */
+  setCommandTimeout(ms: number): void {
+    this.options.commandTimeoutMs = ms;
+    for (const s of this.sessions.values()) s.session.probes.timeoutMs = ms;
+  }
+
   hosts(): readonly HostSpec[] {
     return this.specs;
   }

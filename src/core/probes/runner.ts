@@ -67,13 +67,26 @@ export interface ProbeRunnerOptions {
 export class ProbeRunner implements ProbeRunnerLike {
   private helper: ResidentHelper | undefined;
 
+  private readonly options: ProbeRunnerOptions;
+
   constructor(
     private readonly transport: Transport,
-    private readonly options: ProbeRunnerOptions,
-  ) {}
+    options: ProbeRunnerOptions,
+  ) {
+    this.options = { ...options };
+  }
 
   get python(): string {
     return this.options.python;
+  }
+
+  /** The per-request default; a settings change applies to the next request, helper kept. */
+  get timeoutMs(): number {
+    return this.options.timeoutMs;
+  }
+
+  set timeoutMs(ms: number) {
+    this.options.timeoutMs = ms;
   }
 
   async run<R>(call: ProbeCall<R>, options: RunOptions = {}): Promise<ProbeOutcome<R>> {
