@@ -420,7 +420,8 @@ class KeptTest(FilesTest):
         self.assertEqual(r2["lines"], 1 + 4000 + 4000 // 250)
         # Another file at the same path (a new inode) is another file.
         os.rename(path, path + ".old")
-        self.write("run.jsonl", open(path + ".old").read())
+        with open(path + ".old") as f:
+            self.write("run.jsonl", f.read())
         self.assertEqual(metrics_reduce.main([path])["source"], "read")
 
     def test_zoom_reads_only_the_stretches_whose_steps_meet_the_window(self):
