@@ -253,6 +253,41 @@ describe('SSH transport against a real OpenSSH sshd', () => {
     });
   });
 
+  test('container: a timeout or a cancel stops the process inside the container, not only the exec client', async () => {
+    // Like docker exec / pct exec: the command runs in a session of its own (setsid), so signalling the client's
+    // process group over ssh leaves it running. Only a signal sent from inside (by its PID there) stops it.
+    const run = join(sshd.binDir, 'kg-ct-run');
+    writeFileSync(run, '#!/bin/sh\nexec setsid -w "$@"\n');
+    chmodSync(run, 0o755);
+    const ct = new ContainerTransport(
+      pool.transport(endpointOf(sshd), 'gpu-box'),
+      { kind: 'custom', command: 'kg-ct-run' },
+      'gpu-box',
+    );
+    const timedOut = `sleep 43.${process.pid}3`;
+    await assert.rejects(
+      ct.exec(['sh', '-c', `echo to-stderr >&2; exec ${timedOut}`], { timeoutMs: 2000 }),
+      (e: unknown) => isKnownGoodError(e, 'timeout'),
+    );
+    assert.ok(
+      await waitUntil(() => !remoteProcessAlive(timedOut), 8000),
+      'the process in the container outlived the timeout',
+    );
+    const cancelled = `sleep 44.${process.pid}4`;
+    const ac = new AbortController();
+    const p = ct.exec(['sleep', cancelled.split(' ')[1]!], { signal: ac.signal });
+    assert.ok(await waitUntil(() => remoteProcessAlive(cancelled), 8000), 'never started');
+    ac.abort();
+    await assert.rejects(p, (e: unknown) => isKnownGoodError(e, 'cancelled'));
+    assert.ok(
+      await waitUntil(() => !remoteProcessAlive(cancelled), 8000),
+      'the process in the container outlived the cancel',
+    );
+    // The PID report never shows in what the command printed.
+    const r = await ct.exec(['sh', '-c', 'echo out; echo err >&2; exit 3']);
+    assert.deepEqual([r.stdout, r.stderr, r.exitCode], ['out\n', 'err\n', 3]);
+  });
+
   test('resident helper: restarts after it dies; a timed-out request does not wedge the others', async () => {
     const t = pool.transport(endpointOf(sshd), 'test-sshd');
     const runner = new ProbeRunner(t, { python: 'python3', timeoutMs: 30000 });

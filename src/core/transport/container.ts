@@ -1,5 +1,7 @@
 import { KnownGoodError } from '../errors';
 import type { ContainerSettings } from '../settings';
+import { collect } from './collect';
+import { newPidMarker, reportPidThenExec, signalCommand, stripPidMarker } from './pidMarker';
 import type { ExecOptions, ExecResult, ProcessHandle, SpawnOptions, Transport } from './types';
 
 /** Splits a custom prefix like `lxc-attach -n 200 --` into words (single/double quotes, backslash escapes). */
@@ -70,19 +72,57 @@ export class ContainerTransport implements Transport {
     return [...containerPrefix(this.container, interactive), ...argv];
   }
 
-  async exec(argv: readonly string[], options?: ExecOptions): Promise<ExecResult> {
-    const res = await this.inner.exec(this.wrap(argv), options);
+  async exec(argv: readonly string[], options: ExecOptions = {}): Promise<ExecResult> {
+    // Through spawn, so that a timeout or a cancel stops the process inside the container (see spawn).
+    const res = await collect(await this.spawn(argv), options, () => `${argv[0]} on ${this.label}`);
     if (res.exitCode !== 0 && res.stdout === '' && NOT_RUNNING.test(res.stderr)) {
       throw new KnownGoodError(
         'container-not-running',
         `container ${this.container.id ?? ''} on ${this.label} is not running: ${res.stderr.trim().split('\n')[0]}`,
       );
     }
+    if (res.exitCode === 127 && res.stdout === '' && /not found|No such file/.test(res.stderr)) {
+      throw new KnownGoodError(
+        'command-not-found',
+        `${argv[0]} not found on ${this.label}: ${res.stderr.trim().split('\n').pop()}`,
+      );
+    }
     return res;
   }
 
-  spawn(argv: readonly string[], options?: SpawnOptions): Promise<ProcessHandle> {
-    return this.inner.spawn(this.wrap(argv, !!options?.pty), options);
+  /**
+   * With a terminal, Ctrl+C and closing travel through the container's tty. Without one, killing `docker exec`
+   * or `pct exec` leaves the process inside running: so the command starts through the container's `sh`, which
+   * reports its PID (in the container's PID namespace) and becomes the command; kill() signals that PID from a
+   * second exec into the same container, then stops the client as before.
+   */
+  async spawn(argv: readonly string[], options?: SpawnOptions): Promise<ProcessHandle> {
+    if (options?.pty) return this.inner.spawn(this.wrap(argv, true), options);
+    const marker = newPidMarker();
+    const h = await this.inner.spawn(this.wrap(['sh', '-c', reportPidThenExec(marker, argv)]), options);
+    let pid: number | undefined;
+    let pending: 'INT' | 'TERM' | 'KILL' | 'HUP' | undefined;
+    const signalInside = (signal: string, p: number) => {
+      this.inner
+        .exec(this.wrap(['sh', '-c', signalCommand(signal, p)]), { timeoutMs: 15_000 })
+        .catch(() => undefined);
+    };
+    const stderr = stripPidMarker(h.stderr, marker, (p) => {
+      pid = p;
+      if (pending) signalInside(pending, p);
+    });
+    return {
+      stdin: h.stdin,
+      stdout: h.stdout,
+      stderr,
+      exited: h.exited,
+      resize: (size) => h.resize(size),
+      kill: (signal = 'TERM') => {
+        if (pid === undefined) pending = signal;
+        else signalInside(signal, pid);
+        h.kill(signal);
+      },
+    };
   }
 
   dispose(): void {

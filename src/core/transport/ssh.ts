@@ -1,14 +1,14 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
-import { PassThrough, type Duplex, type Readable } from 'node:stream';
-import { randomBytes } from 'node:crypto';
+import type { Duplex, Readable } from 'node:stream';
 import { Client, utils, type AuthenticationType, type ClientChannel, type ConnectConfig } from 'ssh2';
 import { KnownGoodError, messageOf } from '../errors';
 import type { SshEndpoint } from '../hosts';
 import { appendKnownHost, checkHostKey, fingerprint, keyTypeOf, knownHostsName, readKnownHosts } from '../knownHosts';
 import { shellJoin } from '../quote';
 import { collect } from './collect';
+import { newPidMarker, reportPidThenExec, signalCommand, stripPidMarker } from './pidMarker';
 import type { ExecOptions, ExecResult, ProcessHandle, SpawnOptions, Transport } from './types';
 
 export interface HostKeyQuestion {
@@ -379,8 +379,8 @@ export class SshConnection {
     // `exec` lets the remote shell replace itself. sshd makes that shell a session (and process-group) leader, so
     // the PID it prints first is the group to signal: OpenSSH ignores "signal" requests on sessions without a pty,
     // and closing the channel does not end the process either.
-    const marker = pty ? undefined : `@@KG-PID-${randomBytes(6).toString('hex')}`;
-    const command = marker ? `echo "${marker} $$" >&2; exec ${shellJoin(argv)}` : `exec ${shellJoin(argv)}`;
+    const marker = pty ? undefined : newPidMarker();
+    const command = marker ? reportPidThenExec(marker, argv) : `exec ${shellJoin(argv)}`;
     let channel: ClientChannel;
     try {
       channel = await new Promise<ClientChannel>((resolve, reject) =>
@@ -425,7 +425,7 @@ export class SshConnection {
       // A channel of its own, outside the queue: stopping must not wait behind the work it stops. Without a
       // connection nothing can be sent any more (the process then sees its pipes close).
       try {
-        client.exec(`kill -${signal} -- -${pid} 2>/dev/null || kill -${signal} ${pid} 2>/dev/null`, (err, ch) => {
+        client.exec(signalCommand(signal, pid), (err, ch) => {
           if (err) return;
           ch.on('data', () => undefined);
           ch.stderr.on('data', () => undefined);
@@ -435,32 +435,12 @@ export class SshConnection {
         /* not connected any more */
       }
     };
-    let stderr: Readable = channel.stderr;
-    if (marker) {
-      const out = new PassThrough();
-      let head = '';
-      let found = false;
-      channel.stderr.on('data', (chunk: Buffer) => {
-        if (found) return void out.write(chunk);
-        head += chunk.toString('latin1');
-        const m = new RegExp(`(^|\\n)${marker} (\\d+)\\n`).exec(head);
-        if (m) {
-          found = true;
-          pid = Number(m[2]);
-          const rest = head.slice(0, m.index + m[1]!.length) + head.slice(m.index + m[0].length);
-          if (rest) out.write(Buffer.from(rest, 'latin1'));
+    const stderr: Readable = marker
+      ? stripPidMarker(channel.stderr, marker, (p) => {
+          pid = p;
           if (pending) signalGroup(pending);
-        } else if (head.length > 65536) {
-          found = true;
-          out.write(Buffer.from(head, 'latin1'));
-        }
-      });
-      channel.stderr.on('end', () => {
-        if (!found && head) out.write(Buffer.from(head, 'latin1'));
-        out.end();
-      });
-      stderr = out;
-    }
+        })
+      : channel.stderr;
     return {
       stdin: channel,
       stdout: channel,
