@@ -998,6 +998,16 @@ def forget():
         _known.clear()
 
 
+def _restore(a, xmode, k):
+    """A pass holding the kept exact reduction (and zone map) of k."""
+    p = Pass(a, xmode, True)
+    d = marshal.loads(k.state)
+    d["zones"] = k.zones
+    _merge(p, d)
+    p.bytes_read = 0
+    return p
+
+
 def reduce_file(a, xmode):
     """(pass, next offset, size, sample or None, "read" or "cache")."""
     try:
@@ -1013,16 +1023,25 @@ def reduce_file(a, xmode):
         whole = a.lo is None
         key = (os.path.abspath(a.path), xmode)
         state_key = (a.buckets, tuple(a.series) if a.series else None)
-        keep = _KEEP and st is not None and xmode != "line" and a.offset == 0
+        keep = _KEEP and st is not None and xmode != "line"
         # --fresh reads the file even when it was read before (and keeps the new read).
         k = _recall(key, f, st) if keep and not a.fresh else None
-        if k is not None and whole and k.state is not None and k.state_key == state_key:
+        exact = k is not None and k.state is not None and k.state_key == state_key
+        if a.offset:
+            # Following: the appended lines are the answer.  Where they continue what was kept, the kept
+            # reduction and zone map grow with them, so that reopening or zooming a live run stays cheap.
+            p, pos = read_range(a, xmode, f, size, a.offset, k is not None and a.offset == k.pos)
+            if p.zones is not None and pos != k.pos and whole:
+                if exact:
+                    m = _restore(a, xmode, k)
+                    _merge(m, _state(p, pos))
+                    _remember(key, f, st, pos, m.zones, state_key, m)
+                else:
+                    _remember(key, f, st, pos, list(k.zones) + p.zones, None, None)
+            return p, pos, size, None, "read"
+        if exact and whole:
             # The exact reduction up to where it was read, plus the lines appended since.
-            p = Pass(a, xmode, True)
-            d = marshal.loads(k.state)
-            d["zones"] = k.zones
-            _merge(p, d)
-            p.bytes_read = 0
+            p = _restore(a, xmode, k)
             q, pos = read_range(a, xmode, f, size, k.pos, True)
             _merge(p, _state(q, pos))
             p.jobs = q.jobs

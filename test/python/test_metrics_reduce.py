@@ -397,6 +397,27 @@ class KeptTest(FilesTest):
         self.assertEqual(other["source"], "read")
         self.assertLessEqual(len(series_by_key(other)["loss"]["x"]), 50)
 
+    def test_following_grows_what_was_kept(self):
+        path = self.write("live.jsonl", training_log(30000))
+        first = metrics_reduce.main([path])
+        for start in (30000, 40000):
+            added = training_log(10000, start=start)
+            with open(path, "a") as f:
+                f.write(added)
+            tail = metrics_reduce.main([path, "--offset", str(first["nextOffset"])])
+            self.assertEqual((tail["source"], tail["bytesRead"], tail["lines"]), ("read", len(added), 10040))
+            first = tail
+        # Reopening reads nothing: the follow reads already added the new lines to the kept reduction.
+        again = metrics_reduce.main([path])
+        self.assertEqual((again["source"], again["bytesRead"]), ("cache", 0))
+        fresh = metrics_reduce.main([path, "--fresh"])
+        self.assertEqual(without(again, "source", "bytesRead"), without(fresh, "source", "bytesRead"))
+        # And the zone map covers the followed part: a zoom there reads a small part of the file.
+        zoom = metrics_reduce.main([path, "--from", "45000", "--to", "45100"])
+        self.assertEqual(zoom["source"], "cache")
+        self.assertLess(zoom["bytesRead"], os.path.getsize(path) / 8)
+        self.assertEqual(series_by_key(zoom)["loss"]["x"], list(range(45000, 45101)))
+
     def test_a_rewritten_file_is_read_again(self):
         path = self.write("run.jsonl", training_log(3000))
         metrics_reduce.main([path])
