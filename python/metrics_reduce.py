@@ -1034,7 +1034,8 @@ def reduce_file(a, xmode):
             if p.zones is not None and pos != k.pos and whole:
                 if exact:
                     m = _restore(a, xmode, k)
-                    _merge(m, _state(p, pos))
+                    # A copy: merging regrids the buckets it is given, and p's are the answer.
+                    _merge(m, marshal.loads(marshal.dumps(_state(p, pos))))
                     _remember(key, f, st, pos, m.zones, state_key, m)
                 else:
                     _remember(key, f, st, pos, list(k.zones) + p.zones, None, None)

@@ -406,6 +406,10 @@ class KeptTest(FilesTest):
                 f.write(added)
             tail = metrics_reduce.main([path, "--offset", str(first["nextOffset"])])
             self.assertEqual((tail["source"], tail["bytesRead"], tail["lines"]), ("read", len(added), 10040))
+            # The answer is the appended lines alone, as without anything kept (growing the kept reduction
+            # must not regrid it).
+            alone = metrics_reduce.main([path, "--offset", str(first["nextOffset"]), "--fresh"])
+            self.assertEqual(tail["series"], alone["series"])
             first = tail
         # Reopening reads nothing: the follow reads already added the new lines to the kept reduction.
         again = metrics_reduce.main([path])
