@@ -103,9 +103,7 @@ export class ContainerTransport implements Transport {
     let pid: number | undefined;
     let pending: 'INT' | 'TERM' | 'KILL' | 'HUP' | undefined;
     const signalInside = (signal: string, p: number) => {
-      this.inner
-        .exec(this.wrap(['sh', '-c', signalCommand(signal, p)]), { timeoutMs: 15_000 })
-        .catch(() => undefined);
+      this.inner.exec(this.wrap(['sh', '-c', signalCommand(signal, p)]), { timeoutMs: 15_000 }).catch(() => undefined);
     };
     const stderr = stripPidMarker(h.stderr, marker, (p) => {
       pid = p;
