@@ -152,7 +152,7 @@ export async function benchMetrics(): Promise<{ case: string; ours_ms: number; u
     const usualMs = performance.now() - t0;
     const pct = (100 * ours.bytesOnWire) / size;
     return {
-      case: 'metrics: first plot of a 1,000,000-line log',
+      case: 'metrics on This machine: exact plot data of a 1,000,000-line log (helper start included; preview first: see metrics over ssh)',
       ours_ms: Math.round(ours.ms),
       usual_ms: Math.round(usualMs),
       note:
