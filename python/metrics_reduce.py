@@ -742,6 +742,24 @@ def _line_start_after(f, pos):
         at += len(chunk)
 
 
+def _last_line_start(f, start, size):
+    """Where the last whole line of [start, size) starts (start when there is at most one)."""
+    newlines = []
+    end = size
+    while end > start and len(newlines) < 2:
+        begin = max(start, end - (1 << 16))
+        f.seek(begin)
+        chunk = f.read(end - begin)
+        at = len(chunk)
+        while len(newlines) < 2:
+            at = chunk.rfind(b"\n", 0, at)
+            if at < 0:
+                break
+            newlines.append(begin + at)
+        end = begin
+    return newlines[1] + 1 if len(newlines) == 2 else start
+
+
 def default_jobs():
     try:
         n = len(os.sched_getaffinity(0))
@@ -917,12 +935,25 @@ def sample(p, f, start, size, budget):
             lo = start
         else:
             lo = _line_start_after(f, max(start + (span - win) * i // (n - 1), done, start + 1))
-            if lo is None:
-                break
-        if i == n - 1:
-            scan(p, f, lo, None, buf)  # to the end: the newest lines, and the torn one left alone
-        else:
-            done = scan(p, f, lo, min(lo + win, size), buf)
+            if lo is None and i != n - 1:
+                continue
+        if i == n - 1 or p.bytes_read > 2 * budget:
+            # The last window, to the end: the newest lines (and the torn one left alone).  Lines far longer
+            # than a window can make the others overrun the budget: then this one comes at once.
+            if i != n - 1:
+                lo = _line_start_after(f, max(start + span - win, done, start + 1))
+            # The last whole line is in even when it is longer than a window.
+            last = _last_line_start(f, start, size)
+            lo = max(done, last if lo is None else min(lo, last))
+            if lo < size:
+                scan(p, f, lo, None, buf)
+                used += 1
+            break
+        done = scan(p, f, lo, min(lo + win, size), buf)
+        if done == lo:
+            # No whole line fits in a window: take the one that starts here, however long.
+            end = _line_start_after(f, min(lo + win, size))
+            done = scan(p, f, lo, size if end is None else end, buf)
         used += 1
     return {"bytes": p.bytes_read, "windows": used, "of": span}
 

@@ -354,6 +354,24 @@ class PreviewTest(FilesTest):
         # Each sampled line counted once: loss lines plus eval lines are all the lines read.
         self.assertEqual(loss["count"] + series_by_key(r)["eval.loss"]["count"], r["lines"])
 
+    def test_lines_longer_than_a_window_still_give_a_preview(self):
+        # Some loggers write histograms on every line: 10 KB lines, windows of 4 KiB.
+        lines = []
+        for i in range(3000):
+            hist = dict(("b%d" % j, j * 0.5) for j in range(700))
+            lines.append(json.dumps({"step": i, "loss": 1.0 / (i + 1), "hist": hist}) + "\n")
+        path = self.write("long.jsonl", "".join(lines) + '{"step": 3000, "lo')
+        budget = 65536
+        r = metrics_reduce.main([path, "--preview-bytes", str(budget), "--series", "loss"])
+        self.assertIsNotNone(r["sample"])
+        self.assertEqual(r["xRange"], [0, 2999])  # the first and the last whole line
+        self.assertGreaterEqual(r["lines"], 8)
+        self.assertLessEqual(r["sample"]["bytes"], 2 * budget + 2 * len(lines[0]) + 64)
+        self.assertEqual(r["skipped"]["malformed"], 0)
+        loss = series_by_key(r)["loss"]
+        for x, v in zip(loss["x"], loss["last"]):
+            self.assertEqual(v, 1.0 / (x + 1))
+
     def test_a_small_file_is_read_whole_and_exact(self):
         path = self.write("small.jsonl", training_log(2000))
         preview = metrics_reduce.main([path, "--preview-bytes", str(os.path.getsize(path))])
