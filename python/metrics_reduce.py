@@ -58,6 +58,8 @@ PREVIEW_WINDOWS = 2048
 # A zone of the zone map covers at least this many bytes (whole blocks).
 ZONE_MIN = 256 << 10
 CACHE_FILES = 8
+# Memory the kept reductions and zone maps may use in all (about: marshal bytes, ~100 bytes per zone).
+CACHE_BYTES = 64 << 20
 # Bytes compared at the start of the file and before the cached offset to tell that the file is still the same.
 SIG = 4096
 
@@ -1001,12 +1003,12 @@ def _recall(key, f, st):
             # of what was read tell a rewritten file.
             and (st.st_size > k.pos or st.st_mtime_ns == k.mtime)
             and _signature(f, k.pos) == k.sig)
-    if not same:
-        with _known_lock:
-            if _known.get(key) is k:
-                del _known[key]
-        return None
-    return k
+    with _known_lock:
+        if _known.get(key) is k:
+            del _known[key]
+            if same:
+                _known[key] = k  # the most recently used goes last: eviction takes the oldest
+    return k if same else None
 
 
 def _remember(key, f, st, pos, zones, state_key, p):
@@ -1015,12 +1017,22 @@ def _remember(key, f, st, pos, zones, state_key, p):
         d = _state(p, pos)
         d["zones"] = None
         state = marshal.dumps(d)
+        if len(state) + _ZONE_BYTES * len(zones) > CACHE_BYTES // 2:
+            state = None  # hundreds of series: keep the zone map only
     k = _Known((st.st_dev, st.st_ino), st.st_mtime_ns, pos, _signature(f, pos), zones, state_key, state)
     with _known_lock:
         _known.pop(key, None)
         _known[key] = k
-        while len(_known) > CACHE_FILES:
+        # Oldest first out, down to the count and the memory allowed (the newest always stays).
+        while len(_known) > 1 and (len(_known) > CACHE_FILES or sum(map(_weight, _known.values())) > CACHE_BYTES):
             del _known[next(iter(_known))]
+
+
+_ZONE_BYTES = 100
+
+
+def _weight(k):
+    return len(k.state or b"") + _ZONE_BYTES * len(k.zones) + 2 * SIG
 
 
 def forget():

@@ -440,6 +440,27 @@ class KeptTest(FilesTest):
         self.assertLess(zoom["bytesRead"], os.path.getsize(path) / 8)
         self.assertEqual(series_by_key(zoom)["loss"]["x"], list(range(45000, 45101)))
 
+    def test_what_is_kept_stays_within_its_memory(self):
+        paths = [self.write("run%d.jsonl" % i, training_log(3000 + i)) for i in range(4)]
+        saved = metrics_reduce.CACHE_BYTES
+        try:
+            metrics_reduce.main([paths[0]])
+            one = metrics_reduce._weight(next(iter(metrics_reduce._known.values())))
+            # Room for two files: the oldest goes first.
+            metrics_reduce.CACHE_BYTES = 2 * one + one // 2
+            for path in paths[1:]:
+                metrics_reduce.main([path])
+            self.assertEqual([metrics_reduce.main([p])["source"] for p in paths[2:]], ["cache", "cache"])
+            self.assertEqual(metrics_reduce.main([paths[0]])["source"], "read")
+            # A reduction bigger than half the room is not kept; its zone map is (zoom still reads little).
+            metrics_reduce.CACHE_BYTES = one
+            metrics_reduce.forget()
+            metrics_reduce.main([paths[1]])
+            self.assertEqual(metrics_reduce.main([paths[1]])["source"], "read")
+            self.assertEqual(metrics_reduce.main([paths[1], "--from", "10", "--to", "20"])["source"], "cache")
+        finally:
+            metrics_reduce.CACHE_BYTES = saved
+
     def test_a_rewritten_file_is_read_again(self):
         path = self.write("run.jsonl", training_log(3000))
         metrics_reduce.main([path])
