@@ -20,7 +20,8 @@ export class BenchContext {
   private transportV: Transport | undefined;
 
   sshd(): Promise<TestSshd> {
-    this.sshdP ??= startSshd();
+    // The user's own HOME: the usual `ssh HOST CMD` pays for its ~/.bashrc as it would on a real host.
+    this.sshdP ??= startSshd({ userHome: true });
     return this.sshdP;
   }
 

@@ -23,7 +23,7 @@ export interface TestSshd {
   /** A known_hosts naming the same host with a DIFFERENT key (changed-key tests). */
   wrongKnownHostsFile: string;
   hostKeyFingerprint: string;
-  /** Folder put first on the remote PATH (through BASH_ENV): test stand-ins such as `pct` go here. */
+  /** Folder put first on the remote PATH (by the sessions' ~/.bashrc): test stand-ins such as `pct` go here. */
   binDir: string;
   /** Text of sshd's log (VERBOSE): one "Connection from" line per TCP connection. */
   log(): string;
@@ -67,7 +67,18 @@ async function waitForPort(port: number, timeoutMs: number, child: ChildProcess,
   throw new Error(`sshd did not listen on ${port} within ${timeoutMs} ms`);
 }
 
-export async function startSshd(options: { bashrc?: string } = {}): Promise<TestSshd> {
+export interface SshdOptions {
+  /** Shell lines every session runs first (its ~/.bashrc sources them, as BASH_ENV does for the shells it starts). */
+  bashrc?: string;
+  /**
+   * Sessions keep the user's own HOME, and so run its ~/.bashrc (pyenv, conda…), as a real host would: for the
+   * bench's "usual way". By default HOME is a fresh folder of the test's, so that a developer's shell start-up is
+   * not part of the tests (a pyenv rehash killed mid-way leaves a lock that stalls every later shell for 60 s).
+   */
+  userHome?: boolean;
+}
+
+export async function startSshd(options: SshdOptions = {}): Promise<TestSshd> {
   if (!existsSync(SSHD)) {
     // Loud, never a silent skip: .ci/run installs it.
     throw new Error(`${SSHD} not found: install Debian's openssh-server (apt-get install -y openssh-server)`);
@@ -90,6 +101,10 @@ export async function startSshd(options: { bashrc?: string } = {}): Promise<Test
   const bashEnv = join(dir, 'bash_env');
   writeFileSync(bashEnv, `export PATH=${binDir}:$PATH\n${options.bashrc ?? ''}\n`);
   if (process.getuid?.() === 0) mkdirSync('/run/sshd', { recursive: true, mode: 0o755 });
+  const home = join(dir, 'home');
+  mkdirSync(home);
+  // bash run by sshd reads ~/.bashrc and then stops: it never reads BASH_ENV (only the shells it starts do).
+  writeFileSync(join(home, '.bashrc'), `. ${bashEnv}\n`);
 
   const port = await freePort();
   const logFile = join(dir, 'sshd.log');
@@ -111,7 +126,8 @@ export async function startSshd(options: { bashrc?: string } = {}): Promise<Test
       'MaxSessions 10',
       'MaxStartups 100',
       'UseDNS no',
-      `SetEnv BASH_ENV=${bashEnv}`,
+      // SetEnv overrides sshd's defaults (HOME included).
+      `SetEnv BASH_ENV=${bashEnv}${options.userHome ? '' : ` HOME=${home}`}`,
       'Subsystem sftp internal-sftp',
       '',
     ].join('\n'),
