@@ -381,9 +381,8 @@ export class SshConnection {
     // and closing the channel does not end the process either.
     const marker = pty ? undefined : newPidMarker();
     const command = marker ? reportPidThenExec(marker, argv) : `exec ${shellJoin(argv)}`;
-    let channel: ClientChannel;
-    try {
-      channel = await new Promise<ClientChannel>((resolve, reject) =>
+    const openOnce = () =>
+      new Promise<ClientChannel>((resolve, reject) =>
         client.exec(
           command,
           pty
@@ -392,9 +391,20 @@ export class SshConnection {
           (err, ch) => (err ? reject(err) : resolve(ch)),
         ),
       );
-    } catch (err) {
-      release();
-      throw new KnownGoodError('connection-lost', `could not open a channel on ${this.name}: ${messageOf(err)}`);
+    let channel: ClientChannel | undefined;
+    for (let attempt = 0; !channel; attempt++) {
+      try {
+        channel = await openOnce();
+      } catch (err) {
+        // sshd refuses a session ("open failed") while it is still tearing down one that just closed here
+        // (MaxSessions counts it until its process is reaped): a moment later there is room again.
+        if (attempt < 8 && this.client === client && /open failed/i.test(messageOf(err))) {
+          await new Promise((r) => setTimeout(r, 25 * 2 ** attempt));
+          continue;
+        }
+        release();
+        throw new KnownGoodError('connection-lost', `could not open a channel on ${this.name}: ${messageOf(err)}`);
+      }
     }
     let exitCode: number | null = null;
     let exitSignal: string | undefined;
