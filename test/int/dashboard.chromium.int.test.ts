@@ -83,6 +83,20 @@ const LIGHT: Record<string, string> = {
   '--vscode-textCodeBlock-background': '#f2f2f2',
 };
 
+/** Like VS Code's Dark High Contrast: black, white text, a cyan border around everything. */
+const HIGH_CONTRAST: Record<string, string> = {
+  ...DARK,
+  '--vscode-editor-background': '#000000',
+  '--vscode-editor-foreground': '#ffffff',
+  '--vscode-foreground': '#ffffff',
+  '--vscode-descriptionForeground': '#ffffff',
+  '--vscode-contrastBorder': '#6fc3df',
+  '--vscode-panel-border': '#6fc3df',
+  '--vscode-charts-foreground': '#ffffff',
+  '--vscode-charts-lines': 'rgba(255, 255, 255, 0.6)',
+  '--vscode-charts-blue': '#4fc1ff',
+};
+
 /** Builds with the project's build script; dist/webview is what the panel serves. */
 function build(): string {
   const r = spawnSync(process.execPath, ['scripts/build.mjs'], { cwd: ROOT, encoding: 'utf8' });
@@ -164,7 +178,7 @@ const SHIM = `
 
 async function applyTheme(
   page: Page,
-  kind: 'vscode-dark' | 'vscode-light',
+  kind: 'vscode-dark' | 'vscode-light' | 'vscode-high-contrast',
   vars: Record<string, string>,
 ): Promise<void> {
   await page.evaluate(
@@ -398,6 +412,34 @@ void test(
       'rgb(59, 59, 59)',
     );
     await page.screenshot({ path: join(ARTIFACTS, 'dashboard-light.png'), fullPage: true });
+
+    // High contrast: lines in its colours, white text, the contrast border around panels and swatches.
+    await applyTheme(page, 'vscode-high-contrast', HIGH_CONTRAST);
+    await page.waitForFunction(() => getComputedStyle(document.body).backgroundColor === 'rgb(0, 0, 0)');
+    await page.waitForTimeout(300);
+    const blueHc = await countColor(page, lossCanvas, HIGH_CONTRAST['--vscode-charts-blue']!);
+    assert.ok(blueHc > 300, `high-contrast line not drawn in its charts-blue: ${blueHc} px`);
+    assert.equal(
+      await page
+        .locator('.kg-plot-title')
+        .first()
+        .evaluate((e) => getComputedStyle(e).color),
+      'rgb(255, 255, 255)',
+    );
+    assert.equal(
+      await page
+        .locator('.kg-swatch')
+        .first()
+        .evaluate((e) => getComputedStyle(e).outlineColor),
+      'rgb(111, 195, 223)',
+    );
+    // Every swatch of the first run (legend and checkpoint list) follows the theme.
+    const swatchColors = await page
+      .locator('.kg-swatch')
+      .evaluateAll((els) => [...new Set(els.map((e) => getComputedStyle(e).backgroundColor))]);
+    assert.ok(swatchColors.includes('rgb(79, 193, 255)'), swatchColors.join(' '));
+    assert.ok(!swatchColors.includes('rgb(55, 148, 255)'), `dark-theme swatch left: ${swatchColors.join(' ')}`);
+    await page.screenshot({ path: join(ARTIFACTS, 'dashboard-high-contrast.png'), fullPage: true });
 
     // State for the serializer: enough to reopen the runs.
     const state = (await page.evaluate(() => (window as unknown as { __state: () => unknown }).__state())) as {

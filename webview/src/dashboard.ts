@@ -199,6 +199,8 @@ export class Dashboard {
     this.theme = readTheme();
     this.renderRuns();
     this.renderPlots(true);
+    // The checkpoint list's swatches carry the runs' colours too.
+    this.renderCheckpoints();
     this.renderBench();
   }
 
