@@ -5,6 +5,7 @@ import { chmodSync, existsSync, mkdtempSync, rmSync, utimesSync } from 'node:fs'
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ProbeRunner } from '../../src/core/probes/runner';
+import { requireTorch, TORCH_PYTHON } from '../support/require';
 import { SshPool } from '../../src/core/transport/ssh';
 import { ckptArgsProbe } from '../../src/core/args/argsProbe';
 import { ArgsReader } from '../../src/core/args/reader';
@@ -14,8 +15,7 @@ import { startSshd, type TestSshd } from '../support/sshd';
 
 // Real torch checkpoints written by Debian's torch, read over real SSH by the stdlib probe (plain python3, no torch)
 // through the resident helper on one pooled ssh2 connection.
-const TORCH_PY = '/usr/bin/python3';
-const hasTorch = existsSync(TORCH_PY) && spawnSync(TORCH_PY, ['-c', 'import torch']).status === 0;
+const TORCH_PY = TORCH_PYTHON;
 
 let sshd: TestSshd;
 let pool: SshPool;
@@ -41,6 +41,7 @@ torch.save({"args": args, "model": torch.nn.Linear(4, 4).state_dict(), "step": 6
 }
 
 before(async () => {
+  requireTorch();
   dir = mkdtempSync(join(tmpdir(), "kg-args ssh 'q' #"));
   chmodSync(dir, 0o755);
   sshd = await startSshd();
@@ -55,84 +56,73 @@ after(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-void test(
-  'args of a real torch checkpoint over SSH through the resident helper, one connection',
-  { skip: !hasTorch },
-  async () => {
-    const file = join(dir, 'step 690 "x".pt');
-    saveArgs(file, 0.02);
-    const before = sshd.connectionCount();
-    const { value } = await runner.run(ckptArgsProbe(file));
-    assert.equal(value.format, 'torch-zip');
-    assert.equal(value.argsType, 'argparse.Namespace');
-    assert.deepEqual(value.args, {
-      lr: 0.02,
-      batch_size: 32,
-      betas: [0.9, 0.999],
-      dtype: 'torch.bfloat16',
-      device: 'cpu',
-    });
-    assert.equal(value.step, 690);
-    assert.deepEqual(value.tensors, { count: 2, bytes: (16 + 4) * 4 });
-    assert.equal(value.unsafeGlobals.length, 0);
-    // second read and the stat: the same helper, no new connection
-    const st = await runner.run(ckptStatProbe(file));
-    assert.equal(st.value.bytes, value.bytes);
-    assert.equal(st.value.dir, false);
-    assert.ok(sshd.connectionCount() - before <= 1, `connections: ${sshd.connectionCount() - before}`);
-  },
-);
+void test('args of a real torch checkpoint over SSH through the resident helper, one connection', async () => {
+  const file = join(dir, 'step 690 "x".pt');
+  saveArgs(file, 0.02);
+  const before = sshd.connectionCount();
+  const { value } = await runner.run(ckptArgsProbe(file));
+  assert.equal(value.format, 'torch-zip');
+  assert.equal(value.argsType, 'argparse.Namespace');
+  assert.deepEqual(value.args, {
+    lr: 0.02,
+    batch_size: 32,
+    betas: [0.9, 0.999],
+    dtype: 'torch.bfloat16',
+    device: 'cpu',
+  });
+  assert.equal(value.step, 690);
+  assert.deepEqual(value.tensors, { count: 2, bytes: (16 + 4) * 4 });
+  assert.equal(value.unsafeGlobals.length, 0);
+  // second read and the stat: the same helper, no new connection
+  const st = await runner.run(ckptStatProbe(file));
+  assert.equal(st.value.bytes, value.bytes);
+  assert.equal(st.value.dir, false);
+  assert.ok(sshd.connectionCount() - before <= 1, `connections: ${sshd.connectionCount() - before}`);
+});
 
-void test(
-  'the cached reader over SSH: reopening reads nothing, a rewritten checkpoint is read again',
-  { skip: !hasTorch },
-  async () => {
-    const file = join(dir, 'step_600.pt');
-    saveArgs(file, 0.01);
-    const reader = new ArgsReader({
-      host: () => ({ label: 'test-sshd', probes: runner }),
-      allowTorchLoad: () => false,
-      confirmUnsafeLoad: () => Promise.resolve(false),
-    });
-    const ref = { hostId: 'test-sshd', path: file, label: 'step_600' };
-    const a = await reader.read(ref);
-    assert.equal(a.fromCache, false);
-    const again = await reader.read(ref);
-    assert.equal(again.fromCache, true);
-    assert.deepEqual(again.result, a.result);
+void test('the cached reader over SSH: reopening reads nothing, a rewritten checkpoint is read again', async () => {
+  const file = join(dir, 'step_600.pt');
+  saveArgs(file, 0.01);
+  const reader = new ArgsReader({
+    host: () => ({ label: 'test-sshd', probes: runner }),
+    allowTorchLoad: () => false,
+    confirmUnsafeLoad: () => Promise.resolve(false),
+  });
+  const ref = { hostId: 'test-sshd', path: file, label: 'step_600' };
+  const a = await reader.read(ref);
+  assert.equal(a.fromCache, false);
+  const again = await reader.read(ref);
+  assert.equal(again.fromCache, true);
+  assert.deepEqual(again.result, a.result);
 
-    saveArgs(file, 0.03); // same size: only the mtime tells
-    const t = new Date(Date.now() + 5000);
-    utimesSync(file, t, t);
-    const b = await reader.read(ref);
-    assert.equal(b.fromCache, false);
-    assert.equal((b.result.args as Record<string, unknown>)['lr'], 0.03);
-    const doc = await reader.document(ref);
-    assert.match(doc, /^\/\/ host: {5}test-sshd$/m);
-    assert.match(doc, /^ {2}"lr": 0\.03$/m);
-  },
-);
+  saveArgs(file, 0.03); // same size: only the mtime tells
+  const t = new Date(Date.now() + 5000);
+  utimesSync(file, t, t);
+  const b = await reader.read(ref);
+  assert.equal(b.fromCache, false);
+  assert.equal((b.result.args as Record<string, unknown>)['lr'], 0.03);
+  const doc = await reader.document(ref);
+  assert.match(doc, /^\/\/ host: {5}test-sshd$/m);
+  assert.match(doc, /^ {2}"lr": 0\.03$/m);
+});
 
-void test(
-  'a hostile checkpoint over SSH: reported with its unsafe globals, and nothing runs',
-  { skip: !hasTorch },
-  async () => {
-    const file = join(dir, 'hostile.pt');
-    const marker = join(dir, 'PWNED');
-    torchRun(
-      `
+void test('a hostile checkpoint over SSH: reported with its unsafe globals, and nothing runs', async () => {
+  const file = join(dir, 'hostile.pt');
+  const marker = join(dir, 'PWNED');
+  torchRun(
+    `
 import os, shlex, sys, torch
 class Evil:
     def __reduce__(self):
         return (os.system, ("touch " + shlex.quote(sys.argv[2]),))
 torch.save({"args": {"lr": 0.1}, "evil": Evil()}, sys.argv[1])
 `,
-      file,
-      marker,
-    );
-    // the file really is hostile: a plain pickle load of its data.pkl runs the command
-    torchRun(
-      `
+    file,
+    marker,
+  );
+  // the file really is hostile: a plain pickle load of its data.pkl runs the command
+  torchRun(
+    `
 import pickle, sys, zipfile
 z = zipfile.ZipFile(sys.argv[1])
 name = [n for n in z.namelist() if n.endswith("/data.pkl")][0]
@@ -141,24 +131,23 @@ class U(pickle.Unpickler):
         return None
 U(z.open(name)).load()
 `,
-      file,
-    );
-    assert.equal(existsSync(marker), true, 'the hostile pickle should create the marker when loaded normally');
-    rmSync(marker);
+    file,
+  );
+  assert.equal(existsSync(marker), true, 'the hostile pickle should create the marker when loaded normally');
+  rmSync(marker);
 
-    const { value } = await runner.run(ckptArgsProbe(file));
-    assert.deepEqual(value.unsafeGlobals, ['posix.system']);
-    assert.deepEqual(value.args, { lr: 0.1 });
-    const reader = new ArgsReader({
-      host: () => ({ label: 'test-sshd', probes: runner }),
-      allowTorchLoad: () => true,
-      confirmUnsafeLoad: () => Promise.reject(new Error('must not be asked: the safe reader decoded it')),
-    });
-    const doc = await reader.document({ hostId: 'test-sshd', path: file, label: 'hostile' });
-    assert.match(doc.split('\n')[0]!, /^\/\/ ⚠ UNSAFE: .*posix\.system/);
-    assert.equal(existsSync(marker), false);
-  },
-);
+  const { value } = await runner.run(ckptArgsProbe(file));
+  assert.deepEqual(value.unsafeGlobals, ['posix.system']);
+  assert.deepEqual(value.args, { lr: 0.1 });
+  const reader = new ArgsReader({
+    host: () => ({ label: 'test-sshd', probes: runner }),
+    allowTorchLoad: () => true,
+    confirmUnsafeLoad: () => Promise.reject(new Error('must not be asked: the safe reader decoded it')),
+  });
+  const doc = await reader.document({ hostId: 'test-sshd', path: file, label: 'hostile' });
+  assert.match(doc.split('\n')[0]!, /^\/\/ ⚠ UNSAFE: .*posix\.system/);
+  assert.equal(existsSync(marker), false);
+});
 
 void test('errors over SSH are one line: missing file, not a checkpoint', async () => {
   await assert.rejects(

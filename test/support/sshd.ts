@@ -3,6 +3,7 @@ import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, wr
 import { createServer, connect } from 'node:net';
 import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
+import { requireFile } from './require';
 
 /**
  * A real OpenSSH sshd (Debian openssh-server) on a free loopback port, with a throwaway host key, user keys and
@@ -79,10 +80,7 @@ export interface SshdOptions {
 }
 
 export async function startSshd(options: SshdOptions = {}): Promise<TestSshd> {
-  if (!existsSync(SSHD)) {
-    // Loud, never a silent skip: .ci/run installs it.
-    throw new Error(`${SSHD} not found: install Debian's openssh-server (apt-get install -y openssh-server)`);
-  }
+  requireFile(SSHD, 'openssh-server');
   const dir = mkdtempSync(join(tmpdir(), 'kg-sshd-'));
   chmodSync(dir, 0o755);
   const keygen = (file: string, pass = '') =>
