@@ -332,13 +332,7 @@ class Reducer(object):
                 if cur is None:
                     new[k2] = b
                 else:
-                    if b[0] < cur[0]:
-                        cur[0] = b[0]
-                    if b[1] > cur[1]:
-                        cur[1] = b[1]
-                    if b[2] >= cur[2]:
-                        cur[2], cur[3], cur[4] = b[2], b[3], b[4]
-                    cur[5] += b[5]
+                    _fold(cur, b)
             self.buckets[name] = new
 
     def _bounds(self, xs):
@@ -461,6 +455,17 @@ class Reducer(object):
                 s["t"] = [r[4] for r in rows]
             out.append(s)
         return out
+
+
+def _fold(cur, b):
+    """Adds bucket b ([min, max, last x, last y, last t, count]) into bucket cur; at equal x, b is the later one."""
+    if b[0] < cur[0]:
+        cur[0] = b[0]
+    if b[1] > cur[1]:
+        cur[1] = b[1]
+    if b[2] >= cur[2]:
+        cur[2], cur[3], cur[4] = b[2], b[3], b[4]
+    cur[5] += b[5]
 
 
 def _compact(v):
@@ -828,14 +833,8 @@ def _merge(p, st):
             cur = mine.get(k)
             if cur is None:
                 mine[k] = b
-                continue
-            if b[0] < cur[0]:
-                cur[0] = b[0]
-            if b[1] > cur[1]:
-                cur[1] = b[1]
-            if b[2] >= cur[2]:
-                cur[2], cur[3], cur[4] = b[2], b[3], b[4]
-            cur[5] += b[5]
+            else:
+                _fold(cur, b)
     if not r.window:
         while r.hi_idx - r.lo_idx + 1 > r.nb:
             r._double()

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
-import { execFileSync, spawn } from 'node:child_process';
-import { copyFileSync, readFileSync, writeFileSync, chmodSync, mkdtempSync } from 'node:fs';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { readFileSync, writeFileSync, chmodSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -334,59 +334,24 @@ describe('SSH transport against a real OpenSSH sshd', () => {
   });
 
   test('CLI: runs a command on the test sshd; a changed host key exits non-zero without running anything', () => {
-    const cli = ['--import', 'tsx', 'src/cli/main.ts'];
     const target = `${sshd.user}@127.0.0.1:${sshd.port}`;
-    const ok = execFileSync(
-      process.execPath,
-      [
-        ...cli,
-        'exec',
-        target,
-        '--identity',
-        sshd.identityFile,
-        '--known-hosts',
-        sshd.knownHostsFile,
-        '--',
-        'printf',
-        '%s|',
-        ...NASTY,
-      ],
-      {
-        encoding: 'utf8',
-      },
-    );
-    assert.equal(ok, NASTY.join('|') + '|');
-    const marker = join(sshd.dir, 'cli-ran');
-    let status = 0;
-    let stderr = '';
-    try {
-      execFileSync(
+    const cliExec = (knownHosts: string, ...argv: string[]) =>
+      spawnSync(
         process.execPath,
         [
-          ...cli,
-          'exec',
-          target,
-          '--identity',
-          sshd.identityFile,
-          '--known-hosts',
-          sshd.wrongKnownHostsFile,
-          '--',
-          'touch',
-          marker,
+          ...['--import', 'tsx', 'src/cli/main.ts', 'exec', target],
+          ...['--identity', sshd.identityFile, '--known-hosts', knownHosts, '--', ...argv],
         ],
-        {
-          encoding: 'utf8',
-          stdio: ['ignore', 'pipe', 'pipe'],
-        },
+        { encoding: 'utf8' },
       );
-    } catch (e) {
-      status = (e as { status: number }).status;
-      stderr = String((e as { stderr: string }).stderr);
-    }
-    assert.notEqual(status, 0);
-    assert.match(stderr, /HOST KEY CHANGED/);
+    const ok = cliExec(sshd.knownHostsFile, 'printf', '%s|', ...NASTY);
+    assert.equal(ok.status, 0, ok.stderr);
+    assert.equal(ok.stdout, NASTY.join('|') + '|');
+    const marker = join(sshd.dir, 'cli-ran');
+    const refused = cliExec(sshd.wrongKnownHostsFile, 'touch', marker);
+    assert.notEqual(refused.status, 0);
+    assert.match(refused.stderr, /HOST KEY CHANGED/);
     assert.throws(() => readFileSync(marker));
-    copyFileSync(sshd.knownHostsFile, join(sshd.dir, 'kh-copy'));
   });
 });
 
