@@ -38,6 +38,7 @@ import {
   showTextDocument,
 } from '../window';
 import { registerLiveThroughput } from './live';
+import { whyFailed } from '../core/transport/collect';
 
 export const BenchCommands = {
   run: 'knownGood.bench.run',
@@ -287,7 +288,7 @@ async function runCustom(c: Container, node: unknown, args: BenchArgs): Promise<
           // The end of the log is enough for the last values; a line cut at the start is skipped by the parser.
           const tail = await session.transport.exec(['tail', '-c', '4194304', bench.jsonl.path], { timeoutMs: 30_000 });
           if (tail.exitCode !== 0)
-            throw new KnownGoodError('not-found', `could not read ${bench.jsonl.path}: ${tail.stderr.trim()}`);
+            throw new KnownGoodError('not-found', `could not read ${bench.jsonl.path}: ${whyFailed(tail)}`);
           reading = throughputFromJsonl(tail.stdout, bench.jsonl.key, bench.lastN);
         } else {
           source = 'regex';

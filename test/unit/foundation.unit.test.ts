@@ -3,6 +3,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { PassThrough } from 'node:stream';
 import { test } from 'node:test';
 import { parsePythonJson, asciiJson } from '../../src/core/json';
 import { extractFramed } from '../../src/core/probes/runner';
@@ -11,6 +12,7 @@ import { parseSshConfig } from '../../src/core/sshConfig';
 import { parseUserHostPort, resolveEndpoint, resolveHosts } from '../../src/core/hosts';
 import { appendKnownHost, checkHostKey, fingerprint, parseKnownHosts, patternsMatch } from '../../src/core/knownHosts';
 import { splitWords, containerPrefix } from '../../src/core/transport/container';
+import { collect, whyFailed } from '../../src/core/transport/collect';
 import { parseArgs, parseContainer } from '../../src/cli/main';
 
 test('settings: a bad host entry gives one message naming the setting and field; the others load', () => {
@@ -178,4 +180,38 @@ test('CLI argument parsing', () => {
   assert.equal(r.options.identity, '/k');
   assert.deepEqual(parseContainer('custom:lxc-attach -n 1 --'), { kind: 'custom', command: 'lxc-attach -n 1 --' });
   assert.throws(() => parseContainer('podman:x'), /expected pct/);
+});
+
+test('whyFailed: last stderr lines with how it ended; exit code, signal or no status alone', () => {
+  const base = { stdout: '' };
+  assert.equal(whyFailed({ ...base, stderr: 'a\n\nb\nc\nd\n', exitCode: 2 }), 'b | c | d (exit code 2)');
+  assert.equal(whyFailed({ ...base, stderr: 'one\ntwo\n', exitCode: 1 }, 1), 'two (exit code 1)');
+  assert.equal(whyFailed({ ...base, stderr: '  \n', exitCode: 1 }), 'exit code 1');
+  assert.equal(whyFailed({ ...base, stderr: '', exitCode: null, exitSignal: 'TERM' }), 'killed by SIGTERM');
+  assert.equal(whyFailed({ ...base, stderr: '', exitCode: null }), 'ended without an exit status');
+});
+
+test('collect keeps output that passes through a wrapping stream after the exit is seen', async () => {
+  const stdout = new PassThrough();
+  const stderr = new PassThrough();
+  const stdin = new PassThrough();
+  let exit!: (v: { exitCode: number | null }) => void;
+  const handle = {
+    stdin,
+    stdout,
+    stderr,
+    exited: new Promise<{ exitCode: number | null }>((r) => (exit = r)),
+    resize: () => undefined,
+    kill: () => undefined,
+  };
+  const res = collect(handle, {}, () => 'x');
+  stdout.end('out');
+  exit({ exitCode: 1 });
+  // The last stderr chunk arrives only after the exit was reported (as through the PID-line filter).
+  await new Promise((r) => setTimeout(r, 50));
+  stderr.end('tail: cannot open x\n');
+  const r = await res;
+  assert.equal(r.stdout, 'out');
+  assert.equal(r.stderr, 'tail: cannot open x\n');
+  assert.equal(whyFailed(r), 'tail: cannot open x (exit code 1)');
 });

@@ -1,11 +1,12 @@
 import { posix } from 'node:path';
 import { z } from 'zod';
-import { KnownGoodError, messageOf } from '../errors';
+import { KnownGoodError } from '../errors';
 import { defineProbe } from '../probes/probe';
 import type { ProcessHandle, Transport } from '../transport/types';
 import { formatBytes } from './render';
 import { writeRemoteFileAtomic } from './remote';
 import { fileTime } from './store';
+import { whyFailed } from '../transport/collect';
 
 /*
  * Backing up and restoring the compile caches (inductor, triton, knownGood.env.cacheDirs) on the remote. The probe
@@ -240,10 +241,7 @@ export async function runTar(
 async function checked(transport: Transport, argv: string[], what: string): Promise<void> {
   const r = await transport.exec(argv, { timeoutMs: 60000 });
   if (r.exitCode !== 0) {
-    throw new KnownGoodError(
-      'probe-failed',
-      `${what} on ${transport.label} failed: ${r.stderr.trim() || `exit ${String(r.exitCode)}`}`,
-    );
+    throw new KnownGoodError('probe-failed', `${what} on ${transport.label} failed: ${whyFailed(r)}`);
   }
 }
 
@@ -287,10 +285,7 @@ export async function backupCaches(
   // GNU tar exits 1 when a file changed while it was read: the archive is complete, the cache was in use.
   if (run.exitCode !== 0 && run.exitCode !== 1) {
     await transport.exec(['rm', '-f', '--', backup.temp], { timeoutMs: 30000 }).catch(() => undefined);
-    throw new KnownGoodError(
-      'probe-failed',
-      `tar on ${transport.label} failed (exit ${String(run.exitCode)}): ${run.stderr.trim().split('\n').slice(-3).join(' ')}`,
-    );
+    throw new KnownGoodError('probe-failed', `tar on ${transport.label} failed: ${whyFailed(run)}`);
   }
   await checked(transport, ['mv', '--', backup.temp, backup.archive], 'moving the archive into place');
   const size = await transport.exec(['wc', '-c', '--', backup.archive], { timeoutMs: 30000 }).catch(() => undefined);
@@ -339,9 +334,6 @@ export async function restoreArchive(
     onBytes: (b) => opts.progress?.(Math.min(b / total, 0.99), `${formatBytes(b)} of ${formatBytes(total)} restored`),
   });
   if (run.exitCode !== 0) {
-    throw new KnownGoodError(
-      'probe-failed',
-      `tar on ${transport.label} failed (exit ${String(run.exitCode)}): ${run.stderr.trim().split('\n').slice(-3).join(' ') || messageOf(run.exitCode)}`,
-    );
+    throw new KnownGoodError('probe-failed', `tar on ${transport.label} failed: ${whyFailed(run)}`);
   }
 }

@@ -2,6 +2,7 @@ import { posix } from 'node:path';
 import { KnownGoodError, messageOf } from '../errors';
 import type { Transport } from '../transport/types';
 import { remoteBaselinePath, type Baseline } from './store';
+import { whyFailed } from '../transport/collect';
 
 /*
  * Files Known Good writes on the remote (the baseline copy that travels with the run, archive manifests): stdin
@@ -41,7 +42,7 @@ export async function writeRemoteFileAtomic(
     ...(options.signal ? { signal: options.signal } : {}),
   });
   if (r.exitCode !== 0) {
-    const why = r.stderr.trim().split('\n').filter(Boolean).pop() ?? `exit code ${String(r.exitCode)}`;
+    const why = whyFailed(r, 1);
     throw new KnownGoodError(
       r.exitCode === EXISTS_EXIT ? 'internal' : /denied/i.test(why) ? 'permission-denied' : 'probe-failed',
       `could not write ${file} on ${transport.label}: ${why}`,

@@ -5,6 +5,7 @@ import type { ProcessHandle, Transport } from '../transport/types';
 import { HELPER_LOADER, oneShotProgram, probeSource } from './sources';
 import { interpreterSchema, type Interpreter, type ProbeCall, type ProbeOutcome, type ProbeRunnerLike } from './probe';
 import { z } from 'zod';
+import { whyFailed } from '../transport/collect';
 
 const envelopeSchema = z.union([
   z.object({ ok: z.literal(true), result: z.unknown(), python: interpreterSchema }),
@@ -117,8 +118,10 @@ export class ProbeRunner implements ProbeRunnerLike {
     const framed = extractFramed(res.stdout, nonce);
     if (framed === undefined) {
       if (res.exitCode === 127) throw pythonNotFound(this.options.python, this.transport.label);
-      const why = res.stderr.trim().split('\n').slice(-3).join(' | ') || `exit code ${res.exitCode}`;
-      throw new KnownGoodError('probe-failed', `${call.probe} on ${this.transport.label} printed no result: ${why}`);
+      throw new KnownGoodError(
+        'probe-failed',
+        `${call.probe} on ${this.transport.label} printed no result: ${whyFailed(res)}`,
+      );
     }
     return probeOutcome(call, parsePythonJson(framed), this.transport.label);
   }

@@ -381,6 +381,19 @@ export class SshConnection {
     // and closing the channel does not end the process either.
     const marker = pty ? undefined : newPidMarker();
     const command = marker ? reportPidThenExec(marker, argv) : `exec ${shellJoin(argv)}`;
+    // Listeners go on inside the exec callback: a fast command's output, exit status and close can arrive in the
+    // same read as the exec reply, and an 'exit' emitted before anyone listens is lost.
+    let exitCode: number | null = null;
+    let exitSignal: string | undefined;
+    let gotExit = false;
+    const onExit = (code: number | null | undefined, signal?: string) => {
+      if (gotExit) return;
+      gotExit = code !== undefined && (code !== null || signal !== undefined);
+      exitCode = code ?? null;
+      if (signal) exitSignal = signal;
+    };
+    let closed!: (ok: boolean) => void;
+    const closing = new Promise<boolean>((r) => (closed = r));
     const openOnce = () =>
       new Promise<ClientChannel>((resolve, reject) =>
         client.exec(
@@ -388,7 +401,16 @@ export class SshConnection {
           pty
             ? { pty: { rows: pty.rows, cols: pty.cols, term: pty.term ?? 'xterm-256color', width: 0, height: 0 } }
             : {},
-          (err, ch) => (err ? reject(err) : resolve(ch)),
+          (err, ch) => {
+            if (err) return reject(err);
+            ch.on('exit', onExit);
+            // ssh2 passes the exit status it saw to 'close' as well.
+            ch.once('close', (code?: number | null, signal?: string) => {
+              onExit(code, signal);
+              closed(gotExit || !!this.client);
+            });
+            resolve(ch);
+          },
         ),
       );
     let channel: ClientChannel | undefined;
@@ -406,23 +428,11 @@ export class SshConnection {
         throw new KnownGoodError('connection-lost', `could not open a channel on ${this.name}: ${messageOf(err)}`);
       }
     }
-    let exitCode: number | null = null;
-    let exitSignal: string | undefined;
-    let gotExit = false;
-    channel.on('exit', (code: number | null, signal?: string) => {
-      gotExit = true;
-      exitCode = code ?? null;
-      if (signal) exitSignal = signal;
-    });
-    const exited = new Promise<{ exitCode: number | null; exitSignal?: string }>((resolve, reject) => {
-      channel.once('close', () => {
-        release();
-        if (!gotExit && !this.client) {
-          reject(new KnownGoodError('connection-lost', `the connection to ${this.name} dropped while a command ran`));
-          return;
-        }
-        resolve({ exitCode, ...(exitSignal ? { exitSignal } : {}) });
-      });
+    const exited = closing.then((ok) => {
+      release();
+      if (!ok)
+        throw new KnownGoodError('connection-lost', `the connection to ${this.name} dropped while a command ran`);
+      return { exitCode, ...(exitSignal ? { exitSignal: exitSignal.replace(/^SIG/, '') } : {}) };
     });
     exited.catch(() => undefined);
     let pid: number | undefined;
