@@ -329,15 +329,21 @@ describe('dashboard: side data per host', () => {
   });
 });
 
-describe('dashboard protocol: preview and per-host fields', () => {
-  const info = {
+/** The run-a fixture of the protocol and preview-note tests, with a sample when given. */
+function runInfo(sample?: RunInfo['sample']): RunInfo {
+  return {
     id: 'r',
     label: 'run-a',
     host: 'gpu',
     path: '/runs/run-a/train_log.jsonl',
     lines: 10,
     skipped: { malformed: 0, nonNumeric: 0, nonFinite: 0, noX: 0 },
+    ...(sample ? { sample } : {}),
   };
+}
+
+describe('dashboard protocol: preview and per-host fields', () => {
+  const info = runInfo();
   const init = (extra: Record<string, unknown>) => ({ type: 'init', runs: [], checkpoints: [], ...extra });
 
   it('sample on a run: parsed with failed defaulting to false; bad values rejected', () => {
@@ -379,27 +385,17 @@ describe('dashboard protocol: preview and per-host fields', () => {
 });
 
 describe('dashboard webview: the preview note', () => {
-  const run = (sample?: RunInfo['sample']): RunInfo => ({
-    id: 'r',
-    label: 'run-a',
-    host: 'gpu',
-    path: '/runs/run-a/train_log.jsonl',
-    lines: 10,
-    skipped: { malformed: 0, nonNumeric: 0, nonFinite: 0, noX: 0 },
-    ...(sample ? { sample } : {}),
-  });
-
   it('says how much of which file, whether the whole log is on its way, and nothing once exact', () => {
     assert.equal(
-      previewNote(run({ bytes: 7_000_000, of: 100_000_000, failed: false }), false),
+      previewNote(runInfo({ bytes: 7_000_000, of: 100_000_000, failed: false }), false),
       'Preview: sampled 7% of train_log.jsonl — reading the whole log…',
     );
     assert.equal(
-      previewNote(run({ bytes: 7_000_000, of: 100_000_000, failed: false }), true),
+      previewNote(runInfo({ bytes: 7_000_000, of: 100_000_000, failed: false }), true),
       'Preview of run-a: sampled 7% of train_log.jsonl — reading the whole log…',
     );
-    assert.match(previewNote(run({ bytes: 1, of: 100, failed: true }), false) ?? '', /could not be read/);
-    assert.equal(previewNote(run(), false), undefined);
+    assert.match(previewNote(runInfo({ bytes: 1, of: 100, failed: true }), false) ?? '', /could not be read/);
+    assert.equal(previewNote(runInfo(), false), undefined);
     assert.equal(sampledShare(65_536, 111_000_000), 'less than 1%');
     assert.equal(sampledShare(999, 1000), '99%', 'a sample is never called 100%');
     assert.equal(sampledShare(16 << 20, 111 << 20), '14%');
