@@ -381,19 +381,10 @@ export class SshConnection {
     // and closing the channel does not end the process either.
     const marker = pty ? undefined : newPidMarker();
     const command = marker ? reportPidThenExec(marker, argv) : `exec ${shellJoin(argv)}`;
-    // Listeners go on inside the exec callback: a fast command's output, exit status and close can arrive in the
-    // same read as the exec reply, and an 'exit' emitted before anyone listens is lost.
-    let exitCode: number | null = null;
-    let exitSignal: string | undefined;
-    let gotExit = false;
-    const onExit = (code: number | null | undefined, signal?: string) => {
-      if (gotExit) return;
-      gotExit = code !== undefined && (code !== null || signal !== undefined);
-      exitCode = code ?? null;
-      if (signal) exitSignal = signal;
-    };
-    let closed!: (ok: boolean) => void;
-    const closing = new Promise<boolean>((r) => (closed = r));
+    // The listener goes on inside the exec callback: a fast command's output, exit status and close can arrive in
+    // the same read as the exec reply. ssh2 passes the exit status to 'close' (undefined when none came).
+    let closed!: (end: { code: number | null | undefined; signal: string | undefined; connected: boolean }) => void;
+    const closing = new Promise<Parameters<typeof closed>[0]>((r) => (closed = r));
     const openOnce = () =>
       new Promise<ClientChannel>((resolve, reject) =>
         client.exec(
@@ -403,12 +394,9 @@ export class SshConnection {
             : {},
           (err, ch) => {
             if (err) return reject(err);
-            ch.on('exit', onExit);
-            // ssh2 passes the exit status it saw to 'close' as well.
-            ch.once('close', (code?: number | null, signal?: string) => {
-              onExit(code, signal);
-              closed(gotExit || !!this.client);
-            });
+            ch.once('close', (code?: number | null, signal?: string) =>
+              closed({ code, signal, connected: !!this.client }),
+            );
             resolve(ch);
           },
         ),
@@ -428,11 +416,11 @@ export class SshConnection {
         throw new KnownGoodError('connection-lost', `could not open a channel on ${this.name}: ${messageOf(err)}`);
       }
     }
-    const exited = closing.then((ok) => {
+    const exited = closing.then(({ code, signal, connected }) => {
       release();
-      if (!ok)
+      if (code === undefined && !connected)
         throw new KnownGoodError('connection-lost', `the connection to ${this.name} dropped while a command ran`);
-      return { exitCode, ...(exitSignal ? { exitSignal: exitSignal.replace(/^SIG/, '') } : {}) };
+      return { exitCode: code ?? null, ...(signal ? { exitSignal: signal.replace(/^SIG/, '') } : {}) };
     });
     exited.catch(() => undefined);
     let pid: number | undefined;
