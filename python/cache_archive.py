@@ -139,7 +139,8 @@ def tar_info():
     if not path:
         return {"path": None, "gnu": False, "version": None}
     try:
-        r = subprocess.run([path, "--version"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, timeout=10)
+        r = subprocess.run([path, "--version"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, timeout=10,
+                           preexec_fn=kg_common.lift_limits)
         first = r.stdout.decode("utf-8", "replace").splitlines()[:1]
         version = first[0] if first else None
     except Exception:

@@ -14,6 +14,9 @@ import os
 
 import kg_common
 
+# torch maps gigabytes of address space and a benchmark runs for minutes: no memory or CPU cap here.
+KG_LIMITS = {"memory": None, "cpu": None}
+
 ARG_KEYS = ("args", "config", "hyper_parameters", "hparams", "cfg", "training_args", "opt")
 STEP_KEYS = ("global_step", "step", "iteration", "iter", "num_updates", "train_step", "steps")
 MAX_DEPTH = 40

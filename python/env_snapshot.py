@@ -120,7 +120,7 @@ def _run_tool(argv, timeout=TOOL_TIMEOUT_S):
     env = dict(os.environ)
     env["LC_ALL"] = "C"
     r = subprocess.run(list(argv), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                       timeout=timeout, env=env)
+                       timeout=timeout, env=env, preexec_fn=kg_common.lift_limits)
     return r.returncode, r.stdout.decode("utf-8", "replace"), r.stderr.decode("utf-8", "replace")
 
 

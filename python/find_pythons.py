@@ -71,7 +71,8 @@ def main(argv):
     found = []
     for path in _candidates(argv):
         try:
-            r = subprocess.run([path, "-c", _QUERY], stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=15)
+            r = subprocess.run([path, "-c", _QUERY], stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=15,
+                               preexec_fn=kg_common.lift_limits)
             info = json.loads(r.stdout.decode("utf-8", "replace").strip().splitlines()[-1])
             info["path"] = path
             info["error"] = None

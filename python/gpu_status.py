@@ -40,6 +40,7 @@ def _query(smi, what, fields):
     out = subprocess.run(
         [smi, "--query-%s=%s" % (what, ",".join(fields)), "--format=csv,noheader,nounits"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=30,
+        preexec_fn=kg_common.lift_limits,
     )
     if out.returncode != 0:
         raise kg_common.ProbeError("nvidia-smi failed: %s" % (out.stderr.strip().splitlines() or ["exit %d" % out.returncode])[-1])

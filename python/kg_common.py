@@ -12,6 +12,7 @@ import json
 import math
 import os
 import re
+import stat
 import sys
 import tempfile
 
@@ -25,6 +26,211 @@ class ProbeError(Exception):
     def __init__(self, message, code="probe-error"):
         Exception.__init__(self, message)
         self.code = code
+
+
+MiB = 1024 * 1024
+
+# ---------------------------------------------------------------- Limits
+# Probes run on production GPU boxes beside training jobs: what one probe may take of the host it inspects is
+# decided here, once, and applied to every probe run (by hand, piped one-shot, or as a resident-helper request).
+# A limit hit ends the probe with a LimitError that names the limit; never a traceback, never the host's memory.
+LIMITS = {
+    # Data segment of the probe's process (soft RLIMIT_DATA: heap and private writable mappings, so what hostile
+    # input can make it allocate before MemoryError). Not RLIMIT_AS: glibc reserves 64 MiB of address space per
+    # thread arena, so an address-space cap breaks threads long before memory is really used.
+    "memory": 256 * MiB,
+    # CPU seconds of one probe run (soft RLIMIT_CPU, a backstop: the client's command timeout comes first).
+    "cpu": 600,
+    # Bytes of the JSON document one probe answers.
+    "output": 64 * MiB,
+    # Bytes read from one file when a probe reads it whole (a pickle, a JSON file, a zip member inflated).
+    "read": 64 * MiB,
+    # Bytes of one line of a log (longer lines are skipped and counted, never held whole).
+    "line": 1 * MiB,
+    # Nesting depth of a decoded structure (JSON values, pickled containers).
+    "depth": 200,
+    # Items of one decoded container, and memo entries of one pickle.
+    "items": 1000000,
+}
+
+# A probe module may loosen a limit for itself with ``KG_LIMITS = {"memory": None}`` (None: no limit); the
+# probes that import torch in a terminal do, since torch maps gigabytes of address space.
+_LIMIT_WORDS = {
+    "memory": "memory limit",
+    "cpu": "CPU-time limit",
+    "output": "output limit",
+    "read": "read limit",
+    "line": "line-length limit",
+    "depth": "nesting-depth limit",
+    "items": "item-count limit",
+}
+
+
+def human_bytes(n):
+    """1.5 KiB / 12.0 MiB: binary units, as the TypeScript side prints them."""
+    n = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if n < 1024 or unit == "TiB":
+            return ("%d %s" % (n, unit)) if unit == "B" else ("%.1f %s" % (n, unit))
+        n /= 1024.0
+    return "%d B" % n
+
+
+def _limit_text(name, value):
+    if value is None:
+        return "no %s" % _LIMIT_WORDS.get(name, name)
+    if name in ("memory", "output", "read", "line"):
+        return "%s of %s" % (_LIMIT_WORDS[name], human_bytes(value))
+    if name == "cpu":
+        return "%s of %d s" % (_LIMIT_WORDS[name], value)
+    return "%s of %d" % (_LIMIT_WORDS.get(name, name), value)
+
+
+class LimitError(ProbeError):
+    """A resource limit was reached; ``code`` is ``limit-<name>`` and the message says which limit and where."""
+
+    def __init__(self, name, what="", value=None, limits=None):
+        value = (limits or LIMITS).get(name) if value is None else value
+        message = "stopped at the %s" % _limit_text(name, value)
+        if what:
+            message = "%s: %s" % (what, message)
+        ProbeError.__init__(self, message, "limit-" + name)
+        self.limit = name
+
+
+def effective_limits(overrides=None):
+    limits = dict(LIMITS)
+    if overrides:
+        limits.update(overrides)
+    return limits
+
+
+def apply_process_limits(limits=None):
+    """Soft rlimits for this process (memory, CPU). Soft only, so a child we start can lift them again."""
+    limits = limits or LIMITS
+    try:
+        import resource
+    except ImportError:  # not on Linux/macOS: nothing to apply
+        return
+    for name, res in (("memory", "RLIMIT_DATA"), ("cpu", "RLIMIT_CPU")):
+        which = getattr(resource, res, None)
+        value = limits.get(name)
+        if which is None or value is None:
+            continue
+        try:
+            soft, hard = resource.getrlimit(which)
+            if hard != resource.RLIM_INFINITY and value > hard:
+                value = hard
+            if name == "cpu":
+                try:
+                    used = resource.getrusage(resource.RUSAGE_SELF)
+                    value += int(used.ru_utime + used.ru_stime)
+                except Exception:
+                    pass
+            if soft == resource.RLIM_INFINITY or value < soft:
+                resource.setrlimit(which, (value, hard))
+        except (ValueError, OSError):
+            pass
+
+
+def lift_limits():
+    """For ``subprocess.Popen(preexec_fn=kg_common.lift_limits)``: tools we run (nvidia-smi, pip) get the host's own."""
+    try:
+        import resource
+    except ImportError:
+        return
+    for res in ("RLIMIT_DATA", "RLIMIT_CPU"):
+        which = getattr(resource, res, None)
+        if which is None:
+            continue
+        try:
+            _soft, hard = resource.getrlimit(which)
+            resource.setrlimit(which, (hard, hard))
+        except (ValueError, OSError):
+            pass
+
+
+def footprint():
+    """What this process took of the host so far: peak RSS and CPU time (part of every result)."""
+    try:
+        import resource
+
+        ru = resource.getrusage(resource.RUSAGE_SELF)
+        rss_kb = ru.ru_maxrss // 1024 if sys.platform == "darwin" else ru.ru_maxrss
+        return {"maxRssKb": int(rss_kb), "cpuS": round(ru.ru_utime + ru.ru_stime, 3)}
+    except Exception:
+        return None
+
+
+def file_kind(mode):
+    """What a non-regular file is, in words."""
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISCHR(mode):
+        return "a character device"
+    if stat.S_ISBLK(mode):
+        return "a block device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISLNK(mode):
+        return "a symbolic link"
+    if stat.S_ISREG(mode):
+        return "a file"
+    return "not a regular file"
+
+
+def open_regular(path, buffering=-1):
+    """Open ``path`` for reading in binary only if it is a regular file.
+
+    FIFOs, devices (``/dev/zero``), sockets and folders are refused with code ``not-regular`` before anything is
+    read: the open itself never blocks (O_NONBLOCK), and the type is checked on the opened descriptor, so a file
+    swapped for a FIFO between a stat and the open is caught too. Other failures raise ProbeError with the usual
+    codes (not-found, permission-denied, unreadable).
+    """
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags)
+    except FileNotFoundError:
+        raise ProbeError("no such file: %s" % path, "not-found")
+    except PermissionError:
+        raise ProbeError("permission denied: %s" % path, "permission-denied")
+    except IsADirectoryError:
+        raise ProbeError("%s is a folder, not a file" % path, "not-regular")
+    except OSError as e:
+        raise ProbeError("cannot read %s: %s" % (path, e.strerror or e), "unreadable")
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise ProbeError("%s is %s, not a regular file: not read" % (path, file_kind(st.st_mode)), "not-regular")
+        try:
+            import fcntl
+
+            fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
+        except (ImportError, OSError):
+            pass
+        return os.fdopen(fd, "rb", buffering=buffering)
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def read_bounded(f, limit=None, what="file"):
+    """All of ``f`` up to ``limit`` bytes (LIMITS["read"]); more raises LimitError naming ``what``."""
+    limit = LIMITS["read"] if limit is None else limit
+    data = f.read(limit + 1)
+    if len(data) > limit:
+        raise LimitError("read", what, limit)
+    return data
+
+
+def loads_bounded(text, what="JSON"):
+    """json.loads that turns hostile nesting and huge numbers into LimitError/ValueError, never a traceback."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise LimitError("depth", what)
 
 
 def interpreter():
@@ -43,9 +249,37 @@ def _default(value):
     return repr(value)
 
 
+_BIG_INT = 10 ** 300
+
+
+def _tame_ints(value, depth=0):
+    """The value with integers too long to print (Python 3.11+ refuses over 4,300 digits) described instead."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        if -_BIG_INT < value < _BIG_INT:
+            return value
+        bits = value.bit_length()
+        return {"$bigint": {"bits": bits, "digits": int(bits * 0.30103) + 1, "negative": value < 0}}
+    if depth > 10000:
+        return None
+    if isinstance(value, dict):
+        return {(str(k) if isinstance(k, int) and not -_BIG_INT < k < _BIG_INT else k): _tame_ints(v, depth + 1)
+                for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_tame_ints(v, depth + 1) for v in value]
+    return value
+
+
 def dumps(value, indent=None):
     """JSON text; NaN and Infinity are written as Python does (the TypeScript side parses them on purpose)."""
-    return json.dumps(value, default=_default, indent=indent, ensure_ascii=True, allow_nan=True)
+    try:
+        return json.dumps(value, default=_default, indent=indent, ensure_ascii=True, allow_nan=True)
+    except ValueError:
+        # An integer of more than 4,300 digits (Python 3.11+): say what it is rather than fail the whole answer.
+        return json.dumps(_tame_ints(value), default=_default, indent=indent, ensure_ascii=True, allow_nan=True)
+    except RecursionError:
+        raise LimitError("depth", "the answer")
 
 
 def finite_or_none(x):
@@ -60,40 +294,68 @@ def envelope_error(message, code="probe-error"):
     return {"ok": False, "error": {"message": message, "code": code}, "python": interpreter()}
 
 
-def _write(doc):
-    text = dumps(doc)
-    out = sys.stdout
-    if FRAME:
-        out.write("\n@@KNOWN-GOOD-BEGIN %s@@\n%s\n@@KNOWN-GOOD-END %s@@\n" % (FRAME, text, FRAME))
-    else:
-        out.write(dumps(doc, indent=1) + "\n")
-    out.flush()
+def probe_limits(main):
+    """The limits a probe runs under: LIMITS with the probe module's own ``KG_LIMITS`` applied."""
+    return effective_limits(getattr(main, "__globals__", {}).get("KG_LIMITS"))
+
+
+def call_probe(main, argv, limits=None):
+    """Run ``main(argv)`` and return ``(envelope, text, exit_status)``: the one place a probe's failures are named.
+
+    The envelope carries the probe's footprint on this host (peak RSS, CPU time). A limit reached anywhere
+    (memory, nesting, output size) is an error naming the limit, never a traceback.
+    """
+    limits = limits or LIMITS
+    status = 0
+    try:
+        doc = envelope_ok(main(argv))
+    except ProbeError as e:
+        doc, status = envelope_error(str(e), e.code), 2
+    except MemoryError:
+        doc, status = envelope_error(str(LimitError("memory", "the probe", limits=limits)), "limit-memory"), 2
+    except RecursionError:
+        doc, status = envelope_error(str(LimitError("depth", "the probe", limits=limits)), "limit-depth"), 2
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException as e:  # an unexpected bug: still one line, still JSON for the extension
+        doc, status = envelope_error("%s: %s" % (type(e).__name__, e), "internal"), 3
+    doc["footprint"] = footprint()
+    try:
+        text = dumps(doc)
+    except (MemoryError, ProbeError) as e:
+        code = e.code if isinstance(e, ProbeError) else "limit-memory"
+        msg = str(e) if isinstance(e, ProbeError) else str(LimitError("memory", "the answer", limits=limits))
+        doc, status = envelope_error(msg, code), 2
+        text = dumps(doc)
+    out_limit = limits.get("output")
+    if out_limit is not None and len(text) > out_limit:
+        doc = envelope_error(
+            "the answer is %s: %s" % (human_bytes(len(text)), LimitError("output", "", limits=limits)), "limit-output")
+        doc["footprint"] = footprint()
+        text, status = dumps(doc), 2
+    return doc, text, status
 
 
 def run(main, argv=None):
     """Entry point for a probe run as a script (by hand, or piped by the extension)."""
     argv = sys.argv[1:] if argv is None else argv
+    limits = probe_limits(main)
+    apply_process_limits(limits)
     try:
-        result = main(argv)
-    except ProbeError as e:
-        if FRAME:
-            _write(envelope_error(str(e), e.code))
-        else:
-            sys.stderr.write("error: %s\n" % e)
-        sys.exit(2)
+        doc, text, status = call_probe(main, argv, limits)
     except KeyboardInterrupt:
         sys.stderr.write("interrupted\n")
         sys.exit(130)
-    except SystemExit:
-        raise
-    except BaseException as e:  # an unexpected bug: still one line, still JSON for the extension
-        msg = "%s: %s" % (type(e).__name__, e)
-        if FRAME:
-            _write(envelope_error(msg, "internal"))
-        else:
-            sys.stderr.write("error: %s\n" % msg)
-        sys.exit(3)
-    _write(envelope_ok(result) if FRAME else result)
+    out = sys.stdout
+    if FRAME:
+        out.write("\n@@KNOWN-GOOD-BEGIN %s@@\n%s\n@@KNOWN-GOOD-END %s@@\n" % (FRAME, text, FRAME))
+    elif doc["ok"]:
+        out.write(dumps(doc["result"], indent=1) + "\n")
+    else:
+        sys.stderr.write("error: %s\n" % doc["error"]["message"])
+    out.flush()
+    if status:
+        sys.exit(status)
 
 
 def _user():

@@ -23,6 +23,9 @@ import time
 
 import kg_common
 
+# torch maps gigabytes of address space and a benchmark runs for minutes: no memory or CPU cap here.
+KG_LIMITS = {"memory": None, "cpu": None}
+
 CPU_DEFAULTS = {"layers": 2, "width": 64, "heads": 4, "seq": 64, "batch": 4, "vocab": 512, "steps": 6, "warmup": 1}
 CUDA_DEFAULTS = {
     "layers": 12, "width": 1024, "heads": 16, "seq": 2048, "batch": 8, "vocab": 32768, "steps": 20, "warmup": 5,
