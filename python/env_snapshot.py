@@ -564,8 +564,11 @@ def collect_torch(packages):
         out["debug"] = v.get("debug")
         if v.get("xpu") is not None:
             out["xpu"] = v.get("xpu")
-        if out["version"] is None:
+        # torch's own string, with its local build (+cu130, +cpu): the wheel's metadata says only 2.11.0, and a
+        # cu128 → cu130 swap is exactly the change a user must see.
+        if out["versionPy"]:
             out["version"] = out["versionPy"]
+        out["distVersion"] = dist_version
     except Exception as e:
         out["error"] = "torch/version.py: " + _msg(e)
     libs = os.path.join(location, "lib")

@@ -310,7 +310,8 @@ class TorchFilesTest(unittest.TestCase):
         with open(os.path.join(site, "torch", "version.py"), "w") as f:
             f.write(FAKE_VERSION_PY)
         open(os.path.join(site, "torch", "lib", "libcudnn.so.9"), "w").close()
-        for name, version, editable in (("torch", "2.11.0+cu130", None), ("Flash_Attn", "2.8.3", None),
+        # As on the GPU box: the wheel's metadata says 2.11.0, torch/version.py says 2.11.0+cu130.
+        for name, version, editable in (("torch", "2.11.0", None), ("Flash_Attn", "2.8.3", None),
                                         ("my-trainer", "0.3.0", "/workspace/my trainer")):
             d = os.path.join(site, "%s-%s.dist-info" % (name.replace("-", "_"), version))
             os.makedirs(d)
@@ -326,7 +327,9 @@ class TorchFilesTest(unittest.TestCase):
         site, marker = self.make_site()
         _, doc = run_probe([], env=base_env(PYTHONPATH=site))
         t = doc["torch"]
+        # torch's own string with its local build, not the wheel metadata's 2.11.0 (a cu128 → cu130 swap must show).
         self.assertEqual(t["version"], "2.11.0+cu130")
+        self.assertEqual(t["distVersion"], "2.11.0")
         self.assertEqual(t["gitVersion"], "c8cd2c4a3e6c0c8b1f4a2b9e7d3f5a1c0b2e4d6f")
         self.assertEqual(t["cuda"], "13.0")
         self.assertIsNone(t["hip"])

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import { envSnapshotArgs, envSnapshotProbe, type EnvSnapshot } from '../../src/core/baselines/envProbe';
-import { computeDrift, renderDriftMarkdown, renderDriftText } from '../../src/core/baselines/drift';
+import { buildChange, computeDrift, renderDriftMarkdown, renderDriftText } from '../../src/core/baselines/drift';
 import { naturalCompare, renderSnapshot, SECTIONS } from '../../src/core/baselines/render';
 import {
   BaselineStore,
@@ -160,6 +160,16 @@ void describe('drift summary', () => {
     assert.ok(lines.length <= 12, txt);
     assert.match(md, /^\*\*\d+ differences between known good \(Nov 2\) and now\*\*/);
     assert.match(md, /^- \*\*torch\*\*: /m);
+  });
+
+  void it('puts a torch build change first in the summary', () => {
+    const now = cloneSnapshot(h200KnownGood);
+    now.torch.version = (h200KnownGood.torch.version ?? '').replace(/\+.*$/, '') + '+cu128';
+    const txt = renderDriftText(computeDrift(h200KnownGood, now));
+    const lines = txt.trim().split('\n');
+    assert.match(lines[1]!, /^ {2}torch: build \+cu130 → \+cu128; 2\.10\.0\+cu130 → 2\.10\.0\+cu128$/);
+    assert.equal(buildChange('2.11.0+cu130', '2.11.0+cu130'), undefined);
+    assert.equal(buildChange('2.11.0', '2.11.0+cpu'), 'no local build → +cpu');
   });
 
   void it('says no drift for an unchanged machine', () => {

@@ -293,6 +293,15 @@ function v(x: string | number | null | undefined): string {
   return x === null || x === undefined ? 'none' : String(x);
 }
 
+/** `+cu128 → +cu130` when the local build part of torch's version changed (`2.11.0+cu128` → `2.11.0+cu130`). */
+export function buildChange(from: string | null, to: string | null): string | undefined {
+  const local = (s: string | null) => (s && s.includes('+') ? s.slice(s.indexOf('+')) : null);
+  const a = local(from);
+  const b = local(to);
+  if (a === b || (from === null && to === null)) return undefined;
+  return `${a ?? 'no local build'} → ${b ?? 'no local build'}`;
+}
+
 function shortHash(h: string | null): string {
   return h && /^[0-9a-f]{40}$/.test(h) ? h.slice(0, 10) : v(h);
 }
@@ -313,6 +322,9 @@ export function driftBullets(d: Drift): [string, string][] {
   const out: [string, string][] = [];
   const t = d.torch;
   const torchBits: string[] = [];
+  const build = t.version ? buildChange(t.version.from, t.version.to) : undefined;
+  // A swapped build (cu128 → cu130, a CPU wheel) explains more than any other line: it leads the summary.
+  if (build) torchBits.push(`build ${build}`);
   if (t.version) torchBits.push(`${v(t.version.from)} → ${v(t.version.to)}`);
   if (t.gitVersion) torchBits.push(`git ${shortHash(t.gitVersion.from)} → ${shortHash(t.gitVersion.to)}`);
   if (t.cuda) torchBits.push(`built for CUDA ${v(t.cuda.from)} → ${v(t.cuda.to)}`);
