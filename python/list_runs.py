@@ -77,11 +77,37 @@ def natural_key(name):
     return [(0, int(p), "") if i % 2 else (1, 0, p) for i, p in enumerate(parts)]
 
 
+# Folders a training stack puts between a run and its checkpoints or logs: Lightning's `<name>/version_N/checkpoints/`,
+# accelerate's `checkpoints/checkpoint_N`, the Hugging Face Trainer's TensorBoard `runs/<date>_<host>/`. They do not use up --depth (at most EXTRA_LEVELS of them on one path), so
+# the default depth finds checkpoints one folder deeper than a plain `step_N/` layout without a deeper walk overall.
+_PASS_THROUGH_RE = re.compile(r"^(?:version_\d+|checkpoints|lightning_logs|runs)$")
+EXTRA_LEVELS = 3
+# Metrics logs by what wrote them: the format tells the reader (python/metrics_reduce.py) how to read it.
+_TB_EVENTS_RE = re.compile(r"^events\.out\.tfevents\.")
+_ACCELERATE_RE = re.compile(r"^(?:random_states_\d+\.pkl|custom_checkpoint_\d+\.pkl)$")
+
+
+def metrics_format(lname):
+    """The format of a metrics log by its name, or None: jsonl, csv (Lightning's CSVLogger), hf-trainer-state,
+    tensorboard."""
+    if lname.endswith(".jsonl"):
+        return "jsonl"
+    if lname == "metrics.csv":
+        return "csv"
+    if lname == "trainer_state.json":
+        return "hf-trainer-state"
+    if _TB_EVENTS_RE.match(lname):
+        return "tensorboard"
+    return None
+
+
 def file_role(lname):
     if lname.endswith(_WEIGHT_EXTS):
         return "checkpoint"
     if lname.endswith(".jsonl"):
         return "train-log" if lname.startswith("train_log") else "metrics"
+    if metrics_format(lname):
+        return "metrics"
     if lname.endswith(_LOG_EXTS) or (lname.endswith(".txt") and "stdout" in lname):
         return "stdout" if "stdout" in lname else "log"
     if lname.endswith(_CONFIG_EXTS):
@@ -105,6 +131,10 @@ def content_format(names, lname):
     """Which checkpoint layout a folder's own file names say it is, or None."""
     if ".metadata" in names and any(n.endswith(".distcp") for n in names):
         return "dcp"
+    if "adapter_config.json" in names:
+        return "peft"
+    if any(_ACCELERATE_RE.match(n) for n in names):
+        return "accelerate"
     if "trainer_state.json" in names or ("config.json" in names and any(w in names for w in _HF_WEIGHTS)):
         return "hf"
     if any(_DS_RE.match(n) for n in names):
@@ -145,6 +175,8 @@ class _Walk(object):
         self.dirs = 0
         self.checkpoints = 0
         self.omitted = 0
+        # Folder path -> pass-through folders on its path (bounded by EXTRA_LEVELS).
+        self.passed = {}
 
     # -- sizes -------------------------------------------------------------------------------------------------
     def du(self, path):
@@ -264,6 +296,8 @@ class _Walk(object):
             out["role"] = file_role(lname)
             if out["role"] == "checkpoint":
                 out["format"] = file_format(lname)
+            elif out["role"] in ("metrics", "train-log"):
+                out["format"] = metrics_format(lname)
             self.files += 1
             return out
         out["kind"] = "dir"
@@ -275,6 +309,16 @@ class _Walk(object):
     def fill_dir(self, out, path, rel_raw, level, extra, lname, step):
         """Lists a folder (to --depth; a folder named like a checkpoint one level past it) and decides its role."""
         named_checkpoint = step is not None and not _DIGITS_RE.match(lname)
+        if _PASS_THROUGH_RE.match(lname) and level > 0 and self.passed.get(rel_raw.rsplit(b"/", 1)[0], 0) < EXTRA_LEVELS:
+            # Lightning's version_N, checkpoints/: listed as if one level up (see _PASS_THROUGH_RE).
+            self.passed[rel_raw] = self.passed.get(rel_raw.rsplit(b"/", 1)[0], 0) + 1
+            level -= 1
+            if lname.startswith("version_"):
+                out["layout"] = "lightning-version"
+        elif level > 0:
+            parent = rel_raw.rsplit(b"/", 1)[0] if b"/" in rel_raw else b""
+            if self.passed.get(parent):
+                self.passed[rel_raw] = self.passed[parent]
         if not (level < self.depth or (named_checkpoint and not extra)):
             out["listed"] = False
             return
@@ -298,6 +342,9 @@ class _Walk(object):
         if (named_checkpoint or fmt or (step is not None and _has_weights(children))) and not holds_others:
             out["role"] = "checkpoint"
             out["format"] = fmt or name_format(lname)
+            if out["format"] == "accelerate" and lname.startswith("checkpoint_"):
+                # accelerate's automatic naming counts saves (checkpoint_0, _1 …): an index that orders, not a step.
+                out["stepIsIndex"] = True
             for c in children:
                 _demote(c)
         self.size_dir(out, path, children)

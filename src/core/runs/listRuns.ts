@@ -31,8 +31,15 @@ export interface RunEntry {
   role: EntryRole;
   step?: number | undefined;
   epoch?: number | undefined;
-  /** Checkpoint layout: step, hf, deepspeed, megatron, dcp, lightning, torch, safetensors, bin, weights. */
+  /**
+   * Checkpoint layout: step, hf, deepspeed, megatron, dcp, lightning, accelerate, peft, torch, safetensors, bin,
+   * weights. Metrics log format: jsonl, csv, hf-trainer-state, tensorboard.
+   */
   format?: string | undefined;
+  /** A folder a training stack made: `lightning-version` (Lightning's version_N, with checkpoints/ and its logs). */
+  layout?: string | undefined;
+  /** The step is a save counter (accelerate's checkpoint_N), not a training step: it orders, nothing more. */
+  stepIsIndex?: boolean | undefined;
   children?: RunEntry[] | undefined;
   /** Entries of this folder cut by --max-entries. */
   omitted?: number | undefined;
@@ -56,6 +63,8 @@ const OPTIONAL: Record<string, 'string' | 'number' | 'boolean'> = {
   step: 'number',
   epoch: 'number',
   format: 'string',
+  layout: 'string',
+  stepIsIndex: 'boolean',
   omitted: 'number',
   listed: 'boolean',
   sizeComplete: 'boolean',
