@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { describe, it } from 'node:test';
 import { baselineSchema, type Baseline, type ThroughputResult } from '../../src/core/baselines/store';
 import { initMessageSchema } from '../../src/core/dashboard/protocol';
@@ -245,5 +246,45 @@ describe('dashboard page for the panel', () => {
     );
     assert.throws(() => dashboardHtml({ ...opts, cspSource: "'self' 'unsafe-eval'" }), /cspSource/);
     assert.throws(() => dashboardHtml({ ...opts, cspSource: 'https://a; script-src *' }), /cspSource/);
+  });
+});
+
+void describe('metrics logs of real training stacks (test/fixtures/real, listed by the real probe)', () => {
+  const list = (root: string): RunEntry =>
+    (
+      JSON.parse(execFileSync('python3', ['python/list_runs.py', root], { encoding: 'utf8' })) as {
+        roots: RootListing[];
+      }
+    ).roots[0]!.entry!;
+  const real = list('test/fixtures/real');
+  // The Trainer's runs/<date>/ sits one folder deeper than the other stacks: listed from the run's parent, as a user
+  // would point a root at an output folder.
+  const hf = list('test/fixtures/real/hf');
+  const at = (rel: string): RunEntry => {
+    let cur: RunEntry | undefined = rel.startsWith('hf/') ? hf : real;
+    if (rel.startsWith('hf/')) rel = rel.slice(3);
+    for (const part of rel.split('/')) cur = cur?.children?.find((c) => c.name === part);
+    assert.ok(cur, rel);
+    return cur;
+  };
+
+  void it("finds Lightning's metrics.csv from the version folder and from the logger's folder", () => {
+    assert.equal(
+      findMetricsLog(at('lightning/lightning_logs/version_1'))?.path,
+      'lightning/lightning_logs/version_1/metrics.csv',
+    );
+    assert.match(findMetricsLog(at('lightning/lightning_logs'))?.path ?? '', /version_\d\/metrics\.csv$/);
+  });
+
+  void it("finds the Trainer's TensorBoard log, else the newest checkpoint's trainer_state.json", () => {
+    assert.match(findMetricsLog(at('hf/run-hf'))?.path ?? '', /^run-hf\/runs\/[^/]+\/events\.out\.tfevents\./);
+    const run = at('hf/run-hf');
+    const withoutTb: RunEntry = { ...run, children: run.children!.filter((c) => c.name !== 'runs') };
+    assert.equal(findMetricsLog(withoutTb)?.path, 'run-hf/checkpoint-4/trainer_state.json');
+  });
+
+  void it('finds a TensorBoard event file', () => {
+    assert.match(findMetricsLog(at('tensorboard/run-tb'))?.name ?? '', /^events\.out\.tfevents\./);
+    assert.equal(findMetricsLog(at('torch/run-plain')), undefined);
   });
 });
