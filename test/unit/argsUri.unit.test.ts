@@ -177,6 +177,22 @@ void test('args path of a checkpoint: a file itself, a folder through its state 
   );
   assert.equal(argsPathOf(dir([f('__0_0.distcp'), f('.metadata')]), '/c/s'), '/c/s');
   assert.equal(argsPathOf(dir([]), '/c/s'), '/c/s');
+  // accelerate save_state: the registered objects (the run's args), not the smallest pickle (random_states_0.pkl).
+  assert.equal(
+    argsPathOf(
+      dir([
+        f('model.safetensors', 900),
+        f('optimizer.bin', 500),
+        f('random_states_0.pkl', 10),
+        f('custom_checkpoint_1.pkl', 90),
+        f('custom_checkpoint_0.pkl', 80),
+      ]),
+      '/c/s',
+    ),
+    '/c/s/custom_checkpoint_0.pkl',
+  );
+  // peft: the adapter's folder, read for its adapter_config.json.
+  assert.equal(argsPathOf(dir([f('adapter_config.json'), f('adapter_model.safetensors', 900)]), '/c/s'), '/c/s');
 });
 
 void test('checkpointOf: tree nodes, plain refs, and nothing else', () => {

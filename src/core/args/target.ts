@@ -14,8 +14,10 @@ export interface CheckpointRef extends ArgsRef {
   label: string;
 }
 
-/** Folders the reader understands as a whole (Hugging Face Trainer, torch.distributed.checkpoint). */
-const WHOLE_FOLDER = new Set(['training_args.bin', 'trainer_state.json', '.metadata']);
+/** Folders the reader understands as a whole (Hugging Face Trainer, torch.distributed.checkpoint, peft adapters). */
+const WHOLE_FOLDER = new Set(['training_args.bin', 'trainer_state.json', '.metadata', 'adapter_config.json']);
+/** accelerate's save_state: the objects registered for checkpointing (the run's own args) are pickled here. */
+const ACCELERATE_CUSTOM = /^custom_checkpoint_(\d+)\.pkl$/;
 const TORCH_FILE = /\.(pt|pth|ckpt|bin|pkl)$/i;
 /** Names of the file that holds the training state (args, step) rather than only the weights. */
 const STATE_FILE = /^(checkpoint|ckpt|training_state|train_state|trainer_state|state|last)\b/i;
@@ -31,7 +33,11 @@ export function argsPathOf(entry: RunEntry, remotePath: string): string {
   if (kids.some((c) => WHOLE_FOLDER.has(c.name))) return remotePath;
   const files = kids.filter((c) => c.kind !== 'dir' && TORCH_FILE.test(c.name) && !c.pathB64);
   if (files.length === 0) return remotePath;
+  const custom = files
+    .filter((c) => ACCELERATE_CUSTOM.test(c.name))
+    .sort((a, b) => Number(ACCELERATE_CUSTOM.exec(a.name)![1]) - Number(ACCELERATE_CUSTOM.exec(b.name)![1]));
   const best =
+    custom[0] ??
     files.find((c) => STATE_FILE.test(c.name)) ??
     [...files].sort((a, b) => a.size - b.size || (a.name < b.name ? -1 : 1))[0]!;
   return `${remotePath.replace(/\/+$/, '')}/${best.name}`;
