@@ -258,15 +258,16 @@ def redact_value(name, value):
 _SCALARS = (int, float, bool, type(None))
 
 
-def redact_tree(obj, name=None):
-    """A copy of a JSON-like tree with secrets redacted: string values by their key's name and by their text.
+def redact_tree(obj, name=None, by_name=True):
+    """A copy of a JSON-like tree with secrets redacted: string values by their key's name (unless by_name is False:
+    a document whose keys are not variable names, like a package list) and by their text.
     Lists of numbers (a metrics series) are returned as they are, without a walk in Python."""
     if isinstance(obj, str):
-        return redact_value(name, obj)
+        return redact_value(name, obj) if by_name else redact_text(obj)
     if isinstance(obj, dict):
-        return {k: redact_tree(v, k if isinstance(k, str) else None) for k, v in obj.items()}
+        return {k: redact_tree(v, k if isinstance(k, str) else None, by_name) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
         if all(type(x) in _SCALARS for x in obj):
             return obj
-        return [redact_tree(x, name) for x in obj]
+        return [redact_tree(x, name, by_name) for x in obj]
     return obj
