@@ -156,22 +156,23 @@ function isScalar(x: unknown): boolean {
 }
 
 /**
- * A copy of a JSON-like tree with secrets redacted: string values by their key's name and by their text. Arrays of
- * numbers (a metrics series) are returned as they are.
+ * A copy of a JSON-like tree with secrets redacted: string values by their key's name (unless `byName` is false: a
+ * document whose keys are not variable names, like a package list) and by their text. Arrays of numbers (a metrics
+ * series) are returned as they are.
  */
-export function redactTree<T>(value: T, name?: string): T {
-  return walk(value, name) as T;
+export function redactTree<T>(value: T, byName = true): T {
+  return walk(value, undefined, byName) as T;
 }
 
-function walk(value: unknown, name: string | undefined): unknown {
-  if (typeof value === 'string') return redactValue(name, value);
+function walk(value: unknown, name: string | undefined, byName: boolean): unknown {
+  if (typeof value === 'string') return byName ? redactValue(name, value) : redactText(value);
   if (Array.isArray(value)) {
     if (value.every(isScalar)) return value;
-    return value.map((x) => walk(x, name));
+    return value.map((x) => walk(x, name, byName));
   }
   if (value !== null && typeof value === 'object') {
     const out: Record<string, unknown> = {};
-    for (const [k, v] of Object.entries(value)) out[k] = walk(v, k);
+    for (const [k, v] of Object.entries(value)) out[k] = walk(v, k, byName);
     return out;
   }
   return value;

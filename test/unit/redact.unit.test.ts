@@ -1,8 +1,13 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
+import { h200KnownGood } from '../fixtures/env';
+import { parseEnvSnapshot } from '../../src/core/baselines/envProbe';
+import { BaselineStore } from '../../src/core/baselines/store';
 import { isSecretName, redactText, redactTree, redactValue } from '../../src/core/redact';
 
 interface Cases {
@@ -72,5 +77,29 @@ void describe('redaction (the vectors shared with kg_common.py)', () => {
     const took = performance.now() - t;
     assert.equal(out.series[0]!.values, values);
     assert.ok(took < 1000, `${took} ms`);
+  });
+});
+
+void describe('baselines never keep a secret in clear', () => {
+  void it('a snapshot from an older probe is redacted when parsed and when saved', async () => {
+    const pat = 'github_pat_11AAAAAAA0abcdefghijklmnopqrstuvwxyz';
+    const urlToken = 'ghp_UrlUserToken0123456789abcdefghijkl';
+    const raw = JSON.parse(JSON.stringify(h200KnownGood)) as { env: { vars: Record<string, string> } };
+    raw.env.vars['GITHUB_PAT'] = pat;
+    raw.env.vars['HF_ENDPOINT'] = `https://${urlToken}@hf.internal.example/`;
+    raw.env.vars['PIP_INDEX_URL'] = 'https://ci:p/ss@w0rd@pypi.internal.example/simple/';
+    const snap = parseEnvSnapshot(raw);
+    assert.equal(snap.env.vars['GITHUB_PAT'], redactValue('GITHUB_PAT', pat));
+    assert.match(snap.env.vars['HF_ENDPOINT']!, /^https:\/\/<redacted sha256:[0-9a-f]{12}>@hf\.internal\.example\/$/);
+    const dir = await mkdtemp(join(tmpdir(), 'kg-redact-'));
+    try {
+      // saved as an object that skipped the parser: the store's own schema still redacts
+      const unparsed = { ...snap, env: { ...snap.env, vars: { ...snap.env.vars, GITHUB_PAT: pat } } };
+      const saved = await new BaselineStore(dir).save({ label: 'x', host: 'h', snapshot: unparsed });
+      const text = await readFile(saved.file, 'utf8');
+      for (const s of [pat, urlToken, 'p/ss@w0rd']) assert.ok(!text.includes(s), s);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });
