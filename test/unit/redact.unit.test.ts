@@ -6,6 +6,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { h200KnownGood } from '../fixtures/env';
+import { ckptArgsSchema } from '../../src/core/args/argsProbe';
+import { changedArgs, diffArgs, renderArgsDocument } from '../../src/core/args/render';
 import { parseEnvSnapshot } from '../../src/core/baselines/envProbe';
 import { BaselineStore } from '../../src/core/baselines/store';
 import { isSecretName, redactText, redactTree, redactValue } from '../../src/core/redact';
@@ -101,5 +103,40 @@ void describe('baselines never keep a secret in clear', () => {
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
+  });
+});
+
+void describe('args never show a secret in clear', () => {
+  void it('an args result from an older probe is redacted when parsed, rendered and diffed', () => {
+    const result = (token: string) => ({
+      format: 'hf-training-args',
+      path: '/ckpt/checkpoint-500/training_args.bin',
+      bytes: 700,
+      key: null,
+      args: { hub_token: token, learning_rate: 5e-5, report: { url: 'https://u:p/w@x@h.example/' } },
+      argsType: 'transformers.TrainingArguments',
+      step: 500,
+      epoch: null,
+      tensors: { count: 0, bytes: 0 },
+      topLevelKeys: [],
+      unsafeGlobals: [],
+      warnings: [],
+      bytesRead: 600,
+      mtime: 1,
+    });
+    const a = ckptArgsSchema.parse(result('hf_clear_one'));
+    const b = ckptArgsSchema.parse(result('hf_clear_two'));
+    assert.equal((a.args as Record<string, unknown>)['hub_token'], redactValue('hub_token', 'hf_clear_one'));
+    const raw = result('hf_clear_one');
+    const texts = [
+      JSON.stringify(a),
+      renderArgsDocument({ ...a, args: raw.args }, { host: 'h', capturedAt: new Date(0) }),
+      changedArgs(raw.args, result('hf_clear_two').args),
+    ];
+    for (const t of texts) for (const clear of ['hf_clear', 'p/w@x']) assert.ok(!t.includes(clear), `${clear} in ${t}`);
+    assert.deepEqual(
+      diffArgs(a.args, b.args).changed.map((c) => c.key),
+      ['hub_token'],
+    );
   });
 });
