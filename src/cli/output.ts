@@ -19,9 +19,22 @@ export function printable(text: string): string {
   });
 }
 
-/** `printable` over a message whose own line breaks are meant (a usage text): each line escaped, `\n` kept. */
+/**
+ * An error message: its first paragraph (which may name a remote path) escaped whole, so a name cannot start a line of
+ * its own; what follows a blank line (the usage text the CLI appends) keeps its line breaks.
+ */
 export function printableLines(text: string): string {
-  return text.split('\n').map(printable).join('\n');
+  const cut = text.indexOf('\n\n');
+  if (cut < 0) return printable(text);
+  return (
+    printable(text.slice(0, cut)) +
+    '\n\n' +
+    text
+      .slice(cut + 2)
+      .split('\n')
+      .map(printable)
+      .join('\n')
+  );
 }
 
 /** A copy of a JSON-like value with every string (and key) passed through `printable`, for text renderers. */

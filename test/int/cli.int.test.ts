@@ -4,7 +4,7 @@ import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { checkArgvUtf8, parseTimeout, printable, printableTree } from '../../src/cli/output';
+import { checkArgvUtf8, parseTimeout, printable, printableLines, printableTree } from '../../src/cli/output';
 
 /** The CLI as a user runs it, from source (no build needed): `node --import tsx src/cli/main.ts …`. */
 const CLI = ['--import', 'tsx', 'src/cli/main.ts'];
@@ -118,5 +118,6 @@ void describe('CLI text output shows control characters escaped', () => {
     assert.equal(printable('a\tb\nc\x1b[0m\x7f\x9b\u202eZ'), 'a\\tb\\nc\\x1b[0m\\x7f\\x9b\\u202eZ');
     assert.equal(printable('ünïcødé 🚀 /ok'), 'ünïcødé 🚀 /ok');
     assert.deepEqual(printableTree({ 'k\n': ['v\x1b', 1, null] }), { 'k\\n': ['v\\x1b', 1, null] });
+    assert.equal(printableLines('no such file: /a\nb\n\nUsage:\n  x\ty'), 'no such file: /a\\nb\n\nUsage:\n  x\\ty');
   });
 });
