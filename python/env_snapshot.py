@@ -7,7 +7,8 @@ it was built with are read from the installed package's files, and every other l
 interpreter's own distribution list (importlib.metadata, never a pip found on PATH).  External tools (nvidia-smi,
 nvcc, compilers) and the slow walks (compile caches, script hashes) run in threads side by side.  A part that fails
 comes back as ``{"error": "..."}`` and is listed in ``errors``; the rest of the snapshot still comes back.
-Secrets never leave the host (kg_common.redact_*): secret-looking variables, URL passwords and tokens inside any value\nbecome a short hash of the value.
+Secrets never leave the host (kg_common.redact_*): secret-looking variables, URL passwords and tokens inside any
+value become a short hash of the value.
 """
 import argparse
 import csv

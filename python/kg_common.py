@@ -131,7 +131,7 @@ def compile_cache_dirs(extra=()):
 _SECRET_WORDS = frozenset((
     "token", "tokens", "key", "keys", "secret", "secrets", "password", "passwords", "passwd", "pass", "passphrase",
     "credential", "credentials", "auth", "authorization", "pat", "apikey", "privatekey", "accesskey", "secretkey",
-    "sig", "signature"))
+    "sig", "signature", "bearer", "cookie", "cookies"))
 # One-word compounds: `hftoken`, `dbpassword`, `clientsecret`.
 _SECRET_SUFFIXES = ("token", "password", "passwd", "secret", "apikey")
 # Harmless names that hold a secret word: a tokenizer's `pad_token`, a dataset's `text_key`.
@@ -151,8 +151,8 @@ _URL = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]*://)([^\s\"'<>`]+)")
 _URL_USER_PASSWORD = re.compile(r"([^:/@?#]*):(.*)@")
 _PORT = re.compile(r"[0-9]*(?:[/?#]|$)")
 _TOKEN_LIKE = re.compile(r"[A-Za-z0-9_\-]{20,}")
-_KNOWN_TOKEN = re.compile(r"(?<![A-Za-z0-9_\-])(?:hf_[A-Za-z0-9]{30,}|gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,}"
-                          r"|glpat-[A-Za-z0-9_\-]{20,}|xox[abprs]-[A-Za-z0-9\-]{10,}|sk-[A-Za-z0-9_\-]{20,}"
+_KNOWN_TOKEN = re.compile(r"(?<![A-Za-z0-9_\-])(?:hf_[A-Za-z0-9]{30,}|gh[pousr]_[A-Za-z0-9]{30,}"
+                          r"|github_pat_[A-Za-z0-9_]{30,}|glpat-[A-Za-z0-9_\-]{20,}|xox[abprs]-[A-Za-z0-9\-]{10,}|sk-[A-Za-z0-9_\-]{20,}"
                           r"|AKIA[0-9A-Z]{16})(?![A-Za-z0-9_\-])")
 # `name=value` (also `?token=…&sig=…` in a URL, `--hub_token=…`, `HF_TOKEN=… cmd`)
 _ASSIGN = re.compile(r"(?<![A-Za-z0-9_.\-])(-{0,2}[A-Za-z_][A-Za-z0-9_.\-]*)=([^\s\"'<>`&#,;]+)")
@@ -160,12 +160,15 @@ _ASSIGN = re.compile(r"(?<![A-Za-z0-9_.\-])(-{0,2}[A-Za-z_][A-Za-z0-9_.\-]*)=([^
 _FLAG = re.compile(r"(?<![A-Za-z0-9_.\-])(--?[A-Za-z_][A-Za-z0-9_.\-]*)([ \t]+)([^\s\"'<>`\-][^\s\"'<>`]*)")
 # `"hub_token": "…"` / `'api_key': '…'` in printed JSON or a printed dict
 _QUOTED = re.compile(r"([\"'])([A-Za-z_][A-Za-z0-9_.\-]*)\1(\s*[:=]\s*)([\"'])([^\"'<>]+)\4")
+# `Authorization: Bearer …` in a printed header or a curl command line
+_AUTH_HEADER = re.compile(r"((?:proxy-)?authorization\s*:\s*(?:(?:bearer|basic|token)\s+|(?!(?:bearer|basic|token)\b)))"
+                          r"([^\s\"'<>]+)", re.I)
 _PLAIN_VALUE = re.compile(r"(?:[+\-]?[0-9][0-9_.eE+\-]*|true|false|none|null|True|False|None)$")
 _secret_names = {}
 # Whatever any rule above could redact holds one of these (lower-cased): a cheap test that lets a metrics line skip
 # the walk (substring tests: a regex of alternatives is three times slower here).
-_MAYBE = ("=", "token", "key", "pass", "secret", "auth", "credential", "pat", "sig", "://", "hf_", "gh", "xox", "sk-",
-          "akia")
+_MAYBE = ("=", "token", "key", "pass", "secret", "auth", "credential", "pat", "sig", "bearer", "cookie", "://", "hf_",
+          "gh", "xox", "sk-", "akia")
 _MAYBE_BYTES = tuple(w.encode("ascii") for w in _MAYBE)
 
 
@@ -255,6 +258,8 @@ def redact_text(text):
         text = _FLAG.sub(_flag, text)
     if "\"" in text or "'" in text:
         text = _QUOTED.sub(_quoted, text)
+    if ":" in text:
+        text = _AUTH_HEADER.sub(lambda m: m.group(1) + redact_secret(m.group(2)), text)
     if "_" in text or "-" in text or "AKIA" in text:
         text = _KNOWN_TOKEN.sub(lambda m: redact_secret(m.group(0)), text)
     return text

@@ -32,6 +32,9 @@ const SECRET_WORDS = new Set([
   'secretkey',
   'sig',
   'signature',
+  'bearer',
+  'cookie',
+  'cookies',
 ]);
 /** One-word compounds: `hftoken`, `dbpassword`, `clientsecret`. */
 const SECRET_SUFFIXES = ['token', 'password', 'passwd', 'secret', 'apikey'];
@@ -66,6 +69,9 @@ const ASSIGN = /(?<![A-Za-z0-9_.-])(-{0,2}[A-Za-z_][A-Za-z0-9_.-]*)=([^\s"'<>`&#
 const FLAG = /(?<![A-Za-z0-9_.-])(--?[A-Za-z_][A-Za-z0-9_.-]*)([ \t]+)([^\s"'<>`-][^\s"'<>`]*)/g;
 /** `"hub_token": "…"` / `'api_key': '…'` in printed JSON or a printed dict */
 const QUOTED = /(["'])([A-Za-z_][A-Za-z0-9_.-]*)\1(\s*[:=]\s*)(["'])([^"'<>]+)\4/g;
+/** `Authorization: Bearer …` in a printed header or a curl command line */
+const AUTH_HEADER =
+  /((?:proxy-)?authorization\s*:\s*(?:(?:bearer|basic|token)\s+|(?!(?:bearer|basic|token)\b)))([^\s"'<>]+)/gi;
 const PLAIN_VALUE = /^(?:[+-]?[0-9][0-9_.eE+-]*|true|false|none|null|True|False|None)$/;
 
 const secretNames = new Map<string, boolean>();
@@ -136,6 +142,9 @@ export function redactText(text: string): string {
     text = text.replace(QUOTED, (m, q: string, name: string, sep: string, vq: string, value: string) =>
       isSecretName(name) ? `${q}${name}${q}${sep}${vq}${redactSecret(value)}${vq}` : m,
     );
+  }
+  if (text.includes(':')) {
+    text = text.replace(AUTH_HEADER, (_m, head: string, value: string) => head + redactSecret(value));
   }
   if (text.includes('_') || text.includes('-') || text.includes('AKIA')) {
     text = text.replace(KNOWN_TOKEN, (m) => redactSecret(m));
