@@ -152,7 +152,8 @@ _URL_USER_PASSWORD = re.compile(r"([^:/@?#]*):(.*)@")
 _PORT = re.compile(r"[0-9]*(?:[/?#]|$)")
 _TOKEN_LIKE = re.compile(r"[A-Za-z0-9_\-]{20,}")
 _KNOWN_TOKEN = re.compile(r"(?<![A-Za-z0-9_\-])(?:hf_[A-Za-z0-9]{30,}|gh[pousr]_[A-Za-z0-9]{30,}"
-                          r"|github_pat_[A-Za-z0-9_]{30,}|glpat-[A-Za-z0-9_\-]{20,}|xox[abprs]-[A-Za-z0-9\-]{10,}|sk-[A-Za-z0-9_\-]{20,}"
+                          r"|github_pat_[A-Za-z0-9_]{30,}|glpat-[A-Za-z0-9_\-]{20,}|xox[abprs]-[A-Za-z0-9\-]{10,}"
+                          r"|sk-[A-Za-z0-9_\-]{20,}"
                           r"|AKIA[0-9A-Z]{16})(?![A-Za-z0-9_\-])")
 # `name=value` (also `?token=…&sig=…` in a URL, `--hub_token=…`, `HF_TOKEN=… cmd`)
 _ASSIGN = re.compile(r"(?<![A-Za-z0-9_.\-])(-{0,2}[A-Za-z_][A-Za-z0-9_.\-]*)=([^\s\"'<>`&#,;]+)")
