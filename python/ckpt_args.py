@@ -1444,6 +1444,8 @@ def main(argv):
     else:
         _read_file(path, st.st_size, keys, want_all, res)
     res.doc["mtime"] = st.st_mtime
+    # Secrets in the args (HF's hub_token, a wandb_api_key, a URL with a password) never leave the host.
+    res.doc["args"] = kg_common.redact_tree(res.doc["args"])
     return res.doc
 
 

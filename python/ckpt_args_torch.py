@@ -129,7 +129,7 @@ def main(argv):
         "path": path,
         "bytes": st.st_size,
         "key": key,
-        "args": args,
+        "args": kg_common.redact_tree(args),  # secrets in the args never leave the host
         "argsType": _type_name(chosen),
         "step": step,
         "epoch": epoch,

@@ -7,7 +7,8 @@ it was built with are read from the installed package's files, and every other l
 interpreter's own distribution list (importlib.metadata, never a pip found on PATH).  External tools (nvidia-smi,
 nvcc, compilers) and the slow walks (compile caches, script hashes) run in threads side by side.  A part that fails
 comes back as ``{"error": "..."}`` and is listed in ``errors``; the rest of the snapshot still comes back.
-Secret-looking environment variables never leave the host: only a short hash of their value does.
+Secrets never leave the host (kg_common.redact_*): secret-looking variables, URL passwords and tokens inside any
+value become a short hash of the value.
 """
 import argparse
 import csv
@@ -29,7 +30,6 @@ SCHEMA = 1
 
 ENV_PREFIXES = ("CUDA_", "NCCL_", "TORCH_", "PYTORCH_", "TORCHINDUCTOR_", "TRITON_", "OMP_", "MKL_", "HF_", "WANDB_")
 ENV_NAMES = ("LD_LIBRARY_PATH", "PATH", "PYTHONPATH")
-SECRET_WORDS = ("TOKEN", "KEY", "SECRET", "PASSWORD", "PASS", "CREDENTIAL", "AUTH")
 
 # The brief's nvidia-smi fields, then extras used when the driver knows them: the link's current PCIe generation
 # drops at idle on many boards, so the maximum is what a baseline compares.
@@ -154,34 +154,13 @@ class _Parallel(object):
 
 # --------------------------------------------------------------------------------------------- secrets and env
 
-def is_secret(name):
-    upper = name.upper()
-    for w in SECRET_WORDS:
-        if w in upper:
-            return True
-    return False
-
-
-def redact(value):
-    digest = hashlib.sha256(value.encode("utf-8", "surrogateescape")).hexdigest()
-    return "<redacted sha256:%s>" % digest[:12]
-
-
-_URL_PASSWORD = re.compile(r"(://[^/@:\s]*:)([^/@\s]+)(@)")
-
-
-def _scrub(value):
-    """Passwords written into URLs (`https://user:pw@host`) in variables that are not secrets by name."""
-    return _URL_PASSWORD.sub(lambda m: m.group(1) + redact(m.group(2)) + m.group(3), value)
-
-
 def collect_env(extra):
     wanted = set(extra)
     out = {}
     for name, value in os.environ.items():
         if not (name in wanted or name in ENV_NAMES or name.startswith(ENV_PREFIXES)):
             continue
-        out[name] = redact(value) if is_secret(name) else _scrub(value)
+        out[name] = kg_common.redact_value(name, value)
     return {"vars": dict(sorted(out.items())), "extraRequested": sorted(wanted),
             "missingExtra": sorted(n for n in wanted if n not in os.environ)}
 
@@ -893,7 +872,7 @@ def main(argv):
         cache_list.append(c)
     scripts = note("scripts", par.result("scripts", timings))
 
-    return {
+    doc = {
         "schema": SCHEMA,
         "capturedAt": captured,
         "tookMs": round((time.time() - t0) * 1000, 1),
@@ -912,6 +891,9 @@ def main(argv):
         "timings": timings,
         "errors": errors,
     }
+    # Variables were redacted by name above; everything else by its text (a URL with a password, a token), never by
+    # key: package names like google-auth are not secrets.
+    return kg_common.redact_tree(doc, by_name=False)
 
 
 if __name__ == "__main__":

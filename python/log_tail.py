@@ -153,14 +153,16 @@ def main(argv):
         has_more = start + len(data) < size
     records = []
     malformed = 0
+    maybe_secret = kg_common.might_hold_secret(complete)  # one pass: a plain metrics log skips the per-line test
     for line in complete.split(b"\n"):
         if not line.strip():
             continue
         try:
-            records.append(json.loads(line))
+            rec = json.loads(line)
+            records.append(kg_common.redact_tree(rec) if maybe_secret and kg_common.might_hold_secret(line) else rec)
         except ValueError:
             malformed += 1
-            records.append({"$raw": line[:MAX_RAW].decode("utf-8", "replace")})
+            records.append({"$raw": kg_common.redact_text(line[:MAX_RAW].decode("utf-8", "replace"))})
     return {
         "path": path,
         "exists": True,

@@ -8,6 +8,7 @@ import { containerSchema, type ContainerSettings } from '../core/settings';
 import { parseSshConfig } from '../core/sshConfig';
 import { defaultKnownHostsFile } from '../core/transport/ssh';
 import { cliCommands } from './commands';
+import { checkArgvUtf8, exitAfterFlush, guardOutput, parseTimeout, printableLines } from './output';
 import { terminalPrompts } from './prompts';
 
 export function usage(): string {
@@ -23,7 +24,7 @@ Options:
   --known-hosts FILE      known_hosts to verify against (as ssh -o UserKnownHostsFile)
   --accept-new            accept an unknown host key and remember it (never a changed one)
   --python PATH           interpreter on the remote (default python3)
-  --timeout SECONDS       stop the command after this long (default 60)
+  --timeout SECONDS       stop the command after this long (default 60, at most 86400)
   --json                  machine-readable output where a command has it
   --key KEY               args: the key(s) to show (repeatable; a.b reaches inside)
   --save LABEL            env: keep this snapshot as a baseline (~/.known-good/baselines/<host>/)
@@ -89,7 +90,7 @@ export function parseArgs(argv: string[]): { positional: string[]; rest: string[
     else if (a === '--known-hosts') options.knownHosts = value();
     else if (a === '--accept-new') options.acceptNew = true;
     else if (a === '--python') options.python = value();
-    else if (a === '--timeout') options.timeoutMs = Number(value()) * 1000;
+    else if (a === '--timeout') options.timeoutMs = parseTimeout(value());
     else if (a === '--json') options.json = true;
     else if (a === '--key') (options.keys ??= []).push(value());
     else if (a === '--config') options.config = value();
@@ -150,6 +151,7 @@ export function openSession(host: string, options: CliOptions): { session: HostS
 }
 
 async function main(argv: string[]): Promise<number> {
+  checkArgvUtf8(argv);
   const [command, ...args] = argv;
   if (!command || command === '--help' || command === '-h' || command === 'help') {
     process.stdout.write(usage());
@@ -192,11 +194,12 @@ async function main(argv: string[]): Promise<number> {
 }
 
 if (require.main === module) {
+  guardOutput();
   main(process.argv.slice(2)).then(
-    (code) => process.exit(code),
+    (code) => exitAfterFlush(code),
     (e: unknown) => {
-      process.stderr.write(`known-good: ${messageOf(e)}\n`);
-      process.exit(e instanceof KnownGoodError && e.code === 'settings' ? 2 : 255);
+      process.stderr.write(`known-good: ${printableLines(messageOf(e))}\n`);
+      exitAfterFlush(e instanceof KnownGoodError && e.code === 'settings' ? 2 : 255);
     },
   );
 }

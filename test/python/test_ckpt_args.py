@@ -102,6 +102,16 @@ with open(os.path.join(hf, "config.json"), "w") as f:
 with open(os.path.join(hf, "trainer_state.json"), "w") as f:
     json.dump({"global_step": 500, "epoch": 1.5, "log_history": [{"loss": 2.0, "step": 250}, {"loss": 1.5, "step": 500}]}, f)
 
+# Secrets in args: HF's hub_token, a wandb key, a URL with a password holding an unencoded / and @.
+hf6 = os.path.join(out, "checkpoint-600")
+os.makedirs(hf6)
+torch.save(fake_transformers.TrainingArguments(output_dir="/out", hub_token="hf_SecretHubToken0123456789abcdefgh"),
+           os.path.join(hf6, "training_args.bin"))
+for tag, key in (("a", "wandb-key-AAA111"), ("b", "wandb-key-BBB222")):
+    sns = argparse.Namespace(lr=1e-4, wandb_api_key=key, hf_token="hf_tok_" + tag, pad_token="<pad>",
+                             data_url="https://u:pa/ss@w0rd-%s@data.example/x" % tag)
+    torch.save({"args": sns, "model": lin.state_dict(), "step": 1}, os.path.join(out, "secrets_%s.pt" % tag))
+
 # torch.distributed.checkpoint's .metadata (torch 1.13 here has no DCP: same-named dataclasses, real pickle).
 names = ["torch.distributed.checkpoint", "torch.distributed.checkpoint.metadata",
          "torch.distributed.checkpoint.filesystem"]
@@ -161,6 +171,7 @@ class TrainingArguments:
     learning_rate: float = 5e-5
     num_train_epochs: float = 3.0
     evaluation_strategy: IntervalStrategy = IntervalStrategy.NO
+    hub_token: str = None
 '''
 
 
@@ -211,6 +222,26 @@ class TorchCheckpoints(unittest.TestCase):
 
     def p(self, name):
         return os.path.join(self.tmp, name)
+
+    def test_secrets_in_args_never_leave_the_host(self):
+        hf = run_probe(self.p("checkpoint-600/training_args.bin"))
+        self.assertNotIn("hf_SecretHubToken", hf.stdout)
+        self.assertEqual(json.loads(hf.stdout)["args"]["hub_token"],
+                         kg_common.redact_secret("hf_SecretHubToken0123456789abcdefgh"))
+        docs = {}
+        for tag in ("a", "b"):
+            r = run_probe(self.p("secrets_%s.pt" % tag))
+            for clear in ("wandb-key-", "hf_tok_", "pa/ss", "w0rd"):
+                self.assertNotIn(clear, r.stdout)
+            docs[tag] = json.loads(r.stdout)["args"]
+        a, b = docs["a"], docs["b"]
+        self.assertRegex(a["wandb_api_key"], r"^<redacted sha256:[0-9a-f]{12}>$")
+        self.assertEqual(a["data_url"], "https://u:%s@data.example/x" % kg_common.redact_secret("pa/ss@w0rd-a"))
+        self.assertEqual(a["pad_token"], "<pad>")
+        self.assertEqual(a["lr"], 1e-4)
+        # a different secret shows as different
+        self.assertNotEqual(a["wandb_api_key"], b["wandb_api_key"])
+        self.assertNotEqual(a["hf_token"], b["hf_token"])
 
     def test_dict_args(self):
         doc = probe_json(self.p("dict.pt"))

@@ -118,6 +118,19 @@ class LogTailTest(unittest.TestCase):
         r = log_tail.main([self.path, "--offset", str(r["nextOffset"] - 36)])
         self.assertEqual(r["lines"], [{"$raw": "Traceback (most recent call last):"}])
 
+    def test_secrets_in_lines_never_leave_the_host(self):
+        with open(self.path, "w") as f:
+            f.write('{"step": 1, "loss": 2.5, "hub_token": "hf_tok_one", "url": "https://u:p/w@d@h.example/x"}\n')
+            f.write("export HF_TOKEN=hf_AbCdEfGhIjKlMnOpQrStUvWxYz01234567 && python train.py --wandb_api_key k123\n")
+        r = log_tail.main([self.path, "--offset", "0"])
+        text = json.dumps(r)
+        for clear in ("hf_tok_one", "p/w@d", "hf_AbCd", "k123"):
+            self.assertNotIn(clear, text)
+        self.assertEqual(r["lines"][0]["hub_token"], kg_common.redact_secret("hf_tok_one"))
+        self.assertEqual(r["lines"][0]["loss"], 2.5)
+        self.assertEqual(r["lines"][0]["url"], "https://u:%s@h.example/x" % kg_common.redact_secret("p/w@d"))
+        self.assertTrue(r["lines"][1]["$raw"].startswith("export HF_TOKEN=<redacted sha256:"))
+
     def test_missing_file_and_bad_args(self):
         r = log_tail.main([os.path.join(self.dir, "nope.jsonl"), "--offset", "0"])
         self.assertFalse(r["exists"])

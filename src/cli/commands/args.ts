@@ -3,6 +3,7 @@ import { changedArgs, checkpointLabel, diffArgs, renderArgsDocument } from '../.
 import { KnownGoodError, messageOf } from '../../core/errors';
 import type { HostSession } from '../../core/registry';
 import type { CliCommand, CliContext } from './types';
+import { printable, printableLines, printableTree } from '../output';
 
 async function readArgs(session: HostSession, path: string, ctx: CliContext): Promise<CkptArgs> {
   const call = ckptArgsProbe(path, { keys: ctx.options.keys ?? [] });
@@ -28,7 +29,7 @@ export const argsCommand: CliCommand = {
     if (!path) throw new KnownGoodError('settings', 'args: give the checkpoint as HOST:/path/to/checkpoint');
     const r = await readArgs(session, path, ctx);
     if (ctx.options.json) out.write(jsonOut(r) + '\n');
-    else out.write(renderArgsDocument(r, { host: session.label, capturedAt: new Date() }));
+    else out.write(renderArgsDocument(printableTree(r), { host: printable(session.label), capturedAt: new Date() }));
     return 0;
   },
 };
@@ -48,7 +49,7 @@ export const diffCommand: CliCommand = {
     try {
       [a, b] = await Promise.all([readArgs(session, path, ctx), readArgs(other.session, other.path, ctx)]);
     } catch (e) {
-      err.write(`known-good diff: ${messageOf(e)}\n`);
+      err.write(`known-good diff: ${printableLines(messageOf(e))}\n`);
       return 2;
     }
     const d = diffArgs(a.args, b.args);
@@ -59,14 +60,15 @@ export const diffCommand: CliCommand = {
       );
     } else {
       const sameHost = session.label === other.session.label;
-      const label = (p: string, host: string) => (sameHost ? checkpointLabel(p) : `${checkpointLabel(p)} (${host})`);
+      const label = (p: string, host: string) =>
+        printable(sameHost ? checkpointLabel(p) : `${checkpointLabel(p)} (${host})`);
       const labels = { a: label(path, session.label), b: label(other.path, other.session.label) };
-      out.write(changedArgs(a.args, b.args, labels));
+      out.write(changedArgs(printableTree(a.args), printableTree(b.args), labels));
       for (const [side, r] of [
         ['A', a],
         ['B', b],
       ] as const) {
-        for (const w of r.warnings) if (w.startsWith('UNSAFE')) err.write(`warning (${side}): ${w}\n`);
+        for (const w of r.warnings) if (w.startsWith('UNSAFE')) err.write(`warning (${side}): ${printable(w)}\n`);
       }
     }
     return differ ? 1 : 0;

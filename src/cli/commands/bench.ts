@@ -5,6 +5,7 @@ import { probeTerminalCommand } from '../../core/terminal/command';
 import { parseFramedResult } from '../../core/terminal/probes';
 import { TerminalRunner } from '../../core/terminal/runner';
 import type { CliCommand } from './types';
+import { printableTree } from '../output';
 
 /**
  * `known-good bench HOST [--config tiny|gpu|JSON] [--compile]`: python/throughput_bench.py once, as the terminal
@@ -42,7 +43,7 @@ export const benchCommand: CliCommand = {
       const exit = await runner.exited;
       if (exit.error !== undefined) return 255;
       const { value, python } = parseFramedResult(call, runner.framed(), session.label);
-      err.write(benchSummary(value).join('\n') + '\n');
+      err.write(benchSummary(printableTree(value)).join('\n') + '\n');
       out.write(JSON.stringify(options.json ? { result: value, python } : value, null, 2) + '\n');
       return exit.exitCode ?? 1;
     } finally {

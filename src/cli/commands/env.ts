@@ -6,6 +6,7 @@ import type { EnvSnapshot } from '../../core/baselines/envProbe';
 import { findBaseline } from '../../core/baselines/lookup';
 import { BaselineStore } from '../../core/baselines/store';
 import type { CliCommand } from './types';
+import { printable, printableTree } from '../output';
 
 /** The CLI's own baselines: `~/.known-good/baselines/<host>/` (the extension keeps its own in global storage). */
 export function cliBaselineDir(): string {
@@ -44,9 +45,11 @@ export const envCommand: CliCommand = {
     }
     let code = 0;
     if (against) {
+      // text output: names and values from the hosts shown with their control characters escaped
+      const text = (s: EnvSnapshot) => (options.json ? s : printableTree(s));
       const docs = diffDocuments(
-        { snapshot: against.baseline.snapshot, title: `baseline ${baselineTitle(against.baseline)}` },
-        { snapshot, title: `now (${shortTime(snapshot.capturedAt)})` },
+        { snapshot: text(against.baseline.snapshot), title: printable(`baseline ${baselineTitle(against.baseline)}`) },
+        { snapshot: text(snapshot), title: `now (${shortTime(snapshot.capturedAt)})` },
       );
       if (options.json)
         out.write(
@@ -59,7 +62,10 @@ export const envCommand: CliCommand = {
       out.write(
         options.json
           ? JSON.stringify(snapshot, null, 2) + '\n'
-          : snapshotDocument({ snapshot, title: `${session.label}, ${shortTime(snapshot.capturedAt)}` }),
+          : snapshotDocument({
+              snapshot: printableTree(snapshot),
+              title: printable(`${session.label}, ${shortTime(snapshot.capturedAt)}`),
+            }),
       );
     }
     if (options.save !== undefined) {
@@ -71,7 +77,9 @@ export const envCommand: CliCommand = {
         container: containerText(session.spec.container),
         snapshot,
       });
-      (against || options.json ? err : out).write(`saved baseline ${saved.baseline.id} "${label}" to ${saved.file}\n`);
+      (against || options.json ? err : out).write(
+        printable(`saved baseline ${saved.baseline.id} "${label}" to ${saved.file}`) + '\n',
+      );
     }
     return code;
   },

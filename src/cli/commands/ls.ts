@@ -1,6 +1,7 @@
 import { listRunsProbe } from '../../core/runs/listRuns';
 import { renderTextTree } from '../../core/runs/textTree';
 import type { CliCommand } from './types';
+import { printable, printableTree } from '../output';
 
 export const lsCommand: CliCommand = {
   name: 'ls',
@@ -13,7 +14,7 @@ export const lsCommand: CliCommand = {
     if (options.json) {
       out.write(JSON.stringify({ ...r.value, python: r.python }, null, 2) + '\n');
     } else {
-      out.write(renderTextTree(r.value, { hostLabel: session.label }));
+      out.write(renderTextTree(printableTree(r.value), { hostLabel: printable(session.label) }));
       if (!r.value.roots.every((x) => x.status === 'ok' || x.status === 'empty' || x.status === 'no-checkpoints'))
         return 1;
     }

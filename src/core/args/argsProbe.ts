@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { defineProbe } from '../probes/probe';
+import { redactTree } from '../redact';
 
 /** Formats python/ckpt_args.py can read. */
 export const ckptFormats = [
@@ -33,7 +34,8 @@ export const ckptArgsSchema = z.object({
   path: z.string(),
   bytes: z.number(),
   key: z.string().nullable(),
-  args: argValueSchema,
+  // python/ckpt_args.py redacts on the host; again here for a result from an older probe
+  args: argValueSchema.transform((v) => redactTree(v)),
   argsType: z.string().nullable(),
   step: z.number().nullable(),
   epoch: z.number().nullable(),

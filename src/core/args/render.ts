@@ -1,4 +1,5 @@
 import { formatBytes, formatExactBytes } from '../runs/format';
+import { redactText, redactTree } from '../redact';
 import type { ArgValue, CkptArgs } from './argsProbe';
 
 /** Where and when the args were read: the document's header. */
@@ -92,8 +93,9 @@ export function renderArgsDocument(r: CkptArgs, meta: ArgsDocMeta): string {
     lines.push(`// tensors:  ${r.tensors.count} (${formatBytes(r.tensors.bytes)}), not read`);
   }
   lines.push(`// captured: ${meta.capturedAt.toISOString()}`);
-  for (const w of r.warnings) if (!w.startsWith('UNSAFE')) lines.push(`// note: ${w}`);
-  lines.push(stableJson(r.args));
+  for (const w of r.warnings) if (!w.startsWith('UNSAFE')) lines.push(`// note: ${redactText(w)}`);
+  // The probe redacts on the host; again here for args that came another way (an older probe, a cache).
+  lines.push(stableJson(redactTree(r.args)));
   return lines.join('\n') + '\n';
 }
 
@@ -118,8 +120,9 @@ export interface ArgsDiff {
 
 /** Which flattened keys differ between a and b (NaN equals NaN: it is the same setting). */
 export function diffArgs(a: ArgValue, b: ArgValue): ArgsDiff {
-  const fa = flattenArgs(a);
-  const fb = flattenArgs(b);
+  // redacted before comparing: a rotated secret still differs (another hash), and never shows in clear
+  const fa = flattenArgs(redactTree(a));
+  const fb = flattenArgs(redactTree(b));
   const d: ArgsDiff = { changed: [], added: [], removed: [], same: 0 };
   for (const [k, va] of fa) {
     if (!fb.has(k)) d.removed.push({ key: k, value: va });

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { defineProbe } from '../probes/probe';
+import { redactValue } from '../redact';
 
 /*
  * The document python/env_snapshot.py prints. Every part may have failed on the remote, in which case it is
@@ -137,8 +138,14 @@ export const gpusInfoSchema = z.looseObject({
 
 export const envInfoSchema = z.looseObject({
   error: err,
-  /** name -> value, or `<redacted sha256:…>` for secrets */
-  vars: z.record(z.string(), z.string()).default({}),
+  /**
+   * name -> value, or `<redacted sha256:…>` for secrets. The probe redacts on the host; redacted again here (a no-op
+   * on redacted values) for snapshots from an older probe or a baseline saved before.
+   */
+  vars: z
+    .record(z.string(), z.string())
+    .default({})
+    .transform((vars) => Object.fromEntries(Object.entries(vars).map(([k, v]) => [k, redactValue(k, v)]))),
   extraRequested: z.array(z.string()).default([]),
   missingExtra: z.array(z.string()).default([]),
 });
