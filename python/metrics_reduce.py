@@ -37,6 +37,7 @@ known shape, converted column by column at C speed.  A shape is only trusted aft
 the line it came from; lines of no known shape (first of their kind, NaN, odd spacing) take the json.loads path.
 """
 import bisect
+import errno
 import itertools
 import json
 import marshal
@@ -747,6 +748,26 @@ class Pass(object):
             self.reducer.add(xs, ts if has_t[0] else None, {k: ys})
 
 
+def next_data(f, pos):
+    """The offset of the first byte at or after pos that is not in a hole of a sparse file (pos where holes cannot be
+    told).  A hole reads as zeros, so it holds no newline: a line being skipped passes over it unread, and a 10 GB
+    sparse file neither costs 10 GB of reading nor fills the host's page cache with zeros."""
+    seek_data = getattr(os, "SEEK_DATA", None)
+    if seek_data is None:
+        return pos
+    try:
+        return max(pos, os.lseek(f.fileno(), pos, seek_data))
+    except OSError as e:
+        if e.errno == getattr(errno, "ENXIO", None):  # only a hole up to the end
+            try:
+                return max(pos, os.fstat(f.fileno()).st_size)
+            except OSError:
+                return pos
+        return pos
+    finally:
+        f.seek(pos)
+
+
 def _mid_line(f, pos):
     """Whether pos is inside a line (the byte before it is no newline)."""
     if pos <= 0:
@@ -785,6 +806,16 @@ def scan(p, f, start, stop, buf=None):
                 pos += done
             skipping = nl < 0
             ended = not skipping
+            if skipping:
+                hole = next_data(f, pos) - pos
+                if left is not None:
+                    hole = min(hole, left)
+                if hole > 0:
+                    p.end_block(pos, pos + hole)
+                    pos += hole
+                    if left is not None:
+                        left -= hole
+                    f.seek(pos)
         elif filled == len(buf):  # one line longer than the buffer
             if filled > limit:
                 p.counts["tooLong"] += 1

@@ -193,9 +193,10 @@ class LogTailHostile(Hostile):
         self.assertIn("FIFO", doc["error"]["message"])
 
     def test_a_file_without_newlines_is_passed_over_in_bounded_steps(self):
-        p = self.path("zeros.jsonl")
+        p = self.path("xs.jsonl")
+        size = 2 * kg_common.LIMITS["read"] + MiB
         with open(p, "wb") as f:
-            f.truncate(1 << 30)
+            f.write(b"x" * size)
         doc = envelope("log_tail", p, "--offset", "0")
         r = doc["result"]
         self.assertEqual((r["tooLong"], r["count"], r["hasMore"]), (1, 0, True))
@@ -205,7 +206,23 @@ class LogTailHostile(Hostile):
         self.assertEqual(again["tooLong"], 0)  # the same line, counted once
         self.assertEqual(again["nextOffset"], 2 * kg_common.LIMITS["read"])
         end = envelope("log_tail", p, "--offset", "-1")["result"]
-        self.assertEqual((end["count"], end["nextOffset"], end["hasMore"]), (0, 1 << 30, False))
+        self.assertEqual((end["count"], end["nextOffset"], end["hasMore"]), (0, size, False))
+
+    def test_a_sparse_file_of_10_gb_is_passed_over_without_reading_its_hole(self):
+        p = self.path("zeros.jsonl")
+        with open(p, "wb") as f:
+            f.write(good_lines(0, 3))
+            f.truncate(10 << 30)
+        doc = envelope("log_tail", p, "--offset", "0", timeout=30)
+        r = doc["result"]
+        self.assertEqual((r["tooLong"], r["count"], r["nextOffset"]), (1, 3, 10 << 30))
+        self.assertLess(doc["rssKb"], 64 * 1024)
+        self.assertLess(doc["footprint"]["cpuS"], 5)
+        doc = envelope("metrics_reduce", p, timeout=30)
+        self.assertEqual((doc["result"]["skipped"]["tooLong"], doc["result"]["nextOffset"]), (1, 10 << 30))
+        self.assertEqual(loss_xs(doc["result"]), [0, 1, 2])
+        self.assertLess(doc["rssKb"], 64 * 1024)
+        self.assertLess(doc["footprint"]["cpuS"], 5)
 
     def test_a_30_mb_line_is_skipped_and_the_lines_around_it_come(self):
         p = self.with_middle("str.jsonl", b'{"step": 7, "note": "' + b"a" * (30 * MiB) + b'"}', before=3, after=3)
