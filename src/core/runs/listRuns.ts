@@ -36,6 +36,8 @@ export interface RunEntry {
   children?: RunEntry[] | undefined;
   /** Entries of this folder cut by --max-entries. */
   omitted?: number | undefined;
+  /** Reading this folder stopped at the probe's item limit: there may be more entries than `omitted` counts. */
+  scanStopped?: boolean | undefined;
   /** false: a folder past --depth, not listed (list it as a root of its own to expand it). */
   listed?: boolean | undefined;
   sizeComplete?: boolean | undefined;
@@ -57,6 +59,7 @@ const OPTIONAL: Record<string, 'string' | 'number' | 'boolean'> = {
   epoch: 'number',
   format: 'string',
   omitted: 'number',
+  scanStopped: 'boolean',
   listed: 'boolean',
   sizeComplete: 'boolean',
   error: 'string',
