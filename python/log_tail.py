@@ -267,6 +267,7 @@ def main(argv):
         "tooManyKeys": skipped["keys"],
         "hasMore": has_more,
         "latest": latest_of(records),
+        "limits": dict((k, kg_common.LIMITS[k]) for k in ("line", "keys", "depth")),
     }
 
 

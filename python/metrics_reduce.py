@@ -1335,6 +1335,11 @@ def main(argv):
         "window": {"from": a.lo, "to": a.hi} if a.lo is not None else None,
         "series": series,
         "seriesTruncated": truncated,
+        # Points of series past the first limits.keys ones, not kept.
+        "seriesDropped": r.dropped,
+        # What the skipped counts refer to: tooLong is over limits.line bytes, tooManyKeys over limits.keys keys,
+        # tooDeep over limits.depth levels.
+        "limits": dict((k, kg_common.LIMITS[k]) for k in ("line", "keys", "depth")),
         "fastLines": p.fast_lines,
         "shapes": max(len(p.shapes), p.merged_shapes),
         "jobs": p.jobs,

@@ -180,6 +180,8 @@ class MetricsReduceHostile(Hostile):
             kg_common.LIMITS.update(saved)
         self.assertLessEqual(len(r["series"]), 40)
         self.assertTrue(r["seriesTruncated"])
+        self.assertEqual(r["seriesDropped"], 20 * 30 - 40)
+        self.assertEqual(r["limits"]["keys"], 40)
         self.assertLessEqual(len(r["keys"]), 40 + 31)
 
 
@@ -230,6 +232,7 @@ class LogTailHostile(Hostile):
         r = doc["result"]
         self.assertEqual(r["tooLong"], 1)
         self.assertEqual([x["step"] for x in r["lines"]], [0, 1, 2, 3, 4, 5])
+        self.assertEqual(r["limits"]["line"], kg_common.LIMITS["line"])
         self.assertEqual(r["nextOffset"], os.path.getsize(p))
         self.assertLess(doc["rssKb"], 64 * 1024)
 
