@@ -52,6 +52,9 @@ LIMITS = {
     "depth": 200,
     # Items of one decoded container, and memo entries of one pickle.
     "items": 1000000,
+    # Keys of one log line's record, nested ones included (more: the line is skipped and counted), and distinct
+    # keys kept per log read.
+    "keys": 10000,
 }
 
 # A probe module may loosen a limit for itself with ``KG_LIMITS = {"memory": None}`` (None: no limit); the
@@ -64,6 +67,7 @@ _LIMIT_WORDS = {
     "line": "line-length limit",
     "depth": "nesting-depth limit",
     "items": "item-count limit",
+    "keys": "key-count limit",
 }
 
 

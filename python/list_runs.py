@@ -13,7 +13,13 @@ config (*.json, *.yaml, *.yml, *.toml), link (a symlink to a folder, never follo
 Each root reports its status distinctly: ok, missing, denied, not-a-directory, empty, no-checkpoints, error.
 
 Names are read as bytes, so names that are not UTF-8 come through: such an entry has ``escaped: true``, its
-``name``/``path`` carry U+FFFD in place of the bad bytes, and ``nameB64``/``pathB64`` hold the exact bytes.
+``name``/``path`` carry U+FFFD in place of the bad bytes, and ``nameB64``/``pathB64`` hold the exact bytes.  Names
+with control characters (a newline, an ESC) stay exact: the JSON answer is ASCII with them escaped, and the
+extension shows them printable (src/core/runs/format.ts printableName).
+
+A folder of millions of entries is read in one pass keeping at most a few times --max-entries of them (the highest
+steps and the first step-less names), and reading stops after kg_common.LIMITS["items"] entries (``omitted`` counts
+what was seen and left out; ``scanStopped`` says there may be more).
 
 ``--signature-only`` returns per root only a cheap signature (entry count and newest mtime of the root and its
 direct sub-folders), so a client can poll and re-list only the roots that changed.
@@ -212,7 +218,7 @@ class _Walk(object):
     def _select(self, raw_entries):
         """Cut a huge folder to max_entries: keep the highest steps and the step-less names (logs, configs)."""
         n = len(raw_entries)
-        limit = self.max_entries
+        limit = self.limit()
         if n <= limit:
             return raw_entries, 0
         stepped = []
@@ -226,16 +232,41 @@ class _Walk(object):
         k_plain = min(len(plain), limit - k_step)
         return plain[:k_plain] + stepped[:k_step], n - k_plain - k_step
 
+    def limit(self):
+        return min(self.max_entries, MAX_TOTAL_ENTRIES)
+
+    def _prune(self, raw_entries):
+        """At most limit() stepped and limit() step-less entries, the ones _select could keep: (kept, left out)."""
+        limit = self.limit()
+        stepped = [it for it in raw_entries if it[2][0] is not None]
+        plain = [it for it in raw_entries if it[2][0] is None]
+        stepped.sort(key=lambda it: -it[2][0])
+        plain.sort(key=lambda it: natural_key(it[1]))
+        kept = plain[:limit] + stepped[:limit]
+        return kept, len(raw_entries) - len(kept)
+
     def scan(self, path, rel_raw, level, extra):
-        """The entries below folder `path` as a list, plus how many were left out; raises OSError."""
+        """(entries below folder `path`, how many were left out, whether reading stopped early); raises OSError.
+        Memory stays within a few times limit() entries however large the folder: it is pruned as it is read."""
         raw_entries = []
+        pruned = 0
+        seen = 0
+        stopped = False
         with os.scandir(path) as it:
             for e in it:
                 if e.name in OWN_FOLDERS:
                     continue
+                seen += 1
+                if seen > kg_common.LIMITS["items"]:
+                    stopped = True
+                    break
                 text, _ = _text(e.name)
                 raw_entries.append((e, text, parse_step(text)))
+                if len(raw_entries) >= 4 * self.limit() + 1024:
+                    raw_entries, dropped = self._prune(raw_entries)
+                    pruned += dropped
         kept, omitted = self._select(raw_entries)
+        omitted += pruned
         room = max(MAX_TOTAL_ENTRIES - self.total, 0)
         if len(kept) > room:
             kept, omitted = kept[:room], omitted + len(kept) - room
@@ -247,7 +278,7 @@ class _Walk(object):
             out.append(self.entry(e, text, parsed, child_rel, level + 1, extra))
         if len(out) > 1:
             out.sort(key=lambda x: natural_key(x["name"]))
-        return out, omitted
+        return out, omitted, stopped
 
     def entry(self, e, text, parsed, rel_raw, level, extra):
         lname = text.lower()
@@ -323,7 +354,7 @@ class _Walk(object):
             out["listed"] = False
             return
         try:
-            children, omitted = self.scan(path, rel_raw, level, extra or level >= self.depth)
+            children, omitted, stopped = self.scan(path, rel_raw, level, extra or level >= self.depth)
         except OSError as err:
             out["error"] = _why(err)
             out["listed"] = False
@@ -331,6 +362,9 @@ class _Walk(object):
         out["children"] = children
         if omitted:
             out["omitted"] = omitted
+        if stopped:
+            out["scanStopped"] = True
+            out["sizeComplete"] = False
         fmt = content_format(set(c["name"] for c in children if c["kind"] != "dir"), lname)
         # A folder holding checkpoints of other steps is a run (`lr_steps10000/step_500`); one holding its own step
         # again is one checkpoint in two layouts (Hugging Face `checkpoint-500/global_step500` with DeepSpeed).
@@ -461,7 +495,7 @@ def list_root(root, depth, max_entries, signature_only):
     except OSError as err:
         return _status(res, "error", "%s: %s" % (path_text, _why(err)))
     if not stat.S_ISDIR(st.st_mode):
-        return _status(res, "not-a-directory", "%s is a file, not a folder" % path_text)
+        return _status(res, "not-a-directory", "%s is %s, not a folder" % (path_text, kg_common.file_kind(st.st_mode)))
     try:
         res["signature"] = signature(path_raw)
     except PermissionError:

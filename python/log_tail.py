@@ -10,13 +10,20 @@ truncated (smaller than the offset), reading restarts from 0 and ``reset`` says 
 Each line is returned parsed when it is JSON, else as ``{"$raw": text}``.  ``latest`` holds the newest step and
 tokens/s found in the lines read (keys such as ``step``/``global_step`` and ``tok_per_s``/``tokens_per_sec``/
 ``tok/s``/``throughput``, nested dicts included), for a status bar that follows a run.
+
+Hostile files cost bounded memory (kg_common.LIMITS): the file is read in blocks; a line longer than
+LIMITS["line"] is skipped without being held whole and counted in ``tooLong`` (when the bytes end inside such a
+line, ``nextOffset`` is where reading stopped, inside it, and a read that starts inside a line skips to the next
+one); a line nested deeper than LIMITS["depth"] or of more than LIMITS["keys"] keys is returned as ``$raw`` and
+counted in ``tooDeep`` / ``tooManyKeys``.  FIFOs and devices are refused unread.
 """
-import json
+import errno
 import os
 
 import kg_common
 
 DEFAULT_MAX_BYTES = 1 << 20
+BLOCK = 1 << 16
 MAX_RAW = 2000
 STEP_KEYS = ("step", "global_step", "_step", "iter", "iteration")
 THROUGHPUT_KEYS = (
@@ -58,6 +65,8 @@ def parse_args(argv):
         raise kg_common.ProbeError("--offset must be -1 (near the end) or a byte offset", "bad-args")
     if max_bytes < 1:
         raise kg_common.ProbeError("--max-bytes must be positive", "bad-args")
+    if max_bytes > kg_common.LIMITS["read"]:
+        raise kg_common.LimitError("read", "--max-bytes %d" % max_bytes)
     return path, offset, max_bytes, inode, latest_only
 
 
@@ -107,17 +116,113 @@ def latest_of(records):
     return {"step": step, "stepKey": step_key, "tokensPerSec": tps, "tokensPerSecKey": tps_key}
 
 
+def _read_lines(f, start, max_bytes):
+    """The complete lines from start, about max_bytes of them (at least one, however long up to LIMITS["line"]):
+    (lines, offset after the last byte passed, where the first whole line starts, lines too long, stopped early).
+
+    Starting inside a line (the byte before start is no newline), that line began earlier and is skipped. A line
+    longer than LIMITS["line"] is skipped too, never held whole; passing over it reads at most LIMITS["read"]
+    bytes per call, and a call that stops inside it answers that offset (the next one starts inside and skips on).
+    """
+    limit = kg_common.LIMITS["line"]
+    budget = kg_common.LIMITS["read"]
+    skipping = False
+    if start > 0:
+        f.seek(start - 1)
+        skipping = f.read(1) not in (b"\n", b"")
+    f.seek(start)
+    first = start
+    pos = start  # the offset of pending's first byte
+    pending = b""
+    lines = []
+    taken = 0
+    too_long = 0
+    scanned = 0
+    while True:
+        if taken >= max_bytes or scanned >= budget:
+            return lines, pos, first, too_long, True
+        chunk = f.read(BLOCK)
+        if not chunk:
+            return lines, pos, first, too_long, False
+        scanned += len(chunk)
+        if skipping:
+            nl = chunk.find(b"\n")
+            if nl < 0:
+                pos += len(chunk)
+                # A hole of a sparse file is zeros, no newline: passed over unread (metrics_reduce.next_data).
+                hole = _next_data(f, pos)
+                if hole > pos:
+                    pos = hole
+                    f.seek(pos)
+                continue
+            pos += nl + 1
+            chunk = chunk[nl + 1:]
+            skipping = False
+            if not lines and not too_long:
+                first = pos  # the partial line at the start belongs to the past
+        pending += chunk
+        at = 0
+        while taken < max_bytes:
+            nl = pending.find(b"\n", at)
+            if nl < 0:
+                break
+            if nl - at > limit:
+                too_long += 1
+            else:
+                lines.append(pending[at:nl])
+            taken += nl + 1 - at
+            at = nl + 1
+        if at:
+            pos += at
+            pending = pending[at:]
+        if len(pending) > limit and taken < max_bytes:  # pending is then one line without its end
+            too_long += 1
+            skipping = True
+            pos += len(pending)
+            pending = b""
+
+
+def _next_data(f, pos):
+    seek_data = getattr(os, "SEEK_DATA", None)
+    if seek_data is None:
+        return pos
+    try:
+        return max(pos, os.lseek(f.fileno(), pos, seek_data))
+    except OSError as e:
+        if e.errno == errno.ENXIO:  # only a hole up to the end
+            return max(pos, os.fstat(f.fileno()).st_size)
+        return pos
+    finally:
+        f.seek(pos)
+
+
+def _check(doc):
+    """A decoded line nested deeper than LIMITS["depth"] or of more than LIMITS["keys"] keys raises LimitError."""
+    depth_limit = kg_common.LIMITS["depth"]
+    keys_left = kg_common.LIMITS["keys"]
+    stack = [(doc, 0)]
+    while stack:
+        v, depth = stack.pop()
+        if isinstance(v, (dict, list)):
+            if depth >= depth_limit:
+                raise kg_common.LimitError("depth", "a log line")
+            keys_left -= len(v)
+            if keys_left < 0:
+                raise kg_common.LimitError("keys", "a log line")
+            stack.extend((c, depth + 1) for c in (v.values() if isinstance(v, dict) else v))
+
+
 def main(argv):
     path, offset, max_bytes, inode, latest_only = parse_args(argv)
     try:
-        f = open(path, "rb")
-    except FileNotFoundError:
+        f = kg_common.open_regular(path, buffering=0)  # unbuffered: _next_data moves the descriptor
+    except kg_common.ProbeError as e:
+        if e.code != "not-found":
+            raise
         # A run that has not written its log yet: not an error for something that polls.
         return {"path": path, "exists": False, "inode": None, "size": 0, "mtime": None, "offset": 0,
-                "nextOffset": 0, "reset": offset > 0, "lines": [], "count": 0, "malformed": 0, "hasMore": False,
-                "latest": None}
-    except OSError as e:
-        raise kg_common.ProbeError("cannot read %s: %s" % (path, e.strerror or e), "permission-denied")
+                "nextOffset": 0, "reset": offset > 0, "lines": [], "count": 0, "malformed": 0, "tooLong": 0,
+                "tooDeep": 0, "tooManyKeys": 0, "hasMore": False, "latest": None}
     with f:
         st = os.fstat(f.fileno())
         size = st.st_size
@@ -125,43 +230,27 @@ def main(argv):
         if offset > 0 and ((inode is not None and st.st_ino != inode) or size < offset):
             reset = True
             offset = 0
-        start = offset
-        skip_partial = False
-        if offset == -1:
-            start = max(0, size - max_bytes)
-            skip_partial = start > 0
-        f.seek(start)
-        data = f.read(max_bytes)
-        if skip_partial:
-            # Started mid-line: the first (partial) line belongs to the past.
-            nl = data.find(b"\n")
-            if nl < 0:
-                data = b""  # all of it one line that began earlier: wait for its end
-            else:
-                data = data[nl + 1:]
-                start += nl + 1
-        cut = data.rfind(b"\n")
-        while cut < 0 and len(data) >= max_bytes and not skip_partial:
-            # One line longer than max-bytes: read on to its end rather than never moving.
-            more = f.read(max_bytes)
-            if not more:
-                break
-            data += more
-            cut = data.rfind(b"\n")
-        complete = data[: cut + 1] if cut >= 0 else b""
-        next_offset = start + len(complete)
-        has_more = start + len(data) < size
+        # -1: the last max-bytes, from the first line that starts in them (the partial one belongs to the past).
+        start = max(0, size - max_bytes) if offset == -1 else offset
+        lines, next_offset, start, too_long, stopped = _read_lines(f, start, max_bytes)
+        has_more = stopped and next_offset < size
     records = []
     malformed = 0
-    maybe_secret = kg_common.might_hold_secret(complete)  # one pass: a plain metrics log skips the per-line test
-    for line in complete.split(b"\n"):
+    skipped = {"depth": 0, "keys": 0}
+    # One pass over the block: a plain metrics log skips the per-line secret test.
+    maybe_secret = any(map(kg_common.might_hold_secret, lines))
+    for line in lines:
         if not line.strip():
             continue
         try:
-            rec = json.loads(line)
-            records.append(kg_common.redact_tree(rec) if maybe_secret and kg_common.might_hold_secret(line) else rec)
+            doc = kg_common.loads_bounded(line, "a log line")
+            _check(doc)
+            records.append(kg_common.redact_tree(doc) if maybe_secret and kg_common.might_hold_secret(line) else doc)
         except ValueError:
             malformed += 1
+            records.append({"$raw": kg_common.redact_text(line[:MAX_RAW].decode("utf-8", "replace"))})
+        except kg_common.LimitError as e:
+            skipped[e.limit] += 1
             records.append({"$raw": kg_common.redact_text(line[:MAX_RAW].decode("utf-8", "replace"))})
     return {
         "path": path,
@@ -175,8 +264,12 @@ def main(argv):
         "lines": [] if latest_only else records,
         "count": len(records),
         "malformed": malformed,
+        "tooLong": too_long,
+        "tooDeep": skipped["depth"],
+        "tooManyKeys": skipped["keys"],
         "hasMore": has_more,
         "latest": latest_of(records),
+        "limits": dict((k, kg_common.LIMITS[k]) for k in ("line", "keys", "depth")),
     }
 
 

@@ -21,7 +21,14 @@ Inside the resident helper the module lives on between requests, and so does wha
 exact reduction at the offset it reached and, per stretch of about 256 KiB, the range of x in it (a zone map).
 Opening the same log again reads only the bytes appended since; a zoom window reads only the stretches whose x
 range meets the window.  Both are dropped when the file is no longer the one read (other inode, shorter, or the
-bytes at its start or at the cached offset changed).
+bytes at its start or at the cached offset changed).  What is kept is plain data in ``_known`` (at most 8 files,
+64 MiB); a helper that serves each request in a forked child carries it back with ``KG_STATE_EXPORT`` /
+``KG_STATE_IMPORT`` (python/HELPER_STATE.md).
+
+Hostile input costs bounded memory (kg_common.LIMITS): the file is read in blocks; a line longer than
+LIMITS["line"] is skipped without being held whole (``skipped.tooLong``), a line of more than LIMITS["keys"] keys or
+nested deeper than LIMITS["depth"] is skipped (``tooManyKeys``, ``tooDeep``); the rest of the file still plots.
+Series past the first LIMITS["keys"] are not kept (``seriesTruncated``).  FIFOs and devices are refused unread.
 
 Speed: ``json.loads`` per line costs about 2.5 s per million lines here.  Real logs repeat a handful of line
 shapes (same keys in the same order, only the numbers change), so each shape seen is turned into a regular
@@ -30,6 +37,7 @@ known shape, converted column by column at C speed.  A shape is only trusted aft
 the line it came from; lines of no known shape (first of their kind, NaN, odd spacing) take the json.loads path.
 """
 import bisect
+import errno
 import itertools
 import json
 import marshal
@@ -50,6 +58,8 @@ DEFAULT_BUCKETS = 2000
 # (and in the CPU caches): 64 KiB reads a million-line log in 1.5 s here where 4 MiB took 2.5-3.6 s.
 BLOCK = 64 << 10
 MAX_SHAPES = 12
+# Lines with more numbers than this are read by json.loads: a regex of thousands of groups compiles for seconds.
+MAX_SHAPE_KEYS = 512
 MAX_SERIES = 256
 # Below this many bytes per process, forking costs more than it saves.
 PART_MIN = 8 << 20
@@ -67,7 +77,10 @@ _NUM = rb"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?"
 # The same numbers, matched twice as fast where the regex engine has possessive quantifiers (Python 3.11+): the
 # token after a number is always a fixed character, so giving up backtracking changes no match.
 _NUM_FAST = rb"-?(?:0|[1-9][0-9]*+)(?:\.[0-9]++)?+(?:[eE][-+]?[0-9]++)?+" if sys.version_info >= (3, 11) else _NUM
-_STR = rb'"(?:[^"\\\n]|\\.)*"'
+# A string, in memory a small multiple of its length: a repeated group pushes onto the regex engine's stack once per
+# repetition (a 30 MB string took 5 GB with ``(?:[^"\\]|\\.)*``), so characters are taken in runs, possessively where
+# the engine can (3.11+); before 3.11 the stack grows once per escape only.
+_STR = (rb'"(?:[^"\\\n]++|\\.)*+"' if sys.version_info >= (3, 11) else rb'"[^"\\\n]*(?:\\.[^"\\\n]*)*"')
 _TOKEN = re.compile(
     rb"([ \t]*)(?:(" + _STR + rb")|(" + _NUM + rb")|(true|false|null)|([{}\[\]:,])|(NaN|-?Infinity))"
 )
@@ -150,7 +163,21 @@ def parse_args(argv):
 # Lines one by one (the reference; every line of no known shape goes here)
 
 
-def _flatten(d, prefix, out, counts):
+class _Skip(Exception):
+    """A line skipped for a limit; ``what`` is the count it goes to (tooManyKeys, tooDeep)."""
+
+    def __init__(self, what):
+        Exception.__init__(self, what)
+        self.what = what
+
+
+def _flatten(d, prefix, out, counts, budget=None):
+    """Numeric leaves of d into out (``a.b`` keys); budget = [keys left, depth left] bounds what one line may cost."""
+    if budget is None:
+        budget = [kg_common.LIMITS["keys"], kg_common.LIMITS["depth"]]
+    budget[0] -= len(d)
+    if budget[0] < 0:
+        raise _Skip("tooManyKeys")
     for k, v in d.items():
         t = type(v)
         if t is float:
@@ -164,7 +191,11 @@ def _flatten(d, prefix, out, counts):
             except OverflowError:
                 counts["nonFinite"] += 1
         elif t is dict:
-            _flatten(v, prefix + k + ".", out, counts)
+            budget[1] -= 1
+            if budget[1] < 0:
+                raise _Skip("tooDeep")
+            _flatten(v, prefix + k + ".", out, counts, budget)
+            budget[1] += 1
 
 
 def numbers_of(line, counts):
@@ -174,15 +205,28 @@ def numbers_of(line, counts):
     except ValueError:
         counts["malformed"] += 1
         return None
+    except RecursionError:  # nested deeper than the interpreter's recursion limit: that line only
+        counts["tooDeep"] += 1
+        return None
     if type(doc) is not dict:
         counts["malformed"] += 1
         return None
     out = {}
-    _flatten(doc, "", out, counts)
+    try:
+        _flatten(doc, "", out, counts)
+    except _Skip as e:
+        counts[e.what] += 1
+        return None
     if not out:
         counts["nonNumeric"] += 1
         return None
     return out
+
+
+def _new_counts():
+    # Lines skipped, by why: tooLong (over LIMITS["line"], never held whole), tooManyKeys (over LIMITS["keys"]),
+    # tooDeep (nested over LIMITS["depth"]); never fatal for the rest of the file.
+    return {"malformed": 0, "nonNumeric": 0, "nonFinite": 0, "noX": 0, "tooLong": 0, "tooManyKeys": 0, "tooDeep": 0}
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -207,10 +251,14 @@ def shape_of(line):
     stack = []
     in_array = False
     first = True
+    tokens = 0
     while True:
         m = _TOKEN.match(line, pos)
         if m is None:
             break
+        tokens += 1
+        if tokens > 16 * MAX_SHAPE_KEYS:
+            return None  # a line this big is read by json.loads
         ws, s, num, lit, punct, nonfinite = m.groups()
         if nonfinite is not None:
             return None
@@ -270,7 +318,7 @@ def shape_of(line):
     if line[pos:] not in (b"", b"\r"):
         return None
     parts.append(rb"\r?")
-    if not paths:
+    if not paths or len(paths) > MAX_SHAPE_KEYS:
         return None
     return Shape(b"".join(parts), paths)
 
@@ -286,7 +334,7 @@ def verified_shape(line):
         return None
     if m is None:
         return None
-    counts = {"malformed": 0, "nonNumeric": 0, "nonFinite": 0}
+    counts = _new_counts()
     want = numbers_of(line, counts)
     if want is None or counts["nonFinite"]:
         return None
@@ -316,6 +364,8 @@ class Reducer(object):
         self.lo_idx = None
         self.hi_idx = None
         self.buckets = {}  # series -> {index: [min, max, last x, last y, last t, count]}
+        # Points of series past the first LIMITS["keys"] ones: not kept (a log inventing keys must not take memory).
+        self.dropped = 0
         self.xmin = None
         self.xmax = None
 
@@ -409,6 +459,9 @@ class Reducer(object):
         for name, ys in series.items():
             table = self.buckets.get(name)
             if table is None:
+                if len(self.buckets) >= kg_common.LIMITS["keys"]:
+                    self.dropped += len(ys)
+                    continue
                 table = self.buckets[name] = {}
             for k, i, j in bounds:
                 if j - i == 1:
@@ -494,7 +547,7 @@ class Pass(object):
         self.xkeys = STEP_KEYS if xmode == "step" else TIME_KEYS if xmode == "time" else ()
         self.skip_default = set(STEP_KEYS) | set(TIME_KEYS)
         self.reducer = Reducer(a.buckets, a.lo, a.hi)
-        self.counts = {"malformed": 0, "nonNumeric": 0, "nonFinite": 0, "noX": 0}
+        self.counts = _new_counts()
         self.keys = set()
         self.xused = set()
         self.lines = 0
@@ -660,11 +713,12 @@ class Pass(object):
             vals = numbers_of(line, self.counts)
             if vals is None:
                 continue
-            if learned < 4 and len(self.shapes) < MAX_SHAPES and self.a.fast:
+            if learned < 4 and len(self.shapes) < MAX_SHAPES and self.a.fast and len(vals) <= MAX_SHAPE_KEYS:
                 before = len(self.shapes)
                 self._learn(line)
                 learned += len(self.shapes) - before
-            self.keys.update(vals)
+            if len(self.keys) < kg_common.LIMITS["keys"]:
+                self.keys.update(vals)
             if self.xmode == "line":
                 xk = None
                 x = float(lineno)
@@ -694,8 +748,43 @@ class Pass(object):
             self.reducer.add(xs, ts if has_t[0] else None, {k: ys})
 
 
+def next_data(f, pos):
+    """The offset of the first byte at or after pos that is not in a hole of a sparse file (pos where holes cannot be
+    told).  A hole reads as zeros, so it holds no newline: a line being skipped passes over it unread, and a 10 GB
+    sparse file neither costs 10 GB of reading nor fills the host's page cache with zeros."""
+    seek_data = getattr(os, "SEEK_DATA", None)
+    if seek_data is None:
+        return pos
+    try:
+        return max(pos, os.lseek(f.fileno(), pos, seek_data))
+    except OSError as e:
+        if e.errno == getattr(errno, "ENXIO", None):  # only a hole up to the end
+            try:
+                return max(pos, os.fstat(f.fileno()).st_size)
+            except OSError:
+                return pos
+        return pos
+    finally:
+        f.seek(pos)
+
+
+def _mid_line(f, pos):
+    """Whether pos is inside a line (the byte before it is no newline)."""
+    if pos <= 0:
+        return False
+    f.seek(pos - 1)
+    return f.read(1) not in (b"\n", b"")
+
+
 def scan(p, f, start, stop, buf=None):
-    """Feeds the complete lines of bytes [start, stop) (stop None: to the end) to p; returns the offset after them."""
+    """Feeds the complete lines of bytes [start, stop) (stop None: to the end) to p; returns the offset after them.
+
+    A line longer than LIMITS["line"] is never held whole: it is counted (tooLong) and skipped to its newline. When
+    the bytes end inside such a line the offset returned is where reading stopped, inside it, and a read that starts
+    inside a line skips to the next one, so a huge unterminated tail is passed over once, not on every poll.
+    """
+    limit = kg_common.LIMITS["line"]
+    skipping = _mid_line(f, start)
     f.seek(start)
     pos = start
     left = None if stop is None else stop - start
@@ -705,17 +794,50 @@ def scan(p, f, start, stop, buf=None):
     filled = 0
     first = start == 0
     base = 0
-    while left is None or left > 0:
-        if filled == len(buf):  # one line longer than the buffer
-            buf.extend(bytes(len(buf)))
-        with memoryview(buf) as mv:
-            room = len(buf) - filled if left is None else min(len(buf) - filled, left)
-            got = f.readinto(mv[filled:filled + room])
-        if not got:
-            break
-        if left is not None:
-            left -= got
-        filled += got
+    while True:
+        ended = False  # a skipped line just ended: the bytes after it are already in buf
+        if skipping:
+            nl = buf.find(b"\n", 0, filled)
+            done = filled if nl < 0 else nl + 1
+            if done:
+                p.end_block(pos, pos + done)
+                buf[: filled - done] = buf[done:filled]
+                filled -= done
+                pos += done
+            skipping = nl < 0
+            ended = not skipping
+            if skipping:
+                hole = next_data(f, pos) - pos
+                if left is not None:
+                    hole = min(hole, left)
+                if hole > 0:
+                    p.end_block(pos, pos + hole)
+                    pos += hole
+                    if left is not None:
+                        left -= hole
+                    f.seek(pos)
+        elif filled == len(buf):  # one line longer than the buffer
+            if filled > limit:
+                p.counts["tooLong"] += 1
+                p.lines += 1
+                base = p.lines
+                skipping = True
+                first = False
+                continue
+            buf.extend(bytes(min(len(buf), limit + 1 - len(buf))))
+        if not ended:
+            if left is not None and left <= 0:
+                break
+            with memoryview(buf) as mv:
+                room = len(buf) - filled if left is None else min(len(buf) - filled, left)
+                got = f.readinto(mv[filled:filled + room])
+            if not got:
+                break
+            if left is not None:
+                left -= got
+            filled += got
+            if skipping:
+                continue
         begin = 0
         if first and filled >= 3:
             first = False
@@ -731,15 +853,24 @@ def scan(p, f, start, stop, buf=None):
         buf[: filled - done] = buf[done:filled]
         filled -= done
         pos += done
-    # A line still being written (no newline yet) is read next time, whole.
+    if skipping and filled:
+        p.end_block(pos, pos + filled)
+        pos += filled
+    # A line still being written (no newline yet) is read next time, whole (a too long one is passed over).
     return pos
 
 
+def _reach():
+    # How far to look for a line boundary: past a line of the longest length read, there is none worth finding.
+    return kg_common.LIMITS["line"] + (1 << 16)
+
+
 def _line_start_after(f, pos):
-    """The offset of the first line that starts at or after pos."""
+    """The offset of the first line that starts at or after pos; None when there is none within _reach()."""
     f.seek(pos - 1)
     at = pos - 1
-    while True:
+    reach = pos + _reach()
+    while at < reach:
         chunk = f.read(1 << 16)
         if not chunk:
             return None
@@ -747,13 +878,18 @@ def _line_start_after(f, pos):
         if nl >= 0:
             return at + nl + 1
         at += len(chunk)
+    return None
 
 
 def _last_line_start(f, start, size):
-    """Where the last whole line of [start, size) starts (start when there is at most one)."""
+    """Where the last whole line of [start, size) starts (start when there is at most one).  Looking back stops
+    after _reach() bytes: it then answers where it stopped, inside a line too long to read, which scan skips."""
     newlines = []
     end = size
+    stop = max(start, size - 2 * _reach())
     while end > start and len(newlines) < 2:
+        if end <= stop:
+            return newlines[0] + 1 if newlines else end
         begin = max(start, end - (1 << 16))
         f.seek(begin)
         chunk = f.read(end - begin)
@@ -785,7 +921,7 @@ def _state(p, pos):
         "pos": pos, "counts": p.counts, "keys": sorted(p.keys), "xused": sorted(p.xused), "lines": p.lines,
         "blank": p.blank, "fast": p.fast_lines, "shapes": len(p.shapes), "width": r.width, "lo": r.lo_idx,
         "hi": r.hi_idx, "buckets": r.buckets, "xmin": r.xmin, "xmax": r.xmax, "zones": p.zones,
-        "read": p.bytes_read,
+        "read": p.bytes_read, "dropped": r.dropped,
     }
 
 
@@ -806,6 +942,7 @@ def _merge(p, st):
         else:
             p.zones.extend(tuple(z) for z in st["zones"])
     r = p.reducer
+    r.dropped += st.get("dropped", 0)
     if st["width"] is None or not st["buckets"]:
         if st["xmin"] is not None:
             r.xmin = st["xmin"] if r.xmin is None else min(r.xmin, st["xmin"])
@@ -855,7 +992,7 @@ def _fork_worker(a, xmode, start, stop, track):
         try:
             os.close(rfd)
             p = Pass(a, xmode, track)
-            with open(a.path, "rb", buffering=0) as f:
+            with kg_common.open_regular(a.path, buffering=0) as f:
                 pos = scan(p, f, start, stop)
             data = marshal.dumps(_state(p, pos))
             view = memoryview(data)
@@ -963,22 +1100,17 @@ def sample(p, f, start, size, budget):
 # What a long-lived process (the resident helper) keeps per file between requests
 
 
-class _Known(object):
-    """A file as last read to pos: its identity, the bytes that must not have changed, its zone map and, for the
-    options it was read with (state_key), the exact reduction up to pos (marshal bytes: a fresh copy per use)."""
-
-    def __init__(self, ident, mtime, pos, sig, zones, state_key, state):
-        self.ident = ident
-        self.mtime = mtime
-        self.pos = pos
-        self.sig = sig
-        self.zones = zones
-        self.state_key = state_key
-        self.state = state
-
-
+# The kept state is plain data, so that a helper running each request in a forked child can carry it back to the
+# parent (python/HELPER_STATE.md): _known maps (absolute path, x mode) to one entry per file, oldest first:
+#   {"ident": (st_dev, st_ino), "mtime": st_mtime_ns, "pos": offset read to, "sig": (first bytes, bytes before pos),
+#    "zones": [(start, end, x min, x max), ...], "stateKey": (buckets, series or None),
+#    "state": marshal bytes of the exact reduction up to pos, or None}
+# bounded to CACHE_FILES files and CACHE_BYTES in all (_weight).
 _known = {}
 _known_lock = threading.Lock()
+# What changed since the last KG_STATE_EXPORT or KG_STATE_IMPORT: keys put (their entries are in _known), keys dropped.
+_put = set()
+_dropped = set()
 # Run by hand the process ends after one answer: nothing to keep.
 _KEEP = __name__ != "__main__"
 
@@ -992,22 +1124,41 @@ def _signature(f, pos):
     return head, f.read(pos - back)
 
 
+def _drop(key):
+    _known.pop(key, None)
+    _put.discard(key)
+    _dropped.add(key)
+
+
 def _recall(key, f, st):
     with _known_lock:
         k = _known.get(key)
     if k is None:
         return None
-    same = (k.ident == (st.st_dev, st.st_ino) and st.st_size >= k.pos
+    same = (k["ident"] == (st.st_dev, st.st_ino) and st.st_size >= k["pos"]
             # Not grown: any write since shows in the mtime.  Grown: logs are appended to, so the bytes at both ends
             # of what was read tell a rewritten file.
-            and (st.st_size > k.pos or st.st_mtime_ns == k.mtime)
-            and _signature(f, k.pos) == k.sig)
+            and (st.st_size > k["pos"] or st.st_mtime_ns == k["mtime"])
+            and _signature(f, k["pos"]) == k["sig"])
     with _known_lock:
         if _known.get(key) is k:
-            del _known[key]
             if same:
+                del _known[key]
                 _known[key] = k  # the most recently used goes last: eviction takes the oldest
+            else:
+                _drop(key)
     return k if same else None
+
+
+def _put_entry(key, k):
+    """Keeps k for key as the most recent, then evicts the oldest down to the bounds. Holds _known_lock."""
+    _known.pop(key, None)
+    _known[key] = k
+    _put.add(key)
+    _dropped.discard(key)
+    # Oldest first out, down to the count and the memory allowed (the newest always stays).
+    while len(_known) > 1 and (len(_known) > CACHE_FILES or sum(map(_weight, _known.values())) > CACHE_BYTES):
+        _drop(next(iter(_known)))
 
 
 def _remember(key, f, st, pos, zones, state_key, p):
@@ -1018,33 +1169,61 @@ def _remember(key, f, st, pos, zones, state_key, p):
         state = marshal.dumps(d)
         if len(state) + _ZONE_BYTES * len(zones) > CACHE_BYTES // 2:
             state = None  # hundreds of series: keep the zone map only
-    k = _Known((st.st_dev, st.st_ino), st.st_mtime_ns, pos, _signature(f, pos), zones, state_key, state)
+    k = {"ident": (st.st_dev, st.st_ino), "mtime": st.st_mtime_ns, "pos": pos, "sig": _signature(f, pos),
+         "zones": zones, "stateKey": state_key, "state": state}
     with _known_lock:
-        _known.pop(key, None)
-        _known[key] = k
-        # Oldest first out, down to the count and the memory allowed (the newest always stays).
-        while len(_known) > 1 and (len(_known) > CACHE_FILES or sum(map(_weight, _known.values())) > CACHE_BYTES):
-            del _known[next(iter(_known))]
+        _put_entry(key, k)
 
 
 _ZONE_BYTES = 100
 
 
 def _weight(k):
-    return len(k.state or b"") + _ZONE_BYTES * len(k.zones) + 2 * SIG
+    return len(k["state"] or b"") + _ZONE_BYTES * len(k["zones"]) + 2 * SIG
 
 
 def forget():
     """Drops everything kept (tests; a host running short of memory)."""
     with _known_lock:
-        _known.clear()
+        for key in list(_known):
+            _drop(key)
+
+
+def KG_STATE_EXPORT(full=False):  # noqa: N802 - the name the resident helper looks for
+    """What this process learnt since the last export or import, as plain data (dicts, lists, tuples, str, bytes,
+    int, float, None: marshal and pickle carry it): {"version": 1, "put": [(key, entry), ...] oldest first,
+    "drop": [key, ...]}. full: every entry kept, and "drop" empty (then "full" is True: the receiver drops the rest)."""
+    with _known_lock:
+        keys = list(_known) if full else [k for k in _known if k in _put]
+        data = {"version": 1, "full": bool(full), "put": [(k, dict(_known[k])) for k in keys],
+                "drop": [] if full else sorted(_dropped, key=repr)}
+        _put.clear()
+        _dropped.clear()
+    return data
+
+
+def KG_STATE_IMPORT(data):  # noqa: N802
+    """Applies what KG_STATE_EXPORT gave (in another process, e.g. a forked child that served a request); entries
+    are put as the most recent and the bounds (CACHE_FILES, CACHE_BYTES) hold afterwards. Bad data is ignored."""
+    if not isinstance(data, dict) or data.get("version") != 1:
+        return
+    with _known_lock:
+        if data.get("full"):
+            _known.clear()
+        for key in data.get("drop") or ():
+            _known.pop(tuple(key) if isinstance(key, list) else key, None)
+        for key, k in data.get("put") or ():
+            if isinstance(k, dict) and isinstance(k.get("zones"), list):
+                _put_entry(tuple(key) if isinstance(key, list) else key, dict(k))
+        _put.clear()
+        _dropped.clear()
 
 
 def _restore(a, xmode, k):
     """A pass holding the kept exact reduction (and zone map) of k."""
     p = Pass(a, xmode, True)
-    d = marshal.loads(k.state)
-    d["zones"] = k.zones
+    d = marshal.loads(k["state"])
+    d["zones"] = k["zones"]
     _merge(p, d)
     p.bytes_read = 0
     return p
@@ -1052,10 +1231,8 @@ def _restore(a, xmode, k):
 
 def reduce_file(a, xmode):
     """(pass, next offset, size, sample or None, "read" or "cache")."""
-    try:
-        f = open(a.path, "rb", buffering=0)
-    except OSError as e:
-        raise kg_common.ProbeError("cannot read %s: %s" % (a.path, e.strerror or e), "not-found")
+    # A FIFO or a device named as the log is refused before anything is read (it would block, or never end).
+    f = kg_common.open_regular(a.path, buffering=0)
     with f:
         try:
             st = os.fstat(f.fileno())
@@ -1068,34 +1245,34 @@ def reduce_file(a, xmode):
         keep = _KEEP and st is not None and xmode != "line"
         # --fresh reads the file even when it was read before (and keeps the new read).
         k = _recall(key, f, st) if keep and not a.fresh else None
-        exact = k is not None and k.state is not None and k.state_key == state_key
+        exact = k is not None and k["state"] is not None and k["stateKey"] == state_key
         if a.offset:
             # Following: the appended lines are the answer.  Where they continue what was kept, the kept
             # reduction and zone map grow with them, so that reopening or zooming a live run stays cheap.
-            p, pos = read_range(a, xmode, f, size, a.offset, k is not None and a.offset == k.pos)
-            if p.zones is not None and pos != k.pos and whole:
+            p, pos = read_range(a, xmode, f, size, a.offset, k is not None and a.offset == k["pos"])
+            if p.zones is not None and pos != k["pos"] and whole:
                 if exact:
                     m = _restore(a, xmode, k)
                     # A copy: merging regrids the buckets it is given, and p's are the answer.
                     _merge(m, marshal.loads(marshal.dumps(_state(p, pos))))
                     _remember(key, f, st, pos, m.zones, state_key, m)
                 else:
-                    _remember(key, f, st, pos, list(k.zones) + p.zones, None, None)
+                    _remember(key, f, st, pos, list(k["zones"]) + p.zones, None, None)
             return p, pos, size, None, "read"
         if exact and whole:
             # The exact reduction up to where it was read, plus the lines appended since.
             p = _restore(a, xmode, k)
-            q, pos = read_range(a, xmode, f, size, k.pos, True)
+            q, pos = read_range(a, xmode, f, size, k["pos"], True)
             _merge(p, _state(q, pos))
             p.jobs = q.jobs
-            if pos != k.pos:
+            if pos != k["pos"]:
                 _remember(key, f, st, pos, p.zones, state_key, p)
             return p, pos, size, None, "cache"
         if k is not None and not whole:
             # Only the stretches whose x range meets the window, then whatever was appended since.
             p = Pass(a, xmode)
             ranges = []
-            for z0, z1, lo, hi in k.zones:
+            for z0, z1, lo, hi in k["zones"]:
                 if lo is None or lo > a.hi or hi < a.lo:
                     continue
                 if ranges and ranges[-1][1] == z0:
@@ -1105,7 +1282,7 @@ def reduce_file(a, xmode):
             buf = bytearray(BLOCK)
             for z0, z1 in ranges:
                 scan(p, f, z0, z1, buf)
-            pos = scan(p, f, k.pos, None, buf)
+            pos = scan(p, f, k["pos"], None, buf)
             return p, pos, size, None, "cache"
         if a.preview is not None and whole and xmode != "line" and size is not None and size - a.offset > 2 * a.preview:
             p = Pass(a, xmode)
@@ -1135,7 +1312,7 @@ def main(argv):
         p, next_offset, size, sampled, source = reduce_file(a, "line")
         xmode = "line"
     names = sorted(p.reducer.buckets)
-    truncated = len(names) > MAX_SERIES
+    truncated = len(names) > MAX_SERIES or p.reducer.dropped > 0
     series = p.reducer.result(names[:MAX_SERIES])
     r = p.reducer
     skipped = dict(p.counts)
@@ -1158,6 +1335,11 @@ def main(argv):
         "window": {"from": a.lo, "to": a.hi} if a.lo is not None else None,
         "series": series,
         "seriesTruncated": truncated,
+        # Points of series past the first limits.keys ones, not kept.
+        "seriesDropped": r.dropped,
+        # What the skipped counts refer to: tooLong is over limits.line bytes, tooManyKeys over limits.keys keys,
+        # tooDeep over limits.depth levels.
+        "limits": dict((k, kg_common.LIMITS[k]) for k in ("line", "keys", "depth")),
         "fastLines": p.fast_lines,
         "shapes": max(len(p.shapes), p.merged_shapes),
         "jobs": p.jobs,

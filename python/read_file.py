@@ -3,7 +3,8 @@
 Usage: python3 read_file.py PATH [--max-bytes N] [--from-start] [--offset N]
 
 stdlib only.  Prints the bytes as base64 (any encoding survives), with the file's size and mtime so the caller can
-say how much was left out.
+say how much was left out.  Only regular files are read: a FIFO or a device is refused unread (never blocks), and
+--max-bytes is at most kg_common.LIMITS["read"].
 """
 import base64
 import os
@@ -19,6 +20,16 @@ def _path(text):
     return text
 
 
+def _int_arg(argv, i):
+    try:
+        v = int(argv[i + 1])
+    except (IndexError, ValueError):
+        raise kg_common.ProbeError("%s needs a whole number" % argv[i], "bad-args")
+    if v < 0:
+        raise kg_common.ProbeError("%s must not be negative" % argv[i], "bad-args")
+    return v
+
+
 def main(argv):
     max_bytes = 4 * 1024 * 1024
     from_start = False
@@ -28,13 +39,13 @@ def main(argv):
     while i < len(argv):
         a = argv[i]
         if a == "--max-bytes":
-            max_bytes = int(argv[i + 1])
+            max_bytes = _int_arg(argv, i)
             i += 2
         elif a == "--from-start":
             from_start = True
             i += 1
         elif a == "--offset":
-            offset = int(argv[i + 1])
+            offset = _int_arg(argv, i)
             i += 2
         elif a == "--":
             path = argv[i + 1] if i + 1 < len(argv) else None
@@ -44,12 +55,19 @@ def main(argv):
             i += 1
     if path is None:
         raise kg_common.ProbeError("usage: read_file.py PATH [--max-bytes N] [--from-start] [--offset N]")
+    if max_bytes > kg_common.LIMITS["read"]:
+        raise kg_common.LimitError("read", "--max-bytes %d" % max_bytes)
     p = _path(path)
     try:
-        st = os.stat(p)
-        if not os.path.isfile(p):
-            raise kg_common.ProbeError("%s is not a regular file" % path, "not-a-file")
-        with open(p, "rb") as f:
+        f = kg_common.open_regular(p)
+    except kg_common.ProbeError as e:
+        # Our own codes, and the path as given (a b64: one is shown decoded, not as a bytes repr).
+        code = {"permission-denied": "denied", "not-regular": "not-a-file"}.get(e.code, e.code)
+        shown = os.fsdecode(p) if isinstance(p, bytes) else p
+        raise kg_common.ProbeError(str(e).replace(str(p), shown), code)
+    try:
+        with f:
+            st = os.fstat(f.fileno())
             size = st.st_size
             if offset is not None:
                 start = max(0, min(offset, size))
@@ -59,12 +77,8 @@ def main(argv):
                 start = max(0, size - max_bytes)
             f.seek(start)
             data = f.read(max_bytes)
-    except FileNotFoundError:
-        raise kg_common.ProbeError("%s does not exist" % path, "not-found")
-    except PermissionError:
-        raise kg_common.ProbeError("permission denied reading %s" % path, "denied")
-    except IsADirectoryError:
-        raise kg_common.ProbeError("%s is a folder" % path, "not-a-file")
+    except OSError as e:
+        raise kg_common.ProbeError("cannot read %s: %s" % (path, e.strerror or e), "unreadable")
     return {
         "path": os.fsdecode(p) if isinstance(p, bytes) else p,
         "size": size,

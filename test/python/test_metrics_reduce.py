@@ -148,7 +148,7 @@ class MetricsReduceTest(FilesTest):
             fast["skipped"],
             # malformed: prose, the array line, "01"; nonNumeric: the message line; no step: the bare loss line;
             # nonFinite: NaN, Infinity, -Infinity and 1e999 (which overflows float).
-            {"malformed": 3, "nonNumeric": 1, "nonFinite": 4, "noX": 1},
+            {"malformed": 3, "nonNumeric": 1, "nonFinite": 4, "noX": 1, "tooLong": 0, "tooManyKeys": 0, "tooDeep": 0},
         )
         s = series_by_key(fast)
         self.assertEqual(s["loss"]["x"], [0, 3, 6, 7, 8, 10, 11, 13])
@@ -460,6 +460,75 @@ class KeptTest(FilesTest):
             self.assertEqual(metrics_reduce.main([paths[1], "--from", "10", "--to", "20"])["source"], "cache")
         finally:
             metrics_reduce.CACHE_BYTES = saved
+
+    def in_child(self, argv):
+        """main(argv) in a forked child, as the resident helper will serve a request: (its answer, its export)."""
+        import marshal
+
+        rfd, wfd = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            try:
+                os.close(rfd)
+                out = marshal.dumps((json.dumps(metrics_reduce.main(argv)), metrics_reduce.KG_STATE_EXPORT()))
+                while out:
+                    out = out[os.write(wfd, out):]
+            finally:
+                os._exit(0)
+        os.close(wfd)
+        chunks = []
+        while True:
+            c = os.read(rfd, 1 << 20)
+            if not c:
+                break
+            chunks.append(c)
+        os.close(rfd)
+        os.waitpid(pid, 0)
+        answer, state = marshal.loads(b"".join(chunks))
+        return json.loads(answer), state
+
+    def test_what_a_forked_child_learnt_is_carried_back_as_plain_data(self):
+        path = self.write("run.jsonl", training_log(20000))
+        first, state = self.in_child([path])
+        self.assertEqual(first["source"], "read")
+        self.assertEqual(metrics_reduce._known, {})  # the parent learnt nothing by itself
+        metrics_reduce.KG_STATE_IMPORT(state)
+        again = metrics_reduce.main([path])
+        self.assertEqual((again["source"], again["bytesRead"]), ("cache", 0))
+        self.assertEqual(without(again, "source", "bytesRead"), without(first, "source", "bytesRead"))
+        # Only what changed travels: nothing new was learnt by that reopen... until the file grows.
+        self.assertEqual(metrics_reduce.KG_STATE_EXPORT()["put"], [])
+        with open(path, "a") as f:
+            f.write(training_log(100, start=20000))
+        grown, state = self.in_child([path])
+        self.assertEqual((grown["source"], grown["lines"]), ("cache", sum(1 for _ in open(path))))
+        self.assertEqual(len(state["put"]), 1)
+        metrics_reduce.KG_STATE_IMPORT(state)
+        self.assertEqual(metrics_reduce.main([path])["bytesRead"], 0)
+        # A child that finds the file rewritten reads it again, and what it keeps replaces the old entry.
+        with open(path, "w") as f:
+            f.write(training_log(10))
+        _, state = self.in_child([path, "--from", "1", "--to", "5"])
+        key = (os.path.abspath(path), "step")
+        self.assertEqual([(k, e["pos"]) for k, e in state["put"]], [(key, os.path.getsize(path))])
+        metrics_reduce.KG_STATE_IMPORT(state)
+        self.assertEqual(metrics_reduce._known[(os.path.abspath(path), "step")]["pos"], os.path.getsize(path))
+        # One that forgets (evicts) carries the drop back.
+        metrics_reduce.KG_STATE_EXPORT()
+        metrics_reduce.forget()
+        self.assertEqual(metrics_reduce.KG_STATE_EXPORT()["drop"], [(os.path.abspath(path), "step")])
+
+    def test_imported_state_stays_within_its_bounds(self):
+        path = self.write("run.jsonl", training_log(3000))
+        metrics_reduce.main([path])
+        entry = metrics_reduce.KG_STATE_EXPORT(full=True)["put"][0][1]
+        many = {"version": 1, "put": [(("/f%d" % i, "step"), entry) for i in range(3 * metrics_reduce.CACHE_FILES)]}
+        metrics_reduce.KG_STATE_IMPORT(many)
+        self.assertEqual(len(metrics_reduce._known), metrics_reduce.CACHE_FILES)
+        self.assertIn(("/f%d" % (3 * metrics_reduce.CACHE_FILES - 1), "step"), metrics_reduce._known)
+        metrics_reduce.KG_STATE_IMPORT({"version": 2, "put": "nonsense"})  # ignored
+        metrics_reduce.KG_STATE_IMPORT(None)
+        self.assertEqual(len(metrics_reduce._known), metrics_reduce.CACHE_FILES)
 
     def test_a_rewritten_file_is_read_again(self):
         path = self.write("run.jsonl", training_log(3000))

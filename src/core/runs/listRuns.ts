@@ -43,6 +43,8 @@ export interface RunEntry {
   children?: RunEntry[] | undefined;
   /** Entries of this folder cut by --max-entries. */
   omitted?: number | undefined;
+  /** Reading this folder stopped at the probe's item limit: there may be more entries than `omitted` counts. */
+  scanStopped?: boolean | undefined;
   /** false: a folder past --depth, not listed (list it as a root of its own to expand it). */
   listed?: boolean | undefined;
   sizeComplete?: boolean | undefined;
@@ -66,6 +68,7 @@ const OPTIONAL: Record<string, 'string' | 'number' | 'boolean'> = {
   layout: 'string',
   stepIsIndex: 'boolean',
   omitted: 'number',
+  scanStopped: 'boolean',
   listed: 'boolean',
   sizeComplete: 'boolean',
   error: 'string',
