@@ -64,6 +64,8 @@ def main(argv):
         # Our own codes, and the path as given (a b64: one is shown decoded, not as a bytes repr).
         code = {"permission-denied": "denied", "not-regular": "not-a-file"}.get(e.code, e.code)
         shown = os.fsdecode(p) if isinstance(p, bytes) else p
+        if e.code == "not-found":
+            raise kg_common.ProbeError("%s does not exist" % shown, code)
         raise kg_common.ProbeError(str(e).replace(str(p), shown), code)
     try:
         with f:
