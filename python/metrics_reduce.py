@@ -37,13 +37,16 @@ known shape, converted column by column at C speed.  A shape is only trusted aft
 the line it came from; lines of no known shape (first of their kind, NaN, odd spacing) take the json.loads path.
 """
 import bisect
+import csv
 import errno
+import io
 import itertools
 import json
 import marshal
 import math
 import os
 import re
+import struct
 import sys
 import threading
 import time
@@ -103,9 +106,12 @@ def parse_args(argv):
     a.jobs = None
     a.preview = None
     a.fresh = False
+    a.format = None
+    a.verify = False
     it = iter(argv)
     for tok in it:
-        if tok in ("--buckets", "--x", "--from", "--to", "--offset", "--series", "--jobs", "--preview-bytes"):
+        if tok in ("--buckets", "--x", "--from", "--to", "--offset", "--series", "--jobs", "--preview-bytes",
+                   "--format"):
             try:
                 val = next(it)
             except StopIteration:
@@ -125,6 +131,10 @@ def parse_args(argv):
                     a.jobs = max(1, int(val))
                 elif tok == "--preview-bytes":
                     a.preview = int(val)
+                elif tok == "--format":
+                    if val not in FORMATS:
+                        raise ValueError(val)
+                    a.format = val
                 else:
                     a.series = [s for s in val.split(",") if s]
             except ValueError:
@@ -135,6 +145,8 @@ def parse_args(argv):
             a.preview = PREVIEW_BYTES
         elif tok == "--fresh":
             a.fresh = True
+        elif tok == "--verify":
+            a.verify = True
         elif tok.startswith("--"):
             raise kg_common.ProbeError("unknown option %s" % tok, "bad-args")
         elif a.path is None:
@@ -717,35 +729,75 @@ class Pass(object):
                 before = len(self.shapes)
                 self._learn(line)
                 learned += len(self.shapes) - before
-            if len(self.keys) < kg_common.LIMITS["keys"]:
-                self.keys.update(vals)
-            if self.xmode == "line":
-                xk = None
-                x = float(lineno)
-            else:
-                xk = self._x_of(vals)
-                if xk is None:
-                    self.counts["noX"] += 1
-                    continue
-                self.xused.add(xk)
-                x = vals[xk]
-                if self.zones is not None:
-                    self._zone_x(x, x)
-            tk = self._t_of(vals)
-            t = vals[tk] if tk else None
-            for k, v in vals.items():
-                if k == xk or not self.is_series(k):
-                    continue
-                e = per.get(k)
-                if e is None:
-                    e = per[k] = ([], [], [], [True])
-                e[0].append(x)
-                e[1].append(t)
-                e[2].append(v)
-                if t is None:
-                    e[3][0] = False
+            self._put(per, vals, lineno)
+        self._flush(per)
+
+    def _put(self, per, vals, lineno):
+        """One record's numbers (key -> float) into per-series columns."""
+        if len(self.keys) < kg_common.LIMITS["keys"]:
+            self.keys.update(vals)
+        if self.xmode == "line":
+            xk = None
+            x = float(lineno)
+        else:
+            xk = self._x_of(vals)
+            if xk is None:
+                self.counts["noX"] += 1
+                return
+            self.xused.add(xk)
+            x = vals[xk]
+            if self.zones is not None:
+                self._zone_x(x, x)
+        tk = self._t_of(vals)
+        t = vals[tk] if tk else None
+        for k, v in vals.items():
+            if k == xk or not self.is_series(k):
+                continue
+            e = per.get(k)
+            if e is None:
+                e = per[k] = ([], [], [], [True])
+            e[0].append(x)
+            e[1].append(t)
+            e[2].append(v)
+            if t is None:
+                e[3][0] = False
+
+    def _flush(self, per):
         for k, (xs, ts, ys, has_t) in per.items():
             self.reducer.add(xs, ts if has_t[0] else None, {k: ys})
+
+    def records(self, items):
+        """(line number, {key: number}) records of a format other than jsonl: CSV rows, log_history entries."""
+        per = {}
+        for lineno, vals in items:
+            self.lines += 1
+            if not vals:
+                self.counts["nonNumeric"] += 1
+                continue
+            self._put(per, vals, lineno)
+        self._flush(per)
+
+    def columns(self, tag, steps, walls, vals):
+        """A TensorBoard tag's points: steps (floats), wall times and values, in file order."""
+        n = len(vals)
+        first = self.lines
+        self.lines += n
+        if len(self.keys) < kg_common.LIMITS["keys"]:
+            self.keys.add(tag)
+        if not n or not self.is_series(tag):
+            return
+        if self.xmode == "time":
+            xs, ts = list(walls), None
+            self.xused.add("wall_time")
+        elif self.xmode == "line":
+            xs, ts = [float(i) for i in range(first + 1, first + n + 1)], None
+        else:
+            xs, ts = list(steps), list(walls)
+            self.xused.add("step")
+        if self.zones is not None and self.xmode != "line":
+            self._zone_x(min(xs), max(xs))
+        sx, st, sy = _finite_or_filter(xs, ts, list(vals), self.counts)
+        self.reducer.add(sx, st, {tag: sy})
 
 
 def next_data(f, pos):
@@ -1229,6 +1281,676 @@ def _restore(a, xmode, k):
     return p
 
 
+# ------------------------------------------------------------------------------------------ TensorBoard events
+# TensorBoard event files (``events.out.tfevents.*``) read with the stdlib: the remote may lack tensorboard, and
+# tensorboard's own EventAccumulator takes ~20 s and ~700 MB for a million scalars. A file is a sequence of
+# TFRecords: u64 length, u32 masked CRC-32C of the length, the data, u32 masked CRC-32C of the data. Each record is
+# an ``Event`` protobuf; the scalars are ``Event.summary.value[]`` with ``simple_value`` (TF1 / torch's
+# SummaryWriter / tensorboardX) or a rank-0 ``tensor`` under the "scalars" plugin (TF2, keras, jax writers).
+#
+# CRCs: the length CRC of every record is checked (lengths repeat, so each distinct length is computed once); the
+# data CRC costs ~1 µs a byte in pure Python, so it is checked on the first and last records read, on every
+# record whose protobuf does not parse, and, with ``--verify``, on all of them. A record that fails its check is
+# counted as corrupt and the reader resynchronises at the next offset whose framing checks out.
+
+_CRC32C_TABLE = None
+
+
+def _crc32c_table():
+    global _CRC32C_TABLE
+    if _CRC32C_TABLE is None:
+        table = []
+        for i in range(256):
+            c = i
+            for _ in range(8):
+                c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
+            table.append(c)
+        _CRC32C_TABLE = table
+    return _CRC32C_TABLE
+
+
+def crc32c(data):
+    t = _crc32c_table()
+    c = 0xFFFFFFFF
+    for b in data:
+        c = t[(c ^ b) & 0xFF] ^ (c >> 8)
+    return c ^ 0xFFFFFFFF
+
+
+def masked_crc32c(data):
+    c = crc32c(data)
+    return (((c >> 15) | (c << 17)) + 0xA282EAD8) & 0xFFFFFFFF
+
+
+def _varint(buf, i):
+    """(value, next index) of the protobuf varint at ``i``; raises IndexError past the end."""
+    b = buf[i]
+    if b < 0x80:
+        return b, i + 1
+    value = b & 0x7F
+    shift = 7
+    i += 1
+    while True:
+        b = buf[i]
+        value |= (b & 0x7F) << shift
+        i += 1
+        if b < 0x80:
+            return value, i
+        shift += 7
+        if shift > 63:
+            raise ValueError("varint too long")
+
+
+def _fields(buf, start, end):
+    """(field number, wire type, value or (start, end) for length-delimited) of one protobuf message."""
+    i = start
+    while i < end:
+        key, i = _varint(buf, i)
+        num, wt = key >> 3, key & 7
+        if wt == 0:
+            v, i = _varint(buf, i)
+            yield num, wt, v
+        elif wt == 1:
+            yield num, wt, i
+            i += 8
+        elif wt == 2:
+            n, i = _varint(buf, i)
+            if i + n > end:
+                raise ValueError("field runs past its message")
+            yield num, wt, (i, i + n)
+            i += n
+        elif wt == 5:
+            yield num, wt, i
+            i += 4
+        else:
+            raise ValueError("wire type %d" % wt)
+    if i != end:
+        raise ValueError("message runs past its end")
+
+
+_UNPACK_D = struct.Struct("<d").unpack_from
+_UNPACK_F = struct.Struct("<f").unpack_from
+_UNPACK_Q = struct.Struct("<Q").unpack_from
+_UNPACK_I = struct.Struct("<I").unpack_from
+# DataType enum values of a TensorProto that hold one number: float, double, int32, int64, half, bfloat16.
+_DT_FLOAT, _DT_DOUBLE, _DT_INT32, _DT_INT64, _DT_BF16, _DT_HALF = 1, 2, 3, 9, 14, 19
+
+
+def _half(bits):
+    return struct.unpack("<e", struct.pack("<H", bits & 0xFFFF))[0]
+
+
+def _tensor_scalar(buf, start, end):
+    """The one number of a rank-0 (or one-element) TensorProto, or None."""
+    dtype = None
+    vals = []
+    content = None
+    for num, wt, v in _fields(buf, start, end):
+        if num == 1 and wt == 0:
+            dtype = v
+        elif num == 4 and wt == 2:
+            content = bytes(buf[v[0]:v[1]])
+        elif num == 5:  # float_val, packed or not
+            if wt == 2:
+                vals.extend(struct.unpack_from("<%df" % ((v[1] - v[0]) // 4), buf, v[0]))
+            elif wt == 5:
+                vals.append(_UNPACK_F(buf, v)[0])
+        elif num == 6:  # double_val
+            if wt == 2:
+                vals.extend(struct.unpack_from("<%dd" % ((v[1] - v[0]) // 8), buf, v[0]))
+            elif wt == 1:
+                vals.append(_UNPACK_D(buf, v)[0])
+        elif num in (7, 10, 13):  # int_val, int64_val, half_val (bits in an int32)
+            if wt == 2:
+                j = v[0]
+                while j < v[1]:
+                    x, j = _varint(buf, j)
+                    vals.append(x)
+            elif wt == 0:
+                vals.append(v)
+            if num == 13:
+                vals = [_half(x) for x in vals]
+            elif vals:
+                vals = [x - (1 << 64) if x >= 1 << 63 else x for x in vals]
+    if not vals and content is not None:
+        fmt = {_DT_FLOAT: "<f", _DT_DOUBLE: "<d", _DT_INT32: "<i", _DT_INT64: "<q", _DT_HALF: "<e"}.get(dtype)
+        if dtype == _DT_BF16 and len(content) == 2:
+            return struct.unpack("<f", b"\0\0" + content)[0]
+        if fmt and len(content) == struct.calcsize(fmt):
+            return struct.unpack(fmt, content)[0]
+        return None
+    if len(vals) != 1:
+        return None
+    return float(vals[0])
+
+
+def _plugin_name(buf, start, end):
+    for num, wt, v in _fields(buf, start, end):
+        if num == 1 and wt == 2:  # plugin_data
+            for n2, w2, v2 in _fields(buf, v[0], v[1]):
+                if n2 == 1 and w2 == 2:
+                    return bytes(buf[v2[0]:v2[1]]).decode("utf-8", "replace")
+    return None
+
+
+def decode_event(buf, start, end, tensor_tags):
+    """(wall_time, step, [(tag, value)]) of one Event record; values are scalars only.
+
+    ``tensor_tags`` remembers which tags are scalar tensors: TF2 writers put the plugin name in the metadata of a
+    tag's first value only, as tensorboard's own reader expects.
+    """
+    wall = 0.0
+    step = 0
+    out = []
+    for num, wt, v in _fields(buf, start, end):
+        if num == 1 and wt == 1:
+            wall = _UNPACK_D(buf, v)[0]
+        elif num == 2 and wt == 0:
+            step = v - (1 << 64) if v >= 1 << 63 else v
+        elif num == 5 and wt == 2:  # summary
+            for n2, w2, val in _fields(buf, v[0], v[1]):
+                if n2 != 1 or w2 != 2:
+                    continue
+                tag = None
+                simple = None
+                tensor = None
+                meta = None
+                for n3, w3, x in _fields(buf, val[0], val[1]):
+                    if n3 == 1 and w3 == 2:
+                        tag = bytes(buf[x[0]:x[1]]).decode("utf-8", "replace")
+                    elif n3 == 2 and w3 == 5:
+                        simple = _UNPACK_F(buf, x)[0]
+                    elif n3 == 8 and w3 == 2:
+                        tensor = x
+                    elif n3 == 9 and w3 == 2:
+                        meta = x
+                if tag is None:
+                    continue
+                if simple is not None:
+                    out.append((tag, simple))
+                    continue
+                if tensor is None:
+                    continue
+                if meta is not None:
+                    plugin = _plugin_name(buf, meta[0], meta[1])
+                    if plugin is not None:
+                        tensor_tags[tag] = plugin == "scalars"
+                if tensor_tags.get(tag):
+                    value = _tensor_scalar(buf, tensor[0], tensor[1])
+                    if value is not None:
+                        out.append((tag, value))
+    return wall, step, out
+
+
+class TfEventsReader(object):
+    """Walks the TFRecords of an event file from ``start`` and decodes the scalars."""
+
+    def __init__(self, verify=False):
+        self.verify = verify
+        self.tensor_tags = {}
+        self.len_crc = {}
+        self.records = 0
+        self.corrupt = 0
+        self.crc_checked = 0
+        self.crc_failed = 0
+        self.resyncs = 0
+        self.skipped_large = 0
+
+    def _len_ok(self, header):
+        length_bytes = header[:8]
+        want = _UNPACK_I(header, 8)[0]
+        got = self.len_crc.get(length_bytes)
+        if got is None:
+            got = masked_crc32c(length_bytes)
+            if len(self.len_crc) < 4096:
+                self.len_crc[length_bytes] = got
+        return got == want
+
+    def _data_ok(self, buf, start, end):
+        self.crc_checked += 1
+        ok = masked_crc32c(buf[start:end]) == _UNPACK_I(buf, end)[0]
+        if not ok:
+            self.crc_failed += 1
+        return ok
+
+    def scan(self, f, start, stop, emit, max_record=None):
+        """Decode the records whose start lies in [start, stop); ``emit(wall, step, pairs)`` per event.
+
+        Returns the offset after the last whole record (where a follow read continues): a record cut short at the
+        end of the file is being written and is left for the next read.
+        """
+        max_record = kg_common.LIMITS["line"] if max_record is None else max_record
+        f.seek(start)
+        buf = b""
+        base = start
+        pos = 0
+        first = True
+        resync = False
+        while True:
+            if len(buf) - pos < 12:
+                more = f.read(1 << 20)
+                buf = buf[pos:] + more
+                base += pos
+                pos = 0
+                if len(buf) < 12:
+                    return base + pos
+            if base + pos >= stop and not resync:
+                return base + pos
+            length = _UNPACK_Q(buf, pos)[0]
+            if not self._len_ok(buf[pos:pos + 12]):
+                # Not a record start: a corrupt header, or a worker part that began mid-record. Resynchronise.
+                if not resync:
+                    self.resyncs += 1
+                    resync = True
+                pos += 1
+                continue
+            if length > max_record:
+                # A record bigger than the line limit (an image, a graph): skipped without being read whole.
+                self.skipped_large += 1
+                end = base + pos + 12 + length + 4
+                f.seek(end)
+                buf, base, pos = b"", end, 0
+                f.seek(end)
+                resync = False
+                continue
+            need = 12 + length + 4
+            if len(buf) - pos < need:
+                more = f.read(max(1 << 20, need))
+                if not more:
+                    return base + pos  # the last record is still being written
+                buf = buf[pos:] + more
+                base += pos
+                pos = 0
+                continue
+            rstart, rend = pos + 12, pos + 12 + length
+            check = self.verify or first
+            ok = True
+            if check:
+                ok = self._data_ok(buf, rstart, rend)
+            event = None
+            if ok:
+                try:
+                    event = decode_event(buf, rstart, rend, self.tensor_tags)
+                except (ValueError, IndexError, struct.error):
+                    event = None
+                    if not check:
+                        self._data_ok(buf, rstart, rend)
+            if event is None:
+                self.corrupt += 1
+            else:
+                self.records += 1
+                if event[2]:
+                    emit(event[0], event[1], event[2])
+            first = False
+            resync = False
+            pos += need
+
+    def stats(self):
+        return {"records": self.records, "corrupt": self.corrupt, "crcChecked": self.crc_checked,
+                "crcFailed": self.crc_failed, "resyncs": self.resyncs, "skippedLarge": self.skipped_large,
+                "crcMode": "all" if self.verify else "lengths; data of the first record and of any that fails"}
+
+
+# The shape of nearly every record a scalar writer makes (torch's SummaryWriter, tensorboardX, Lightning, HF):
+# Event{wall_time, step, summary{value{tag, simple_value}}}, framed. One regex split per block finds them all and
+# leaves anything else (histograms, images, TF2 tensors, odd field orders) in the gaps for the general decoder.
+# Groups: length, length CRC, wall time, step varint, summary length, value length, tag length, tag, value.
+_TB_SCALAR = re.compile(
+    rb"(.{8})(.{4})\x09(.{8})\x10([\x80-\xff]{0,9}[\x00-\x7f])\x2a([\x00-\x7f])\x0a([\x00-\x7f])\x0a([\x00-\x7f])"
+    rb"([\x20-\x7e]{1,127})\x15(.{4})(?:.{4})",
+    re.S,
+)
+_G = 10  # groups per match in a split list, +1 for the gap before each
+
+
+def _vdec(v):
+    n = len(v)
+    if n == 1:
+        return v[0]
+    if n == 2:
+        return (v[0] & 0x7F) | (v[1] << 7)
+    if n == 3:
+        return (v[0] & 0x7F) | ((v[1] & 0x7F) << 7) | (v[2] << 14)
+    return _varint(v, 0)[0]
+
+
+def fast_run(reader, parts, i, j, out):
+    """Bulk-decode matches i..j-1 of a split list: the bytes they cover, or None if a check fails."""
+    if i >= j:
+        return 0
+    run = parts[i * _G + 1:j * _G + 1]
+    g_len, g_crc, g_wall, g_step, g_sum, g_val, g_tl, g_tag, g_v = (run[k::_G] for k in range(9))
+    n = j - i
+    # Few distinct (length, step size, tag, inner lengths) combinations in a block: each is checked once.
+    # Record length = 21 + varint + tag; summary = 9 + tag; value = 7 + tag; tag-length byte = tag.
+    for ln, crc, step_len, s_len, v_len, t_len, tag in set(zip(g_len, g_crc, map(len, g_step), g_sum, g_val, g_tl,
+                                                               g_tag)):
+        t = len(tag)
+        if (_UNPACK_Q(ln)[0] != 21 + step_len + t or ord(t_len) != t or ord(v_len) != 7 + t or ord(s_len) != 9 + t
+                or not reader._len_ok(ln + crc)):
+            return None
+    lengths = struct.unpack("<%dQ" % n, b"".join(g_len))
+    walls = struct.unpack("<%dd" % n, b"".join(g_wall))
+    vals = struct.unpack("<%df" % n, b"".join(g_v))
+    uniq = list(dict.fromkeys(g_step))
+    if max(map(len, uniq)) <= 4:
+        nums = [(v & 0x7F) | ((v >> 1) & 0x3F80) | ((v >> 2) & 0x1FC000) | ((v >> 3) & 0xFE00000)
+                for v in map(int.from_bytes, uniq, itertools.repeat("little"))]
+    else:
+        nums = [_varint(v, 0)[0] for v in uniq]
+    steps = list(map(dict(zip(uniq, map(float, nums))).__getitem__, g_step))
+    tags = set(g_tag)
+    period = len(tags)
+    if period == 1:
+        out.add(g_tag[0].decode("ascii"), steps, walls, vals)
+    elif n % period == 0 and all(len(set(g_tag[k::period])) == 1 for k in range(period)):
+        for k in range(period):
+            out.add(g_tag[k].decode("ascii"), steps[k::period], walls[k::period], vals[k::period])
+    else:
+        for t in tags:
+            sel = list(map(t.__eq__, g_tag))
+            out.add(t.decode("ascii"), list(itertools.compress(steps, sel)), list(itertools.compress(walls, sel)),
+                    list(itertools.compress(vals, sel)))
+    reader.records += n
+    return sum(lengths) + 16 * n
+
+
+def _block_columns(reader, buf, out):
+    """Decode the whole records at the start of ``buf``; returns the bytes they cover (the rest is carried)."""
+    parts = _TB_SCALAR.split(buf)
+    n = (len(parts) - 1) // _G
+    gaps = parts[0::_G]
+    consumed = 0
+    run_start = 0
+    for k in range(n + 1):
+        gap = gaps[k]
+        if k < n and not gap:
+            continue
+        done = fast_run(reader, parts, run_start, k, out)
+        if done is None:
+            return None
+        consumed += done
+        if gap:
+            # Records of another kind between (or after) the matches, one by one; only the trailing gap may end in
+            # a record cut by the block's end.
+            end = reader.scan(io.BytesIO(gap), 0, len(gap), out.emit)
+            consumed += end
+            if end != len(gap) and k < n:
+                return None
+        run_start = k
+    return consumed
+
+
+def scan_columns(reader, f, start, stop, out, block=1 << 20):
+    """Records starting in [start, stop) into ``out`` (TfEventsColumns): ``stop`` must be a record start or the
+    end. Returns the offset after the last whole record (a record still being written is left for the next read)."""
+    f.seek(start)
+    pos = start
+    carry = b""
+    while pos < stop:
+        data = f.read(max(0, min(block, stop - pos - len(carry))))
+        buf = carry + data if carry else data
+        if not buf:
+            break
+        consumed = _block_columns(reader, buf, out)
+        if consumed is None:
+            # Matches and framing disagree (a corrupt stretch): the general decoder alone, with its resync.
+            consumed = reader.scan(io.BytesIO(buf), 0, len(buf), out.emit)
+        pos += consumed
+        carry = buf[consumed:]
+        if not data:
+            break
+    return pos
+
+
+class _TbSink(object):
+    """Hands the decoded TensorBoard columns to a Pass."""
+
+    def __init__(self, p):
+        self.p = p
+
+    def add(self, tag, steps, walls, vals):
+        self.p.columns(tag, steps, walls, vals)
+
+    def emit(self, wall, step, pairs):
+        for tag, value in pairs:
+            self.p.columns(tag, [float(step)], [wall], [value])
+
+
+def _tb_resync(reader, f, pos, size, reach=1 << 20):
+    """The first record start at or after pos (its length CRC checks out), or None within ``reach`` bytes."""
+    step = 4096
+    at = pos
+    while at < min(size, pos + reach):
+        f.seek(at)
+        buf = f.read(step + 12)
+        for i in range(0, max(0, len(buf) - 12)):
+            if _UNPACK_Q(buf, i)[0] <= kg_common.LIMITS["line"] and reader._len_ok(buf[i:i + 12]):
+                return at + i
+        at += step
+    return None
+
+
+def reduce_tensorboard(a, xmode, f, size, verify=False):
+    """(pass, next offset, sample or None, reader stats) of an event file: whole, from --offset, or sampled."""
+    p = Pass(a, xmode)
+    reader = TfEventsReader(verify=verify)
+    sink = _TbSink(p)
+    start = a.offset
+    if a.preview is not None and a.lo is None and size - start > 2 * a.preview:
+        # A first look: windows spread over the file, each starting at a record found by its length CRC.
+        windows = min(PREVIEW_WINDOWS, max(8, a.preview // 4096))
+        per = a.preview // windows
+        read = 0
+        for i in range(windows):
+            pos = start + (size - start - per) * i // max(1, windows - 1) if windows > 1 else start
+            at = pos if i == 0 else _tb_resync(reader, f, pos, size)
+            if at is None:
+                continue
+            end = scan_columns(reader, f, at, min(size, at + per), sink)
+            read += end - at
+        p.bytes_read = read
+        return p, start, {"bytes": read, "windows": windows, "of": size - start}, reader.stats()
+    pos = scan_columns(reader, f, start, size, sink)
+    p.bytes_read = pos - start
+    return p, pos, None, reader.stats()
+
+
+def _text_lines(f, start, size, counts):
+    """(line number, offset after, text) of the whole lines from start; lines over LIMITS["line"] are skipped
+    (never held whole) and counted. Ends with (None, offset after the last whole line, None)."""
+    limit = kg_common.LIMITS["line"]
+    f.seek(start)
+    base = done = start
+    carry = b""
+    skipping = False
+    lineno = 0
+    while True:
+        data = f.read(1 << 20)
+        if not data:
+            break
+        buf = carry + data
+        i = 0
+        while True:
+            nl = buf.find(b"\n", i)
+            if nl < 0:
+                break
+            line = buf[i:nl]
+            i = nl + 1
+            if skipping or len(line) > limit:
+                skipping = False
+                counts["tooLong"] = counts.get("tooLong", 0) + 1
+            else:
+                lineno += 1
+                yield lineno, base + i, line.decode("utf-8", "replace").rstrip("\r")
+            done = base + i
+        rest = buf[i:]
+        if skipping or len(rest) > limit:
+            skipping, carry, base = True, b"", base + len(buf)
+        else:
+            carry, base = rest, base + i
+    yield None, done, None
+
+
+def _number(cell):
+    try:
+        v = float(cell)
+    except ValueError:
+        return None
+    return v
+
+
+def reduce_csv(a, xmode, f, size):
+    """A CSV with a header row (Lightning's CSVLogger: sparse columns, `step`, `epoch`): one record per row."""
+    p = Pass(a, xmode)
+    header = None
+    pos = 0
+    rows = []
+    keys_limit = kg_common.LIMITS["keys"]
+
+    def records():
+        nonlocal header, pos
+        for lineno, after, text in _text_lines(f, 0, size, p.counts):
+            if lineno is None:
+                pos = after
+                return
+            if header is None:
+                header = next(csv.reader([text]), [])
+                if len(header) > keys_limit:
+                    raise kg_common.LimitError("keys", "the CSV header")
+                continue
+            if after <= a.offset:
+                continue
+            if not text.strip():
+                p.blank += 1
+                continue
+            try:
+                cells = next(csv.reader([text]), [])
+            except csv.Error:
+                p.counts["malformed"] += 1
+                continue
+            vals = {}
+            for k, cell in zip(header, cells):
+                if cell == "":
+                    continue
+                v = _number(cell)
+                if v is None:
+                    continue
+                if v - v != 0.0:
+                    p.counts["nonFinite"] += 1
+                    continue
+                vals[k] = v
+            yield lineno - 1, vals
+
+    p.records(records())
+    if header is None and size:
+        raise kg_common.ProbeError("%s: a CSV file without a header line" % a.path, "unreadable-format")
+    p.bytes_read = pos - a.offset
+    return p, pos
+
+
+def reduce_trainer_state(a, xmode, f, size):
+    """The Hugging Face Trainer's trainer_state.json: its log_history, one record per entry (x: `step`)."""
+    p = Pass(a, xmode)
+    doc = kg_common.loads_bounded(kg_common.read_bounded(f, what=a.path).decode("utf-8", "replace"), a.path)
+    history = doc.get("log_history") if isinstance(doc, dict) else None
+    if not isinstance(history, list):
+        raise kg_common.ProbeError("%s is a JSON document without a log_history list: not a Trainer state"
+                                   % a.path, "unreadable-format")
+    items = []
+    for i, entry in enumerate(history):
+        vals = {}
+        if isinstance(entry, dict):
+            for k, v in entry.items():
+                if isinstance(v, (int, float)) and not isinstance(v, bool) and v - v == 0.0:
+                    vals[str(k)] = float(v)
+        items.append((i + 1, vals))
+    p.records(items)
+    p.bytes_read = size
+    return p, size
+
+
+_MAGIC = (
+    (b"PK\x03\x04", "a zip archive (a torch checkpoint?)"),
+    (b"\x1f\x8b", "gzip-compressed data"),
+    (b"\x80", "a Python pickle"),
+    (b"\x89HDF", "an HDF5 file"),
+    (b"SQLite format 3", "an SQLite database"),
+)
+
+
+def _looks_tfrecord(head):
+    if len(head) < 12:
+        return False
+    return TfEventsReader()._len_ok(head[:12])
+
+
+def detect_format(path, f):
+    """jsonl, csv, hf-trainer-state or tensorboard, by name and then by the file's first bytes."""
+    name = os.path.basename(path).lower()
+    if name.startswith("events.out.tfevents."):
+        return "tensorboard"
+    if name == "trainer_state.json":
+        return "hf-trainer-state"
+    if name.endswith(".csv"):
+        return "csv"
+    if name.endswith(".jsonl"):
+        return "jsonl"
+    head = f.read(4096)
+    f.seek(0)
+    if _looks_tfrecord(head):
+        return "tensorboard"
+    first = head.split(b"\n", 1)[0].strip()
+    if first == b"{" or first == b"[":
+        return "hf-trainer-state" if b'"log_history"' in head or first == b"{" else "jsonl"
+    if first and not first.startswith(b"{") and b"," in first and b"\x00" not in first:
+        return "csv"
+    return "jsonl"
+
+
+def what_it_looks_like(f):
+    """Words for a file that gave no metrics at all: what its first bytes say it is."""
+    f.seek(0)
+    head = f.read(512)
+    for magic, words in _MAGIC:
+        if head.startswith(magic):
+            return words
+    if _looks_tfrecord(head):
+        return "TensorBoard event records"
+    if b"\x00" in head:
+        return "binary data"
+    first = head.split(b"\n", 1)[0].strip()
+    if first.startswith(b"{"):
+        return "JSON, but no line parsed as a record with numbers"
+    return "text that is not JSON lines (it starts %r)" % first[:40].decode("utf-8", "replace")
+
+
+FORMATS = ("jsonl", "csv", "hf-trainer-state", "tensorboard")
+
+
+def reduce_other(a, xmode, fmt):
+    """(pass, next offset, size, sample or None, source, extra) for the formats other than jsonl. Documents that are
+    rewritten whole (trainer_state.json) are read whole; CSV and event files follow from --offset like jsonl."""
+    f = kg_common.open_regular(a.path, buffering=0)
+    with f:
+        size = os.fstat(f.fileno()).st_size
+        extra = {}
+        if fmt == "tensorboard":
+            p, pos, sampled, stats = reduce_tensorboard(a, xmode, f, size, a.verify)
+            extra["tensorboard"] = stats
+            return p, pos, size, sampled, "read", extra
+        if fmt == "csv":
+            p, pos = reduce_csv(a, xmode, f, size)
+            return p, pos, size, None, "read", extra
+        if a.offset and a.offset == size:
+            return Pass(a, xmode), size, size, None, "read", extra
+        p, pos = reduce_trainer_state(a, xmode, f, size)
+        if a.offset:
+            # Rewritten whole at each save: the answer is the whole log again, flagged as a reset.
+            extra["reset"] = True
+        return p, pos, size, None, "read", extra
+
+
 def reduce_file(a, xmode):
     """(pass, next offset, size, sample or None, "read" or "cache")."""
     # A FIFO or a device named as the log is refused before anything is read (it would block, or never end).
@@ -1305,19 +2027,40 @@ def main(argv):
             reset = True
     except OSError:
         pass
-    p, next_offset, size, sampled, source = reduce_file(a, a.x)
+    fmt = a.format
+    if fmt is None:
+        with kg_common.open_regular(a.path) as f:
+            fmt = detect_format(a.path, f)
+    extra = {}
+    reduce = reduce_file if fmt == "jsonl" else lambda a, xmode: reduce_other(a, xmode, fmt)
+    out = reduce(a, a.x)
+    p, next_offset, size, sampled, source = out[:5]
+    extra = out[5] if len(out) > 5 else {}
     xmode = a.x
     if a.x == "step" and not p.xused and p.counts["noX"] > 0:
         # No line has a step: number the lines instead (a second pass, only for such logs).
-        p, next_offset, size, sampled, source = reduce_file(a, "line")
+        out = reduce(a, "line")
+        p, next_offset, size, sampled, source = out[:5]
+        extra = out[5] if len(out) > 5 else {}
         xmode = "line"
+    reset = reset or bool(extra.pop("reset", False))
+    if not p.reducer.buckets and not a.offset and sampled is None and a.lo is None and size:
+        nonblank = p.lines - p.blank
+        if fmt == "jsonl" and nonblank > 0 and p.counts["malformed"] >= nonblank:
+            # Every line failed to parse: not a metrics log at all. Say what it is rather than plot nothing.
+            with kg_common.open_regular(a.path) as f:
+                seen = what_it_looks_like(f)
+            raise kg_common.ProbeError("%s is not a metrics log Known Good reads (JSON lines, CSV with a header, "
+                                       "trainer_state.json, TensorBoard events): it looks like %s"
+                                       % (a.path, seen), "unreadable-format")
     names = sorted(p.reducer.buckets)
     truncated = len(names) > MAX_SERIES or p.reducer.dropped > 0
     series = p.reducer.result(names[:MAX_SERIES])
     r = p.reducer
     skipped = dict(p.counts)
-    return {
+    result = {
         "path": a.path,
+        "format": fmt,
         "size": size,
         "offset": a.offset,
         "requestedOffset": requested,
@@ -1348,6 +2091,8 @@ def main(argv):
         "bytesRead": p.bytes_read,
         "elapsedMs": round((time.time() - started) * 1000.0, 1),
     }
+    result.update(extra)
+    return result
 
 
 if __name__ == "__main__":

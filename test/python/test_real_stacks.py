@@ -78,3 +78,121 @@ class ListingTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+import metrics_reduce  # noqa: E402
+import subprocess  # noqa: E402
+import tempfile  # noqa: E402
+import shutil  # noqa: E402
+
+WRITER = os.path.join(HERE, "..", "..", "scripts", "fixtures", "tfevents_writer.py")
+
+
+def reduce(path, *args):
+    return metrics_reduce.main([os.path.join(REAL, path)] + list(args))
+
+
+def series(doc):
+    """key -> [(x, last value)] of a reduction whose buckets each hold one point."""
+    return {s["key"]: list(zip(s["x"], s["last"])) for s in doc["series"]}
+
+
+def close(a, b, rel=1e-6):
+    return abs(a - b) <= rel * max(1.0, abs(b))
+
+
+class MetricsFormatsTest(unittest.TestCase):
+    def test_lightning_csv_logger(self):
+        for vdir, v in TRUTH["lightning"]["versions"].items():
+            doc = reduce(vdir + "/metrics.csv")
+            self.assertEqual(doc["format"], "csv")
+            got = series(doc)
+            rows = v["metrics_csv_rows"]
+            self.assertEqual(doc["lines"], len(rows))
+            for key in rows[0]:
+                if key == "step":
+                    continue
+                want = [(float(r["step"]), float(r[key])) for r in rows if r.get(key) not in (None, "")]
+                self.assertEqual(len(got[key]), len(want), key)
+                for (x, y), (wx, wy) in zip(got[key], want):
+                    self.assertEqual(x, wx)
+                    self.assertTrue(close(y, wy), (key, y, wy))
+
+    def test_hf_trainer_state_log_history(self):
+        for ck, v in TRUTH["hf_trainer"]["checkpoints"].items():
+            doc = reduce(ck + "/trainer_state.json")
+            self.assertEqual(doc["format"], "hf-trainer-state")
+            got = series(doc)
+            for key in ("loss", "learning_rate", "grad_norm"):
+                want = [(float(e["step"]), float(e[key])) for e in v["log_history"] if key in e]
+                self.assertEqual([x for x, _ in got[key]], [x for x, _ in want], key)
+                self.assertTrue(all(close(a[1], b[1]) for a, b in zip(got[key], want)), key)
+
+    def test_tensorboard_matches_event_accumulator(self):
+        # Every event file the libraries wrote: torch's SummaryWriter (with histograms and text between the
+        # scalars), TF2-style tensor summaries, Lightning's and the HF Trainer's loggers.
+        for rel, v in TRUTH["tensorboard"].items():
+            doc = reduce(rel, "--verify")
+            self.assertEqual(doc["format"], "tensorboard")
+            self.assertEqual(doc["tensorboard"]["crcFailed"], 0)
+            self.assertEqual(doc["nextOffset"], v["size"])
+            want = dict(v["scalars"])
+            want.update(v.get("tensors") or {})
+            got = series(doc)
+            self.assertEqual(set(got), set(want), rel)
+            for tag, points in want.items():
+                # Points at the same step are one bucket: the last one written wins, as in the jsonl reduction.
+                last = {}
+                for _wall, step, value in points:
+                    last[float(step)] = value
+                self.assertEqual([x for x, _ in got[tag]], sorted(last), (rel, tag))
+                for x, y in got[tag]:
+                    self.assertTrue(close(y, last[x]), (rel, tag, x, y, last[x]))
+
+    def test_tensorboard_follow_and_a_record_being_written(self):
+        tmp = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, tmp, True)
+        path = os.path.join(tmp, "events.out.tfevents.1.host")
+        subprocess.run([sys.executable, WRITER, path, "--steps", "100"], check=True)
+        with open(path, "rb") as f:
+            whole = f.read()
+        cut = len(whole) - 30  # the last record half written
+        with open(path, "wb") as f:
+            f.write(whole[:cut])
+        first = metrics_reduce.main([path])
+        self.assertLess(first["nextOffset"], cut)
+        with open(path, "wb") as f:
+            f.write(whole)
+        more = metrics_reduce.main([path, "--offset", str(first["nextOffset"])])
+        self.assertEqual(more["nextOffset"], len(whole))
+        self.assertEqual(first["lines"] + more["lines"], 400)
+        # A flipped byte inside a record: counted, the rest still read.
+        bad = bytearray(whole)
+        bad[len(whole) // 2] ^= 0xFF
+        with open(path, "wb") as f:
+            f.write(bad)
+        doc = metrics_reduce.main([path, "--verify"])
+        self.assertGreaterEqual(doc["tensorboard"]["corrupt"] + doc["tensorboard"]["crcFailed"], 1)
+        self.assertGreaterEqual(doc["lines"], 390)
+
+    def test_tensorboard_preview_samples_a_large_file(self):
+        tmp = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, tmp, True)
+        path = os.path.join(tmp, "events.out.tfevents.2.host")
+        subprocess.run([sys.executable, WRITER, path, "--steps", "20000", "--drop-at", "12000"], check=True)
+        doc = metrics_reduce.main([path, "--preview-bytes", "65536"])
+        self.assertIsNotNone(doc["sample"])
+        self.assertLess(doc["bytesRead"], os.path.getsize(path) // 4)
+        tok = series(doc)["train/tok_per_s"]
+        self.assertLess(tok[0][0], 2000)
+        self.assertGreater(tok[-1][0], 18000)
+        self.assertGreater(tok[0][1], 12000)
+        self.assertLess(tok[-1][1], 5000)
+
+    def test_a_file_of_another_kind_is_named_not_plotted_empty(self):
+        with self.assertRaises(metrics_reduce.kg_common.ProbeError) as e:
+            reduce("torch/run-plain/step_100.pt", "--format", "jsonl")
+        self.assertIn("zip archive", str(e.exception))
+        with self.assertRaises(metrics_reduce.kg_common.ProbeError) as e:
+            reduce("hf/run-hf/checkpoint-4/config.json", "--format", "hf-trainer-state")
+        self.assertIn("without a log_history", str(e.exception))
