@@ -340,7 +340,8 @@ class _Reader(object):
         self._classes = {}
         self._known = self._known_globals()
         # What the pickle may call: the reader's own functions and classes (by identity), and stand-ins.
-        self._callables = set(id(v) for v in self._known.values() if callable(v))
+        self._callables = set(map(id, self._known.values()))
+        self._rebuilders = set(id(v) for k, v in self._known.items() if "._rebuild_" in k)
         # The pickle's work: opcodes, and items copied by the calls and BUILDs it makes (each 2 x LIMITS["items"],
         # so a hostile file's objects stay within the memory limit; a real state_dict takes ~30 opcodes a tensor).
         self.op_budget = 2 * kg_common.LIMITS["items"]
@@ -358,6 +359,11 @@ class _Reader(object):
         if type(args) is not tuple:
             raise pickle.UnpicklingError("%s arguments must be a tuple, not %s" % (how, type(args).__name__))
         n = len(args) + (len(kwargs) if kwargs else 0)
+        if kwargs is None and id(func) in self._rebuilders:  # tensors: nothing copied
+            self.work_left -= n
+            if self.work_left < 0:
+                self.charge(0)
+            return func(*args)
         for a in args:  # what a call may copy (list(a_long_string) makes a string per character)
             if type(a) in _SIZED:
                 n += len(a)
@@ -951,6 +957,14 @@ class _Unpickler(object):
                 elif op == 0x52:  # REDUCE R
                     args = stack.pop()
                     stack[-1] = call(stack[-1], args, None, "REDUCE")
+                elif op == 0x74 and metastack:  # TUPLE t
+                    got = stack
+                    stack = metastack.pop()
+                    append = stack.append
+                    if len(got) > items:
+                        self.too_many("one container in the pickle")
+                    ops_left -= len(got)
+                    append(tuple(got))
                 elif op == 0x29:  # EMPTY_TUPLE )
                     append(())
                 elif op == 0x58 or op == 0x8C or op == 0x8D:  # BINUNICODE X, SHORT_BINUNICODE, BINUNICODE8
@@ -965,12 +979,25 @@ class _Unpickler(object):
                         pos += 8
                     if pos + n > end:
                         self.short()
-                    append(data[pos:pos + n].decode("utf-8", "surrogatepass"))
+                    if n < 65536:
+                        append(data[pos:pos + n].decode("utf-8", "surrogatepass"))
+                    else:  # decoded in place: a 60 MB string is not copied twice
+                        with memoryview(data) as mv:
+                            append(codecs.utf_8_decode(mv[pos:pos + n], "surrogatepass", True)[0])
                     pos += n
                 elif op == 0x89:  # NEWFALSE
                     append(False)
                 elif op == 0x51:  # BINPERSID Q
                     stack[-1] = reader.persistent_load(stack[-1])
+                elif op == 0x85 or op == 0x86 or op == 0x87:  # TUPLE1-3
+                    n = op - 0x84
+                    if len(stack) < n:
+                        raise pickle.UnpicklingError("stack underflow")
+                    t = tuple(stack[-n:])
+                    del stack[-n:]
+                    append(t)
+                elif op == 0x7D:  # EMPTY_DICT }
+                    append({})
                 elif op == 0x74 or op == 0x6C or op == 0x65 or op == 0x75 or op == 0x64 or op == 0x91 or op == 0x90 \
                         or op == 0x31 or op == 0x6F or op == 0x69:
                     # ops that pop a MARK: TUPLE t, LIST l, APPENDS e, SETITEMS u, DICT d, FROZENSET, ADDITEMS,
@@ -1023,15 +1050,6 @@ class _Unpickler(object):
                         cls = reader.find_class(mod.decode("ascii"), name.decode("ascii"))
                         append(call(cls, tuple(got), None, "INST"))
                     # POP_MARK: nothing more
-                elif op == 0x85 or op == 0x86 or op == 0x87:  # TUPLE1-3
-                    n = op - 0x84
-                    if len(stack) < n:
-                        raise pickle.UnpicklingError("stack underflow")
-                    t = tuple(stack[-n:])
-                    del stack[-n:]
-                    append(t)
-                elif op == 0x7D:  # EMPTY_DICT }
-                    append({})
                 elif op == 0x5D:  # EMPTY_LIST ]
                     append([])
                 elif op == 0x8F:  # EMPTY_SET
@@ -1529,17 +1547,14 @@ _FAILED = object()
 def _inflate(member, what):
     """A zip member's bytes, streamed, up to LIMITS["read"] of them whatever its header says it holds."""
     limit = kg_common.LIMITS["read"]
-    chunks, total = [], 0
+    data = bytearray()  # grown in place (no second copy), and decoded as it is
     while True:
         chunk = member.read(1 << 20)
         if not chunk:
             break
-        total += len(chunk)
-        if total > limit:
+        if len(data) + len(chunk) > limit:
             raise kg_common.LimitError("read", "%s inflates to more than that" % what)
-        chunks.append(chunk)
-    data = b"".join(chunks)
-    del chunks[:]
+        data += chunk
     return data
 
 
