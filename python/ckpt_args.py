@@ -13,6 +13,19 @@ Pickles are decoded by a restricted unpickler: the globals it knows become plain
 records how the pickle tried to build it.  Nothing named by the file is ever imported or called; dangerous globals
 (``os.system``, ``subprocess.*``, ``builtins.eval``...) are listed under ``unsafeGlobals``.
 
+Hostile files are bounded by ``kg_common.LIMITS`` (never limits of its own): the pickle is decoded by a stack machine
+of this module (never ``pickle.Unpickler``) whose memo is a dict of at most LIMITS["items"] entries, whose opcodes and
+copied items are budgeted (2 x LIMITS["items"] each), and whose MARK nesting stops at LIMITS["depth"]; a zip member is
+inflated streaming up to LIMITS["read"] bytes whatever its header says; a FIFO or a device is refused unread. BUILD,
+SETITEM and APPEND act only on objects the read itself made, so one file cannot change how the next is read. A limit
+hit is a LimitError naming it.
+
+What is shown stays small: a value the pickle shares (its memo) is shown in full where it first appears and as
+``{"$ref": "<JSONPath of that place>"}`` after (``$`` the shown args, ``.key`` or ``["key"]``, ``[index]``; a cycle
+refers to its ancestor), strings past TEXT_SHOWN characters are cut with their length said, integers of more than
+4,300 digits are ``{"$bigint": {bits, digits, negative}}``, and the whole rendering stops at MAX_NODES values or
+RENDER_BUDGET characters (with a warning).
+
 Result: ``{format, path, bytes, key, args, argsType, step, epoch, tensors: {count, bytes}, topLevelKeys,
 unsafeGlobals, warnings, bytesRead}``.
 """
@@ -1689,7 +1702,7 @@ def _decode_meta_values(meta):
             try:
                 out[k] = json.loads(v)
                 continue
-            except ValueError:
+            except (ValueError, RecursionError):
                 pass
         out[k] = v
     return out
@@ -1937,7 +1950,7 @@ def _fill_dcp(doc, reader, top, path, keys, want_all):
         if ist.get("transform_descriptors"):
             doc["warnings"].append("%s is stored transformed (%s): not decoded" % (fqn, ist["transform_descriptors"]))
             continue
-        if not (isinstance(rel, str) and isinstance(off, int) and isinstance(length, int)) or length > (64 << 20) \
+        if not (isinstance(rel, str) and isinstance(off, int) and isinstance(length, int)) or length > kg_common.LIMITS["read"] \
                 or "/" in rel or rel.startswith("."):
             continue
         entries[fqn] = _read_dcp_item(doc, reader, os.path.join(folder, rel), off, length, fqn)
