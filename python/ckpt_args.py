@@ -36,7 +36,6 @@ import json
 import os
 import pickle
 import posixpath
-import reprlib
 import stat
 import struct
 import zipfile
@@ -282,7 +281,7 @@ class _NpDtype(object, metaclass=_Sealed):
     __slots__ = ("code", "order")
 
     def __init__(self, code="", *_rest):
-        self.code = str(code)
+        self.code = code if isinstance(code, str) else _short_repr(code)
         self.order = "<"
 
     def __setstate__(self, state):
@@ -354,6 +353,8 @@ class _Reader(object):
         self._known = self._known_globals()
         # What the pickle may call: the reader's own functions and classes (by identity), and stand-ins.
         self._callables = set(map(id, self._known.values()))
+        self._copiers = set(map(id, (_safe_list, _safe_tuple, _safe_set, _safe_dict, _deque, _defaultdict,
+                                     _safe_bytes)))
         self._rebuilders = set(id(v) for k, v in self._known.items() if "._rebuild_" in k)
         # The pickle's work: opcodes, and items copied by the calls and BUILDs it makes (each 2 x LIMITS["items"],
         # so a hostile file's objects stay within the memory limit; a real state_dict takes ~30 opcodes a tensor).
@@ -377,9 +378,10 @@ class _Reader(object):
             if self.work_left < 0:
                 self.charge(0)
             return func(*args)
-        for a in args:  # what a call may copy (list(a_long_string) makes a string per character)
-            if type(a) in _SIZED:
-                n += len(a)
+        if id(func) in self._copiers or func is _ODict:
+            for a in args:  # what the call copies (list(a_long_string) makes a string per character)
+                if type(a) in _SIZED:
+                    n += len(a)
         self.work_left -= n
         if self.work_left < 0:
             self.charge(0)
@@ -569,7 +571,7 @@ class _Reader(object):
             k[b + ".bytearray"] = _safe_bytes
             k[b + ".bytes"] = _safe_bytes
             k[b + ".complex"] = _safe_complex
-            k[b + ".slice"] = slice
+            k[b + ".slice"] = _safe_slice
             k[b + ".int"] = _safe_int
             k[b + ".float"] = _safe_float
             k[b + ".str"] = _safe_str
@@ -670,8 +672,8 @@ def _camel_dtype(stem):
 
 
 def _torch_device(kind="cpu", index=None):
-    kind = str(kind)
-    return kind if index is None else "%s:%s" % (kind, index)
+    kind = kind if isinstance(kind, str) else _short_repr(kind)
+    return kind if index is None else "%s:%s" % (kind, index if isinstance(index, int) else _short_repr(index))
 
 
 def _iterable(v):
@@ -739,6 +741,8 @@ def _safe_int(v=0, *rest):
 
 
 def _safe_float(v=0.0):
+    if isinstance(v, (str, bytes)) and len(v) > 1000:  # float('1' * 10**7) is slow, and its error repeats the text
+        return float("nan")
     try:
         return float(v) if isinstance(v, (int, float, str, bytes)) else float("nan")
     except ValueError:
@@ -753,6 +757,10 @@ def _safe_complex(re=0.0, im=0.0):
     if isinstance(re, (int, float)) and isinstance(im, (int, float)):
         return complex(re, im)
     return complex(0)
+
+
+def _safe_slice(*args):
+    return "slice(%s)" % ", ".join(_short_repr(a, 1) for a in args[:3])
 
 
 def _safe_range(*args):
@@ -819,6 +827,9 @@ class _Key(object):
     def __repr__(self):
         return _short_repr(self.obj)
 
+    def __str__(self):
+        return _short_repr(self.obj)
+
 
 _SIZED = frozenset((list, tuple, dict, set, frozenset, str, bytes, _ODict))
 _INT_DIGITS = 4300  # Python 3.11+ refuses str<->int beyond this; 3.8 would take quadratic time
@@ -849,23 +860,39 @@ def _hkey(k):
     return _Key(k)
 
 
-def _short_repr(obj):
-    return _REPR.repr(obj)
-
-
-class _Repr(reprlib.Repr):
-    def __init__(self):
-        reprlib.Repr.__init__(self)
-        self.maxlevel, self.maxtuple, self.maxlist, self.maxdict, self.maxset = 3, 8, 8, 8, 8
-        self.maxfrozenset, self.maxstring, self.maxother, self.maxlong = 8, 60, 60, 60
-
-    def repr_int(self, x, level):
-        if x.bit_length() > _BIG_BITS:
-            return "<integer of %d bits>" % x.bit_length()
-        return reprlib.Repr.repr_int(self, x, level)
-
-
-_REPR = _Repr()
+def _short_repr(obj, level=3):
+    """A repr of at most ~600 parts of 60 characters, whatever obj is: repr() of a shared or deep structure a pickle
+    built would take exponential time or recurse past the stack (reprlib falls back to repr() for dict subclasses)."""
+    t = type(obj)
+    if obj is None or t is bool or t is float or t is complex:
+        return repr(obj)
+    if t is int:
+        return repr(obj) if obj.bit_length() <= 200 else "<integer of %d bits>" % obj.bit_length()
+    if isinstance(obj, str):
+        return repr(str(obj[:60])) + ("..." if len(obj) > 60 else "")
+    if isinstance(obj, (bytes, bytearray)):
+        return repr(bytes(obj[:40])) + ("..." if len(obj) > 40 else "")
+    if isinstance(obj, (tuple, list, set, frozenset, dict)):
+        kind = tuple if isinstance(obj, tuple) else list if isinstance(obj, list) else dict \
+            if isinstance(obj, dict) else set
+        opening, closing = {tuple: "()", list: "[]", dict: "{}", set: "{}"}[kind]
+        if level <= 0:
+            return opening + "..." + closing
+        parts = []
+        for i, x in enumerate(obj.items() if kind is dict else obj):
+            if i == 8:
+                parts.append("...")
+                break
+            parts.append("%s: %s" % (_short_repr(x[0], level - 1), _short_repr(x[1], level - 1)) if kind is dict
+                         else _short_repr(x, level - 1))
+        return opening + ", ".join(parts) + ("," if kind is tuple and len(parts) == 1 else "") + closing
+    if isinstance(obj, (_StandIn, _Name, _BigInt)):
+        return repr(obj)
+    if isinstance(obj, _Key):
+        return _short_repr(obj.obj, level)
+    if isinstance(obj, (datetime.date, datetime.time, datetime.timedelta)):
+        return repr(obj)
+    return "<%s>" % _describe(obj)
 
 
 def _decode_str(raw, what="utf-8"):
@@ -1326,8 +1353,10 @@ class _Converter(object):
             return obj.name
         if isinstance(obj, (datetime.datetime, datetime.date, datetime.time)):
             return obj.isoformat()
-        if isinstance(obj, (datetime.timedelta, datetime.timezone, slice)):
+        if isinstance(obj, datetime.timedelta):
             return str(obj)
+        if isinstance(obj, datetime.timezone):
+            return _short_repr(obj.tzname(None))
         if isinstance(obj, type):
             return "<%s>" % (obj._kg_name if issubclass(obj, _StandIn) else obj.__name__)
         ref = self._ref(obj, at)
@@ -1948,7 +1977,7 @@ def _fill_dcp(doc, reader, top, path, keys, want_all):
         ist = _standin_state(info) or {}
         rel, off, length = ist.get("relative_path"), ist.get("offset"), ist.get("length")
         if ist.get("transform_descriptors"):
-            doc["warnings"].append("%s is stored transformed (%s): not decoded" % (fqn, ist["transform_descriptors"]))
+            doc["warnings"].append("%s is stored transformed (%s): not decoded" % (fqn, _short_repr(ist["transform_descriptors"])))
             continue
         if not (isinstance(rel, str) and isinstance(off, int) and isinstance(length, int)) or length > kg_common.LIMITS["read"] \
                 or "/" in rel or rel.startswith("."):

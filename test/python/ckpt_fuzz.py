@@ -136,6 +136,20 @@ def shared_tuple_key(levels=80):
     return pkl + P.NONE + P.SETITEM + P.STOP
 
 
+def _shared_tuple(levels, first=0):
+    """Pushes a tuple that doubles at every level (memo slots first..first+levels): 2**levels leaves if walked."""
+    pkl = P.NONE + P.BINPUT + bytes([first]) + P.POP
+    for i in range(first, first + levels):
+        pkl += P.BINGET + bytes([i]) + P.BINGET + bytes([i]) + P.TUPLE2 + P.BINPUT + bytes([i + 1]) + P.POP
+    return pkl + P.BINGET + bytes([first + levels])
+
+
+def repr_bomb(mod, name, before=b"", levels=100):
+    """args = mod.name(<before>, shared_tuple): a call whose naive str()/repr() of its argument never ends."""
+    return (P.PROTO + b"\x02" + P.EMPTY_DICT + _str("args") + _global(mod, name) + P.MARK + before
+            + _shared_tuple(levels) + P.TUPLE + P.REDUCE + P.SETITEM + P.STOP)
+
+
 def huge_int_text(digits=5000, key=False):
     lit = P.LONG + b"9" * digits + b"L\n"
     if key:
@@ -189,7 +203,13 @@ def hostile_cases(folder):
              ("deep-marks", deep_marks(100000)), ("deep-tuple", deep_tuple(200000)),
              ("deep-tuple-key", deep_tuple(200000, as_key=True)), ("shared-tuple-key", shared_tuple_key(80)),
              ("huge-int-text", huge_int_text()), ("huge-int-text-key", huge_int_text(key=True)),
-             ("huge-int-binary", huge_int_binary()), ("huge-int-call", huge_int_call())]
+             ("huge-int-binary", huge_int_binary()), ("huge-int-call", huge_int_call()),
+             ("repr-numpy-dtype", repr_bomb("numpy", "dtype")), ("repr-slice", repr_bomb("builtins", "slice")),
+             ("repr-torch-device", repr_bomb("torch", "device", _str("cuda"))),
+             ("repr-str", repr_bomb("builtins", "str")), ("repr-frozenset", repr_bomb("builtins", "frozenset")),
+             ("repr-standin", repr_bomb("mylib", "Thing")), ("repr-defaultdict", repr_bomb("builtins", "set")),
+             ("float-long-text", P.PROTO + b"\x02" + _global("builtins", "float") + _str("1" * (10 << 20))
+              + P.TUPLE1 + P.REDUCE + P.STOP)]
     for i, pkl in enumerate(dangerous_calls(folder)):
         cases.append(("dangerous-%d" % i, pkl))
     return cases

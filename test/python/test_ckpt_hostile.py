@@ -171,6 +171,17 @@ class Hostile(unittest.TestCase):
         self.assertTrue(s["ok"], s)
         self.assertLess(t, 20)
 
+    def test_calls_on_shared_structures_stay_bounded(self):
+        # numpy.dtype(x), slice(x), torch.device('cuda', x), str(x)... of a tuple that doubles 100 times: the old code
+        # turned x into text with str()/repr(), which walks 2**100 leaves
+        for name, pkl in ckpt_fuzz.hostile_cases(self.tmp):
+            if not name.startswith("repr-") and name != "float-long-text":
+                continue
+            t0 = time.perf_counter()
+            outcome, _t = ckpt_fuzz.run_case(self.zp(name + ".pt", pkl), time_limit=10)
+            self.assertEqual(outcome, "ok", name)
+            self.assertLess(time.perf_counter() - t0, 5, name)
+
     # --- integers ---------------------------------------------------------------------------------------------------
 
     def test_integers_of_more_than_4300_digits_are_described(self):
