@@ -362,6 +362,7 @@ class _Reader(object):
         self.ops_left = self.op_budget
         self.work_left = self.op_budget
         self._ignored = set()
+        self._unsafe_seen = set()
 
     def charge(self, n):
         self.work_left -= n
@@ -388,10 +389,10 @@ class _Reader(object):
         if kwargs is None and id(func) in self._callables:
             return func(*args)
         if isinstance(func, _StandIn):
-            target = "%s(...)" % func._kg_name
+            target = "%s(...)" % func._kg_name[:200]
             cls = self._classes.get(("call", target))
             if cls is None:
-                cls = _Sealed("call", (_StandIn,), {"_kg_name": target, "__slots__": ()})
+                cls = self._new_class(target, "call", False, False)
                 self._classes[("call", target)] = cls
             return cls(*args, **(kwargs or {}))
         if func is _ODict:
@@ -452,18 +453,26 @@ class _Reader(object):
                                                    else "a " + _describe(inst)))
             return
         if isinstance(state, (dict, tuple, list)):
-            self.charge(len(state))
+            n = len(state)
+            if isinstance(state, tuple):  # (state, slotstate): both dicts are merged
+                n += sum(len(x) for x in state[:4] if isinstance(x, dict))
+            self.charge(n)
         inst.__setstate__(state)
 
     # Stand-in classes are made per file so nothing built from one file is shared with another.
     def standin(self, module, name, unsafe=False):
-        full = module + "." + name
+        full = module[:200] + "." + name[:200]
         cls = self._classes.get(full)
         if cls is None:
-            cls = _Sealed(str(name.split(".")[-1]), (_StandIn,),
-                          {"_kg_name": full, "_kg_unsafe": unsafe, "__slots__": ()})
+            cls = self._new_class(full, str(name.split(".")[-1]), unsafe, False)
             self._classes[full] = cls
         return cls
+
+    def _new_class(self, full, short, unsafe, ref):
+        # a class takes ~1 KB: a pickle naming a million globals would take a gigabyte
+        if len(self._classes) >= kg_common.LIMITS["items"] // 100:
+            raise kg_common.LimitError("items", "the classes the pickle names", kg_common.LIMITS["items"] // 100)
+        return _Sealed(short, (_StandIn,), {"_kg_name": full, "_kg_unsafe": unsafe, "_kg_ref": ref, "__slots__": ()})
 
     def find_class(self, module, name):
         module, name = str(module), str(name)
@@ -482,8 +491,12 @@ class _Reader(object):
         if module == "torch" and (name in _DTYPES or name in _TORCH_NAMES):
             return _Name("torch." + name)
         if _is_unsafe(module, name):
-            if full not in self.unsafe:
-                self.unsafe.append(full)
+            if full not in self._unsafe_seen:
+                self._unsafe_seen.add(full)
+                if len(self.unsafe) < 100:
+                    self.unsafe.append(full)
+                elif len(self.unsafe) == 100:
+                    self.warnings.append("more than 100 dangerous globals: the first 100 are listed")
             return self.standin(module, name, unsafe=True)
         return self.standin(module, name)
 
@@ -617,12 +630,11 @@ class _Reader(object):
         """getattr(SomeEnum, 'MEMBER') is how Python 3.11+ pickles enum members: a named reference, never looked up.
         Calling what it names is shown, and is unsafe when the object was."""
         target = obj._kg_name if isinstance(obj, (_StandIn, _Sealed)) and hasattr(obj, "_kg_name") else _describe(obj)
-        full = "%s.%s" % (target, name if isinstance(name, str) else "?")
+        full = "%s.%s" % (target[:200], name[:200] if isinstance(name, str) else "?")
         unsafe = bool(getattr(obj, "_kg_unsafe", False))
         cls = self._classes.get(("attr", full))
         if cls is None:
-            cls = _Sealed("attr", (_StandIn,), {"_kg_name": full, "_kg_unsafe": unsafe, "_kg_ref": True,
-                                                 "__slots__": ()})
+            cls = self._new_class(full, "attr", unsafe, True)
             self._classes[("attr", full)] = cls
         return cls()
 

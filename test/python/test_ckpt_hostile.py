@@ -156,6 +156,27 @@ class Hostile(unittest.TestCase):
         self.assertEqual(cm.exception.code, "limit-items")
         self.assertIn("opcodes", str(cm.exception))
 
+    def test_many_classes_and_repeated_builds_are_bounded(self):
+        kg_common.LIMITS["items"] = 10000
+        # a distinct global per opcode pair: each would be a class (~1 KB) of its own
+        pkl = P.PROTO + b"\x02" + b"".join(_global("m%d" % i, "C") + P.POP for i in range(200)) + P.NONE + P.STOP
+        with self.assertRaises(kg_common.LimitError) as cm:
+            ckpt_args.main([self.zp("classes.pt", pkl)])
+        self.assertIn("classes", str(cm.exception))
+        # the same big (state, slotstate) merged by BUILD again and again: the items copied are counted
+        big = P.EMPTY_DICT + P.MARK + b"".join(_str("k%d" % i) + P.NONE for i in range(3000)) + P.SETITEMS
+        pkl = (P.PROTO + b"\x02" + big + P.BINPUT + b"\x00" + P.POP + _global("mylib", "X") + P.EMPTY_TUPLE
+               + P.NEWOBJ + (P.BINGET + b"\x00" + P.BINGET + b"\x00" + P.TUPLE2 + P.BUILD) * 100 + P.STOP)
+        with self.assertRaises(kg_common.LimitError) as cm:
+            ckpt_args.main([self.zp("builds.pt", pkl)])
+        self.assertIn("items copied", str(cm.exception))
+        # a thousand dangerous globals are listed up to 100, each check cheap
+        pkl = P.PROTO + b"\x02" + b"".join(_global("os", "f%d" % i) + P.POP for i in range(1000)) + P.NONE + P.STOP
+        kg_common.LIMITS["items"] = 1000000
+        doc = ckpt_args.main([self.zp("unsafe.pt", pkl)])
+        self.assertEqual(len(doc["unsafeGlobals"]), 100)
+        self.assertTrue(any("more than 100 dangerous globals" in w for w in doc["warnings"]))
+
     def test_deep_nesting(self):
         with self.assertRaises(kg_common.LimitError) as cm:
             ckpt_args.main([self.zp("marks.pt", ckpt_fuzz.deep_marks(100000))])
