@@ -195,6 +195,26 @@ class _Tensor(object):
         return {"dtype": self.dtype, "shape": list(self.shape), "bytes": self.nbytes}
 
 
+class _Record(object):
+    """How the pickle built a stand-in (kept small: a hostile pickle may make half a million of them)."""
+    __slots__ = ("args", "kwargs", "state", "items", "list", "attrs")
+
+    def __init__(self, args, kwargs):
+        self.args = args
+        self.kwargs = kwargs or None
+        self.state = None
+        self.items = ()  # made a list, a list and a dict when first used
+        self.list = ()
+        self.attrs = None
+
+    def __getitem__(self, name):
+        return getattr(self, name) or ({} if name in ("attrs", "kwargs") else [] if name in ("items", "list") else
+                                       getattr(self, name))
+
+    def __setitem__(self, name, value):
+        setattr(self, name, value)
+
+
 class _StandIn(object, metaclass=_Sealed):
     """An object of a class the reader does not import: records how the pickle built it, runs nothing."""
     _kg_name = "?"
@@ -204,8 +224,7 @@ class _StandIn(object, metaclass=_Sealed):
 
     def __new__(cls, *args, **kwargs):
         self = object.__new__(cls)
-        object.__setattr__(self, "_kg", {"args": list(args), "kwargs": dict(kwargs), "state": None, "items": [],
-                                         "list": [], "attrs": {}})
+        object.__setattr__(self, "_kg", _Record(args, kwargs))
         return self
 
     def __init__(self, *args, **kwargs):
@@ -224,16 +243,25 @@ class _StandIn(object, metaclass=_Sealed):
             kg["state"] = state
 
     def __setattr__(self, name, value):
-        self._kg["attrs"][name] = value
+        kg = self._kg
+        if not kg.attrs:
+            kg.attrs = {}
+        kg.attrs[name] = value
 
     def __setitem__(self, key, value):
-        self._kg["items"].append((key, value))
+        kg = self._kg
+        if not kg.items:
+            kg.items = []
+        kg.items.append((key, value))
 
     def append(self, value):
-        self._kg["list"].append(value)
+        self.extend((value,))
 
     def extend(self, values):
-        self._kg["list"].extend(values)
+        kg = self._kg
+        if not kg.list:
+            kg.list = []
+        kg.list.extend(values)
 
     def __repr__(self):
         return "<%s object>" % self._kg_name
@@ -1091,6 +1119,7 @@ class _Unpickler(object):
                             reader.setitem(d, got[i], got[i + 1])
                         append(d)
                     elif op == 0x91:
+                        ops_left -= 3  # a set is 216 bytes or more
                         if n > items:
                             self.too_many("a frozenset in the pickle")
                         append(frozenset(_hkey(x) for x in got))
@@ -1104,7 +1133,8 @@ class _Unpickler(object):
                     # POP_MARK: nothing more
                 elif op == 0x5D:  # EMPTY_LIST ]
                     append([])
-                elif op == 0x8F:  # EMPTY_SET
+                elif op == 0x8F:  # EMPTY_SET (216 bytes: counted as 4 opcodes)
+                    ops_left -= 3
                     append(set())
                 elif op == 0x73:  # SETITEM s
                     if len(stack) < 3:

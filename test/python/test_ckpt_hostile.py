@@ -156,6 +156,19 @@ class Hostile(unittest.TestCase):
         self.assertEqual(cm.exception.code, "limit-items")
         self.assertIn("opcodes", str(cm.exception))
 
+    def test_object_bombs_end_at_the_opcode_budget_under_256_mb(self):
+        # 2.1 million opcodes that each keep an object: the opcode budget (2 x LIMITS["items"]) ends them
+        n = 2100000
+        for name, pkl in (("lists", P.PROTO + b"\x02" + P.EMPTY_LIST * n + P.STOP),
+                          ("sets", P.PROTO + b"\x04" + b"\x8f" * n + P.STOP),
+                          ("stand-ins", P.PROTO + b"\x02" + _global("mylib", "X") + P.BINPUT + b"\x00"
+                           + (P.BINGET + b"\x00" + P.EMPTY_TUPLE + P.REDUCE) * (n // 3) + P.STOP)):
+            s, t = probe_child(self.zp(name + ".pt", pkl))
+            self.assertEqual((s["error"] or {}).get("code"), "limit-items", s)
+            self.assertIn("opcodes", s["error"]["message"])
+            self.assertSmall(s, name)
+            self.assertLess(t, 15, name)
+
     def test_many_classes_and_repeated_builds_are_bounded(self):
         kg_common.LIMITS["items"] = 10000
         # a distinct global per opcode pair: each would be a class (~1 KB) of its own
