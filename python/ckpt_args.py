@@ -32,6 +32,7 @@ unsafeGlobals, warnings, bytesRead}``.
 import codecs
 import datetime
 import io
+import itertools
 import json
 import os
 import pickle
@@ -387,7 +388,6 @@ class _Reader(object):
         # The pickle's work: opcodes, and items copied by the calls and BUILDs it makes (each 2 x LIMITS["items"],
         # so a hostile file's objects stay within the memory limit; a real state_dict takes ~30 opcodes a tensor).
         self.op_budget = 2 * kg_common.LIMITS["items"]
-        self.ops_left = self.op_budget
         self.work_left = self.op_budget
         self._ignored = set()
         self._unsafe_seen = set()
@@ -673,10 +673,10 @@ class _Reader(object):
 
     def save(self):
         return (len(self.unsafe), set(self.globals_seen), self.tensor_count, dict(self.storages), len(self.warnings),
-                self.ops_left, self.work_left)
+                self.work_left)
 
     def restore(self, saved):
-        n_unsafe, self.globals_seen, self.tensor_count, self.storages, n_warn, self.ops_left, self.work_left = saved
+        n_unsafe, self.globals_seen, self.tensor_count, self.storages, n_warn, self.work_left = saved
         del self.unsafe[n_unsafe:]
         del self.warnings[n_warn:]
 
@@ -871,6 +871,7 @@ class _Key(object):
         return _short_repr(self.obj)
 
 
+_repeat = itertools.repeat
 _SIZED = frozenset((list, tuple, dict, set, frozenset, str, bytes, _ODict))
 _INT_DIGITS = 4300  # Python 3.11+ refuses str<->int beyond this; 3.8 would take quadratic time
 _BIG_BITS = 14284  # about 4,300 decimal digits
@@ -989,18 +990,16 @@ class _Unpickler(object):
         metastack = []
         memo = {}
         items, depth = self.items, self.depth
-        ops_left = reader.ops_left
+        # The opcode budget is counted by the loop itself; ops_left is a second one of the same size for the items
+        # that opcodes move into containers, and sets (216 bytes each) count 3 more.
+        ops_left = reader.op_budget
         unpack_from = struct.unpack_from
         append = stack.append
         call = reader.call
         try:
-            while True:
+            for _ in _repeat(None, reader.op_budget):
                 op = data[pos]
                 pos += 1
-                ops_left -= 1
-                if ops_left < 0:
-                    reader.ops_left = 0
-                    raise kg_common.LimitError("items", "the pickle's opcodes", reader.op_budget)
                 # most frequent first (in a torch state_dict): LONG_BINPUT, BINGET, BININT1, MARK, REDUCE, TUPLE...
                 if op == 0x72 or op == 0x71 or op == 0x94:  # LONG_BINPUT r, BINPUT q, MEMOIZE
                     if op == 0x72:
@@ -1044,6 +1043,8 @@ class _Unpickler(object):
                     if len(got) > items:
                         self.too_many("one container in the pickle")
                     ops_left -= len(got)
+                    if ops_left < 0:
+                        break
                     append(tuple(got))
                 elif op == 0x29:  # EMPTY_TUPLE )
                     append(())
@@ -1094,6 +1095,8 @@ class _Unpickler(object):
                     if n > items:
                         self.too_many("one container in the pickle")
                     ops_left -= n
+                    if ops_left < 0:
+                        break
                     if op == 0x74:
                         append(tuple(got))
                     elif op == 0x6C:
@@ -1120,6 +1123,8 @@ class _Unpickler(object):
                         append(d)
                     elif op == 0x91:
                         ops_left -= 3  # a set is 216 bytes or more
+                        if ops_left < 0:
+                            break
                         if n > items:
                             self.too_many("a frozenset in the pickle")
                         append(frozenset(_hkey(x) for x in got))
@@ -1135,6 +1140,8 @@ class _Unpickler(object):
                     append([])
                 elif op == 0x8F:  # EMPTY_SET (216 bytes: counted as 4 opcodes)
                     ops_left -= 3
+                    if ops_left < 0:
+                        break
                     append(set())
                 elif op == 0x73:  # SETITEM s
                     if len(stack) < 3:
@@ -1211,7 +1218,6 @@ class _Unpickler(object):
                 elif op == 0x2E:  # STOP .
                     if not stack:
                         raise pickle.UnpicklingError("STOP on an empty stack")
-                    reader.ops_left = ops_left
                     return stack[-1], pos
                 elif op == 0x30:  # POP 0
                     if stack:
@@ -1304,6 +1310,7 @@ class _Unpickler(object):
             if pos >= end - 8:  # a read past the bytes there are
                 self.short()
             raise pickle.UnpicklingError("stack underflow at byte %d" % (pos - 1))
+        raise kg_common.LimitError("items", "the pickle's opcodes", reader.op_budget)
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -1608,6 +1615,11 @@ def _unpickle(reader, data, pos, what, path, complete=True):
     _NeedMore passes through (the caller reads more of a legacy file)."""
     try:
         return reader.load(data, pos, complete)
+    except kg_common.LimitError as e:
+        if reader.unsafe:  # a hostile file is still reported (what it wanted to call), with the limit it hit
+            reader.warnings.append("could not decode %s: %s" % (what, e))
+            return _FAILED, len(data)
+        raise
     except (kg_common.ProbeError, _NeedMore):
         raise
     except MemoryError:

@@ -169,6 +169,14 @@ class Hostile(unittest.TestCase):
             self.assertSmall(s, name)
             self.assertLess(t, 15, name)
 
+    def test_a_limit_hit_by_a_hostile_file_still_lists_its_dangerous_globals(self):
+        kg_common.LIMITS["items"] = 1000
+        pkl = P.PROTO + b"\x04" + _global("posix", "system") + P.POP + P.NONE + b"\x94" * 1001 + P.STOP
+        doc = ckpt_args.main([self.zp("evil-memo.pt", pkl)])
+        self.assertEqual(doc["unsafeGlobals"], ["posix.system"])
+        self.assertTrue(any("item-count limit of 1000" in w for w in doc["warnings"]), doc["warnings"])
+        self.assertTrue(doc["warnings"][0].startswith("UNSAFE"))
+
     def test_many_classes_and_repeated_builds_are_bounded(self):
         kg_common.LIMITS["items"] = 10000
         # a distinct global per opcode pair: each would be a class (~1 KB) of its own
