@@ -872,6 +872,7 @@ class _Key(object):
 
 
 _repeat = itertools.repeat
+_UINT4 = struct.Struct("<I")
 _SIZED = frozenset((list, tuple, dict, set, frozenset, str, bytes, _ODict))
 _INT_DIGITS = 4300  # Python 3.11+ refuses str<->int beyond this; 3.8 would take quadratic time
 _BIG_BITS = 14284  # about 4,300 decimal digits
@@ -994,6 +995,7 @@ class _Unpickler(object):
         # that opcodes move into containers, and sets (216 bytes each) count 3 more.
         ops_left = reader.op_budget
         unpack_from = struct.unpack_from
+        unpack_I = _UINT4.unpack_from
         append = stack.append
         call = reader.call
         try:
@@ -1003,14 +1005,15 @@ class _Unpickler(object):
                 # most frequent first (in a torch state_dict): LONG_BINPUT, BINGET, BININT1, MARK, REDUCE, TUPLE...
                 if op == 0x72 or op == 0x71 or op == 0x94:  # LONG_BINPUT r, BINPUT q, MEMOIZE
                     if op == 0x72:
-                        idx = unpack_from("<I", data, pos)[0]
+                        idx = unpack_I(data, pos)[0]
                         pos += 4
                     elif op == 0x71:
                         idx = data[pos]
                         pos += 1
                     else:
                         idx = len(memo)
-                    if len(memo) >= items and idx not in memo:
+                    # while every index is below the item limit, so is the memo's size
+                    if idx >= items and len(memo) >= items and idx not in memo:
                         self.too_many("the pickle's memo")
                     memo[idx] = stack[-1]
                 elif op == 0x68 or op == 0x6A:  # BINGET h, LONG_BINGET j
@@ -1018,7 +1021,7 @@ class _Unpickler(object):
                         idx = data[pos]
                         pos += 1
                     else:
-                        idx = unpack_from("<I", data, pos)[0]
+                        idx = unpack_I(data, pos)[0]
                         pos += 4
                     try:
                         append(memo[idx])
@@ -1050,7 +1053,7 @@ class _Unpickler(object):
                     append(())
                 elif op == 0x58 or op == 0x8C or op == 0x8D:  # BINUNICODE X, SHORT_BINUNICODE, BINUNICODE8
                     if op == 0x58:
-                        n = unpack_from("<I", data, pos)[0]
+                        n = unpack_I(data, pos)[0]
                         pos += 4
                     elif op == 0x8C:
                         n = data[pos]
