@@ -69,6 +69,29 @@ class Hostile(unittest.TestCase):
         self.assertLess(summary["footprint"]["maxRssKb"], RSS_LIMIT_KB, "%s: peak RSS %s" % (what, summary))
         self.assertLess(summary["textBytes"], max_text, "%s: answer of %d bytes" % (what, summary["textBytes"]))
 
+    # --- the unpickler reads what the stdlib pickler writes -------------------------------------------------------
+
+    def test_every_protocol_of_the_stdlib_pickler(self):
+        shared = list(range(10))
+        obj = {"args": {"lr": 0.5, "name": "x", "t": (1, 2), "l": [1, [2, 3]], "s": {"a"}, "fs": frozenset({1}),
+                        "b": b"ab", "ba": bytearray(b"c"), "big": 2 ** 100, "neg": -5, "none": None, "flag": True,
+                        "f": 1e-3, "u": "\u00fc\u20ac\U0001f600", "a_shared": shared, "b_shared": shared,
+                        "long": "z" * 70000, "ints": [0, 255, 256, 65535, 65536, -1, 2 ** 31, -2 ** 31 - 1]},
+               "big": list(range(300000))}  # more than the first 1 MB read of a plain pickle file: read again
+        want = {"lr": 0.5, "name": "x", "t": [1, 2], "l": [1, [2, 3]], "s": ["a"], "fs": [1], "b": "b'ab'",
+                "ba": "b'c'", "big": 2 ** 100, "neg": -5, "none": None, "flag": True, "f": 1e-3,
+                "u": "\u00fc\u20ac\U0001f600", "a_shared": shared, "b_shared": {"$ref": "$.a_shared"},
+                "ints": [0, 255, 256, 65535, 65536, -1, 2 ** 31, -2 ** 31 - 1]}
+        for proto in range(0, pickle.HIGHEST_PROTOCOL + 1):
+            path = self.p("p%d.pkl" % proto)
+            with open(path, "wb") as f:
+                pickle.dump(obj, f, protocol=proto)
+            doc = ckpt_args.main([path])
+            self.assertEqual(doc["format"], "pickle")
+            got = dict(doc["args"])
+            self.assertTrue(got.pop("long").endswith("[truncated: 70000 characters in all]"), proto)
+            self.assertEqual(got, want, "protocol %d" % proto)
+
     # --- shared references ----------------------------------------------------------------------------------------
 
     def test_billion_laughs_is_rendered_once(self):
