@@ -13,18 +13,32 @@ Pickles are decoded by a restricted unpickler: the globals it knows become plain
 records how the pickle tried to build it.  Nothing named by the file is ever imported or called; dangerous globals
 (``os.system``, ``subprocess.*``, ``builtins.eval``...) are listed under ``unsafeGlobals``.
 
+Hostile files are bounded by ``kg_common.LIMITS`` (never limits of its own): the pickle is decoded by a stack machine
+of this module (never ``pickle.Unpickler``) whose memo is a dict of at most LIMITS["items"] entries, whose opcodes and
+copied items are budgeted (2 x LIMITS["items"] each), and whose MARK nesting stops at LIMITS["depth"]; a zip member is
+inflated streaming up to LIMITS["read"] bytes whatever its header says; a FIFO or a device is refused unread. BUILD,
+SETITEM and APPEND act only on objects the read itself made, so one file cannot change how the next is read. A limit
+hit is a LimitError naming it.
+
+What is shown stays small: a value the pickle shares (its memo) is shown in full where it first appears and as
+``{"$ref": "<JSONPath of that place>"}`` after (``$`` the shown args, ``.key`` or ``["key"]``, ``[index]``; a cycle
+refers to its ancestor), strings past TEXT_SHOWN characters are cut with their length said, integers of more than
+4,300 digits are ``{"$bigint": {bits, digits, negative}}``, and the whole rendering stops at MAX_NODES values or
+RENDER_BUDGET characters (with a warning).
+
 Result: ``{format, path, bytes, key, args, argsType, step, epoch, tensors: {count, bytes}, topLevelKeys,
 unsafeGlobals, warnings, bytesRead}``.
 """
+import codecs
 import datetime
 import io
+import itertools
 import json
 import os
 import pickle
 import posixpath
 import stat
 import struct
-import tarfile
 import zipfile
 
 import kg_common
@@ -33,7 +47,6 @@ import kg_common
 ARG_KEYS = ("args", "config", "hyper_parameters", "hparams", "cfg", "training_args", "opt")
 STEP_KEYS = ("global_step", "step", "iteration", "iter", "num_updates", "train_step", "steps")
 LEGACY_MAGIC = 0x1950A86A20F9469CFC6C
-MAX_PICKLE_BYTES = 512 * 1024 * 1024
 MAX_SAFETENSORS_HEADER = 100 * 1024 * 1024
 MAX_NODES = 200000
 MAX_DEPTH = 80
@@ -146,7 +159,7 @@ class _Storage(object):
     def __init__(self, dtype, numel, key, location):
         self.dtype = dtype
         self.itemsize = _DTYPES.get(dtype, (dtype, 1))[1]
-        self.numel = numel if isinstance(numel, int) else 0
+        self.numel = numel if isinstance(numel, int) and 0 <= numel < 1 << 63 else 0
         self.key = key
         self.location = location
 
@@ -155,13 +168,25 @@ class _Storage(object):
         return self.numel * self.itemsize
 
 
+def _shape(shape):
+    """A tensor's shape as a list of ints; a hostile one (not ints, huge, too many dims) is shown as []."""
+    if not isinstance(shape, (list, tuple)) or len(shape) > 64:
+        return []
+    out = []
+    for d in shape:
+        if type(d) is bool or not isinstance(d, int) or not 0 <= d < 1 << 63:
+            return []
+        out.append(d)
+    return out
+
+
 class _Tensor(object):
     """What a tensor or parameter is shown as: dtype, shape and bytes (numel * itemsize), never its values."""
     __slots__ = ("dtype", "shape", "nbytes")
 
     def __init__(self, dtype, shape):
         self.dtype = dtype
-        self.shape = [int(d) for d in shape] if isinstance(shape, (list, tuple)) else []
+        self.shape = _shape(shape)
         numel = 1
         for d in self.shape:
             numel *= d
@@ -169,6 +194,26 @@ class _Tensor(object):
 
     def json(self):
         return {"dtype": self.dtype, "shape": list(self.shape), "bytes": self.nbytes}
+
+
+class _Record(object):
+    """How the pickle built a stand-in (kept small: a hostile pickle may make half a million of them)."""
+    __slots__ = ("args", "kwargs", "state", "items", "list", "attrs")
+
+    def __init__(self, args, kwargs):
+        self.args = args
+        self.kwargs = kwargs or None
+        self.state = None
+        self.items = ()  # made a list, a list and a dict when first used
+        self.list = ()
+        self.attrs = None
+
+    def __getitem__(self, name):
+        return getattr(self, name) or ({} if name in ("attrs", "kwargs") else [] if name in ("items", "list") else
+                                       getattr(self, name))
+
+    def __setitem__(self, name, value):
+        setattr(self, name, value)
 
 
 class _StandIn(object, metaclass=_Sealed):
@@ -180,8 +225,7 @@ class _StandIn(object, metaclass=_Sealed):
 
     def __new__(cls, *args, **kwargs):
         self = object.__new__(cls)
-        object.__setattr__(self, "_kg", {"args": list(args), "kwargs": dict(kwargs), "state": None, "items": [],
-                                         "list": [], "attrs": {}})
+        object.__setattr__(self, "_kg", _Record(args, kwargs))
         return self
 
     def __init__(self, *args, **kwargs):
@@ -200,27 +244,28 @@ class _StandIn(object, metaclass=_Sealed):
             kg["state"] = state
 
     def __setattr__(self, name, value):
-        self._kg["attrs"][name] = value
+        kg = self._kg
+        if not kg.attrs:
+            kg.attrs = {}
+        kg.attrs[name] = value
 
     def __setitem__(self, key, value):
-        self._kg["items"].append((key, value))
+        kg = self._kg
+        if not kg.items:
+            kg.items = []
+        kg.items.append((key, value))
 
     def append(self, value):
-        self._kg["list"].append(value)
+        self.extend((value,))
 
     def extend(self, values):
-        self._kg["list"].extend(values)
-
-    def __call__(self, *args, **kwargs):
-        return _call_result(self, args, kwargs)
+        kg = self._kg
+        if not kg.list:
+            kg.list = []
+        kg.list.extend(values)
 
     def __repr__(self):
         return "<%s object>" % self._kg_name
-
-
-def _call_result(target, args, kwargs):
-    cls = _Sealed("call", (_StandIn,), {"_kg_name": "%s(...)" % _describe(target), "__slots__": ()})
-    return cls(*args, **kwargs)
 
 
 def _describe(obj):
@@ -228,11 +273,16 @@ def _describe(obj):
         return obj._kg_name
     if isinstance(obj, type) and issubclass(obj, _StandIn):
         return obj._kg_name
+    if isinstance(obj, type):
+        return getattr(obj, "_kg_name", obj.__name__)
+    if callable(obj):
+        return getattr(obj, "__name__", type(obj).__name__)
     return type(obj).__name__
 
 
 class _Namespace(object, metaclass=_Sealed):
     """argparse.Namespace: its attributes, as a dict."""
+    _kg_name = "argparse.Namespace"
 
     def __init__(self, **kwargs):
         self.__dict__.update(kwargs)
@@ -248,6 +298,7 @@ class _Namespace(object, metaclass=_Sealed):
 
 class _ODict(dict, metaclass=_Sealed):
     """collections.OrderedDict (a state_dict carries `_metadata` through BUILD: kept aside, not shown)."""
+    _kg_name = "collections.OrderedDict"
 
     def __setstate__(self, state):
         self.__dict__["_kg_state"] = state
@@ -255,10 +306,11 @@ class _ODict(dict, metaclass=_Sealed):
 
 class _NpDtype(object, metaclass=_Sealed):
     """numpy.dtype('f8', False, True) followed by BUILD (3, '<', ...)."""
+    _kg_name = "numpy.dtype"
     __slots__ = ("code", "order")
 
     def __init__(self, code="", *_rest):
-        self.code = str(code)
+        self.code = code if isinstance(code, str) else _short_repr(code)
         self.order = "<"
 
     def __setstate__(self, state):
@@ -287,6 +339,7 @@ _NP_KINDS = {"f": "float", "i": "int", "u": "uint", "c": "complex"}
 
 class _NpArray(object, metaclass=_Sealed):
     """numpy.core.multiarray._reconstruct(ndarray, (0,), b'b') then BUILD (1, shape, dtype, fortran, raw)."""
+    _kg_name = "numpy.ndarray"
     __slots__ = ("dtype", "shape", "values")
 
     def __init__(self, *_args):
@@ -298,7 +351,7 @@ class _NpArray(object, metaclass=_Sealed):
         if not (isinstance(state, tuple) and len(state) >= 5):
             return
         shape, dtype, raw = state[1], state[2], state[4]
-        self.shape = [int(d) for d in shape] if isinstance(shape, (tuple, list)) else []
+        self.shape = _shape(shape)
         self.dtype = dtype
         if isinstance(dtype, _NpDtype) and isinstance(raw, (bytes, bytearray)):
             size = 1
@@ -327,16 +380,127 @@ class _Reader(object):
         self.warnings = []
         self._classes = {}
         self._known = self._known_globals()
+        # What the pickle may call: the reader's own functions and classes (by identity), and stand-ins.
+        self._callables = set(map(id, self._known.values()))
+        self._copiers = set(map(id, (_safe_list, _safe_tuple, _safe_set, _safe_dict, _deque, _defaultdict,
+                                     _safe_bytes)))
+        self._rebuilders = set(id(v) for k, v in self._known.items() if "._rebuild_" in k)
+        # The pickle's work: opcodes, and items copied by the calls and BUILDs it makes (each 2 x LIMITS["items"],
+        # so a hostile file's objects stay within the memory limit; a real state_dict takes ~30 opcodes a tensor).
+        self.op_budget = 2 * kg_common.LIMITS["items"]
+        self.work_left = self.op_budget
+        self._ignored = set()
+        self._unsafe_seen = set()
+
+    def charge(self, n):
+        self.work_left -= n
+        if self.work_left < 0:
+            raise kg_common.LimitError("items", "the pickle's work (items copied)", self.op_budget)
+
+    def call(self, func, args, kwargs, how):
+        """REDUCE/NEWOBJ/OBJ/INST: only the reader's own callables run; a stand-in records the call."""
+        if type(args) is not tuple:
+            raise pickle.UnpicklingError("%s arguments must be a tuple, not %s" % (how, type(args).__name__))
+        n = len(args) + (len(kwargs) if kwargs else 0)
+        if kwargs is None and id(func) in self._rebuilders:  # tensors: nothing copied
+            self.work_left -= n
+            if self.work_left < 0:
+                self.charge(0)
+            return func(*args)
+        if id(func) in self._copiers or func is _ODict:
+            for a in args:  # what the call copies (list(a_long_string) makes a string per character)
+                if type(a) in _SIZED:
+                    n += len(a)
+        self.work_left -= n
+        if self.work_left < 0:
+            self.charge(0)
+        if kwargs is None and id(func) in self._callables:
+            return func(*args)
+        if isinstance(func, _StandIn):
+            target = "%s(...)" % func._kg_name[:200]
+            cls = self._classes.get(("call", target))
+            if cls is None:
+                cls = self._new_class(target, "call", False, False)
+                self._classes[("call", target)] = cls
+            return cls(*args, **(kwargs or {}))
+        if func is _ODict:
+            return _ODict(_safe_dict(*args, **(kwargs or {})))
+        if isinstance(func, _Sealed):
+            if how == "NEWOBJ":
+                obj = func.__new__(func, *args, **(kwargs or {}))
+                return obj
+            return func(*args, **(kwargs or {}))
+        if id(func) not in self._callables:
+            raise pickle.UnpicklingError("the pickle calls %s, which is not a class or function" % _describe(func))
+        if kwargs and any(not isinstance(k, str) for k in kwargs):
+            raise pickle.UnpicklingError("keyword names must be strings")
+        return func(*args, **(kwargs or {}))
+
+    def _ignore(self, what):
+        if what not in self._ignored and len(self._ignored) < 20:
+            self._ignored.add(what)
+            self.warnings.append("the pickle tried to %s: ignored" % what)
+
+    def setitem(self, target, k, v):
+        t = type(target)
+        if t is dict or t is _ODict:
+            if len(target) >= kg_common.LIMITS["items"]:
+                raise kg_common.LimitError("items", "one dict in the pickle")
+            target[_hkey(k)] = v
+        elif isinstance(target, _StandIn):
+            self.charge(1)
+            target.__setitem__(k, v)
+        else:
+            self._ignore("set an item on a %s" % _describe(target))
+
+    def extend(self, target, values):
+        t = type(target)
+        if t is list:
+            if len(target) + len(values) > kg_common.LIMITS["items"]:
+                raise kg_common.LimitError("items", "one list in the pickle")
+            target.extend(values)
+        elif isinstance(target, _StandIn):
+            self.charge(len(values))
+            target.extend(values)
+        else:
+            self._ignore("append to a %s" % _describe(target))
+
+    def additems(self, target, values):
+        if type(target) is set:
+            if len(target) + len(values) > kg_common.LIMITS["items"]:
+                raise kg_common.LimitError("items", "one set in the pickle")
+            for x in values:
+                target.add(_hkey(x))
+        else:
+            self._ignore("add set items to a %s" % _describe(target))
+
+    def build(self, inst, state):
+        """BUILD sets state only on an object this read made (never a class, a function or a shared object)."""
+        if isinstance(inst, type) or not isinstance(inst, (_StandIn, _Namespace, _ODict, _NpDtype, _NpArray)):
+            self._ignore("set the state of %s" % (("the class " + _describe(inst)) if isinstance(inst, type)
+                                                   else "a " + _describe(inst)))
+            return
+        if isinstance(state, (dict, tuple, list)):
+            n = len(state)
+            if isinstance(state, tuple):  # (state, slotstate): both dicts are merged
+                n += sum(len(x) for x in state[:4] if isinstance(x, dict))
+            self.charge(n)
+        inst.__setstate__(state)
 
     # Stand-in classes are made per file so nothing built from one file is shared with another.
     def standin(self, module, name, unsafe=False):
-        full = module + "." + name
+        full = module[:200] + "." + name[:200]
         cls = self._classes.get(full)
         if cls is None:
-            cls = _Sealed(str(name.split(".")[-1]), (_StandIn,),
-                          {"_kg_name": full, "_kg_unsafe": unsafe, "__slots__": ()})
+            cls = self._new_class(full, str(name.split(".")[-1]), unsafe, False)
             self._classes[full] = cls
         return cls
+
+    def _new_class(self, full, short, unsafe, ref):
+        # a class takes ~1 KB: a pickle naming a million globals would take a gigabyte
+        if len(self._classes) >= kg_common.LIMITS["items"] // 100:
+            raise kg_common.LimitError("items", "the classes the pickle names", kg_common.LIMITS["items"] // 100)
+        return _Sealed(short, (_StandIn,), {"_kg_name": full, "_kg_unsafe": unsafe, "_kg_ref": ref, "__slots__": ()})
 
     def find_class(self, module, name):
         module, name = str(module), str(name)
@@ -355,8 +519,12 @@ class _Reader(object):
         if module == "torch" and (name in _DTYPES or name in _TORCH_NAMES):
             return _Name("torch." + name)
         if _is_unsafe(module, name):
-            if full not in self.unsafe:
-                self.unsafe.append(full)
+            if full not in self._unsafe_seen:
+                self._unsafe_seen.add(full)
+                if len(self.unsafe) < 100:
+                    self.unsafe.append(full)
+                elif len(self.unsafe) == 100:
+                    self.warnings.append("more than 100 dangerous globals: the first 100 are listed")
             return self.standin(module, name, unsafe=True)
         return self.standin(module, name)
 
@@ -410,7 +578,8 @@ class _Reader(object):
             return tensor("?", ())
 
         def rebuild_from_type(func, _new_type, args, _state=None):
-            if callable(func) and (func in k.values()) and isinstance(args, tuple):
+            if id(func) in self._callables and isinstance(args, tuple):
+                self.charge(len(args))
                 return func(*args)
             return self.standin("torch._tensor", "_rebuild_from_type_v2")(func, _new_type, args)
 
@@ -443,7 +612,7 @@ class _Reader(object):
             k[b + ".bytearray"] = _safe_bytes
             k[b + ".bytes"] = _safe_bytes
             k[b + ".complex"] = _safe_complex
-            k[b + ".slice"] = slice
+            k[b + ".slice"] = _safe_slice
             k[b + ".int"] = _safe_int
             k[b + ".float"] = _safe_float
             k[b + ".str"] = _safe_str
@@ -480,8 +649,8 @@ class _Reader(object):
     def _reconstructor(self, cls, base=None, state=None):
         if isinstance(cls, type) and isinstance(cls, _Sealed):
             obj = cls.__new__(cls)
-            if state is not None and hasattr(obj, "__setstate__"):
-                obj.__setstate__(state)
+            if state is not None:
+                self.build(obj, state)
             return obj
         return self.standin("copyreg", "_reconstructor")(cls, base, state)
 
@@ -489,12 +658,11 @@ class _Reader(object):
         """getattr(SomeEnum, 'MEMBER') is how Python 3.11+ pickles enum members: a named reference, never looked up.
         Calling what it names is shown, and is unsafe when the object was."""
         target = obj._kg_name if isinstance(obj, (_StandIn, _Sealed)) and hasattr(obj, "_kg_name") else _describe(obj)
-        full = "%s.%s" % (target, name if isinstance(name, str) else "?")
+        full = "%s.%s" % (target[:200], name[:200] if isinstance(name, str) else "?")
         unsafe = bool(getattr(obj, "_kg_unsafe", False))
         cls = self._classes.get(("attr", full))
         if cls is None:
-            cls = _Sealed("attr", (_StandIn,), {"_kg_name": full, "_kg_unsafe": unsafe, "_kg_ref": True,
-                                                 "__slots__": ()})
+            cls = self._new_class(full, "attr", unsafe, True)
             self._classes[("attr", full)] = cls
         return cls()
 
@@ -503,20 +671,18 @@ class _Reader(object):
             return cls.__new__(cls, *args)
         return self.standin("copyreg", "__newobj__")(cls, *args)
 
-    def unpickler(self, fileobj):
-        reader = self
+    def save(self):
+        return (len(self.unsafe), set(self.globals_seen), self.tensor_count, dict(self.storages), len(self.warnings),
+                self.work_left)
 
-        class Unpickler(pickle.Unpickler):
-            def find_class(self, module, name):
-                return reader.find_class(module, name)
+    def restore(self, saved):
+        n_unsafe, self.globals_seen, self.tensor_count, self.storages, n_warn, self.work_left = saved
+        del self.unsafe[n_unsafe:]
+        del self.warnings[n_warn:]
 
-            def persistent_load(self, pid):
-                return reader.persistent_load(pid)
-
-        return Unpickler(fileobj, encoding="latin1")
-
-    def load(self, fileobj):
-        return self.unpickler(fileobj).load()
+    def load(self, data, pos=0, complete=True):
+        """(object, position after it) from the pickle at data[pos:]."""
+        return _Unpickler(self, data, pos, complete).load()
 
     @property
     def tensor_bytes(self):
@@ -546,8 +712,8 @@ def _camel_dtype(stem):
 
 
 def _torch_device(kind="cpu", index=None):
-    kind = str(kind)
-    return kind if index is None else "%s:%s" % (kind, index)
+    kind = kind if isinstance(kind, str) else _short_repr(kind)
+    return kind if index is None else "%s:%s" % (kind, index if isinstance(index, int) else _short_repr(index))
 
 
 def _iterable(v):
@@ -563,14 +729,17 @@ def _safe_tuple(v=()):
 
 
 def _safe_set(v=()):
-    try:
-        return frozenset(v) if _iterable(v) else frozenset()
-    except TypeError:  # unhashable members: keep them as a list
-        return list(v)
+    return frozenset(_hkey(x) for x in v) if _iterable(v) else frozenset()
 
 
 def _safe_dict(v=None, **kw):
-    d = dict(v) if isinstance(v, (dict, list, tuple)) else {}
+    d = {}
+    if isinstance(v, dict):
+        d.update(v)
+    elif isinstance(v, (list, tuple)):
+        for pair in v:
+            if isinstance(pair, (list, tuple)) and len(pair) == 2:
+                d[_hkey(pair[0])] = pair[1]
     d.update(kw)
     return d
 
@@ -595,17 +764,25 @@ def _safe_bytes(v=b"", *rest):
 
 
 def _safe_int(v=0, *rest):
-    if isinstance(v, (int, float, bool)):
+    if isinstance(v, float):
+        return int(v) if v == v and v not in (float("inf"), float("-inf")) else v
+    if isinstance(v, int):
         return int(v)
-    if isinstance(v, (str, bytes)) and len(v) <= 4300:
+    if isinstance(v, (str, bytes)):
+        text = v.strip()
+        sign = text[:1] in ("-", b"-")
+        if len(text) > _INT_DIGITS:  # described, never parsed (Python 3.11+ refuses, 3.8 takes quadratic time)
+            return _BigInt(len(text) - sign, sign)
         try:
-            return int(v, *[b for b in rest if isinstance(b, int)][:1])
+            return int(v, *[b for b in rest if isinstance(b, int) and (b == 0 or 2 <= b <= 36)][:1])
         except ValueError:
-            return str(v)
+            return _safe_str(v)
     return 0
 
 
 def _safe_float(v=0.0):
+    if isinstance(v, (str, bytes)) and len(v) > 1000:  # float('1' * 10**7) is slow, and its error repeats the text
+        return float("nan")
     try:
         return float(v) if isinstance(v, (int, float, str, bytes)) else float("nan")
     except ValueError:
@@ -613,7 +790,7 @@ def _safe_float(v=0.0):
 
 
 def _safe_str(v="", *_rest):
-    return v if isinstance(v, str) else v.decode("latin-1") if isinstance(v, bytes) else repr(v)
+    return v if isinstance(v, str) else v.decode("latin-1") if isinstance(v, bytes) else _short_repr(v)
 
 
 def _safe_complex(re=0.0, im=0.0):
@@ -622,8 +799,13 @@ def _safe_complex(re=0.0, im=0.0):
     return complex(0)
 
 
+def _safe_slice(*args):
+    return "slice(%s)" % ", ".join(_short_repr(a, 1) for a in args[:3])
+
+
 def _safe_range(*args):
-    return "range(%s)" % ", ".join(str(a) for a in args if isinstance(a, int))
+    return "range(%s)" % ", ".join(str(a) if a.bit_length() <= _BIG_BITS else "<big integer>"
+                                   for a in args if isinstance(a, int))
 
 
 def _path(*parts):
@@ -631,7 +813,8 @@ def _path(*parts):
 
 
 def _fraction(*args):
-    return "/".join(str(a) for a in args if isinstance(a, (int, str)))
+    return "/".join(a if isinstance(a, str) else str(a) if a.bit_length() <= _BIG_BITS else "<big integer>"
+                    for a in args if isinstance(a, (int, str)))
 
 
 def _np_scalar(dtype, data=None):
@@ -649,25 +832,561 @@ def _np_frombuffer(buf, dtype, shape, *_rest):
 
 
 # --------------------------------------------------------------------------------------------------------------------
+# The restricted unpickler: a stack machine of our own over the pickle's bytes in memory (never pickle.Unpickler,
+# whose C memo is an array a 24-byte file can size to gigabytes). Every opcode is counted, the memo is a dict capped
+# at LIMITS["items"], MARK nesting at LIMITS["depth"], containers and the stack at LIMITS["items"]; BUILD, SETITEM and
+# APPEND act only on objects this read made; the only callables are the reader's own.
+
+
+class _NeedMore(Exception):
+    """The pickle runs past the bytes read so far (a legacy file is read in growing chunks)."""
+
+
+class _BigInt(object):
+    """An integer written in decimal with more than 4,300 digits: described, never parsed (quadratic in Python)."""
+    __slots__ = ("digits", "negative")
+
+    def __init__(self, digits, negative):
+        self.digits = digits
+        self.negative = negative
+
+    def json(self):
+        return {"$bigint": {"bits": int(self.digits * 3.3219) + 1, "digits": self.digits, "negative": self.negative}}
+
+    def __repr__(self):
+        return "<integer of %d digits>" % self.digits
+
+
+class _Key(object):
+    """A dict key or set member too big or unhashable to hash safely: kept by identity, shown by a short repr."""
+    __slots__ = ("obj",)
+
+    def __init__(self, obj):
+        self.obj = obj
+
+    def __repr__(self):
+        return _short_repr(self.obj)
+
+    def __str__(self):
+        return _short_repr(self.obj)
+
+
+_repeat = itertools.repeat
+_UINT4 = struct.Struct("<I")
+_SIZED = frozenset((list, tuple, dict, set, frozenset, str, bytes, _ODict))
+_INT_DIGITS = 4300  # Python 3.11+ refuses str<->int beyond this; 3.8 would take quadratic time
+_BIG_BITS = 14284  # about 4,300 decimal digits
+_SIMPLE_KEYS = (str, bytes, float, bool, type(None))
+
+
+def _hkey(k):
+    """``k`` if hashing it is cheap (its hash cannot take exponential time or deep recursion), else a _Key."""
+    t = type(k)
+    if t in _SIMPLE_KEYS or t is int:
+        return k
+    if t is tuple or t is frozenset:
+        n, stack = 0, [k]
+        while stack:
+            x = stack.pop()
+            n += 1
+            if n > 256:
+                return _Key(k)
+            tx = type(x)
+            if tx is tuple or tx is frozenset:
+                stack.extend(x)
+            elif not (tx in _SIMPLE_KEYS or tx is int or tx is _Name or isinstance(x, _StandIn)):
+                return _Key(k)
+        return k
+    if t is _Name or isinstance(k, (_StandIn, _BigInt, _Key, datetime.date, datetime.time, datetime.timedelta)):
+        return k
+    return _Key(k)
+
+
+def _short_repr(obj, level=3):
+    """A repr of at most ~600 parts of 60 characters, whatever obj is: repr() of a shared or deep structure a pickle
+    built would take exponential time or recurse past the stack (reprlib falls back to repr() for dict subclasses)."""
+    t = type(obj)
+    if obj is None or t is bool or t is float or t is complex:
+        return repr(obj)
+    if t is int:
+        return repr(obj) if obj.bit_length() <= 200 else "<integer of %d bits>" % obj.bit_length()
+    if isinstance(obj, str):
+        return repr(str(obj[:60])) + ("..." if len(obj) > 60 else "")
+    if isinstance(obj, (bytes, bytearray)):
+        return repr(bytes(obj[:40])) + ("..." if len(obj) > 40 else "")
+    if isinstance(obj, (tuple, list, set, frozenset, dict)):
+        kind = tuple if isinstance(obj, tuple) else list if isinstance(obj, list) else dict \
+            if isinstance(obj, dict) else set
+        opening, closing = {tuple: "()", list: "[]", dict: "{}", set: "{}"}[kind]
+        if level <= 0:
+            return opening + "..." + closing
+        parts = []
+        for i, x in enumerate(obj.items() if kind is dict else obj):
+            if i == 8:
+                parts.append("...")
+                break
+            parts.append("%s: %s" % (_short_repr(x[0], level - 1), _short_repr(x[1], level - 1)) if kind is dict
+                         else _short_repr(x, level - 1))
+        return opening + ", ".join(parts) + ("," if kind is tuple and len(parts) == 1 else "") + closing
+    if isinstance(obj, (_StandIn, _Name, _BigInt)):
+        return repr(obj)
+    if isinstance(obj, _Key):
+        return _short_repr(obj.obj, level)
+    if isinstance(obj, (datetime.date, datetime.time, datetime.timedelta)):
+        return repr(obj)
+    return "<%s>" % _describe(obj)
+
+
+def _decode_str(raw, what="utf-8"):
+    return raw.decode(what, "surrogatepass") if what == "utf-8" else raw.decode(what)
+
+
+def _text_int(line):
+    """The decimal integer of a text opcode (INT, LONG, PUT, GET)."""
+    s = line.strip()
+    if s.endswith(b"L"):
+        s = s[:-1]
+    digits = len(s.lstrip(b"+-"))
+    if digits > _INT_DIGITS:
+        return _BigInt(digits, s.startswith(b"-"))
+    return int(s)
+
+
+class _Unpickler(object):
+    """One pickle, decoded from ``data[pos:]``; ``complete`` False means more bytes may follow (raise _NeedMore)."""
+
+    def __init__(self, reader, data, pos=0, complete=True):
+        self.reader = reader
+        self.data = data
+        self.pos = pos
+        self.complete = complete
+        limits = kg_common.LIMITS
+        self.items = limits["items"]
+        self.depth = limits["depth"]
+
+    def short(self):
+        if self.complete:
+            raise EOFError("the pickle ends early")
+        raise _NeedMore()
+
+    def line(self, pos):
+        data = self.data
+        end = data.find(b"\n", pos, pos + kg_common.LIMITS["line"])
+        if end < 0:
+            if len(data) - pos >= kg_common.LIMITS["line"]:
+                raise kg_common.LimitError("line", "a text opcode of the pickle")
+            self.short()
+        return data[pos:end], end + 1
+
+    def too_many(self, what):
+        raise kg_common.LimitError("items", what, self.items)
+
+    def load(self):
+        """(value, position after STOP)."""
+        reader = self.reader
+        data = self.data
+        end = len(data)
+        pos = self.pos
+        stack = []
+        metastack = []
+        memo = {}
+        items, depth = self.items, self.depth
+        # The opcode budget is counted by the loop itself; ops_left is a second one of the same size for the items
+        # that opcodes move into containers, and sets (216 bytes each) count 3 more.
+        ops_left = reader.op_budget
+        unpack_from = struct.unpack_from
+        unpack_I = _UINT4.unpack_from
+        append = stack.append
+        call = reader.call
+        try:
+            for _ in _repeat(None, reader.op_budget):
+                op = data[pos]
+                pos += 1
+                # most frequent first (in a torch state_dict): LONG_BINPUT, BINGET, BININT1, MARK, REDUCE, TUPLE...
+                if op == 0x72 or op == 0x71 or op == 0x94:  # LONG_BINPUT r, BINPUT q, MEMOIZE
+                    if op == 0x72:
+                        idx = unpack_I(data, pos)[0]
+                        pos += 4
+                    elif op == 0x71:
+                        idx = data[pos]
+                        pos += 1
+                    else:
+                        idx = len(memo)
+                    # while every index is below the item limit, so is the memo's size
+                    if idx >= items and len(memo) >= items and idx not in memo:
+                        self.too_many("the pickle's memo")
+                    memo[idx] = stack[-1]
+                elif op == 0x68 or op == 0x6A:  # BINGET h, LONG_BINGET j
+                    if op == 0x68:
+                        idx = data[pos]
+                        pos += 1
+                    else:
+                        idx = unpack_I(data, pos)[0]
+                        pos += 4
+                    try:
+                        append(memo[idx])
+                    except KeyError:
+                        raise pickle.UnpicklingError("memo key %d missing" % idx)
+                elif op == 0x4B:  # BININT1 K
+                    append(data[pos])
+                    pos += 1
+                elif op == 0x28:  # MARK (
+                    if len(metastack) >= depth:
+                        raise kg_common.LimitError("depth", "the pickle's nesting", depth)
+                    metastack.append(stack)
+                    stack = []
+                    append = stack.append
+                elif op == 0x52:  # REDUCE R
+                    args = stack.pop()
+                    stack[-1] = call(stack[-1], args, None, "REDUCE")
+                elif op == 0x74 and metastack:  # TUPLE t
+                    got = stack
+                    stack = metastack.pop()
+                    append = stack.append
+                    if len(got) > items:
+                        self.too_many("one container in the pickle")
+                    ops_left -= len(got)
+                    if ops_left < 0:
+                        break
+                    append(tuple(got))
+                elif op == 0x29:  # EMPTY_TUPLE )
+                    append(())
+                elif op == 0x58 or op == 0x8C or op == 0x8D:  # BINUNICODE X, SHORT_BINUNICODE, BINUNICODE8
+                    if op == 0x58:
+                        n = unpack_I(data, pos)[0]
+                        pos += 4
+                    elif op == 0x8C:
+                        n = data[pos]
+                        pos += 1
+                    else:
+                        n = unpack_from("<Q", data, pos)[0]
+                        pos += 8
+                    if pos + n > end:
+                        self.short()
+                    if n < 65536:
+                        append(data[pos:pos + n].decode("utf-8", "surrogatepass"))
+                    else:  # decoded in place: a 60 MB string is not copied twice
+                        with memoryview(data) as mv:
+                            append(codecs.utf_8_decode(mv[pos:pos + n], "surrogatepass", True)[0])
+                    pos += n
+                elif op == 0x89:  # NEWFALSE
+                    append(False)
+                elif op == 0x51:  # BINPERSID Q
+                    stack[-1] = reader.persistent_load(stack[-1])
+                elif op == 0x85 or op == 0x86 or op == 0x87:  # TUPLE1-3
+                    n = op - 0x84
+                    if len(stack) < n:
+                        raise pickle.UnpicklingError("stack underflow")
+                    t = tuple(stack[-n:])
+                    del stack[-n:]
+                    append(t)
+                elif op == 0x7D:  # EMPTY_DICT }
+                    append({})
+                elif op == 0x74 or op == 0x6C or op == 0x65 or op == 0x75 or op == 0x64 or op == 0x91 or op == 0x90 \
+                        or op == 0x31 or op == 0x6F or op == 0x69:
+                    # ops that pop a MARK: TUPLE t, LIST l, APPENDS e, SETITEMS u, DICT d, FROZENSET, ADDITEMS,
+                    # POP_MARK 1, OBJ o, INST i
+                    if op == 0x69:
+                        mod, pos = self.line(pos)
+                        name, pos = self.line(pos)
+                    if not metastack:
+                        raise pickle.UnpicklingError("no MARK on the stack")
+                    got = stack
+                    stack = metastack.pop()
+                    append = stack.append
+                    n = len(got)
+                    if n > items:
+                        self.too_many("one container in the pickle")
+                    ops_left -= n
+                    if ops_left < 0:
+                        break
+                    if op == 0x74:
+                        append(tuple(got))
+                    elif op == 0x6C:
+                        append(got)
+                    elif op == 0x65 or op == 0x75 or op == 0x90:
+                        if not stack:
+                            raise pickle.UnpicklingError("no container under the MARK")
+                        target = stack[-1]
+                        if op == 0x65:
+                            reader.extend(target, got)
+                        elif op == 0x75:
+                            if n % 2:
+                                raise pickle.UnpicklingError("odd number of items for SETITEMS")
+                            for i in range(0, n, 2):
+                                reader.setitem(target, got[i], got[i + 1])
+                        else:
+                            reader.additems(target, got)
+                    elif op == 0x64:
+                        if n % 2:
+                            raise pickle.UnpicklingError("odd number of items for DICT")
+                        d = {}
+                        for i in range(0, n, 2):
+                            reader.setitem(d, got[i], got[i + 1])
+                        append(d)
+                    elif op == 0x91:
+                        ops_left -= 3  # a set is 216 bytes or more
+                        if ops_left < 0:
+                            break
+                        if n > items:
+                            self.too_many("a frozenset in the pickle")
+                        append(frozenset(_hkey(x) for x in got))
+                    elif op == 0x6F:
+                        if not got:
+                            raise pickle.UnpicklingError("OBJ without a class")
+                        append(call(got[0], tuple(got[1:]), None, "OBJ"))
+                    elif op == 0x69:
+                        cls = reader.find_class(mod.decode("ascii"), name.decode("ascii"))
+                        append(call(cls, tuple(got), None, "INST"))
+                    # POP_MARK: nothing more
+                elif op == 0x5D:  # EMPTY_LIST ]
+                    append([])
+                elif op == 0x8F:  # EMPTY_SET (216 bytes: counted as 4 opcodes)
+                    ops_left -= 3
+                    if ops_left < 0:
+                        break
+                    append(set())
+                elif op == 0x73:  # SETITEM s
+                    if len(stack) < 3:
+                        raise pickle.UnpicklingError("stack underflow")
+                    v = stack.pop()
+                    k = stack.pop()
+                    reader.setitem(stack[-1], k, v)
+                elif op == 0x61:  # APPEND a
+                    if len(stack) < 2:
+                        raise pickle.UnpicklingError("stack underflow")
+                    v = stack.pop()
+                    reader.extend(stack[-1], (v,))
+                elif op == 0x50:  # PERSID P
+                    pid, pos = self.line(pos)
+                    append(reader.persistent_load(pid.decode("ascii")))
+                elif op == 0x4D:  # BININT2 M
+                    if pos + 2 > end:
+                        self.short()
+                    append(data[pos] | data[pos + 1] << 8)
+                    pos += 2
+                elif op == 0x4A:  # BININT J
+                    if pos + 4 > end:
+                        self.short()
+                    append(unpack_from("<i", data, pos)[0])
+                    pos += 4
+                elif op == 0x4E:  # NONE N
+                    append(None)
+                elif op == 0x88:  # NEWTRUE
+                    append(True)
+                elif op == 0x47:  # BINFLOAT G
+                    if pos + 8 > end:
+                        self.short()
+                    append(unpack_from(">d", data, pos)[0])
+                    pos += 8
+                elif op == 0x62:  # BUILD b
+                    if len(stack) < 2:
+                        raise pickle.UnpicklingError("stack underflow")
+                    state = stack.pop()
+                    reader.build(stack[-1], state)
+                elif op == 0x63:  # GLOBAL c
+                    mod, pos = self.line(pos)
+                    name, pos = self.line(pos)
+                    append(reader.find_class(mod.decode("utf-8", "replace"), name.decode("utf-8", "replace")))
+                elif op == 0x93:  # STACK_GLOBAL
+                    if len(stack) < 2:
+                        raise pickle.UnpicklingError("stack underflow")
+                    name = stack.pop()
+                    mod = stack.pop()
+                    if not isinstance(mod, str) or not isinstance(name, str):
+                        raise pickle.UnpicklingError("STACK_GLOBAL needs two strings")
+                    append(reader.find_class(mod, name))
+                elif op == 0x81 or op == 0x92:  # NEWOBJ, NEWOBJ_EX
+                    kwargs = None
+                    if op == 0x92:
+                        if len(stack) < 3:
+                            raise pickle.UnpicklingError("stack underflow")
+                        kwargs = stack.pop()
+                        if not isinstance(kwargs, dict):
+                            raise pickle.UnpicklingError("NEWOBJ_EX kwargs must be a dict")
+                    if len(stack) < 2:
+                        raise pickle.UnpicklingError("stack underflow")
+                    args = stack.pop()
+                    stack[-1] = call(stack[-1], args, kwargs, "NEWOBJ")
+                elif op == 0x80:  # PROTO
+                    if pos + 1 > end:
+                        self.short()
+                    if data[pos] > pickle.HIGHEST_PROTOCOL and data[pos] > 5:
+                        raise ValueError("unsupported pickle protocol: %d" % data[pos])
+                    pos += 1
+                elif op == 0x95:  # FRAME: the bytes are all here already
+                    if pos + 8 > end:
+                        self.short()
+                    pos += 8
+                elif op == 0x2E:  # STOP .
+                    if not stack:
+                        raise pickle.UnpicklingError("STOP on an empty stack")
+                    return stack[-1], pos
+                elif op == 0x30:  # POP 0
+                    if stack:
+                        stack.pop()
+                    elif metastack:
+                        stack = metastack.pop()
+                        append = stack.append
+                    else:
+                        raise pickle.UnpicklingError("stack underflow")
+                elif op == 0x32:  # DUP 2
+                    if not stack:
+                        raise pickle.UnpicklingError("stack underflow")
+                    append(stack[-1])
+                elif op == 0x8A or op == 0x8B:  # LONG1, LONG4
+                    width = 1 if op == 0x8A else 4
+                    if pos + width > end:
+                        self.short()
+                    n = data[pos] if width == 1 else unpack_from("<i", data, pos)[0]
+                    pos += width
+                    if n < 0:
+                        raise pickle.UnpicklingError("LONG4 with a negative length")
+                    if pos + n > end:
+                        self.short()
+                    append(int.from_bytes(data[pos:pos + n], "little", signed=True))
+                    pos += n
+                elif op == 0x54 or op == 0x55 or op == 0x42 or op == 0x43 or op == 0x8E or op == 0x96:
+                    # BINSTRING T, SHORT_BINSTRING U, BINBYTES B, SHORT_BINBYTES C, BINBYTES8, BYTEARRAY8
+                    width = 1 if op in (0x55, 0x43) else 8 if op in (0x8E, 0x96) else 4
+                    if pos + width > end:
+                        self.short()
+                    n = data[pos] if width == 1 else unpack_from("<i" if op == 0x54 else "<I" if width == 4 else "<Q",
+                                                                  data, pos)[0]
+                    pos += width
+                    if n < 0:
+                        raise pickle.UnpicklingError("negative byte count")
+                    if pos + n > end:
+                        self.short()
+                    raw = bytes(data[pos:pos + n])
+                    pos += n
+                    append(raw.decode("latin-1") if op in (0x54, 0x55) else raw)
+                elif op == 0x49 or op == 0x4C:  # INT I, LONG L (text)
+                    line, pos = self.line(pos)
+                    if op == 0x49 and line == b"00":
+                        append(False)
+                    elif op == 0x49 and line == b"01":
+                        append(True)
+                    else:
+                        append(_text_int(line))
+                elif op == 0x46:  # FLOAT F
+                    line, pos = self.line(pos)
+                    append(float(line))
+                elif op == 0x53:  # STRING S
+                    line, pos = self.line(pos)
+                    line = line.strip()
+                    if len(line) < 2 or line[:1] != line[-1:] or line[:1] not in (b"'", b'"'):
+                        raise pickle.UnpicklingError("the STRING opcode argument must be quoted")
+                    append(codecs.escape_decode(line[1:-1])[0].decode("latin-1"))
+                elif op == 0x56:  # UNICODE V
+                    line, pos = self.line(pos)
+                    append(line.decode("raw-unicode-escape"))
+                elif op == 0x70:  # PUT p
+                    line, pos = self.line(pos)
+                    idx = _text_int(line)
+                    if not isinstance(idx, int) or not stack:
+                        raise pickle.UnpicklingError("bad PUT")
+                    if idx not in memo and len(memo) >= items:
+                        self.too_many("the pickle's memo")
+                    memo[idx] = stack[-1]
+                elif op == 0x67:  # GET g
+                    line, pos = self.line(pos)
+                    idx = _text_int(line)
+                    try:
+                        append(memo[idx])
+                    except (KeyError, TypeError):
+                        raise pickle.UnpicklingError("memo key missing")
+                elif op == 0x82 or op == 0x83 or op == 0x84:  # EXT1, EXT2, EXT4: the copyreg extension registry
+                    width = {0x82: 1, 0x83: 2, 0x84: 4}[op]
+                    if pos + width > end:
+                        self.short()
+                    code = int.from_bytes(data[pos:pos + width], "little")
+                    pos += width
+                    append(reader.standin("copyreg", "extension_%d" % code))
+                elif op == 0x98:  # READONLY_BUFFER: nothing to do
+                    pass
+                elif op == 0x97:  # NEXT_BUFFER
+                    raise pickle.UnpicklingError("out-of-band buffers are not in the file")
+                else:
+                    raise pickle.UnpicklingError("invalid opcode 0x%02x at byte %d" % (op, pos - 1))
+        except (IndexError, struct.error):
+            if pos >= end - 8:  # a read past the bytes there are
+                self.short()
+            raise pickle.UnpicklingError("stack underflow at byte %d" % (pos - 1))
+        raise kg_common.LimitError("items", "the pickle's opcodes", reader.op_budget)
+
+
+# --------------------------------------------------------------------------------------------------------------------
 # Decoded objects -> JSON-able values.
+
+
+# How much of the args is shown: strings past TEXT_SHOWN characters are cut (their length said), and the whole
+# rendering stops at MAX_NODES values or RENDER_BUDGET characters, well inside the answer's output limit.
+TEXT_SHOWN = 16384
+RENDER_BUDGET = kg_common.LIMITS["output"] // 8
+# An object the pickle shares (memo) is shown in full where it first appears and as {"$ref": "<JSONPath of that
+# place>"} everywhere after ($ is the shown value, .key or ["key"], [index]): a 4 KB file that references one
+# string 2^18 times, or a graph that doubles at every level, stays small. Values this small are shown again instead.
+REF_MIN_NODES = 8
+REF_MIN_TEXT = 256
+
+
+def _path_text(at):
+    parts = []
+    while at is not None:
+        at, seg = at
+        parts.append(seg)
+    out = "$"
+    for seg in reversed(parts):
+        if isinstance(seg, int):
+            out += "[%d]" % seg
+        elif seg.replace("_", "a").isalnum() and not seg[:1].isdigit():
+            out += "." + seg
+        else:
+            out += "[%s]" % json.dumps(seg)
+    return out
 
 
 class _Converter(object):
     def __init__(self, prune_tensors=False):
         self.nodes = 0
+        self.chars = 0
         self.truncated = False
         self.prune = prune_tensors
+        self.refs = 0
+        self._seen = {}  # id -> [place, nodes its rendering took (None while in progress)]
+        self._tensor_only = {}
 
-    def __call__(self, obj, depth=0, path=()):
+    def __call__(self, obj, depth=0, at=None):
         self.nodes += 1
-        if self.nodes > MAX_NODES:
+        if self.nodes > MAX_NODES or self.chars > RENDER_BUDGET:
             self.truncated = True
             return "<truncated>"
         if depth > MAX_DEPTH:
             self.truncated = True
             return "<too deep>"
-        if obj is None or isinstance(obj, (bool, int, float, str)):
-            return obj
+        if obj is None or isinstance(obj, bool):
+            return obj if obj is None or type(obj) is bool else bool(obj)
+        if isinstance(obj, float):
+            return float(obj)
+        if isinstance(obj, int):
+            bits = obj.bit_length()
+            if bits > _BIG_BITS:
+                return {"$bigint": {"bits": bits, "digits": int(bits * 0.30103) + 1, "negative": obj < 0}}
+            return int(obj)
+        if isinstance(obj, str):
+            n = len(obj)
+            if n > REF_MIN_TEXT:
+                ref = self._ref(obj, at)
+                if ref is not None:
+                    return ref
+                self._seen[id(obj)][1] = REF_MIN_NODES + 1
+            if n > TEXT_SHOWN:
+                self.truncated = True
+                self.chars += TEXT_SHOWN
+                return "%s... [truncated: %d characters in all]" % (obj[:TEXT_SHOWN], n)
+            self.chars += n
+            return str(obj)
         if isinstance(obj, (bytes, bytearray)):
             return repr(bytes(obj)) if len(obj) <= 64 else "<%d bytes>" % len(obj)
         if isinstance(obj, complex):
@@ -678,106 +1397,134 @@ class _Converter(object):
             return {"storage": obj.dtype, "numel": obj.numel, "bytes": obj.nbytes}
         if isinstance(obj, _Name):
             return obj.text
+        if isinstance(obj, _BigInt):
+            return obj.json()
+        if isinstance(obj, _Key):
+            return repr(obj)
         if isinstance(obj, _NpDtype):
             return obj.name
-        if isinstance(obj, _NpArray):
-            out = {"dtype": obj.dtype.name if isinstance(obj.dtype, _NpDtype) else "?", "shape": list(obj.shape)}
-            if obj.values is not None:
-                out["values"] = [self(v, depth + 1, path) for v in obj.values]
-            return out
         if isinstance(obj, (datetime.datetime, datetime.date, datetime.time)):
             return obj.isoformat()
-        if isinstance(obj, (datetime.timedelta, datetime.timezone, slice)):
+        if isinstance(obj, datetime.timedelta):
             return str(obj)
+        if isinstance(obj, datetime.timezone):
+            return _short_repr(obj.tzname(None))
         if isinstance(obj, type):
             return "<%s>" % (obj._kg_name if issubclass(obj, _StandIn) else obj.__name__)
-        oid = id(obj)
-        if oid in path:
-            return "<cycle>"
-        path = path + (oid,)
+        ref = self._ref(obj, at)
+        if ref is not None:
+            return ref
+        entry = self._seen[id(obj)]
+        before = self.nodes
         if isinstance(obj, dict):
-            return self._dict(obj.items(), depth, path)
-        if isinstance(obj, (list, tuple)):
-            return self._list(obj, depth, path)
-        if isinstance(obj, (set, frozenset)):
-            return self._list(sorted(obj, key=repr), depth, path)
-        if isinstance(obj, _Namespace):
-            return self._dict(obj.__dict__.items(), depth, path)
-        if isinstance(obj, _StandIn):
-            return self._standin(obj, depth, path)
-        return repr(obj)
-
-    def _value(self, v, depth, path):
-        if self.prune and _has_tensor_only(v):
-            return _tensor_summary(v)
-        return self(v, depth + 1, path)
-
-    def _list(self, items, depth, path):
-        return [self._value(v, depth, path) for v in items]
-
-    def _dict(self, items, depth, path):
-        out = {}
-        for k, v in items:
-            out[_key(k)] = self._value(v, depth, path)
+            out = self._dict(obj.items(), depth, at)
+        elif isinstance(obj, (list, tuple)):
+            out = self._list(obj, depth, at)
+        elif isinstance(obj, (set, frozenset)):
+            out = self._list(sorted(obj, key=_short_repr) if len(obj) <= MAX_NODES else list(obj), depth, at)
+        elif isinstance(obj, _Namespace):
+            out = self._dict(obj.__dict__.items(), depth, at)
+        elif isinstance(obj, _StandIn):
+            out = self._standin(obj, depth, at)
+        elif isinstance(obj, _NpArray):
+            out = {"dtype": obj.dtype.name if isinstance(obj.dtype, _NpDtype) else "?", "shape": list(obj.shape)}
+            if obj.values is not None:
+                out["values"] = [self(v, depth + 1, (at, "values")) for v in obj.values]
+        else:
+            out = _short_repr(obj)
+        entry[1] = self.nodes - before
         return out
 
-    def _standin(self, obj, depth, path):
+    def _ref(self, obj, at):
+        """{"$ref": place} when obj was shown before (or is being shown: a cycle); else None, and obj is noted."""
+        entry = self._seen.get(id(obj))
+        if entry is None:
+            self._seen[id(obj)] = [at, None]
+            return None
+        if entry[1] is not None and entry[1] <= REF_MIN_NODES and not (isinstance(obj, str)):
+            return None  # small: shown again
+        self.refs += 1
+        return {"$ref": _path_text(entry[0])}
+
+    def _value(self, v, depth, at):
+        if self.prune and self._has_tensor_only(v, 0):
+            return _tensor_summary(v)
+        return self(v, depth + 1, at)
+
+    def _has_tensor_only(self, v, depth):
+        """True for a tensor, or a container whose leaves are all tensors (a state_dict, optimizer moments)."""
+        if isinstance(v, (_Tensor, _Storage)):
+            return True
+        if not isinstance(v, (dict, list, tuple)) or not v or depth > MAX_DEPTH:
+            return False
+        known = self._tensor_only.get(id(v))
+        if known is None:
+            self._tensor_only[id(v)] = False  # a cycle is not tensor-only
+            vals = v.values() if isinstance(v, dict) else v
+            known = all(self._has_tensor_only(x, depth + 1) for x in vals)
+            self._tensor_only[id(v)] = known
+        return known
+
+    def _list(self, items, depth, at):
+        return [self._value(v, depth, (at, i)) for i, v in enumerate(items)]
+
+    def _dict(self, items, depth, at):
+        out = {}
+        for k, v in items:
+            k = _key(k)
+            out[k] = self._value(v, depth, (at, k))
+        return out
+
+    def _standin(self, obj, depth, at):
         kg = obj._kg
         state, args, items, lst, attrs = kg["state"], kg["args"], kg["items"], kg["list"], kg["attrs"]
         bare = state is None and not items and not lst and not attrs and not kg["kwargs"] and not args
         if obj._kg_ref and bare:
             return obj._kg_name
-        if (not obj._kg_unsafe and state is None and not items and not lst and not attrs and not kg["kwargs"] and len(args) == 1
-                and (args[0] is None or isinstance(args[0], (bool, int, float, str)))):
-            return args[0]  # an enum value, or a str/int subclass
+        if (not obj._kg_unsafe and state is None and not items and not lst and not attrs and not kg["kwargs"]
+                and len(args) == 1 and (args[0] is None or isinstance(args[0], (bool, int, float, str)))):
+            return self(args[0], depth, at)  # an enum value, or a str/int subclass
         out = {"$class": obj._kg_name}
         if obj._kg_unsafe:
             out["$unsafe"] = True
         if args:
-            out["$args"] = self(list(args), depth + 1, path)
+            out["$args"] = self._list(args, depth + 1, (at, "$args"))
         if kg["kwargs"]:
-            out["$kwargs"] = self(kg["kwargs"], depth + 1, path)
+            out["$kwargs"] = self._dict(kg["kwargs"].items(), depth + 1, (at, "$kwargs"))
         if isinstance(state, dict):
-            for k, v in self(state, depth + 1, path).items():
+            for k, v in self._dict(state.items(), depth, at).items():
                 out.setdefault(k, v)
         elif state is not None:
-            out["$state"] = self(state, depth + 1, path)
+            out["$state"] = self(state, depth + 1, (at, "$state"))
         if attrs:
-            for k, v in self(attrs, depth + 1, path).items():
+            for k, v in self._dict(attrs.items(), depth, at).items():
                 out.setdefault(k, v)
         if items:
-            out["$items"] = self._dict(items, depth + 1, path)
+            out["$items"] = self._dict(items, depth + 1, (at, "$items"))
         if lst:
-            out["$list"] = self._list(lst, depth + 1, path)
+            out["$list"] = self._list(lst, depth + 1, (at, "$list"))
         return out
 
 
-def _has_tensor_only(v):
-    """True for a tensor, or a container whose leaves are all tensors (a state_dict, optimizer moments)."""
-    if isinstance(v, (_Tensor, _Storage)):
-        return True
-    if isinstance(v, dict):
-        return bool(v) and all(_has_tensor_only(x) for x in v.values())
-    if isinstance(v, (list, tuple)):
-        return bool(v) and all(_has_tensor_only(x) for x in v)
-    return False
-
-
 def _tensor_summary(v):
-    """'<tensor float32[3, 2]>' or '<12 tensors, 1.5 MB>' in place of tensors in a summary."""
+    """'<tensor float32[3, 2]>' or '<12 tensors, 1.5 MB>' in place of tensors in a summary (a shared one once)."""
     if isinstance(v, _Tensor):
         return "<tensor %s%s>" % (v.dtype, v.shape)
-    leaves = []
+    leaves = {}
+    seen = set()
     stack = [v]
     while stack:
         x = stack.pop()
+        if id(x) in seen:
+            continue
+        seen.add(id(x))
         if isinstance(x, dict):
             stack.extend(x.values())
         elif isinstance(x, (list, tuple)):
             stack.extend(x)
         else:
-            leaves.append(x)
-    nbytes = sum(x.nbytes for x in leaves)
+            leaves[id(x)] = x
+    nbytes = sum(x.nbytes for x in leaves.values())
     return "<%d tensor%s, %s>" % (len(leaves), "" if len(leaves) == 1 else "s", _human(nbytes))
 
 
@@ -792,6 +1539,8 @@ def _human(n):
 def _key(k):
     if isinstance(k, str):
         return k
+    if isinstance(k, int) and not isinstance(k, bool) and k.bit_length() > _BIG_BITS:
+        return "<integer of %d bits>" % k.bit_length()
     if isinstance(k, (int, float, bool)) or k is None:
         return json.dumps(k)
     if isinstance(k, _Name):
@@ -800,7 +1549,7 @@ def _key(k):
         state = k._kg["state"]
         if isinstance(state, dict) and isinstance(state.get("fqn"), str):
             return state["fqn"]
-    return repr(k)
+    return _short_repr(k)
 
 
 def _args_type(obj):
@@ -860,44 +1609,62 @@ class _CountingFile(io.RawIOBase):
 
 
 def _open(path):
-    try:
-        raw = open(path, "rb", buffering=0)
-    except FileNotFoundError:
-        raise kg_common.ProbeError("no such file: %s" % path, "not-found")
-    except PermissionError:
-        raise kg_common.ProbeError("permission denied: %s" % path, "permission-denied")
-    except IsADirectoryError:
-        raise kg_common.ProbeError("is a folder: %s" % path, "not-a-checkpoint")
-    except OSError as e:
-        raise kg_common.ProbeError("cannot read %s: %s" % (path, e.strerror or e), "unreadable")
-    return _CountingFile(raw)
+    # open_regular: a FIFO or a device (/dev/zero) is refused by name, never read (a FIFO would block forever)
+    return _CountingFile(kg_common.open_regular(path, buffering=0))
 
 
-def _unpickle(reader, fileobj, what, path):
+def _unpickle(reader, data, pos, what, path, complete=True):
+    """(object, position after it); a failure is a ProbeError (a limit's own, or corrupt), never another exception.
+    _NeedMore passes through (the caller reads more of a legacy file)."""
     try:
-        return reader.load(fileobj)
-    except kg_common.ProbeError:
+        return reader.load(data, pos, complete)
+    except kg_common.LimitError as e:
+        if reader.unsafe:  # a hostile file is still reported (what it wanted to call), with the limit it hit
+            reader.warnings.append("could not decode %s: %s" % (what, e))
+            return _FAILED, len(data)
         raise
-    except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError, KeyError, IndexError,
-            struct.error, UnicodeDecodeError, zipfile.BadZipFile, OverflowError, RecursionError) as e:
+    except (kg_common.ProbeError, _NeedMore):
+        raise
+    except MemoryError:
+        raise kg_common.LimitError("memory", "decoding the %s in %s" % (what, path))
+    except RecursionError:
+        raise kg_common.LimitError("depth", "decoding the %s in %s" % (what, path))
+    except Exception as e:  # any other failure of a hostile or damaged pickle is its corruption, not our crash
         if reader.unsafe:
             # A hostile file is still reported (what it wanted to call), not just refused.
-            reader.warnings.append("could not decode %s: %s: %s" % (what, type(e).__name__, e))
-            return _FAILED
+            reader.warnings.append("could not decode %s: %s: %s" % (what, type(e).__name__, _short_repr(str(e))))
+            return _FAILED, len(data)
         if isinstance(e, EOFError):
             raise kg_common.ProbeError("truncated %s in %s" % (what, path), "corrupt")
-        raise kg_common.ProbeError("corrupt %s in %s (%s: %s)" % (what, path, type(e).__name__, e), "corrupt")
-    except MemoryError:
-        raise kg_common.ProbeError("%s in %s is too large to decode" % (what, path), "corrupt")
+        raise kg_common.ProbeError("corrupt %s in %s (%s: %s)" % (what, path, type(e).__name__, _short_repr(str(e))),
+                                   "corrupt")
 
 
 _FAILED = object()
 
 
+def _inflate(member, what):
+    """A zip member's bytes, streamed, up to LIMITS["read"] of them whatever its header says it holds."""
+    limit = kg_common.LIMITS["read"]
+    data = bytearray()  # grown in place (no second copy), and decoded as it is
+    while True:
+        chunk = member.read(1 << 20)
+        if not chunk:
+            break
+        if len(data) + len(chunk) > limit:
+            raise kg_common.LimitError("read", "%s inflates to more than that" % what)
+        data += chunk
+    return data
+
+
 def _read_torch_zip(fileobj, path, reader):
     try:
         zf = zipfile.ZipFile(fileobj)
-    except (zipfile.BadZipFile, OSError, EOFError, ValueError) as e:
+    except kg_common.ProbeError:
+        raise
+    except MemoryError:
+        raise kg_common.LimitError("memory", "the zip directory of %s" % path)
+    except Exception as e:  # zipfile fails on a damaged archive in many ways (BadZipFile, OverflowError, ...)
         raise kg_common.ProbeError("truncated or corrupt zip archive: %s (%s)" % (path, e), "corrupt")
     try:
         infos = zf.infolist()
@@ -911,40 +1678,63 @@ def _read_torch_zip(fileobj, path, reader):
         if len(pkls) > 1:
             reader.warnings.append("several data.pkl entries; read %s" % pkls[0].filename)
         info = pkls[0]
-        if info.file_size > MAX_PICKLE_BYTES:
-            raise kg_common.ProbeError("the pickle in %s is %d MB: too large to read safely"
-                                       % (path, info.file_size >> 20), "corrupt")
+        if info.file_size > kg_common.LIMITS["read"]:
+            raise kg_common.LimitError("read", "the pickle in %s is %s" % (path, kg_common.human_bytes(info.file_size)))
         prefix = info.filename[:-len("data.pkl")]
         names = set(i.filename for i in infos)
-        if prefix + "byteorder" in names:
-            order = zf.read(prefix + "byteorder").strip()
-            if order not in (b"little", b""):
-                reader.warnings.append("tensors stored %s-endian" % order.decode("latin-1"))
-        if any(n.startswith(prefix + "code/") for n in names):
-            reader.warnings.append("a TorchScript archive: only its data.pkl is shown")
         try:
-            member = zf.open(info)
-        except (zipfile.BadZipFile, OSError, EOFError, ValueError) as e:
+            if prefix + "byteorder" in names:
+                with zf.open(prefix + "byteorder") as m:
+                    order = m.read(16).strip()
+                if order not in (b"little", b""):
+                    reader.warnings.append("tensors stored %s-endian" % order.decode("latin-1"))
+            if any(n.startswith(prefix + "code/") for n in names):
+                reader.warnings.append("a TorchScript archive: only its data.pkl is shown")
+            with zf.open(info) as member:
+                data = _inflate(member, "the pickle in %s" % path)
+        except kg_common.ProbeError:
+            raise
+        except MemoryError:
+            raise kg_common.LimitError("memory", "inflating the pickle in %s" % path)
+        except Exception as e:  # BadZipFile, zlib.error, OverflowError of a damaged offset, ...
             raise kg_common.ProbeError("truncated or corrupt zip archive: %s (%s)" % (path, e), "corrupt")
-        with member:
-            return _unpickle(reader, member, "pickle", path)
+        return _unpickle(reader, data, 0, "pickle", path)[0]
     finally:
         zf.close()
 
 
 def _read_legacy(fileobj, path, reader):
-    """Legacy torch format: magic number, protocol version, sys_info, then the object; the storages follow it."""
-    buffered = io.BufferedReader(fileobj, 65536)
-    first = _unpickle(reader, buffered, "pickle", path)
-    if first is _FAILED:
-        return "pickle", _FAILED
-    if first != LEGACY_MAGIC:
-        return "pickle", first  # a plain pickle file
-    version = _unpickle(reader, buffered, "legacy header", path)
-    if version != 1001:
-        reader.warnings.append("unexpected legacy protocol version %r" % (version,))
-    _unpickle(reader, buffered, "legacy header", path)  # sys_info: byte order and type sizes
-    return "torch-legacy", _unpickle(reader, buffered, "pickle", path)
+    """Legacy torch format: magic number, protocol version, sys_info, then the object; the storages follow it.
+
+    The file is read in growing chunks (never past LIMITS["read"]): a pickle that runs past the bytes read so far is
+    decoded again from its start with more, on a fresh copy of the reader's counts."""
+    limit = kg_common.LIMITS["read"]
+    data = fileobj.read(min(1 << 20, limit))
+    complete = len(data) < min(1 << 20, limit)
+    pos = 0
+    values = []
+    while len(values) < 4:
+        saved = reader.save()
+        try:
+            value, pos = _unpickle(reader, data, pos, "pickle" if not values or len(values) == 3 else "legacy header",
+                                   path, complete)
+        except _NeedMore:
+            reader.restore(saved)
+            if len(data) >= limit:
+                raise kg_common.LimitError("read", "the pickle in %s" % path)
+            want = min(len(data) * 4, limit) - len(data)
+            more = fileobj.read(want)
+            complete = len(more) < want
+            data += more
+            continue
+        if value is _FAILED:
+            return "pickle", _FAILED
+        values.append(value)
+        if len(values) == 1 and not (type(value) is int and value == LEGACY_MAGIC):
+            return "pickle", value  # a plain pickle file
+        if len(values) == 2 and value != 1001:
+            reader.warnings.append("unexpected legacy protocol version %s" % _short_repr(value))
+    return "torch-legacy", values[3]
 
 
 def _read_safetensors_header(fileobj, path, size):
@@ -952,11 +1742,13 @@ def _read_safetensors_header(fileobj, path, size):
     if len(head) < 8:
         raise kg_common.ProbeError("truncated safetensors file: %s" % path, "corrupt")
     n = struct.unpack("<Q", head)[0]
-    if n > MAX_SAFETENSORS_HEADER or n + 8 > size:
+    if n + 8 > size:
         raise kg_common.ProbeError("truncated or corrupt safetensors header: %s" % path, "corrupt")
+    if n > min(MAX_SAFETENSORS_HEADER, kg_common.LIMITS["read"]):
+        raise kg_common.LimitError("read", "the safetensors header of %s is %s" % (path, kg_common.human_bytes(n)))
     raw = fileobj.read(n)
     try:
-        header = json.loads(raw.decode("utf-8"))
+        header = kg_common.loads_bounded(raw.decode("utf-8"), "the safetensors header of %s" % path)
     except (ValueError, UnicodeDecodeError):
         raise kg_common.ProbeError("corrupt safetensors header: %s" % path, "corrupt")
     if not isinstance(header, dict):
@@ -968,9 +1760,13 @@ def _read_safetensors_header(fileobj, path, size):
         if not isinstance(t, dict):
             continue
         dtype, shape, offs = t.get("dtype"), t.get("shape") or [], t.get("data_offsets") or [0, 0]
-        nbytes = (offs[1] - offs[0]) if len(offs) == 2 else 0
-        data_end = max(data_end, offs[1] if len(offs) == 2 else 0)
-        tensors[name] = {"dtype": dtype, "shape": shape, "bytes": nbytes}
+        if not (isinstance(offs, list) and len(offs) == 2 and all(type(o) is int and 0 <= o < 1 << 63 for o in offs)
+                and offs[0] <= offs[1]):
+            raise kg_common.ProbeError("corrupt safetensors header: %s (%s: bad data_offsets)" % (path, name),
+                                       "corrupt")
+        data_end = max(data_end, offs[1])
+        tensors[name] = {"dtype": dtype if isinstance(dtype, str) else _short_repr(dtype),
+                         "shape": _shape(shape), "bytes": offs[1] - offs[0]}
     if 8 + n + data_end > size:
         raise kg_common.ProbeError("truncated safetensors file: %s (%d bytes, header says %d)"
                                    % (path, size, 8 + n + data_end), "corrupt")
@@ -992,7 +1788,7 @@ def _decode_meta_values(meta):
             try:
                 out[k] = json.loads(v)
                 continue
-            except ValueError:
+            except (ValueError, RecursionError):
                 pass
         out[k] = v
     return out
@@ -1093,6 +1889,9 @@ def _fill(doc, reader, top, keys, want_all, preferred=ARG_KEYS):
                                    % ", ".join(preferred))
         if conv.truncated:
             doc["warnings"].append("the args are too large or too deep: shown truncated")
+        if conv.refs:
+            doc["warnings"].append("%d shared value%s shown once: later uses are {\"$ref\": PATH}, PATH the place "
+                                   "where it is shown ($ is the args)" % (conv.refs, "" if conv.refs == 1 else "s"))
     doc["tensors"]["count"] += reader.tensor_count
     doc["tensors"]["bytes"] += reader.tensor_bytes
     _note_unsafe(doc, reader)
@@ -1146,7 +1945,7 @@ def _read_file(path, size, keys, want_all, res):
             meta, tensors = _read_safetensors_header(f, path, size)
             _fill_safetensors(doc, meta, tensors, keys, want_all)
             return
-        elif size >= 512 and _is_tar(path):
+        elif size >= 512 and _is_tar(f):
             raise kg_common.ProbeError("torch tar checkpoint (written by torch < 0.4) is not supported: %s" % path,
                                        "not-a-checkpoint")
         else:
@@ -1160,11 +1959,18 @@ def _read_file(path, size, keys, want_all, res):
         f.close()
 
 
-def _is_tar(path):
-    try:
-        return tarfile.is_tarfile(path)
-    except (OSError, tarfile.TarError):
+def _is_tar(f):
+    """A tar header block (its checksum matches) at the start: checked on 512 bytes, never by tarfile, which tries
+    every decompressor on the file (lzma reads a 10 GB file of zeros to its end)."""
+    f.seek(0)
+    block = f.read(512)
+    if len(block) < 512 or not block.strip(b"\0"):
         return False
+    try:
+        want = int(block[148:156].split(b"\0", 1)[0].strip() or b"x", 8)
+    except ValueError:
+        return False
+    return want == sum(block[:148]) + 8 * 32 + sum(block[156:])
 
 
 def _fill_safetensors(doc, meta, tensors, keys, want_all):
@@ -1228,9 +2034,9 @@ def _fill_dcp(doc, reader, top, path, keys, want_all):
         ist = _standin_state(info) or {}
         rel, off, length = ist.get("relative_path"), ist.get("offset"), ist.get("length")
         if ist.get("transform_descriptors"):
-            doc["warnings"].append("%s is stored transformed (%s): not decoded" % (fqn, ist["transform_descriptors"]))
+            doc["warnings"].append("%s is stored transformed (%s): not decoded" % (fqn, _short_repr(ist["transform_descriptors"])))
             continue
-        if not (isinstance(rel, str) and isinstance(off, int) and isinstance(length, int)) or length > (64 << 20) \
+        if not (isinstance(rel, str) and isinstance(off, int) and isinstance(length, int)) or length > kg_common.LIMITS["read"] \
                 or "/" in rel or rel.startswith("."):
             continue
         entries[fqn] = _read_dcp_item(doc, reader, os.path.join(folder, rel), off, length, fqn)
@@ -1301,11 +2107,14 @@ def _read_dcp_item(doc, reader, path, offset, length, fqn):
 
 def _read_json(path, doc):
     try:
-        with open(path, "rb") as f:
-            data = f.read(64 << 20)
+        with kg_common.open_regular(path) as f:
+            data = kg_common.read_bounded(f, None, os.path.basename(path))
             doc["bytesRead"] += len(data)
-        return json.loads(data.decode("utf-8"))
-    except (OSError, ValueError, UnicodeDecodeError) as e:
+        return kg_common.loads_bounded(data.decode("utf-8"), os.path.basename(path))
+    except kg_common.LimitError as e:
+        doc["warnings"].append("could not read %s: %s" % (os.path.basename(path), e))
+        return None
+    except (kg_common.ProbeError, OSError, ValueError, UnicodeDecodeError) as e:
         doc["warnings"].append("could not read %s: %s" % (os.path.basename(path), e))
         return None
 

@@ -670,7 +670,8 @@ class NoTorchNeeded(unittest.TestCase):
                   + P.GLOBAL + b"os\nsystem\n" + P.SETITEM + P.TUPLE2 + P.BUILD + P.STOP)
         doc = ckpt_args.main([self._zip_with_pickle("tamper.pt", tamper)])
         self.assertIn("os.system", doc["unsafeGlobals"])
-        self.assertTrue(any("could not decode" in w for w in doc["warnings"]), doc["warnings"])
+        self.assertTrue(any("set the state of the class argparse.Namespace: ignored" in w for w in doc["warnings"]),
+                        doc["warnings"])
         # the next file is read as before: the class was not changed
         ok = (P.PROTO + b"\x02" + P.GLOBAL + b"argparse\nNamespace\n" + P.EMPTY_TUPLE + P.NEWOBJ
               + P.EMPTY_DICT + P.BINUNICODE + struct.pack("<I", 1) + b"x" + P.BININT1 + b"\x02" + P.SETITEM
@@ -686,7 +687,7 @@ class NoTorchNeeded(unittest.TestCase):
             pkl += P.DUP + P.TUPLE2
         pkl += P.STOP
         doc = ckpt_args.main([self._zip_with_pickle("bomb.pt", pkl)])
-        self.assertTrue(any("truncated" in w for w in doc["warnings"]))
+        self.assertTrue(any("shown once" in w for w in doc["warnings"]), doc["warnings"])
         self.assertLess(len(kg_common.dumps(doc)), 20 * 1024 * 1024)
 
     def test_bytes_bomb_refused(self):

@@ -159,3 +159,19 @@ void test('cache: keyed by host + path + size + mtime, bounded LRU', () => {
   assert.equal(c.get(k), undefined);
   assert.throws(() => new ArgsCache(0));
 });
+
+void test('a shared value shown as {"$ref": path} is one leaf of the diff, not a key "$ref"', () => {
+  const text = SAMPLE.replace(
+    '"extra": {}',
+    '"extra": {"$ref": "$.model"}, "big": {"$bigint": {"bits": 14300, "digits": 4305, "negative": false}}',
+  );
+  const r = ckptArgsProbe('/x.pt').parse(parsePythonJson(text));
+  const flat = flattenArgs(r.args);
+  assert.deepEqual(flat.get('extra'), { $ref: '$.model' });
+  assert.equal(flat.has('extra.$ref'), false);
+  const other = structuredClone(r.args) as Record<string, unknown>;
+  other['extra'] = { $ref: '$.betas' };
+  const changed = changedArgs(r.args, other as typeof r.args);
+  assert.match(changed, /extra: \{"\$ref": "\$\.model"\} → \{"\$ref": "\$\.betas"\}/);
+  assert.match(renderArgsDocument(r, { host: 'h', capturedAt: new Date(0) }), /"\$ref": "\$\.model"/);
+});

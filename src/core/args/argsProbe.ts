@@ -28,6 +28,26 @@ export const argValueSchema: z.ZodType<ArgValue> = z.lazy(() =>
   ]),
 );
 
+/**
+ * What python/ckpt_args.py shows in place of a value the checkpoint's pickle shares and that was already shown:
+ * `{"$ref": PATH}`, PATH a JSONPath into the shown args of where it is shown in full (`$` the args, `.key` or
+ * `["key"]`, `[index]`), e.g. `{"$ref": "$.model.layers[0]"}`; a cycle refers to its ancestor. A hostile 4 KB file
+ * that references one value 2^18 times stays 4 KB of args this way. A result that has any says so in a warning.
+ */
+export interface ArgRef {
+  $ref: string;
+}
+
+export function isArgRef(v: ArgValue): v is ArgRef & { [key: string]: ArgValue } {
+  return (
+    v !== null &&
+    typeof v === 'object' &&
+    !Array.isArray(v) &&
+    typeof v['$ref'] === 'string' &&
+    Object.keys(v).length === 1
+  );
+}
+
 export const ckptArgsSchema = z.object({
   // a newer probe may know more formats: keep the text rather than refuse the result
   format: z.union([z.enum(ckptFormats), z.string()]),

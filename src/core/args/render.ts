@@ -1,6 +1,6 @@
 import { formatBytes, formatExactBytes } from '../runs/format';
 import { redactText, redactTree } from '../redact';
-import type { ArgValue, CkptArgs } from './argsProbe';
+import { isArgRef, type ArgValue, type CkptArgs } from './argsProbe';
 
 /** Where and when the args were read: the document's header. */
 export interface ArgsDocMeta {
@@ -99,9 +99,9 @@ export function renderArgsDocument(r: CkptArgs, meta: ArgsDocMeta): string {
   return lines.join('\n') + '\n';
 }
 
-/** Nested objects flattened to `a.b.c` keys; arrays and scalars are leaves. */
+/** Nested objects flattened to `a.b.c` keys; arrays, scalars and `{"$ref": …}` references are leaves. */
 export function flattenArgs(value: ArgValue, prefix = '', out = new Map<string, ArgValue>()): Map<string, ArgValue> {
-  if (value !== null && typeof value === 'object' && !Array.isArray(value)) {
+  if (value !== null && typeof value === 'object' && !Array.isArray(value) && !isArgRef(value)) {
     const keys = Object.keys(value);
     if (keys.length === 0 && prefix) out.set(prefix, value);
     for (const k of keys) flattenArgs(value[k] as ArgValue, prefix ? `${prefix}.${k}` : k, out);
