@@ -9,6 +9,10 @@ import { defineProbe } from '../probes/probe';
 const count = z.number().int().nonnegative();
 
 /** Same shape as the dashboard's series data (key, x, min, max, last, optional t), plus totals. */
+/** The metrics log formats the reducer reads (python/metrics_reduce.py FORMATS). */
+export const metricsFormats = ['jsonl', 'csv', 'hf-trainer-state', 'tensorboard'] as const;
+export type MetricsFormat = (typeof metricsFormats)[number];
+
 export const reducedSeriesSchema = z.looseObject({
   key: z.string(),
   /** x of the last point in each bucket (step, wall time or line number, per `x` of the result). */
@@ -60,6 +64,12 @@ export const metricsReductionSchema = z.looseObject({
   source: z.enum(['read', 'cache']).default('read'),
   /** Bytes of the file this request read (0 when the helper's cache answered it whole). */
   bytesRead: count.optional(),
+  /** What the file was read as: JSON lines, a CSV with a header (Lightning), trainer_state.json, TensorBoard events. */
+  format: z.enum(metricsFormats).default('jsonl'),
+  /** TensorBoard event files: records decoded, corrupt ones, CRCs checked and failed. */
+  tensorboard: z
+    .looseObject({ records: count, corrupt: count, crcChecked: count, crcFailed: count, crcMode: z.string() })
+    .optional(),
 });
 export type MetricsReduction = z.infer<typeof metricsReductionSchema>;
 
@@ -81,6 +91,12 @@ export interface MetricsReduceOptions {
   previewBytes?: number;
   /** Read the file even if the resident helper read it before (a cold measurement); what it learns is kept. */
   fresh?: boolean;
+  /** Read it as this format rather than the one its name and first bytes say. */
+  format?: MetricsFormat;
+  /** TensorBoard: check the CRC of every record (by default the lengths' and the first record's). */
+  verify?: boolean;
+  /** The reducer's general path only (no shapes, no block split): for measurements. */
+  noFast?: boolean;
 }
 
 export function metricsReduceArgs(o: MetricsReduceOptions): string[] {
@@ -94,6 +110,9 @@ export function metricsReduceArgs(o: MetricsReduceOptions): string[] {
   if (o.previewBytes !== undefined) args.push('--preview-bytes', String(o.previewBytes));
   else if (o.preview) args.push('--preview');
   if (o.fresh) args.push('--fresh');
+  if (o.format) args.push('--format', o.format);
+  if (o.verify) args.push('--verify');
+  if (o.noFast) args.push('--no-fast');
   return args;
 }
 
