@@ -1040,6 +1040,23 @@ def forget():
         _known.clear()
 
 
+# The resident helper runs each request in a fresh process and carries what is kept from one to the next as plain
+# data (kg_helper.py: kg_state_get after the answer, kg_state_set before the next request): oldest first.
+_KNOWN_FIELDS = ("ident", "mtime", "pos", "sig", "zones", "state_key", "state")
+
+
+def kg_state_get():
+    with _known_lock:
+        return {"known": [[key] + [getattr(k, f) for f in _KNOWN_FIELDS] for key, k in _known.items()]}
+
+
+def kg_state_set(data):
+    with _known_lock:
+        _known.clear()
+        for row in data.get("known", ()):
+            _known[tuple(row[0])] = _Known(*row[1:])
+
+
 def _restore(a, xmode, k):
     """A pass holding the kept exact reduction (and zone map) of k."""
     p = Pass(a, xmode, True)
