@@ -66,9 +66,10 @@ MAX_MODULES = 64
 # (only the standard library: importing is running that module's code, and the parent runs no probe's).
 PRELOAD = ("json", "re", "struct", "subprocess", "threading", "tempfile", "shutil", "math", "argparse", "socket",
            "platform", "glob", "base64", "zipfile", "warnings", "posixpath", "pickle", "itertools", "io",
-           "hashlib", "datetime", "bisect", "stat", "getpass", "ctypes")
+           "hashlib", "datetime", "bisect", "stat", "getpass", "ctypes", "resource", "pwd")
 
-_HEAD = struct.Struct(">Q")
+# The answer's length, and whether the probe's state follows it.
+_HEAD = struct.Struct(">Q?")
 _STATE_HEAD = struct.Struct(">cQ")
 
 
@@ -100,6 +101,7 @@ class _Job(object):
         self.killed = None  # "timeout" / "cancelled" when we killed it
         self.started = None
         self.settled = False
+        self.state_follows = False
         self.timeout_s = None
 
 
@@ -125,7 +127,8 @@ class Helper(object):
         self.send_line(_kg().dumps(doc).encode("ascii"))
 
     def send_line(self, data):
-        self.out.append(memoryview(data + b"\n"))
+        self.out.append(memoryview(data))
+        self.out.append(memoryview(b"\n"))
         if self.out_blocking:
             self._drain()
         else:
@@ -281,7 +284,7 @@ class Helper(object):
     def start_waiting(self):
         # A child that has answered may still be handing over its probe's state: the next request of that probe
         # waits for it (a reopen right after a first read finds what the read kept).
-        handing_over = set(j.name for j in self.running.values() if j.answered and j.killed is None)
+        handing_over = set(j.name for j in self.running.values() if j.answered and j.state_follows and j.killed is None)
         for job in list(self.queue):
             if len(self.running) >= MAX_CHILDREN:
                 return
@@ -340,13 +343,18 @@ class Helper(object):
         """Sends the answer as soon as it is whole (the child goes on to export its state)."""
         if job.answered or len(job.buf) < _HEAD.size:
             return
-        (n,) = _HEAD.unpack_from(job.buf)
-        if len(job.buf) < _HEAD.size + n:
+        n, job.state_follows = _HEAD.unpack_from(job.buf)
+        end = _HEAD.size + n
+        if len(job.buf) < end:
             return
         job.answered = True
         self.by_id.pop(job.rid, None)
-        self.send_line(bytes(job.buf[_HEAD.size:_HEAD.size + n]))
-        del job.buf[:_HEAD.size + n]
+        with memoryview(job.buf) as view:
+            answer = bytes(view[_HEAD.size:end])
+        job.buf = job.buf[end:]
+        self.send_line(answer)
+        if not job.state_follows:
+            self.start_waiting()
 
     def _close_pipe(self, job):
         if job.rfd is not None:
@@ -428,6 +436,13 @@ class Helper(object):
                 __import__(name)
             except Exception:  # noqa: BLE001 - a missing module is imported (and reported) by the probe itself
                 pass
+        try:
+            # The standard library caches what it learns of the host (platform.platform() reads the interpreter's
+            # binary to find its libc: 10 ms); learnt once here, every child starts with it.
+            sys.modules["platform"].platform()
+        except Exception:  # noqa: BLE001
+            pass
+        self.prctl = _prctl()
         wake_r, wake_w = os.pipe()
         os.set_blocking(wake_r, False)
         os.set_blocking(wake_w, False)
@@ -568,7 +583,7 @@ def _child(helper, job, code, state, rfd, wfd):
         signal.set_wakeup_fd(-1)
         for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT, signal.SIGCHLD, signal.SIGPIPE):
             signal.signal(sig, signal.SIG_DFL)
-        _die_with_parent(helper.pid)
+        _die_with_parent(helper.prctl, helper.pid)
         # The parent's descriptors are not ours: its selector, the other requests' pipes, the protocol channel.
         keep = {wfd}
         for fd in [rfd] + list(helper.wake_fds) + [j.rfd for j in helper.running.values() if j.rfd is not None]:
@@ -610,19 +625,24 @@ def _child(helper, job, code, state, rfd, wfd):
                 except Exception as e:  # noqa: BLE001 - a cache that cannot be restored is started afresh
                     sys.stderr.write("kg_helper: %s state not restored: %s\n" % (job.name, e))
             state = None
-            _doc, text, _status = kg.call_probe(main, job.args, limits)
+            text = kg.call_probe(main, job.args, limits)[1]
+            # The answer is all this process holds now: the bytes to send, made once.
+            body = text.encode("ascii")
+            text = None
         except SystemExit as e:
-            text = kg.dumps(kg.envelope_error("%s exited (%s)" % (job.name, e.code), "exit"))
+            body = kg.dumps(kg.envelope_error("%s exited (%s)" % (job.name, e.code), "exit")).encode("ascii")
         except MemoryError:
-            text = kg.dumps(kg.envelope_error(str(kg.LimitError("memory", job.name)), "limit-memory"))
+            text = body = None
+            body = kg.dumps(kg.envelope_error(str(kg.LimitError("memory", job.name)), "limit-memory")).encode("ascii")
         except BaseException as e:  # noqa: BLE001 - every request is answered
-            text = kg.dumps(kg.envelope_error("%s: %s" % (type(e).__name__, e), "internal"))
-        answer = ('{"id": %s, ' % json.dumps(job.rid)) + text[1:]
-        data = answer.encode("ascii")
-        _write_all(wfd, _HEAD.pack(len(data)) + data)
-        data = answer = text = None
-        status = 0
+            body = kg.dumps(kg.envelope_error("%s: %s" % (type(e).__name__, e), "internal")).encode("ascii")
+        # {"id": N, + the envelope without its opening brace, written from the one copy.
+        prefix = ('{"id": %s, ' % json.dumps(job.rid)).encode("ascii")
         get = getattr(mod, "kg_state_get", None)
+        _write_all(wfd, _HEAD.pack(len(prefix) + len(body) - 1, callable(get)) + prefix)
+        _write_all(wfd, memoryview(body)[1:])
+        body = None
+        status = 0
         if callable(get):
             try:
                 kept = get()
@@ -652,14 +672,24 @@ def _child(helper, job, code, state, rfd, wfd):
 _PR_SET_PDEATHSIG = 1
 
 
-def _die_with_parent(parent):
-    """Linux: this child gets SIGKILL when the helper dies (even by SIGKILL), so no request outlives it."""
+def _prctl():
+    """libc's prctl on Linux (looked up once, in the parent), else None."""
     if not sys.platform.startswith("linux"):
-        return
+        return None
     try:
         import ctypes
 
-        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        return ctypes.CDLL(None, use_errno=True).prctl
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def _die_with_parent(prctl, parent):
+    """Linux: this child gets SIGKILL when the helper dies (even by SIGKILL), so no request outlives it."""
+    if prctl is None:
+        return
+    try:
+        prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     except Exception:  # noqa: BLE001
         return
     if os.getppid() != parent:
