@@ -37,6 +37,7 @@ child of that probe gets it (through fork's copy of memory) before ``main``
 runs.  Two requests of one probe at once: the one that ends last is kept.
 """
 import errno
+import gc
 import json
 import marshal
 import os
@@ -102,6 +103,7 @@ class _Job(object):
         self.started = None
         self.settled = False
         self.state_follows = False
+        self.state_taken = False
         self.timeout_s = None
 
 
@@ -118,6 +120,7 @@ class Helper(object):
         self.queue = deque()
         self.running = {}  # pid -> job
         self.by_id = {}  # rid -> job (waiting or running)
+        self.spare = None  # (pid, control fd, answer fd) of a child forked ahead of need
         self.stdin_open = True
         self.stop = False
         self.max_out = None
@@ -127,8 +130,12 @@ class Helper(object):
         self.send_line(_kg().dumps(doc).encode("ascii"))
 
     def send_line(self, data):
-        self.out.append(memoryview(data))
-        self.out.append(memoryview(b"\n"))
+        # One write per answer where the copy is cheap: each write wakes the reader (sshd) on its own.
+        if len(data) < (1 << 20):
+            self.out.append(memoryview(data + b"\n"))
+        else:
+            self.out.append(memoryview(data))
+            self.out.append(memoryview(b"\n"))
         if self.out_blocking:
             self._drain()
         else:
@@ -284,7 +291,8 @@ class Helper(object):
     def start_waiting(self):
         # A child that has answered may still be handing over its probe's state: the next request of that probe
         # waits for it (a reopen right after a first read finds what the read kept).
-        handing_over = set(j.name for j in self.running.values() if j.answered and j.state_follows and j.killed is None)
+        handing_over = set(j.name for j in self.running.values()
+                           if j.answered and j.state_follows and not j.state_taken and j.killed is None)
         for job in list(self.queue):
             if len(self.running) >= MAX_CHILDREN:
                 return
@@ -299,9 +307,25 @@ class Helper(object):
                 self.send(_error(job.rid, "could not start the request: %s" % (e.strerror or e,), "internal"))
 
     def fork(self, job):
-        rfd, wfd = os.pipe()
         name, code = self.modules[job.digest]
         state = self.states.get(name)
+        if self.spare is not None and state is None:
+            # The child forked ahead of need takes it: the request does not wait for a fork.
+            pid, ctl, rfd = self.spare
+            self.spare = None
+            try:
+                _write_all(ctl, marshal.dumps((job.rid, job.name, job.args, code)))
+                ok = True
+            except OSError:
+                ok = False
+            os.close(ctl)
+            if ok:
+                self._started(job, pid, rfd)
+                return
+            os.close(rfd)
+            _kill_group(pid)
+        rfd, wfd = os.pipe()
+        gc.freeze()
         try:
             pid = os.fork()
         except OSError:
@@ -311,6 +335,9 @@ class Helper(object):
         if pid == 0:  # the child: never returns
             _child(self, job, code, state, rfd, wfd)
         os.close(wfd)
+        self._started(job, pid, rfd)
+
+    def _started(self, job, pid, rfd):
         try:
             os.setpgid(pid, pid)  # also done in the child: whichever runs first
         except OSError:
@@ -319,6 +346,36 @@ class Helper(object):
         job.pid, job.rfd, job.started = pid, rfd, time.monotonic()
         self.running[pid] = job
         self.sel.register(rfd, selectors.EVENT_READ, job)
+
+    def make_spare(self):
+        """Forks the next request's child while nothing is waiting: a fork costs 1-3 ms, off the request's path."""
+        ctl_r, ctl_w = os.pipe()
+        rfd, wfd = os.pipe()
+        # What exists now is never collected in the child: its collector does not touch (and copy) those pages.
+        gc.freeze()
+        try:
+            pid = os.fork()
+        except OSError:
+            for fd in (ctl_r, ctl_w, rfd, wfd):
+                os.close(fd)
+            return
+        if pid == 0:
+            _spare(self, ctl_r, ctl_w, rfd, wfd)
+        os.close(ctl_r)
+        os.close(wfd)
+        try:
+            os.setpgid(pid, pid)
+        except OSError:
+            pass
+        self.spare = (pid, ctl_w, rfd)
+
+    def drop_spare(self):
+        if self.spare is not None:
+            pid, ctl, rfd = self.spare
+            self.spare = None
+            os.close(ctl)
+            os.close(rfd)
+            _kill_group(pid)
 
     def on_child_output(self, job):
         while job.rfd is not None:
@@ -337,6 +394,7 @@ class Helper(object):
                 self.end(job, "limit-output", "%s answered more than its limits allow: stopped" % (job.name,))
                 return
             self._take_answer(job)
+            self._take_state(job)
         self._settle(job)
 
     def _take_answer(self, job):
@@ -356,6 +414,24 @@ class Helper(object):
         if not job.state_follows:
             self.start_waiting()
 
+    def _take_state(self, job):
+        """Keeps the probe's state as soon as its frame is whole (not when the child has exited: that takes time)."""
+        if not job.answered or not job.state_follows or job.state_taken or len(job.buf) < _STATE_HEAD.size:
+            return
+        kind, n = _STATE_HEAD.unpack_from(job.buf)
+        end = _STATE_HEAD.size + n
+        if len(job.buf) < end:
+            return
+        job.state_taken = True
+        if job.killed is None:
+            if kind == b"S" and n <= STATE_BYTES:
+                with memoryview(job.buf) as view:
+                    self.states[job.name] = bytes(view[_STATE_HEAD.size:end])
+            elif kind == b"D":
+                self.states.pop(job.name, None)
+        job.buf = bytearray()
+        self.start_waiting()
+
     def _close_pipe(self, job):
         if job.rfd is not None:
             try:
@@ -366,7 +442,7 @@ class Helper(object):
             job.rfd = None
 
     def reap(self):
-        while self.running:
+        while self.running or self.spare is not None:
             try:
                 pid, status = os.waitpid(-1, os.WNOHANG)
             except ChildProcessError:
@@ -377,6 +453,10 @@ class Helper(object):
                 return
             job = self.running.get(pid)
             if job is None:
+                if self.spare is not None and self.spare[0] == pid:
+                    os.close(self.spare[1])
+                    os.close(self.spare[2])
+                    self.spare = None
                 continue
             job.status = status
             if job.rfd is not None:
@@ -401,12 +481,7 @@ class Helper(object):
             job.answered = True
             self.by_id.pop(job.rid, None)
             self.send(_error(job.rid, *_died(job)))
-        elif job.killed is None and len(job.buf) >= _STATE_HEAD.size:
-            kind, n = _STATE_HEAD.unpack_from(job.buf)
-            if kind == b"S" and len(job.buf) == _STATE_HEAD.size + n and n <= STATE_BYTES:
-                self.states[job.name] = bytes(job.buf[_STATE_HEAD.size:])
-            elif kind == b"D":
-                self.states.pop(job.name, None)
+        job.state_taken = True
         job.buf = bytearray()
         self.start_waiting()
 
@@ -466,6 +541,8 @@ class Helper(object):
         try:
             # The client closing stdin (or the connection) ends the helper and every request still running.
             while not self.stop and self.stdin_open:
+                if self.spare is None and not self.queue and all(j.answered for j in self.running.values()):
+                    self.make_spare()
                 for key, _ in self.sel.select(self.next_timeout()):
                     if key.data == "in":
                         self.on_input()
@@ -482,6 +559,7 @@ class Helper(object):
                 self.reap()
                 self.on_deadlines()
         finally:
+            self.drop_spare()
             for job in list(self.running.values()):
                 _kill_group(job.pid)
             for job in list(self.running.values()):
@@ -572,43 +650,77 @@ def _write_all(fd, data):
         view = view[os.write(fd, view):]
 
 
-def _child(helper, job, code, state, rfd, wfd):
-    """Runs one request in this forked process and leaves with os._exit: never returns to the loop."""
-    status = 70
+def _child_setup(helper, close):
+    """A forked child's first steps: its own process group, default signals, none of the parent's descriptors."""
     try:
+        os.setpgid(0, 0)
+    except OSError:
+        pass
+    signal.set_wakeup_fd(-1)
+    for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT, signal.SIGCHLD, signal.SIGPIPE):
+        signal.signal(sig, signal.SIG_DFL)
+    _die_with_parent(helper.prctl, helper.pid)
+    # The parent's descriptors are not ours: its selector, the other requests' pipes, the spare's, the channel.
+    fds = list(close) + list(helper.wake_fds) + [j.rfd for j in helper.running.values() if j.rfd is not None]
+    if helper.spare is not None:
+        fds += list(helper.spare[1:])
+    for fd in fds:
         try:
-            os.setpgid(0, 0)
+            os.close(fd)
         except OSError:
             pass
-        signal.set_wakeup_fd(-1)
-        for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT, signal.SIGCHLD, signal.SIGPIPE):
-            signal.signal(sig, signal.SIG_DFL)
-        _die_with_parent(helper.prctl, helper.pid)
-        # The parent's descriptors are not ours: its selector, the other requests' pipes, the protocol channel.
-        keep = {wfd}
-        for fd in [rfd] + list(helper.wake_fds) + [j.rfd for j in helper.running.values() if j.rfd is not None]:
-            if fd not in keep:
-                try:
-                    os.close(fd)
-                except OSError:
-                    pass
-        try:
-            helper.sel.close()
-        except Exception:  # noqa: BLE001
-            pass
-        null = os.open(os.devnull, os.O_RDONLY)
-        os.dup2(null, 0)
-        os.close(null)
-        os.dup2(2, 1)
-        # What fork copied and this request does not need: other probes' states, answers queued for the client.
-        helper.states = None
-        helper.out.clear()
-        helper.inbuf = None
-        for j in helper.running.values():
-            j.buf = None
+    try:
+        helper.sel.close()
+    except Exception:  # noqa: BLE001
+        pass
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    os.dup2(2, 1)
+    # What fork copied and this request does not need: other probes' states, answers queued for the client.
+    helper.states = None
+    helper.out.clear()
+    helper.inbuf = None
+    for j in helper.running.values():
+        j.buf = None
+
+
+def _child(helper, job, code, state, rfd, wfd):
+    """Runs one request in this forked process and leaves with os._exit: never returns to the loop."""
+    try:
+        _child_setup(helper, [rfd])
+    except BaseException:  # noqa: BLE001
+        os._exit(70)
+    _run(job.rid, job.name, job.args, code, state, wfd)
+
+
+def _spare(helper, ctl_r, ctl_w, rfd, wfd):
+    """A child forked ahead of need: set up, it waits for its request (rid, name, code, args) on ``ctl_r``."""
+    try:
+        _child_setup(helper, [ctl_w, rfd])
+        chunks = []
+        while True:
+            c = os.read(ctl_r, 1 << 20)
+            if not c:
+                break
+            chunks.append(c)
+        os.close(ctl_r)
+        if not chunks:
+            os._exit(0)  # not needed after all
+        rid, name, args, code = marshal.loads(b"".join(chunks))
+        chunks = None
+    except BaseException:  # noqa: BLE001
+        os._exit(70)
+    _run(rid, name, args, code, None, wfd)
+
+
+def _run(rid, name, args, code, state, wfd):
+    """Runs one request in this child and leaves with os._exit: never returns to the loop."""
+    status = 70
+    try:
         kg = _kg()
-        mod = types.ModuleType("kg_probe_" + job.name)
-        mod.__file__ = job.name + ".py"
+        mod = types.ModuleType("kg_probe_" + name)
+        mod.__file__ = name + ".py"
         sys.modules[mod.__name__] = mod
         text = None
         try:
@@ -623,21 +735,21 @@ def _child(helper, job, code, state, rfd, wfd):
                 try:
                     mod.kg_state_set(marshal.loads(state))
                 except Exception as e:  # noqa: BLE001 - a cache that cannot be restored is started afresh
-                    sys.stderr.write("kg_helper: %s state not restored: %s\n" % (job.name, e))
+                    sys.stderr.write("kg_helper: %s state not restored: %s\n" % (name, e))
             state = None
-            text = kg.call_probe(main, job.args, limits)[1]
+            text = kg.call_probe(main, args, limits)[1]
             # The answer is all this process holds now: the bytes to send, made once.
             body = text.encode("ascii")
             text = None
         except SystemExit as e:
-            body = kg.dumps(kg.envelope_error("%s exited (%s)" % (job.name, e.code), "exit")).encode("ascii")
+            body = kg.dumps(kg.envelope_error("%s exited (%s)" % (name, e.code), "exit")).encode("ascii")
         except MemoryError:
             text = body = None
-            body = kg.dumps(kg.envelope_error(str(kg.LimitError("memory", job.name)), "limit-memory")).encode("ascii")
+            body = kg.dumps(kg.envelope_error(str(kg.LimitError("memory", name)), "limit-memory")).encode("ascii")
         except BaseException as e:  # noqa: BLE001 - every request is answered
             body = kg.dumps(kg.envelope_error("%s: %s" % (type(e).__name__, e), "internal")).encode("ascii")
         # {"id": N, + the envelope without its opening brace, written from the one copy.
-        prefix = ('{"id": %s, ' % json.dumps(job.rid)).encode("ascii")
+        prefix = ('{"id": %s, ' % json.dumps(rid)).encode("ascii")
         get = getattr(mod, "kg_state_get", None)
         _write_all(wfd, _HEAD.pack(len(prefix) + len(body) - 1, callable(get)) + prefix)
         _write_all(wfd, memoryview(body)[1:])
@@ -653,12 +765,14 @@ def _child(helper, job, code, state, rfd, wfd):
                     if len(blob) <= STATE_BYTES:
                         _write_all(wfd, _STATE_HEAD.pack(b"S", len(blob)) + blob)
                     else:
-                        sys.stderr.write("kg_helper: %s state of %d bytes not kept\n" % (job.name, len(blob)))
+                        sys.stderr.write("kg_helper: %s state of %d bytes not kept\n" % (name, len(blob)))
                         _write_all(wfd, _STATE_HEAD.pack(b"D", 0))
                 else:
-                    sys.stderr.write("kg_helper: %s state is not plain data: not kept\n" % (job.name,))
-            except Exception as e:  # noqa: BLE001
-                sys.stderr.write("kg_helper: %s state not kept: %s\n" % (job.name, e))
+                    sys.stderr.write("kg_helper: %s state is not plain data: not kept\n" % (name,))
+                    _write_all(wfd, _STATE_HEAD.pack(b"D", 0))
+            except Exception as e:  # noqa: BLE001 - what was kept before stays
+                sys.stderr.write("kg_helper: %s state not kept: %s\n" % (name, e))
+                _write_all(wfd, _STATE_HEAD.pack(b"N", 0))
     except BaseException:  # noqa: BLE001 - the parent answers a child that did not
         pass
     finally:

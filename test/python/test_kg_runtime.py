@@ -1,4 +1,5 @@
 """kg_common (the probe contract) and kg_helper (the resident helper's JSON-line protocol), run for real."""
+import errno
 import json
 import os
 import shutil
@@ -153,17 +154,19 @@ class Isolation(HelperCase):
         shutil.rmtree(self.dir, ignore_errors=True)
 
     def children(self):
-        """Processes whose parent is the helper (zombies included: they must be reaped too)."""
+        """The helper's children but the one it keeps forked ahead, idle (sleeping): zombies count too."""
         out = []
         for pid in os.listdir("/proc"):
             if pid.isdigit():
                 try:
                     with open("/proc/%s/stat" % pid) as f:
-                        if int(f.read().rsplit(")", 1)[1].split()[1]) == self.p.pid:
-                            out.append(int(pid))
+                        fields = f.read().rsplit(")", 1)[1].split()
+                    if int(fields[1]) == self.p.pid:
+                        out.append((int(pid), fields[0]))
                 except (OSError, IndexError, ValueError):
                     pass
-        return out
+        idle = [c for c in out if c[1] == "S"]
+        return [c for c in out if c[1] != "S"] + idle[1:]
 
     def threads(self):
         return len(os.listdir("/proc/%d/task" % self.p.pid))
@@ -225,6 +228,10 @@ class Isolation(HelperCase):
             time.sleep(0.05)
         self.assertEqual(self.children(), [])
         self.assertEqual(self.threads(), 1)
+        # Nothing has the FIFO open to read (the old helper left a thread blocked in open() per attempt).
+        with self.assertRaises(OSError) as caught:
+            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        self.assertEqual(caught.exception.errno, errno.ENXIO)
 
     def test_no_state_survives_from_one_request_to_the_next(self):
         # A module global, a class of the standard library changed by one request: the next sees neither.
