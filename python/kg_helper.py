@@ -28,13 +28,20 @@ that dies without answering (SIGXCPU at the CPU limit, the OOM killer) is
 answered with the signal named.
 
 State a probe wants to keep between requests (metrics_reduce's reductions) is
-carried explicitly: a module may define ``kg_state_get()`` returning plain data
-(None, bool, int, float, str, bytes, list, tuple, dict: what marshal writes, no
-code, no objects) and ``kg_state_set(data)``.  After answering, the child sends
-the marshal bytes of that data back on its pipe (at most STATE_BYTES); the
-parent keeps the latest per probe name without looking inside and the next
-child of that probe gets it (through fork's copy of memory) before ``main``
-runs.  Two requests of one probe at once: the one that ends last is kept.
+carried explicitly, as plain data (None, bool, int, float, str, bytes, list,
+tuple, dict: what marshal writes; no code, no objects), through two module
+functions (python/HELPER_STATE.md):
+
+  KG_STATE_EXPORT() -> {"version": 1, "full": bool, "put": [(key, entry), ...], "drop": [key, ...]}
+      what this process learnt since the last import ("full": everything it keeps)
+  KG_STATE_IMPORT(doc)   applies such a document
+
+After answering, the child sends the marshal bytes of its export back on its
+pipe (at most STATE_BYTES).  The parent applies it to what it keeps for that
+probe as dict operations on plain data (it never calls the module) and the next
+child of that probe gets it all as one full document, through fork's copy of
+memory, before ``main`` runs.  Two requests of one probe at once: each delta is
+applied as it arrives, so the last one for a key wins.
 """
 import errno
 import gc
@@ -59,8 +66,9 @@ MAX_CHILDREN = 8
 STATE_GRACE_S = 30.0
 # Without a "timeoutMs" in the request (the client always sends one).
 DEFAULT_TIMEOUT_S = 600.0
-# Bytes of the plain-data state one probe may keep between requests.
+# Bytes (marshalled) and entries of the plain-data state one probe may keep between requests.
 STATE_BYTES = 80 << 20
+STATE_KEYS = 1024
 # Compiled probe modules kept (by source hash); the oldest goes first.
 MAX_MODULES = 64
 # Standard modules the probes import, loaded once here so that a child does not import them again per request
@@ -426,11 +434,33 @@ class Helper(object):
         if job.killed is None:
             if kind == b"S" and n <= STATE_BYTES:
                 with memoryview(job.buf) as view:
-                    self.states[job.name] = bytes(view[_STATE_HEAD.size:end])
+                    self.keep_state(job.name, view[_STATE_HEAD.size:end])
             elif kind == b"D":
                 self.states.pop(job.name, None)
         job.buf = bytearray()
         self.start_waiting()
+
+    def keep_state(self, name, blob):
+        """Applies a child's KG_STATE_EXPORT document ({"version": 1, "full", "put": [(key, entry)], "drop": [key]})
+        to what is kept for probe ``name``: plain data only, looked at as dict operations, never run."""
+        try:
+            doc = marshal.loads(blob)
+            if not isinstance(doc, dict) or doc.get("version") != 1 or not _plain(doc):
+                raise ValueError("not a version-1 state document")
+            kept = {} if doc.get("full") or name not in self.states else self.states[name]
+            for key in doc.get("drop") or ():
+                kept.pop(_hashable(key), None)
+            for key, entry in doc.get("put") or ():
+                key = _hashable(key)
+                kept.pop(key, None)
+                kept[key] = (entry, len(marshal.dumps(entry)))
+            # The probe bounds what it keeps; this bounds what a misbehaving one could make the helper hold.
+            total = sum(size for _, size in kept.values())
+            while kept and (total > STATE_BYTES or len(kept) > STATE_KEYS):
+                total -= kept.pop(next(iter(kept)))[1]
+            self.states[name] = kept
+        except (ValueError, TypeError, EOFError) as e:
+            sys.stderr.write("kg_helper: %s state not kept: %s\n" % (name, e))
 
     def _close_pipe(self, job):
         if job.rfd is not None:
@@ -631,6 +661,13 @@ def _data_bytes():
     return 0
 
 
+def _hashable(key):
+    if isinstance(key, list):
+        key = tuple(_hashable(k) for k in key)
+    hash(key)
+    return key
+
+
 def _plain(value, depth=0):
     """True for data made of None, bool, int, float, str, bytes, list, tuple, dict only."""
     if depth > 100:
@@ -731,9 +768,11 @@ def _run(rid, name, args, code, state, wfd):
                 # The probe's own allowance, on top of what this process is at fork.
                 limits["memory"] += _data_bytes()
             kg.apply_process_limits(limits)
-            if state is not None and callable(getattr(mod, "kg_state_set", None)):
+            imp = getattr(mod, "KG_STATE_IMPORT", None)
+            if state and callable(imp):
                 try:
-                    mod.kg_state_set(marshal.loads(state))
+                    # Fork copied the parent's plain data: handed over as one full document.
+                    imp({"version": 1, "full": True, "put": [(k, v[0]) for k, v in state.items()], "drop": []})
                 except Exception as e:  # noqa: BLE001 - a cache that cannot be restored is started afresh
                     sys.stderr.write("kg_helper: %s state not restored: %s\n" % (name, e))
             state = None
@@ -750,7 +789,7 @@ def _run(rid, name, args, code, state, wfd):
             body = kg.dumps(kg.envelope_error("%s: %s" % (type(e).__name__, e), "internal")).encode("ascii")
         # {"id": N, + the envelope without its opening brace, written from the one copy.
         prefix = ('{"id": %s, ' % json.dumps(rid)).encode("ascii")
-        get = getattr(mod, "kg_state_get", None)
+        get = getattr(mod, "KG_STATE_EXPORT", None)
         _write_all(wfd, _HEAD.pack(len(prefix) + len(body) - 1, callable(get)) + prefix)
         _write_all(wfd, memoryview(body)[1:])
         body = None

@@ -1041,20 +1041,28 @@ def forget():
 
 
 # The resident helper runs each request in a fresh process and carries what is kept from one to the next as plain
-# data (kg_helper.py: kg_state_get after the answer, kg_state_set before the next request): oldest first.
-_KNOWN_FIELDS = ("ident", "mtime", "pos", "sig", "zones", "state_key", "state")
+# data (kg_helper.py: KG_STATE_EXPORT after the answer, KG_STATE_IMPORT before the next request): oldest first.
+_ENTRY = (("ident", "ident"), ("mtime", "mtime"), ("pos", "pos"), ("sig", "sig"), ("zones", "zones"),
+          ("stateKey", "state_key"), ("state", "state"))
 
 
-def kg_state_get():
+def KG_STATE_EXPORT(full=False):  # noqa: N802 - the name the resident helper looks for
     with _known_lock:
-        return {"known": [[key] + [getattr(k, f) for f in _KNOWN_FIELDS] for key, k in _known.items()]}
+        put = [(key, dict((n, getattr(k, a)) for n, a in _ENTRY)) for key, k in _known.items()]
+    return {"version": 1, "full": True, "put": put, "drop": []}
 
 
-def kg_state_set(data):
+def KG_STATE_IMPORT(data):  # noqa: N802
+    if not isinstance(data, dict) or data.get("version") != 1:
+        return
     with _known_lock:
-        _known.clear()
-        for row in data.get("known", ()):
-            _known[tuple(row[0])] = _Known(*row[1:])
+        if data.get("full"):
+            _known.clear()
+        for key in data.get("drop") or ():
+            _known.pop(tuple(key), None)
+        for key, entry in data.get("put") or ():
+            _known.pop(tuple(key), None)
+            _known[tuple(key)] = _Known(*[entry[n] for n, _ in _ENTRY])
 
 
 def _restore(a, xmode, k):

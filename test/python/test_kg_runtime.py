@@ -251,15 +251,17 @@ class Isolation(HelperCase):
 
     def test_state_is_carried_only_as_plain_data(self):
         src = (
-            "COUNT = [0]\n"
-            "def kg_state_get():\n"
-            "    return {'count': COUNT[0], 'blob': b'x' * 3, 'key': ('a', 1)}\n"
-            "def kg_state_set(data):\n"
-            "    COUNT[0] = data['count']\n"
-            "    assert data['key'] == ('a', 1) and data['blob'] == b'xxx'\n"
+            "COUNT = {}\n"
+            "def KG_STATE_EXPORT(full=False):\n"
+            "    return {'version': 1, 'full': False, 'put': [(('n', 1), [COUNT['n'], b'xxx'])], 'drop': [('gone', 2)]}\n"
+            "def KG_STATE_IMPORT(doc):\n"
+            "    assert doc['full'] and doc['drop'] == [], doc\n"
+            "    for key, entry in doc['put']:\n"
+            "        assert key == ('n', 1) and entry[1] == b'xxx', doc\n"
+            "        COUNT['n'] = entry[0]\n"
             "def main(argv):\n"
-            "    COUNT[0] += 1\n"
-            "    return {'count': COUNT[0]}\n"
+            "    COUNT['n'] = COUNT.get('n', 0) + 1\n"
+            "    return {'count': COUNT['n']}\n"
         )
         counts = [self.ask({"id": i, "op": "probe", "name": "counter", "hash": "c", "src": src, "args": []})["result"]["count"]
                   for i in range(1, 4)]
@@ -268,8 +270,8 @@ class Isolation(HelperCase):
         objects = (
             "class Thing(object):\n    pass\n"
             "GOT = []\n"
-            "def kg_state_get():\n    return {'thing': Thing()}\n"
-            "def kg_state_set(data):\n    GOT.append(repr(data))\n"
+            "def KG_STATE_EXPORT(full=False):\n    return {'version': 1, 'full': True, 'put': [('k', Thing())], 'drop': []}\n"
+            "def KG_STATE_IMPORT(data):\n    GOT.append(repr(data))\n"
             "def main(argv):\n    return {'got': GOT}\n"
         )
         for i in (10, 11):
