@@ -113,6 +113,7 @@ class _Job(object):
         self.state_follows = False
         self.state_taken = False
         self.timeout_s = None
+        self.code = None
 
 
 class Helper(object):
@@ -124,7 +125,7 @@ class Helper(object):
         self.out = deque()
         self.out_blocking = True
         self.modules = {}  # digest -> (name, code)
-        self.states = {}  # probe name -> marshal bytes
+        self.states = {}  # probe name -> {key: (plain-data entry, its marshal size)}, oldest first
         self.queue = deque()
         self.running = {}  # pid -> job
         self.by_id = {}  # rid -> job (waiting or running)
@@ -269,6 +270,7 @@ class Helper(object):
         job = _Job(rid, name, digest, [a if isinstance(a, str) else json.dumps(a) for a in args],
                    time.monotonic() + timeout_s)
         job.timeout_s = timeout_s
+        job.code = self.modules[digest][1]  # kept with the request: the module cache may drop it meanwhile
         self.by_id[rid] = job
         self.queue.append(job)
         self.start_waiting()
@@ -315,8 +317,8 @@ class Helper(object):
                 self.send(_error(job.rid, "could not start the request: %s" % (e.strerror or e,), "internal"))
 
     def fork(self, job):
-        name, code = self.modules[job.digest]
-        state = self.states.get(name)
+        code = job.code
+        state = self.states.get(job.name)
         if self.spare is not None and state is None:
             # The child forked ahead of need takes it: the request does not wait for a fork.
             pid, ctl, rfd = self.spare
@@ -495,8 +497,9 @@ class Helper(object):
             self._settle(job)
 
     def _settle(self, job):
-        """A job whose child has exited and whose pipe is read: answer it if it has not been, keep its state."""
-        if job.settled or job.status is None or (job.rfd is not None and not job.pipe_done):
+        """A job whose child has exited: answered if it was not, its group killed, its slot freed."""
+        # Once it has exited, all it wrote is read (reap drained the pipe), even if a tool it left holds the pipe.
+        if job.settled or job.status is None:
             return
         job.settled = True
         self._close_pipe(job)
