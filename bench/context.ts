@@ -1,4 +1,5 @@
-import { ProbeRunner } from '../src/core/probes/runner';
+import type { ProbeCall, ProbeOutcome } from '../src/core/probes/probe';
+import { ProbeRunner, type RunOptions } from '../src/core/probes/runner';
 import { SshPool } from '../src/core/transport/ssh';
 import type { Transport } from '../src/core/transport/types';
 import { endpointOf, recordingPrompts, sshOptions } from '../test/support/hosts';
@@ -10,6 +11,36 @@ export interface BenchResult {
   usual_ms: number;
   ratio?: number;
   note?: string;
+  /** Peak RSS (MB) on the remote of each probe the case ran, from the answers' footprint. */
+  remote_rss_mb?: Record<string, number>;
+}
+
+/** Peak RSS (kB) of each probe on the remote since the last `takeRemotePeaks`. */
+const remotePeaks = new Map<string, number>();
+
+function notePeak<R>(probe: string, outcome: ProbeOutcome<R>): ProbeOutcome<R> {
+  const kb = outcome.footprint?.maxRssKb;
+  if (kb !== undefined) remotePeaks.set(probe, Math.max(remotePeaks.get(probe) ?? 0, kb));
+  return outcome;
+}
+
+/** The peaks seen since the last call (MB, one decimal), and a fresh start for the next case. */
+export function takeRemotePeaks(): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const [probe, kb] of remotePeaks) out[probe] = Math.round((kb / 1024) * 10) / 10;
+  remotePeaks.clear();
+  return out;
+}
+
+/** A ProbeRunner that notes each probe's remote footprint for the report (the cases use it, never a bare one). */
+export class MeasuredProbeRunner extends ProbeRunner {
+  override async run<R>(call: ProbeCall<R>, options?: RunOptions): Promise<ProbeOutcome<R>> {
+    return notePeak(call.probe, await super.run(call, options));
+  }
+
+  override async runOnce<R>(call: ProbeCall<R>, options?: RunOptions): Promise<ProbeOutcome<R>> {
+    return notePeak(call.probe, await super.runOnce(call, options));
+  }
 }
 
 /** What the cases share: one real sshd on loopback, one pooled connection to it, one resident helper. */
@@ -44,7 +75,7 @@ export class BenchContext {
   async probes(python = 'python3'): Promise<ProbeRunner> {
     if (!this.runner || this.runner.python !== python) {
       this.runner?.dispose();
-      this.runner = new ProbeRunner(await this.transport(), { python, timeoutMs: 120000 });
+      this.runner = new MeasuredProbeRunner(await this.transport(), { python, timeoutMs: 120000 });
     }
     return this.runner;
   }

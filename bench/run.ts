@@ -3,7 +3,7 @@
  * ratio (this machine is noisy: ratios and medians, never single absolute times as pass/fail).
  */
 import { writeFileSync } from 'node:fs';
-import { BenchContext, type BenchResult } from './context';
+import { BenchContext, takeRemotePeaks, type BenchResult } from './context';
 import { benchHelperRequests } from './cases/helperRequests';
 import { benchArgs } from './cases/args';
 import { benchListing } from './cases/listing';
@@ -41,13 +41,21 @@ async function main(): Promise<number> {
     for (const c of cases) {
       if (only && !c.name.includes(only)) continue;
       try {
+        takeRemotePeaks();
         const out = await c.run(ctx);
+        const peaks = takeRemotePeaks();
         for (const r of Array.isArray(out) ? out : [out]) {
           r.ratio = r.usual_ms / r.ours_ms;
+          if (Object.keys(peaks).length) r.remote_rss_mb = peaks;
           results.push(r);
           console.log(
             `${r.case}\n  ours ${fmt(r.ours_ms).padStart(10)}   usual ${fmt(r.usual_ms).padStart(10)}   ${r.ratio.toFixed(1)}× faster${r.note ? `   (${r.note})` : ''}`,
           );
+        }
+        // What the probes took of the remote host: peak resident memory of each (the answers' footprint).
+        if (Object.keys(peaks).length) {
+          const rss = Object.entries(peaks).map(([probe, mb]) => `${probe} ${mb.toFixed(1)} MB`);
+          console.log(`  remote peak RSS: ${rss.join(', ')}`);
         }
       } catch (e) {
         failed++;
@@ -67,6 +75,7 @@ async function main(): Promise<number> {
           usual_ms: r.usual_ms,
           ratio: r.ratio,
           ...(r.note ? { note: r.note } : {}),
+          ...(r.remote_rss_mb ? { remote_rss_mb: r.remote_rss_mb } : {}),
         })),
         null,
         2,

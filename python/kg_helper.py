@@ -1,93 +1,856 @@
-"""Known Good resident helper (stdlib only, Python 3.8+).
+"""Known Good resident helper (stdlib only, Python 3.8+, Linux/macOS).
 
 Started once per host connection as ``python3 -u -c <loader>``; the loader reads
-this source as the first stdin line (JSON-encoded string) and executes it.  Then
-it answers JSON-line requests on the same channel, each on its own thread so a
-slow request does not hold up the others:
+this source as the first stdin line (JSON-encoded string) and executes it.  The
+client sends nothing else until the ready line.  Then it answers JSON-line
+requests on the same channel:
 
-  -> {"id": 1, "op": "probe", "name": "list_runs", "hash": "...", "src": "...", "args": [...]}
-  <- {"id": 1, "ok": true, "result": {...}, "python": {...}}
+  -> {"id": 1, "op": "probe", "name": "list_runs", "hash": "...", "src": "...", "args": [...], "timeoutMs": 60000}
+  <- {"id": 1, "ok": true, "result": {...}, "python": {...}, "footprint": {"maxRssKb": ..., "cpuS": ...}}
   <- {"id": 1, "ok": false, "error": {"message": "...", "code": "..."}}
+  -> {"op": "cancel", "id": 1}          (kills request 1; answered with code "cancelled")
+  -> {"id": 2, "op": "ping"}
 
 ``src`` is sent only the first time a probe (by hash) is used; afterwards the
 client sends the hash alone, and an unknown hash is answered with code
-"need-source".  Probe modules are executed with their ``__name__`` set to
-``kg_probe_<name>`` so their ``if __name__ == "__main__"`` block does not run.
+"need-source".
+
+This process (the parent) never runs probe code: it is one thread in a selector
+loop that reads requests, keeps each probe's compiled code, and forks one child
+per request (at most MAX_CHILDREN at once, the rest wait in order).  The child
+puts itself in its own process group, executes the probe module afresh in its
+own memory with ``__name__`` ``kg_probe_<name>``, applies the probe's limits and
+writes its answer to a pipe.  Nothing a request does (a pickle that mutates a
+class, a module global, a thread left spinning) survives it: the child's memory
+goes with it.  A request still running at its deadline ("timeoutMs", from the
+client) or cancelled is killed with its whole process group (SIGKILL); a child
+that dies without answering (SIGXCPU at the CPU limit, the OOM killer) is
+answered with the signal named.
+
+State a probe wants to keep between requests (metrics_reduce's reductions) is
+carried explicitly, as plain data (None, bool, int, float, str, bytes, list,
+tuple, dict: what marshal writes; no code, no objects), through two module
+functions (python/HELPER_STATE.md):
+
+  KG_STATE_EXPORT() -> {"version": 1, "full": bool, "put": [(key, entry), ...], "drop": [key, ...]}
+      what this process learnt since the last import ("full": everything it keeps)
+  KG_STATE_IMPORT(doc)   applies such a document
+
+After answering, the child sends the marshal bytes of its export back on its
+pipe (at most STATE_BYTES).  The parent applies it to what it keeps for that
+probe as dict operations on plain data (it never calls the module) and the next
+child of that probe gets it all as one full document, through fork's copy of
+memory, before ``main`` runs.  Two requests of one probe at once: each delta is
+applied as it arrives, so the last one for a key wins.
 """
+import errno
+import gc
 import json
+import marshal
+import os
+import re
+import selectors
+import signal
+import struct
 import sys
-import threading
+import time
 import types
+from collections import deque
 
 _out = sys.stdout
 # Probes must not write to the protocol channel by accident.
 sys.stdout = sys.stderr
-_lock = threading.Lock()
-_modules = {}
-_modules_lock = threading.Lock()
+
+MAX_CHILDREN = 8
+# Seconds past its deadline an answered child may still take to hand over its state.
+STATE_GRACE_S = 30.0
+# Without a "timeoutMs" in the request (the client always sends one).
+DEFAULT_TIMEOUT_S = 600.0
+# Bytes (marshalled) and entries of the plain-data state one probe may keep between requests.
+STATE_BYTES = 80 << 20
+STATE_KEYS = 1024
+# Compiled probe modules kept (by source hash); the oldest goes first.
+MAX_MODULES = 64
+# Standard modules the probes import, loaded once here so that a child does not import them again per request
+# (only the standard library: importing is running that module's code, and the parent runs no probe's).
+PRELOAD = ("json", "re", "struct", "subprocess", "threading", "tempfile", "shutil", "math", "argparse", "socket",
+           "platform", "glob", "base64", "zipfile", "warnings", "posixpath", "pickle", "itertools", "io",
+           "hashlib", "datetime", "bisect", "stat", "getpass", "ctypes", "resource", "pwd")
+
+# The answer's length, and whether the probe's state follows it.
+_HEAD = struct.Struct(">Q?")
+_STATE_HEAD = struct.Struct(">cQ")
 
 
-def _send(doc):
-    kg_common = sys.modules["kg_common"]
-    line = kg_common.dumps(doc)
-    with _lock:
-        _out.write(line + "\n")
-        _out.flush()
+def _kg():
+    return sys.modules["kg_common"]
 
 
-def _load(name, digest, src):
-    with _modules_lock:
-        mod = _modules.get(digest)
-        if mod is None:
-            if src is None:
-                return None
-            mod = types.ModuleType("kg_probe_" + name)
-            mod.__file__ = name + ".py"
-            exec(compile(src, name + ".py", "exec"), mod.__dict__)
-            _modules[digest] = mod
-        return mod
-
-
-def _handle(req):
-    kg_common = sys.modules["kg_common"]
-    rid = req.get("id")
-    try:
-        op = req.get("op")
-        if op == "ping":
-            _send({"id": rid, "ok": True, "result": "pong", "python": kg_common.interpreter()})
-            return
-        if op != "probe":
-            raise kg_common.ProbeError("unknown op %r" % (op,), "bad-request")
-        mod = _load(req["name"], req["hash"], req.get("src"))
-        if mod is None:
-            _send({"id": rid, "ok": False, "error": {"message": "source needed", "code": "need-source"}})
-            return
-        result = mod.main(list(req.get("args") or []))
-        doc = kg_common.envelope_ok(result)
-    except kg_common.ProbeError as e:
-        doc = kg_common.envelope_error(str(e), e.code)
-    except SystemExit as e:
-        doc = kg_common.envelope_error("probe exited (%s)" % (e.code,), "exit")
-    except BaseException as e:
-        doc = kg_common.envelope_error("%s: %s" % (type(e).__name__, e), "internal")
+def _error(rid, message, code):
+    doc = _kg().envelope_error(message, code)
     doc["id"] = rid
-    _send(doc)
+    return doc
+
+
+class _Job(object):
+    """One request: waiting, then running in child ``pid`` whose answer arrives on ``rfd``."""
+
+    def __init__(self, rid, name, digest, args, deadline):
+        self.rid = rid
+        self.name = name
+        self.digest = digest
+        self.args = args
+        self.deadline = deadline
+        self.pid = None
+        self.rfd = None
+        self.buf = bytearray()
+        self.answered = False
+        self.pipe_done = False
+        self.status = None  # from waitpid, once reaped
+        self.killed = None  # "timeout" / "cancelled" when we killed it
+        self.started = None
+        self.settled = False
+        self.state_follows = False
+        self.state_taken = False
+        self.timeout_s = None
+        self.code = None
+
+
+class Helper(object):
+    def __init__(self, nonce):
+        self.nonce = nonce
+        self.sel = selectors.DefaultSelector()
+        self.inbuf = bytearray()
+        self.scan_from = 0
+        self.out = deque()
+        self.out_blocking = True
+        self.modules = {}  # digest -> (name, code)
+        self.states = {}  # probe name -> {key: (plain-data entry, its marshal size)}, oldest first
+        self.queue = deque()
+        self.running = {}  # pid -> job
+        self.by_id = {}  # rid -> job (waiting or running)
+        self.spare = None  # (pid, control fd, answer fd) of a child forked ahead of need
+        self.stdin_open = True
+        self.stop = False
+        self.max_out = None
+
+    # ------------------------------------------------------------------------------------------------ output
+    def send(self, doc):
+        self.send_line(_kg().dumps(doc).encode("ascii"))
+
+    def send_line(self, data):
+        # One write per answer where the copy is cheap: each write wakes the reader (sshd) on its own.
+        if len(data) < (1 << 20):
+            self.out.append(memoryview(data + b"\n"))
+        else:
+            self.out.append(memoryview(data))
+            self.out.append(memoryview(b"\n"))
+        if self.out_blocking:
+            self._drain()
+        else:
+            self._flush()
+
+    def _drain(self):
+        try:
+            while self.out:
+                _write_all(1, self.out.popleft())
+        except OSError:
+            self.out.clear()
+            self.stop = True
+
+    def _flush(self):
+        while self.out:
+            view = self.out[0]
+            try:
+                n = os.write(1, view)
+            except (BlockingIOError, InterruptedError):
+                break
+            except OSError:
+                # The client is gone: nothing can be answered any more.
+                self.out.clear()
+                self.stop = True
+                break
+            if n == len(view):
+                self.out.popleft()
+            else:
+                self.out[0] = view[n:]
+                break
+        self._want_write(bool(self.out))
+
+    def _want_write(self, want):
+        if self.out_blocking:
+            return
+        key = self._key(1)
+        if want and key is None:
+            self.sel.register(1, selectors.EVENT_WRITE, "out")
+        elif not want and key is not None:
+            self.sel.unregister(1)
+
+    def _key(self, fd):
+        try:
+            return self.sel.get_key(fd)
+        except KeyError:
+            return None
+
+    # ------------------------------------------------------------------------------------------------ requests
+    def on_input(self):
+        try:
+            data = os.read(0, 1 << 20)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            data = b""
+        if not data:
+            self.stdin_open = False
+            self.sel.unregister(0)
+            return
+        self.inbuf += data
+        while True:
+            nl = self.inbuf.find(b"\n", self.scan_from)
+            if nl < 0:
+                self.scan_from = len(self.inbuf)
+                return
+            line = bytes(self.inbuf[:nl])
+            del self.inbuf[:nl + 1]
+            self.scan_from = 0
+            if line.strip():
+                self.on_request(line)
+
+    def on_request(self, line):
+        try:
+            req = json.loads(line.decode("utf-8"))
+            if not isinstance(req, dict):
+                raise ValueError("a request is a JSON object")
+        except (ValueError, UnicodeDecodeError, RecursionError) as e:
+            # Answer whatever id can be found, so the client does not wait for its timeout.
+            m = re.search(rb'"id"\s*:\s*(-?[0-9]{1,15})[,}\s]', line)
+            if m:
+                self.send(_error(int(m.group(1)), "the request is not valid JSON: %s" % (e,), "bad-request"))
+            else:
+                sys.stderr.write("kg_helper: request without an id ignored: %s\n" % (e,))
+            return
+        rid = req.get("id")
+        op = req.get("op")
+        try:
+            if op == "ping":
+                self.send({"id": rid, "ok": True, "result": "pong", "python": _kg().interpreter()})
+            elif op == "cancel":
+                self.cancel(rid)
+            elif op == "probe":
+                self.on_probe(rid, req)
+            else:
+                self.send(_error(rid, "unknown op %r" % (op,), "bad-request"))
+        except Exception as e:  # noqa: BLE001 - a bad request is answered, the helper lives on
+            self.send(_error(rid, "bad request: %s: %s" % (type(e).__name__, e), "bad-request"))
+
+    def on_probe(self, rid, req):
+        if not isinstance(rid, int) or isinstance(rid, bool) or rid in self.by_id:
+            self.send(_error(rid, "a probe request needs a new integer id", "bad-request"))
+            return
+        name, digest, args = req.get("name"), req.get("hash"), req.get("args") or []
+        if not isinstance(name, str) or not isinstance(digest, str) or not isinstance(args, list):
+            self.send(_error(rid, "a probe request needs name, hash and args", "bad-request"))
+            return
+        if digest not in self.modules:
+            src = req.get("src")
+            if src is None:
+                self.send(_error(rid, "source needed", "need-source"))
+                return
+            try:
+                # Compiling is not running: the module's code runs in the child.
+                code = compile(src, name + ".py", "exec", dont_inherit=True)
+            except (SyntaxError, ValueError) as e:
+                self.send(_error(rid, "%s.py does not compile: %s" % (name, e), "bad-request"))
+                return
+            while len(self.modules) >= MAX_MODULES:
+                del self.modules[next(iter(self.modules))]
+            self.modules[digest] = (name, code)
+        timeout = req.get("timeoutMs")
+        timeout_s = float(timeout) / 1000.0 if isinstance(timeout, (int, float)) and timeout > 0 else DEFAULT_TIMEOUT_S
+        job = _Job(rid, name, digest, [a if isinstance(a, str) else json.dumps(a) for a in args],
+                   time.monotonic() + timeout_s)
+        job.timeout_s = timeout_s
+        job.code = self.modules[digest][1]  # kept with the request: the module cache may drop it meanwhile
+        self.by_id[rid] = job
+        self.queue.append(job)
+        self.start_waiting()
+
+    def cancel(self, rid):
+        job = self.by_id.get(rid)
+        if job is None:
+            return
+        self.end(job, "cancelled", "%s was cancelled: stopped" % (job.name,))
+
+    def end(self, job, why, message):
+        """Answers ``job`` with an error and makes sure nothing of it keeps running."""
+        if not job.answered:
+            job.answered = True
+            self.send(_error(job.rid, message, why))
+        self.by_id.pop(job.rid, None)
+        if job.pid is None:
+            try:
+                self.queue.remove(job)
+            except ValueError:
+                pass
+            return
+        job.killed = why
+        _kill_group(job.pid)
+        self._close_pipe(job)
+
+    # ------------------------------------------------------------------------------------------------ children
+    def start_waiting(self):
+        # A child that has answered may still be handing over its probe's state: the next request of that probe
+        # waits for it (a reopen right after a first read finds what the read kept).
+        handing_over = set(j.name for j in self.running.values()
+                           if j.answered and j.state_follows and not j.state_taken and j.killed is None)
+        for job in list(self.queue):
+            if len(self.running) >= MAX_CHILDREN:
+                return
+            if job.name in handing_over:
+                continue
+            self.queue.remove(job)
+            try:
+                self.fork(job)
+            except OSError as e:
+                self.by_id.pop(job.rid, None)
+                job.answered = True
+                self.send(_error(job.rid, "could not start the request: %s" % (e.strerror or e,), "internal"))
+
+    def fork(self, job):
+        code = job.code
+        state = self.states.get(job.name)
+        if self.spare is not None and state is None:
+            # The child forked ahead of need takes it: the request does not wait for a fork.
+            pid, ctl, rfd = self.spare
+            self.spare = None
+            try:
+                _write_all(ctl, marshal.dumps((job.rid, job.name, job.args, code)))
+                ok = True
+            except OSError:
+                ok = False
+            os.close(ctl)
+            if ok:
+                self._started(job, pid, rfd)
+                return
+            os.close(rfd)
+            _kill_group(pid)
+        rfd, wfd = os.pipe()
+        gc.freeze()
+        try:
+            pid = os.fork()
+        except OSError:
+            os.close(rfd)
+            os.close(wfd)
+            raise
+        if pid == 0:  # the child: never returns
+            _child(self, job, code, state, rfd, wfd)
+        os.close(wfd)
+        self._started(job, pid, rfd)
+
+    def _started(self, job, pid, rfd):
+        try:
+            os.setpgid(pid, pid)  # also done in the child: whichever runs first
+        except OSError:
+            pass
+        os.set_blocking(rfd, False)
+        job.pid, job.rfd, job.started = pid, rfd, time.monotonic()
+        self.running[pid] = job
+        self.sel.register(rfd, selectors.EVENT_READ, job)
+
+    def make_spare(self):
+        """Forks the next request's child while nothing is waiting: a fork costs 1-3 ms, off the request's path."""
+        ctl_r, ctl_w = os.pipe()
+        rfd, wfd = os.pipe()
+        # What exists now is never collected in the child: its collector does not touch (and copy) those pages.
+        gc.freeze()
+        try:
+            pid = os.fork()
+        except OSError:
+            for fd in (ctl_r, ctl_w, rfd, wfd):
+                os.close(fd)
+            return
+        if pid == 0:
+            _spare(self, ctl_r, ctl_w, rfd, wfd)
+        os.close(ctl_r)
+        os.close(wfd)
+        try:
+            os.setpgid(pid, pid)
+        except OSError:
+            pass
+        self.spare = (pid, ctl_w, rfd)
+
+    def drop_spare(self):
+        if self.spare is not None:
+            pid, ctl, rfd = self.spare
+            self.spare = None
+            os.close(ctl)
+            os.close(rfd)
+            _kill_group(pid)
+
+    def on_child_output(self, job):
+        while job.rfd is not None:
+            try:
+                data = os.read(job.rfd, 1 << 20)
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError:
+                data = b""
+            if not data:
+                self._close_pipe(job)
+                job.pipe_done = True
+                break
+            job.buf += data
+            if len(job.buf) > self.max_out + STATE_BYTES + 64:
+                self.end(job, "limit-output", "%s answered more than its limits allow: stopped" % (job.name,))
+                return
+            self._take_answer(job)
+            self._take_state(job)
+        self._settle(job)
+
+    def _take_answer(self, job):
+        """Sends the answer as soon as it is whole (the child goes on to export its state)."""
+        if job.answered or len(job.buf) < _HEAD.size:
+            return
+        n, job.state_follows = _HEAD.unpack_from(job.buf)
+        end = _HEAD.size + n
+        if len(job.buf) < end:
+            return
+        job.answered = True
+        self.by_id.pop(job.rid, None)
+        with memoryview(job.buf) as view:
+            answer = bytes(view[_HEAD.size:end])
+        job.buf = job.buf[end:]
+        self.send_line(answer)
+        if not job.state_follows:
+            self.start_waiting()
+
+    def _take_state(self, job):
+        """Keeps the probe's state as soon as its frame is whole (not when the child has exited: that takes time)."""
+        if not job.answered or not job.state_follows or job.state_taken or len(job.buf) < _STATE_HEAD.size:
+            return
+        kind, n = _STATE_HEAD.unpack_from(job.buf)
+        end = _STATE_HEAD.size + n
+        if len(job.buf) < end:
+            return
+        job.state_taken = True
+        if job.killed is None:
+            if kind == b"S" and n <= STATE_BYTES:
+                with memoryview(job.buf) as view:
+                    self.keep_state(job.name, view[_STATE_HEAD.size:end])
+            elif kind == b"D":
+                self.states.pop(job.name, None)
+        job.buf = bytearray()
+        self.start_waiting()
+
+    def keep_state(self, name, blob):
+        """Applies a child's KG_STATE_EXPORT document ({"version": 1, "full", "put": [(key, entry)], "drop": [key]})
+        to what is kept for probe ``name``: plain data only, looked at as dict operations, never run."""
+        try:
+            doc = marshal.loads(blob)
+            if not isinstance(doc, dict) or doc.get("version") != 1 or not _plain(doc):
+                raise ValueError("not a version-1 state document")
+            kept = {} if doc.get("full") or name not in self.states else self.states[name]
+            for key in doc.get("drop") or ():
+                kept.pop(_hashable(key), None)
+            for key, entry in doc.get("put") or ():
+                key = _hashable(key)
+                kept.pop(key, None)
+                kept[key] = (entry, len(marshal.dumps(entry)))
+            # The probe bounds what it keeps; this bounds what a misbehaving one could make the helper hold.
+            total = sum(size for _, size in kept.values())
+            while kept and (total > STATE_BYTES or len(kept) > STATE_KEYS):
+                total -= kept.pop(next(iter(kept)))[1]
+            self.states[name] = kept
+        except (ValueError, TypeError, EOFError) as e:
+            sys.stderr.write("kg_helper: %s state not kept: %s\n" % (name, e))
+
+    def _close_pipe(self, job):
+        if job.rfd is not None:
+            try:
+                self.sel.unregister(job.rfd)
+            except (KeyError, ValueError):
+                pass
+            os.close(job.rfd)
+            job.rfd = None
+
+    def reap(self):
+        while self.running or self.spare is not None:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            except InterruptedError:
+                continue
+            if pid == 0:
+                return
+            job = self.running.get(pid)
+            if job is None:
+                if self.spare is not None and self.spare[0] == pid:
+                    os.close(self.spare[1])
+                    os.close(self.spare[2])
+                    self.spare = None
+                continue
+            job.status = status
+            if job.rfd is not None:
+                # Everything it wrote is in the pipe by now (its writes finished before it exited).
+                self.on_child_output(job)
+            self._settle(job)
+
+    def _settle(self, job):
+        """A job whose child has exited: answered if it was not, its group killed, its slot freed."""
+        # Once it has exited, all it wrote is read (reap drained the pipe), even if a tool it left holds the pipe.
+        if job.settled or job.status is None:
+            return
+        job.settled = True
+        self._close_pipe(job)
+        self.running.pop(job.pid, None)
+        # Tools it started and left behind go with it (the group's id stays taken while any member lives, so
+        # this reaches no one else).
+        try:
+            os.killpg(job.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        if not job.answered:
+            job.answered = True
+            self.by_id.pop(job.rid, None)
+            self.send(_error(job.rid, *_died(job)))
+        job.state_taken = True
+        job.buf = bytearray()
+        self.start_waiting()
+
+    def on_deadlines(self):
+        now = time.monotonic()
+        for job in list(self.by_id.values()):
+            if not job.answered and job.deadline <= now:
+                self.end(job, "timeout", "%s timed out after %s s: stopped" % (job.name, _secs(job.timeout_s)))
+        for job in list(self.running.values()):
+            # Answered, but still writing its state long after its deadline: it goes too.
+            if job.killed is None and job.deadline + STATE_GRACE_S <= now:
+                job.killed = "late"
+                _kill_group(job.pid)
+
+    def next_timeout(self):
+        pending = [j.deadline for j in self.by_id.values() if not j.answered]
+        pending += [j.deadline + STATE_GRACE_S for j in self.running.values() if j.killed is None]
+        if not pending:
+            return None
+        return max(0.0, min(pending) - time.monotonic())
+
+    # ------------------------------------------------------------------------------------------------ the loop
+    def serve(self):
+        self.max_out = _kg().LIMITS.get("output") or (1 << 30)
+        for name in PRELOAD:
+            try:
+                __import__(name)
+            except Exception:  # noqa: BLE001 - a missing module is imported (and reported) by the probe itself
+                pass
+        try:
+            # The standard library caches what it learns of the host (platform.platform() reads the interpreter's
+            # binary to find its libc: 10 ms); learnt once here, every child starts with it.
+            sys.modules["platform"].platform()
+        except Exception:  # noqa: BLE001
+            pass
+        self.prctl = _prctl()
+        wake_r, wake_w = os.pipe()
+        os.set_blocking(wake_r, False)
+        os.set_blocking(wake_w, False)
+        self.wake_fds = (wake_r, wake_w)
+        self.pid = os.getpid()
+        signal.set_wakeup_fd(wake_w)
+        for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+            signal.signal(sig, self._on_stop_signal)
+        signal.signal(signal.SIGCHLD, lambda *_: None)
+        self.send({"ready": self.nonce, "python": _kg().interpreter()})
+        # Non-blocking output, so a slow reader never stops deadlines from being kept; unless stdout and stderr
+        # are one file (a terminal), where children's stderr would then fail with EAGAIN.
+        try:
+            if not _same_file(1, 2):
+                os.set_blocking(1, False)
+                self.out_blocking = False
+        except OSError:
+            pass
+        self.sel.register(0, selectors.EVENT_READ, "in")
+        self.sel.register(wake_r, selectors.EVENT_READ, "wake")
+        try:
+            # The client closing stdin (or the connection) ends the helper and every request still running.
+            while not self.stop and self.stdin_open:
+                if self.spare is None and not self.queue and all(j.answered for j in self.running.values()):
+                    self.make_spare()
+                for key, _ in self.sel.select(self.next_timeout()):
+                    if key.data == "in":
+                        self.on_input()
+                    elif key.data == "out":
+                        self._flush()
+                    elif key.data == "wake":
+                        try:
+                            while os.read(wake_r, 512):
+                                pass
+                        except (BlockingIOError, InterruptedError, OSError):
+                            pass
+                    else:
+                        self.on_child_output(key.data)
+                self.reap()
+                self.on_deadlines()
+        finally:
+            self.drop_spare()
+            for job in list(self.running.values()):
+                _kill_group(job.pid)
+            for job in list(self.running.values()):
+                try:
+                    os.waitpid(job.pid, 0)
+                except OSError:
+                    pass
+            if self.out and not self.stop:
+                try:
+                    os.set_blocking(1, True)
+                except OSError:
+                    pass
+                self._drain()
+
+    def _on_stop_signal(self, *_):
+        self.stop = True
+
+
+def _same_file(a, b):
+    sa, sb = os.fstat(a), os.fstat(b)
+    return (sa.st_dev, sa.st_ino) == (sb.st_dev, sb.st_ino)
+
+
+def _kill_group(pid):
+    for kill in (lambda: os.killpg(pid, signal.SIGKILL), lambda: os.kill(pid, signal.SIGKILL)):
+        try:
+            kill()
+        except OSError:
+            pass
+
+
+def _secs(s):
+    return ("%.1f" % s).rstrip("0").rstrip(".")
+
+
+_SIGNALS = {
+    "SIGXCPU": ("limit-cpu", "the CPU-time limit"),
+    "SIGKILL": ("killed", "SIGKILL (the host's out-of-memory killer, or someone else, stopped it)"),
+    "SIGSEGV": ("crashed", "SIGSEGV (a crash in the interpreter or an extension module)"),
+    "SIGXFSZ": ("limit-file-size", "the file-size limit"),
+}
+
+
+def _died(job):
+    """(message, code) for a child that ended without answering."""
+    status = job.status
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        try:
+            sname = signal.Signals(sig).name
+        except ValueError:
+            sname = "signal %d" % sig
+        code, what = _SIGNALS.get(sname, ("crashed", sname))
+        if code == "limit-cpu":
+            return str(_kg().LimitError("cpu", job.name + " was killed by SIGXCPU")), code
+        return "%s was killed by %s, before it answered" % (job.name, what), code
+    return "%s ended (exit status %d) before it answered" % (job.name, os.WEXITSTATUS(status)), "crashed"
+
+
+def _data_bytes():
+    """Data segment this process already has (what fork copied from the parent), on Linux."""
+    try:
+        with open("/proc/self/status", "rb") as f:
+            for line in f:
+                if line.startswith(b"VmData:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
+def _hashable(key):
+    if isinstance(key, list):
+        key = tuple(_hashable(k) for k in key)
+    hash(key)
+    return key
+
+
+def _plain(value, depth=0):
+    """True for data made of None, bool, int, float, str, bytes, list, tuple, dict only."""
+    if depth > 100:
+        return False
+    if value is None or isinstance(value, (bool, int, float, str, bytes)):
+        return True
+    if isinstance(value, (list, tuple)):
+        return all(_plain(v, depth + 1) for v in value)
+    if isinstance(value, dict):
+        return all(_plain(k, depth + 1) and _plain(v, depth + 1) for k, v in value.items())
+    return False
+
+
+def _write_all(fd, data):
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def _child_setup(helper, close):
+    """A forked child's first steps: its own process group, default signals, none of the parent's descriptors."""
+    try:
+        os.setpgid(0, 0)
+    except OSError:
+        pass
+    signal.set_wakeup_fd(-1)
+    for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT, signal.SIGCHLD, signal.SIGPIPE):
+        signal.signal(sig, signal.SIG_DFL)
+    _die_with_parent(helper.prctl, helper.pid)
+    # The parent's descriptors are not ours: its selector, the other requests' pipes, the spare's, the channel.
+    fds = list(close) + list(helper.wake_fds) + [j.rfd for j in helper.running.values() if j.rfd is not None]
+    if helper.spare is not None:
+        fds += list(helper.spare[1:])
+    for fd in fds:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+    try:
+        helper.sel.close()
+    except Exception:  # noqa: BLE001
+        pass
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    os.dup2(2, 1)
+    # What fork copied and this request does not need: other probes' states, answers queued for the client.
+    helper.states = None
+    helper.out.clear()
+    helper.inbuf = None
+    for j in helper.running.values():
+        j.buf = None
+
+
+def _child(helper, job, code, state, rfd, wfd):
+    """Runs one request in this forked process and leaves with os._exit: never returns to the loop."""
+    try:
+        _child_setup(helper, [rfd])
+    except BaseException:  # noqa: BLE001
+        os._exit(70)
+    _run(job.rid, job.name, job.args, code, state, wfd)
+
+
+def _spare(helper, ctl_r, ctl_w, rfd, wfd):
+    """A child forked ahead of need: set up, it waits for its request (rid, name, code, args) on ``ctl_r``."""
+    try:
+        _child_setup(helper, [ctl_w, rfd])
+        chunks = []
+        while True:
+            c = os.read(ctl_r, 1 << 20)
+            if not c:
+                break
+            chunks.append(c)
+        os.close(ctl_r)
+        if not chunks:
+            os._exit(0)  # not needed after all
+        rid, name, args, code = marshal.loads(b"".join(chunks))
+        chunks = None
+    except BaseException:  # noqa: BLE001
+        os._exit(70)
+    _run(rid, name, args, code, None, wfd)
+
+
+def _run(rid, name, args, code, state, wfd):
+    """Runs one request in this child and leaves with os._exit: never returns to the loop."""
+    status = 70
+    try:
+        kg = _kg()
+        mod = types.ModuleType("kg_probe_" + name)
+        mod.__file__ = name + ".py"
+        sys.modules[mod.__name__] = mod
+        text = None
+        try:
+            exec(code, mod.__dict__)
+            main = mod.main
+            limits = dict(kg.probe_limits(main))
+            if limits.get("memory") is not None:
+                # The probe's own allowance, on top of what this process is at fork.
+                limits["memory"] += _data_bytes()
+            kg.apply_process_limits(limits)
+            imp = getattr(mod, "KG_STATE_IMPORT", None)
+            if state and callable(imp):
+                try:
+                    # Fork copied the parent's plain data: handed over as one full document.
+                    imp({"version": 1, "full": True, "put": [(k, v[0]) for k, v in state.items()], "drop": []})
+                except Exception as e:  # noqa: BLE001 - a cache that cannot be restored is started afresh
+                    sys.stderr.write("kg_helper: %s state not restored: %s\n" % (name, e))
+            state = None
+            text = kg.call_probe(main, args, limits)[1]
+            # The answer is all this process holds now: the bytes to send, made once.
+            body = text.encode("ascii")
+            text = None
+        except SystemExit as e:
+            body = kg.dumps(kg.envelope_error("%s exited (%s)" % (name, e.code), "exit")).encode("ascii")
+        except MemoryError:
+            text = body = None
+            body = kg.dumps(kg.envelope_error(str(kg.LimitError("memory", name)), "limit-memory")).encode("ascii")
+        except BaseException as e:  # noqa: BLE001 - every request is answered
+            body = kg.dumps(kg.envelope_error("%s: %s" % (type(e).__name__, e), "internal")).encode("ascii")
+        # {"id": N, + the envelope without its opening brace, written from the one copy.
+        prefix = ('{"id": %s, ' % json.dumps(rid)).encode("ascii")
+        get = getattr(mod, "KG_STATE_EXPORT", None)
+        _write_all(wfd, _HEAD.pack(len(prefix) + len(body) - 1, callable(get)) + prefix)
+        _write_all(wfd, memoryview(body)[1:])
+        body = None
+        status = 0
+        if callable(get):
+            try:
+                kept = get()
+                if kept is None:
+                    _write_all(wfd, _STATE_HEAD.pack(b"D", 0))
+                elif _plain(kept):
+                    blob = marshal.dumps(kept)
+                    if len(blob) <= STATE_BYTES:
+                        _write_all(wfd, _STATE_HEAD.pack(b"S", len(blob)) + blob)
+                    else:
+                        sys.stderr.write("kg_helper: %s state of %d bytes not kept\n" % (name, len(blob)))
+                        _write_all(wfd, _STATE_HEAD.pack(b"D", 0))
+                else:
+                    sys.stderr.write("kg_helper: %s state is not plain data: not kept\n" % (name,))
+                    _write_all(wfd, _STATE_HEAD.pack(b"D", 0))
+            except Exception as e:  # noqa: BLE001 - what was kept before stays
+                sys.stderr.write("kg_helper: %s state not kept: %s\n" % (name, e))
+                _write_all(wfd, _STATE_HEAD.pack(b"N", 0))
+    except BaseException:  # noqa: BLE001 - the parent answers a child that did not
+        pass
+    finally:
+        try:
+            sys.stderr.flush()
+        except Exception:  # noqa: BLE001
+            pass
+        os._exit(status)
+
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _prctl():
+    """libc's prctl on Linux (looked up once, in the parent), else None."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        import ctypes
+
+        return ctypes.CDLL(None, use_errno=True).prctl
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def _die_with_parent(prctl, parent):
+    """Linux: this child gets SIGKILL when the helper dies (even by SIGKILL), so no request outlives it."""
+    if prctl is None:
+        return
+    try:
+        prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except Exception:  # noqa: BLE001
+        return
+    if os.getppid() != parent:
+        os._exit(71)
 
 
 def serve(nonce):
-    _send({"ready": nonce, "python": sys.modules["kg_common"].interpreter()})
-    stdin = sys.stdin
-    while True:
-        line = stdin.readline()
-        if not line:
-            return
-        line = line.strip()
-        if not line:
-            continue
-        try:
-            req = json.loads(line)
-        except ValueError:
-            continue
-        t = threading.Thread(target=_handle, args=(req,))
-        t.daemon = True
-        t.start()
+    Helper(nonce).serve()

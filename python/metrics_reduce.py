@@ -1271,6 +1271,31 @@ def KG_STATE_IMPORT(data):  # noqa: N802
         _dropped.clear()
 
 
+# The resident helper runs each request in a fresh process and carries what is kept from one to the next as plain
+# data (kg_helper.py: KG_STATE_EXPORT after the answer, KG_STATE_IMPORT before the next request): oldest first.
+_ENTRY = (("ident", "ident"), ("mtime", "mtime"), ("pos", "pos"), ("sig", "sig"), ("zones", "zones"),
+          ("stateKey", "state_key"), ("state", "state"))
+
+
+def KG_STATE_EXPORT(full=False):  # noqa: N802 - the name the resident helper looks for
+    with _known_lock:
+        put = [(key, dict((n, getattr(k, a)) for n, a in _ENTRY)) for key, k in _known.items()]
+    return {"version": 1, "full": True, "put": put, "drop": []}
+
+
+def KG_STATE_IMPORT(data):  # noqa: N802
+    if not isinstance(data, dict) or data.get("version") != 1:
+        return
+    with _known_lock:
+        if data.get("full"):
+            _known.clear()
+        for key in data.get("drop") or ():
+            _known.pop(tuple(key), None)
+        for key, entry in data.get("put") or ():
+            _known.pop(tuple(key), None)
+            _known[tuple(key)] = _Known(*[entry[n] for n, _ in _ENTRY])
+
+
 def _restore(a, xmode, k):
     """A pass holding the kept exact reduction (and zone map) of k."""
     p = Pass(a, xmode, True)

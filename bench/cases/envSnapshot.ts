@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { envSnapshotProbe } from '../../src/core/baselines/envProbe';
-import { ProbeRunner } from '../../src/core/probes/runner';
 import { LocalTransport } from '../../src/core/transport/local';
+import { MeasuredProbeRunner } from '../context';
 
 /*
  * The environment snapshot probe versus `python -m torch.utils.collect_env`, the usual way, on the same interpreter
@@ -35,7 +35,7 @@ function collectEnv(python: string): Promise<number> {
 
 export async function benchEnvSnapshot(): Promise<{ case: string; ours_ms: number; usual_ms: number; note: string }> {
   const python = process.env['KG_BENCH_PYTHON'] ?? '/usr/bin/python3';
-  const runner = new ProbeRunner(new LocalTransport(), { python, timeoutMs: 120_000, resident: false });
+  const runner = new MeasuredProbeRunner(new LocalTransport(), { python, timeoutMs: 120_000, resident: false });
   const ours: number[] = [];
   const usual: number[] = [];
   let tookMs = 0;

@@ -4,9 +4,9 @@ import { once } from 'node:events';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { metricsReduceProbe, type MetricsReduction } from '../../src/core/metrics/metricsProbe';
-import { ProbeRunner } from '../../src/core/probes/runner';
 import { LocalTransport } from '../../src/core/transport/local';
 import type { ExecOptions, ExecResult, ProcessHandle, SpawnOptions, Transport } from '../../src/core/transport/types';
+import { MeasuredProbeRunner } from '../context';
 
 /*
  * Issue 8's scale target: first plot data of a 1,000,000-line metrics log in under 1 s through the probe runner,
@@ -130,7 +130,7 @@ export interface MetricsBenchResult {
 /** First plot data through a fresh ProbeRunner (helper start included) on a counting local transport. */
 export async function firstPlotThroughRunner(path: string, python = 'python3'): Promise<MetricsBenchResult> {
   const transport = new CountingTransport();
-  const runner = new ProbeRunner(transport, { python, timeoutMs: 300_000 });
+  const runner = new MeasuredProbeRunner(transport, { python, timeoutMs: 300_000 });
   try {
     const t0 = performance.now();
     const { value } = await runner.run(metricsReduceProbe({ path }));

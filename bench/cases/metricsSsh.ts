@@ -4,9 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { seriesFromReduction } from '../../src/core/dashboard/fromReduction';
 import { metricsReduceProbe, type MetricsReduction } from '../../src/core/metrics/metricsProbe';
-import { ProbeRunner } from '../../src/core/probes/runner';
 import { shellQuote } from '../../src/core/quote';
-import type { BenchContext, BenchResult } from '../context';
+import { MeasuredProbeRunner, type BenchContext, type BenchResult } from '../context';
 import { CountingTransport, generateMetricsLog } from './metrics';
 
 /*
@@ -61,7 +60,7 @@ export async function benchMetricsSsh(ctx: BenchContext): Promise<BenchResult[]>
     const wire = new CountingTransport(await ctx.transport());
     // A runner of its own on the pooled connection, so its helper starts inside the first measurement (a host
     // whose first use is Open Dashboard). Not disposed through the counting wrapper: that would close the pool's.
-    const runner = new ProbeRunner(wire, { python: 'python3', timeoutMs: 300_000 });
+    const runner = new MeasuredProbeRunner(wire, { python: 'python3', timeoutMs: 300_000 });
     const timed = async (o: Parameters<typeof metricsReduceProbe>[0]): Promise<Timed> => {
       wire.reset();
       const t0 = performance.now();

@@ -1,8 +1,12 @@
 """kg_common (the probe contract) and kg_helper (the resident helper's JSON-line protocol), run for real."""
+import errno
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
+import time
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -40,7 +44,7 @@ class ProbeByHand(unittest.TestCase):
         self.assertEqual(r.stderr.decode().strip(), "error: /definitely/not/here does not exist")
 
 
-class ResidentHelper(unittest.TestCase):
+class HelperCase(unittest.TestCase):
     def setUp(self):
         self.p = subprocess.Popen(
             [sys.executable, "-u", "-c", LOADER],
@@ -66,6 +70,15 @@ class ResidentHelper(unittest.TestCase):
         self.p.stdin.flush()
         return json.loads(self.p.stdout.readline())
 
+    def write(self, req):
+        self.p.stdin.write(json.dumps(req) + "\n")
+        self.p.stdin.flush()
+
+    def read(self):
+        return json.loads(self.p.stdout.readline())
+
+
+class ResidentHelper(HelperCase):
     def test_source_once_then_hash_only(self):
         s = src("read_file")
         r1 = self.ask({"id": 1, "op": "probe", "name": "read_file", "hash": "h1", "src": s, "args": [__file__, "--max-bytes", "10", "--from-start"]})
@@ -98,6 +111,218 @@ class ResidentHelper(unittest.TestCase):
         first = json.loads(self.p.stdout.readline())
         second = json.loads(self.p.stdout.readline())
         self.assertEqual([first["id"], second["id"]], [2, 1])
+
+    def test_two_slow_requests_run_at_once(self):
+        slow = "import time\ndef main(argv):\n    time.sleep(1.0)\n    return {}\n"
+        t0 = time.monotonic()
+        for rid in (1, 2):
+            self.write({"id": rid, "op": "probe", "name": "slow", "hash": "s1", "src": slow, "args": []})
+        ids = sorted(self.read()["id"] for _ in range(2))
+        self.assertEqual(ids, [1, 2])
+        self.assertLess(time.monotonic() - t0, 1.8)
+
+
+# A probe that says where it runs (its pid, and a tool it started) and then never ends.
+SPIN = """import os, subprocess, sys
+def main(argv):
+    tool = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    with open(argv[0], "w") as f:
+        f.write("%d %d" % (os.getpid(), tool.pid))
+    while True:
+        pass
+"""
+
+
+def alive(pid):
+    """Running (a zombie is not): what ps would show burning CPU."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+class Isolation(HelperCase):
+    """Each request runs in its own child process: killed at its deadline or on cancel, nothing of it kept."""
+
+    def setUp(self):
+        HelperCase.setUp(self)
+        self.dir = tempfile.mkdtemp(prefix="kg-helper-")
+
+    def tearDown(self):
+        HelperCase.tearDown(self)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def children(self):
+        """The helper's children but the one it keeps forked ahead, idle (sleeping): zombies count too."""
+        out = []
+        for pid in os.listdir("/proc"):
+            if pid.isdigit():
+                try:
+                    with open("/proc/%s/stat" % pid) as f:
+                        fields = f.read().rsplit(")", 1)[1].split()
+                    if int(fields[1]) == self.p.pid:
+                        out.append((int(pid), fields[0]))
+                except (OSError, IndexError, ValueError):
+                    pass
+        idle = [c for c in out if c[1] == "S"]
+        return [c for c in out if c[1] != "S"] + idle[1:]
+
+    def threads(self):
+        return len(os.listdir("/proc/%d/task" % self.p.pid))
+
+    def wait_gone(self, pids):
+        end = time.monotonic() + 5
+        while time.monotonic() < end and any(alive(p) for p in pids):
+            time.sleep(0.05)
+        return [p for p in pids if alive(p)]
+
+    def pids_in(self, path):
+        end = time.monotonic() + 10
+        while time.monotonic() < end:
+            try:
+                with open(path) as f:
+                    text = f.read().split()
+                if len(text) == 2:
+                    return [int(x) for x in text]
+            except OSError:
+                pass
+            time.sleep(0.02)
+        self.fail("the probe never started")
+
+    def test_a_request_past_its_deadline_is_killed_with_the_tools_it_started(self):
+        where = os.path.join(self.dir, "pids")
+        t0 = time.monotonic()
+        r = self.ask({"id": 1, "op": "probe", "name": "spin", "hash": "spin", "src": SPIN, "args": [where], "timeoutMs": 700})
+        self.assertEqual((r["id"], r["ok"], r["error"]["code"]), (1, False, "timeout"), r)
+        self.assertIn("timed out after 0.7 s", r["error"]["message"])
+        self.assertLess(time.monotonic() - t0, 5)
+        pids = self.pids_in(where)
+        self.assertEqual(self.wait_gone(pids), [], "the spinning probe and its tool still run")
+        end = time.monotonic() + 5
+        while self.children() and time.monotonic() < end:
+            time.sleep(0.05)
+        self.assertEqual(self.children(), [], "a child left unreaped")
+        self.assertEqual(self.threads(), 1)
+        # The helper lives on.
+        self.assertEqual(self.ask({"id": 2, "op": "ping"})["result"], "pong")
+
+    def test_cancel_kills_the_request(self):
+        where = os.path.join(self.dir, "pids")
+        self.write({"id": 5, "op": "probe", "name": "spin", "hash": "spin", "src": SPIN, "args": [where]})
+        pids = self.pids_in(where)
+        self.write({"op": "cancel", "id": 5})
+        r = self.read()
+        self.assertEqual((r["id"], r["error"]["code"]), (5, "cancelled"), r)
+        self.assertEqual(self.wait_gone(pids), [])
+
+    def test_a_fifo_read_that_blocks_leaks_nothing(self):
+        fifo = os.path.join(self.dir, "train_log.jsonl")
+        os.mkfifo(fifo)
+        src = "def main(argv):\n    with open(argv[0], 'rb') as f:\n        return {'n': len(f.read())}\n"
+        for rid in range(1, 4):
+            r = self.ask({"id": rid, "op": "probe", "name": "cat", "hash": "cat", "src": src, "args": [fifo], "timeoutMs": 300})
+            self.assertEqual(r["error"]["code"], "timeout", r)
+        end = time.monotonic() + 5
+        while self.children() and time.monotonic() < end:
+            time.sleep(0.05)
+        self.assertEqual(self.children(), [])
+        self.assertEqual(self.threads(), 1)
+        # Nothing has the FIFO open to read (the old helper left a thread blocked in open() per attempt).
+        with self.assertRaises(OSError) as caught:
+            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        self.assertEqual(caught.exception.errno, errno.ENXIO)
+
+    def test_no_state_survives_from_one_request_to_the_next(self):
+        # A module global, a class of the standard library changed by one request: the next sees neither.
+        src = (
+            "import json\n"
+            "SEEN = []\n"
+            "def main(argv):\n"
+            "    SEEN.append(argv[0])\n"
+            "    before = getattr(json.JSONDecoder, 'kg_mutated', None)\n"
+            "    json.JSONDecoder.kg_mutated = argv[0]\n"
+            "    return {'seen': SEEN, 'mutated': before}\n"
+        )
+        r1 = self.ask({"id": 1, "op": "probe", "name": "st", "hash": "st", "src": src, "args": ["a"]})
+        r2 = self.ask({"id": 2, "op": "probe", "name": "st", "hash": "st", "args": ["b"]})
+        self.assertEqual(r1["result"], {"seen": ["a"], "mutated": None})
+        self.assertEqual(r2["result"], {"seen": ["b"], "mutated": None})
+
+    def test_state_is_carried_only_as_plain_data(self):
+        src = (
+            "COUNT = {}\n"
+            "def KG_STATE_EXPORT(full=False):\n"
+            "    return {'version': 1, 'full': False, 'put': [(('n', 1), [COUNT['n'], b'xxx'])], 'drop': [('gone', 2)]}\n"
+            "def KG_STATE_IMPORT(doc):\n"
+            "    assert doc['full'] and doc['drop'] == [], doc\n"
+            "    for key, entry in doc['put']:\n"
+            "        assert key == ('n', 1) and entry[1] == b'xxx', doc\n"
+            "        COUNT['n'] = entry[0]\n"
+            "def main(argv):\n"
+            "    COUNT['n'] = COUNT.get('n', 0) + 1\n"
+            "    return {'count': COUNT['n']}\n"
+        )
+        counts = [self.ask({"id": i, "op": "probe", "name": "counter", "hash": "c", "src": src, "args": []})["result"]["count"]
+                  for i in range(1, 4)]
+        self.assertEqual(counts, [1, 2, 3])
+        # Objects are not plain data: never kept (so never handed to the next request).
+        objects = (
+            "class Thing(object):\n    pass\n"
+            "GOT = []\n"
+            "def KG_STATE_EXPORT(full=False):\n    return {'version': 1, 'full': True, 'put': [('k', Thing())], 'drop': []}\n"
+            "def KG_STATE_IMPORT(data):\n    GOT.append(repr(data))\n"
+            "def main(argv):\n    return {'got': GOT}\n"
+        )
+        for i in (10, 11):
+            r = self.ask({"id": i, "op": "probe", "name": "objects", "hash": "o", "src": objects, "args": []})
+            self.assertEqual(r["result"], {"got": []})
+
+    def test_big_integers_are_answered(self):
+        digits = "9" * 5000
+        line = '{"id": 3, "op": "probe", "name": "x", "hash": "x", "src": "def main(a):\\n    return {}\\n", "args": [%s]}' % digits
+        self.p.stdin.write(line + "\n")
+        self.p.stdin.flush()
+        r = self.read()
+        self.assertEqual(r["id"], 3)
+        if sys.version_info >= (3, 11):
+            self.assertEqual(r["error"]["code"], "bad-request")
+        big = "def main(argv):\n    return {'n': 10 ** 5000, 'k': int(argv[0]) if len(argv[0]) < 4000 else len(argv[0])}\n"
+        r = self.ask({"id": 4, "op": "probe", "name": "big", "hash": "big", "src": big, "args": ["7" * 5000]})
+        self.assertTrue(r["ok"], r)
+        self.assertEqual(r["result"]["n"], {"$bigint": {"bits": 16610, "digits": 5001, "negative": False}})
+        self.assertEqual(r["result"]["k"], 5000)
+
+    def test_a_child_that_dies_is_answered_with_what_killed_it(self):
+        killed = "import os, signal\ndef main(argv):\n    os.kill(os.getpid(), signal.SIGKILL)\n"
+        r = self.ask({"id": 1, "op": "probe", "name": "oom", "hash": "k", "src": killed, "args": []})
+        self.assertEqual(r["error"]["code"], "killed", r)
+        self.assertIn("SIGKILL", r["error"]["message"])
+        cpu = "KG_LIMITS = {'cpu': 1}\ndef main(argv):\n    while True:\n        pass\n"
+        r = self.ask({"id": 2, "op": "probe", "name": "burn", "hash": "burn", "src": cpu, "args": [], "timeoutMs": 20000})
+        self.assertEqual(r["error"]["code"], "limit-cpu", r)
+        self.assertIn("CPU-time limit", r["error"]["message"])
+        exits = "import os\ndef main(argv):\n    os._exit(9)\n"
+        r = self.ask({"id": 3, "op": "probe", "name": "ex", "hash": "ex", "src": exits, "args": []})
+        self.assertEqual(r["error"]["code"], "crashed", r)
+        self.assertIn("exit status 9", r["error"]["message"])
+
+    def test_answers_carry_the_footprint(self):
+        r = self.ask({"id": 1, "op": "probe", "name": "read_file", "hash": "rf", "src": src("read_file"), "args": [__file__]})
+        self.assertTrue(r["ok"], r)
+        self.assertGreater(r["footprint"]["maxRssKb"], 1000)
+        self.assertGreaterEqual(r["footprint"]["cpuS"], 0)
+
+    def test_the_state_of_metrics_reduce_is_kept_between_requests(self):
+        path = os.path.join(self.dir, "run.jsonl")
+        with open(path, "w") as f:
+            for i in range(20000):
+                f.write('{"step": %d, "loss": %f}\n' % (i, 1.0 / (i + 1)))
+        req = {"op": "probe", "name": "metrics_reduce", "hash": "mr", "src": src("metrics_reduce"), "args": [path]}
+        first = self.ask(dict(req, id=1))
+        second = self.ask(dict(req, id=2))
+        self.assertEqual((first["result"]["source"], second["result"]["source"]), ("read", "cache"))
+        self.assertEqual(second["result"]["bytesRead"], 0)
 
 
 if __name__ == "__main__":

@@ -15,9 +15,17 @@ export interface ProbeCall<R> {
   parse(raw: unknown): R;
 }
 
+/** What a probe's process took of the host it ran on (peak resident memory, CPU time). */
+export interface Footprint {
+  maxRssKb: number;
+  cpuS: number;
+}
+
 export interface ProbeOutcome<R> {
   value: R;
   python: Interpreter;
+  /** Absent when the host could not tell (no `resource` module). */
+  footprint?: Footprint;
 }
 
 /** Runs probes on one host (one-shot, or through the resident helper). */

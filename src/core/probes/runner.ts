@@ -7,12 +7,21 @@ import { interpreterSchema, type Interpreter, type ProbeCall, type ProbeOutcome,
 import { z } from 'zod';
 import { whyFailed } from '../transport/collect';
 
+/** What the probe's process took of the host (kg_common.footprint): peak RSS and CPU seconds. */
+const footprintSchema = z.object({ maxRssKb: z.number(), cpuS: z.number() });
+
 const envelopeSchema = z.union([
-  z.object({ ok: z.literal(true), result: z.unknown(), python: interpreterSchema }),
+  z.object({
+    ok: z.literal(true),
+    result: z.unknown(),
+    python: interpreterSchema,
+    footprint: footprintSchema.nullish(),
+  }),
   z.object({
     ok: z.literal(false),
     error: z.object({ message: z.string(), code: z.string() }),
     python: interpreterSchema.optional(),
+    footprint: footprintSchema.nullish(),
   }),
 ]);
 
@@ -43,12 +52,17 @@ export function probeOutcome<R>(call: ProbeCall<R>, raw: unknown, where: string)
     throw new KnownGoodError('bad-output', `probe ${call.probe} on ${where} returned a malformed document`);
   }
   if (!env.data.ok) {
-    throw new KnownGoodError('probe-failed', `${call.probe} on ${where}: ${env.data.error.message}`, {
+    const probeCode = env.data.error.code;
+    // The helper stopped the request at its deadline or on cancel: the same codes as the client's own.
+    const code = probeCode === 'timeout' || probeCode === 'cancelled' ? probeCode : 'probe-failed';
+    throw new KnownGoodError(code, `${call.probe} on ${where}: ${env.data.error.message}`, {
       probe: call.probe,
-      probeCode: env.data.error.code,
+      probeCode,
+      ...(env.data.footprint ? { footprint: env.data.footprint } : {}),
     });
   }
-  return { value: call.parse(env.data.result), python: env.data.python };
+  const footprint = env.data.footprint ?? undefined;
+  return { value: call.parse(env.data.result), python: env.data.python, ...(footprint ? { footprint } : {}) };
 }
 
 export interface ProbeRunnerOptions {
@@ -205,32 +219,26 @@ class ResidentHelper {
     handle.stdin.write(asciiJson({ modules, nonce }) + '\n');
 
     return new Promise((resolve, reject) => {
-      let buf = '';
       let isReady = false;
-      handle.stdout.on('data', (chunk: Buffer) => {
-        buf += chunk.toString('utf8');
-        let nl: number;
-        while ((nl = buf.indexOf('\n')) >= 0) {
-          const line = buf.slice(0, nl);
-          buf = buf.slice(nl + 1);
-          if (!isReady) {
-            // Lines before the ready line are login banners and the like.
-            if (!line.includes(nonce)) continue;
-            try {
-              const doc = JSON.parse(line) as { ready?: string; python?: unknown };
-              const py = interpreterSchema.safeParse(doc.python);
-              if (doc.ready === nonce && py.success) {
-                isReady = true;
-                resolve({ handle, python: py.data });
-              }
-            } catch {
-              /* not ours */
-            }
-            continue;
-          }
+      const lines = new LineSplitter((line) => {
+        if (isReady) {
           this.onLine(line);
+          return;
+        }
+        // Lines before the ready line are login banners and the like.
+        if (!line.includes(nonce)) return;
+        try {
+          const doc = JSON.parse(line) as { ready?: string; python?: unknown };
+          const py = interpreterSchema.safeParse(doc.python);
+          if (doc.ready === nonce && py.success) {
+            isReady = true;
+            resolve({ handle, python: py.data });
+          }
+        } catch {
+          /* not ours */
         }
       });
+      handle.stdout.on('data', (chunk: Buffer | string) => lines.push(chunk));
       const onExit = (exitCode: number | null) => {
         this.dead = true;
         const why = this.stderrTail.trim().split('\n').slice(-2).join(' | ');
@@ -277,12 +285,24 @@ class ResidentHelper {
     const src = probeSource(call.probe);
     const send = (withSource: boolean): Promise<unknown> => {
       const id = this.nextId++;
-      const req: Record<string, unknown> = { id, op: 'probe', name: call.probe, hash: src.hash, args: call.args };
+      // The helper kills the request at timeoutMs itself (and on cancel), so nothing of it keeps running.
+      const req: Record<string, unknown> = {
+        id,
+        op: 'probe',
+        name: call.probe,
+        hash: src.hash,
+        args: call.args,
+        timeoutMs,
+      };
       if (withSource) req['src'] = src.source;
+      const cancel = () => {
+        if (!this.dead) handle.stdin.write(asciiJson({ op: 'cancel', id }) + '\n');
+      };
       return new Promise<unknown>((resolve, reject) => {
         const onAbort = () => {
           this.pending.get(id)?.cleanup();
           this.pending.delete(id);
+          cancel();
           reject(new KnownGoodError('cancelled', `${call.probe} on ${this.transport.label} was cancelled`));
         };
         const p: Pending = {
@@ -296,6 +316,7 @@ class ResidentHelper {
         p.timer = setTimeout(() => {
           this.pending.delete(id);
           p.cleanup();
+          cancel();
           reject(
             new KnownGoodError(
               'timeout',
@@ -323,6 +344,30 @@ class ResidentHelper {
       },
       () => undefined,
     );
+  }
+}
+
+/**
+ * Splits a byte stream into lines in time linear in its length: each chunk is scanned once for newlines and a
+ * line's pieces are joined once (a 68 MB answer arrives in thousands of chunks).
+ */
+export class LineSplitter {
+  private parts: Buffer[] = [];
+
+  constructor(private readonly onLine: (line: string) => void) {}
+
+  push(data: Buffer | string): void {
+    const chunk = typeof data === 'string' ? Buffer.from(data, 'utf8') : data;
+    let start = 0;
+    let nl: number;
+    while ((nl = chunk.indexOf(10, start)) >= 0) {
+      const piece = chunk.subarray(start, nl);
+      start = nl + 1;
+      const line = this.parts.length ? Buffer.concat([...this.parts, piece]) : piece;
+      this.parts = [];
+      this.onLine(line.toString('utf8'));
+    }
+    if (start < chunk.length) this.parts.push(chunk.subarray(start));
   }
 }
 

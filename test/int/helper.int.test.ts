@@ -1,0 +1,194 @@
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { constants, openSync, closeSync, promises as fs, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { isKnownGoodError } from '../../src/core/errors';
+import { metricsReduceProbe } from '../../src/core/metrics/metricsProbe';
+import { readFileProbe } from '../../src/core/remote/readFile';
+import { hostInfoProbe } from '../../src/core/probes/hostProbes';
+import { ProbeRunner } from '../../src/core/probes/runner';
+import { SshPool } from '../../src/core/transport/ssh';
+import { generateMetricsLog } from '../../bench/cases/metrics';
+import { endpointOf, recordingPrompts, sshOptions } from '../support/hosts';
+import { startSshd, type TestSshd } from '../support/sshd';
+import { waitUntil } from '../support/process';
+
+// The resident helper over a real sshd: each request runs in its own child on the host, which is killed at its
+// deadline or on cancel (with the workers it forked), so nothing keeps running; large answers stream in linear time.
+
+let sshd: TestSshd;
+let pool: SshPool;
+let runner: ProbeRunner;
+let dir = '';
+let bigLog = '';
+
+before(async () => {
+  dir = await fs.mkdtemp(join(tmpdir(), 'kg-helper-int-'));
+  sshd = await startSshd();
+  pool = new SshPool(sshOptions(sshd, recordingPrompts().prompts));
+  runner = new ProbeRunner(pool.transport(endpointOf(sshd), 'test-sshd'), { python: 'python3', timeoutMs: 60_000 });
+  bigLog = join(dir, 'big.jsonl');
+  await generateMetricsLog(bigLog, 1_000_000);
+  await runner.run(hostInfoProbe()); // the helper is up
+});
+
+after(async () => {
+  runner?.dispose();
+  pool?.dispose();
+  await sshd?.stop();
+  await fs.rm(dir, { recursive: true, force: true });
+});
+
+interface Proc {
+  pid: number;
+  ppid: number;
+  /** State of each of its threads (R: running). */
+  states: string[];
+  cmd: string;
+}
+
+function stat(path: string): { ppid: number; state: string } {
+  const text = readFileSync(path, 'utf8');
+  const f = text.slice(text.lastIndexOf(')') + 2).split(' ');
+  return { state: f[0]!, ppid: Number(f[1]) };
+}
+
+/** Every process below the test sshd (its sessions, their shells, the helper and its children), from /proc. */
+function processesUnderSshd(): Proc[] {
+  const all = new Map<number, Proc>();
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const { ppid } = stat(`/proc/${name}/stat`);
+      const states = readdirSync(`/proc/${name}/task`).map((t) => stat(`/proc/${name}/task/${t}/stat`).state);
+      const cmd = readFileSync(`/proc/${name}/cmdline`, 'utf8').replace(/\0/g, ' ');
+      all.set(Number(name), { pid: Number(name), ppid, states, cmd });
+    } catch {
+      /* gone meanwhile */
+    }
+  }
+  const config = join(sshd.dir, 'sshd_config');
+  const roots = [...all.values()].filter((p) => p.cmd.includes(config)).map((p) => p.pid);
+  const under: Proc[] = [];
+  const seen = new Set(roots);
+  let grew = true;
+  while (grew) {
+    grew = false;
+    for (const p of all.values()) {
+      if (!seen.has(p.pid) && seen.has(p.ppid)) {
+        seen.add(p.pid);
+        under.push(p);
+        grew = true;
+      }
+    }
+  }
+  return under;
+}
+
+/**
+ * The helper's children (one, idle, is forked ahead for the next request), those of them running (or runnable),
+ * and whether anything below sshd is burning CPU or left a zombie.
+ */
+function helperState(): { children: number; busyChildren: number; running: string[] } {
+  const procs = processesUnderSshd();
+  const helpers = new Set(procs.filter((p) => p.cmd.includes('kg_helper')).map((p) => p.pid));
+  const topHelpers = [...helpers].filter((pid) => !helpers.has(procs.find((p) => p.pid === pid)!.ppid));
+  const children = procs.filter((p) => topHelpers.includes(p.ppid));
+  const running = procs
+    .filter((p) => p.states.some((s) => s === 'R' || s === 'Z'))
+    .map((p) => `${p.pid} ${p.states.join('')} ${p.cmd.slice(0, 60)}`);
+  const busyChildren = children.filter((p) => p.states.includes('R')).length;
+  return { children: children.length, busyChildren, running };
+}
+
+async function settled(ms: number): Promise<boolean> {
+  return waitUntil(() => {
+    const s = helperState();
+    return s.children <= 1 && s.running.length === 0;
+  }, ms);
+}
+
+void test('a request past its deadline is killed on the host, with the workers it forked: nothing keeps running', async () => {
+  const t0 = performance.now();
+  await assert.rejects(
+    runner.run(metricsReduceProbe({ path: bigLog, jobs: 2, fresh: true }), { timeoutMs: 400 }),
+    (e: unknown) => isKnownGoodError(e, 'timeout'),
+  );
+  assert.ok(performance.now() - t0 < 5000);
+  // The old helper kept reducing the 111 MB log in a thread for seconds after the client gave up.
+  assert.ok(await settled(1000), `still running on the host: ${JSON.stringify(helperState())}`);
+  const r = await runner.run(hostInfoProbe());
+  assert.ok(r.value);
+});
+
+void test('cancelling a request (AbortSignal) kills it on the host', async () => {
+  const ac = new AbortController();
+  const run = runner.run(metricsReduceProbe({ path: bigLog, jobs: 2, fresh: true }), { signal: ac.signal });
+  // Reducing the 111 MB log takes over a second: half a second in, it is running on the host.
+  await new Promise((r) => setTimeout(r, 500));
+  ac.abort();
+  await assert.rejects(run, (e: unknown) => isKnownGoodError(e, 'cancelled'));
+  assert.ok(await settled(1000), `still running on the host: ${JSON.stringify(helperState())}`);
+});
+
+void test('a FIFO given as a log leaves nothing blocked on it, however often it is asked for', async () => {
+  const fifo = join(dir, 'train_log.jsonl');
+  execFileSync('mkfifo', [fifo]);
+  for (let i = 0; i < 3; i++) {
+    await assert.rejects(runner.run(metricsReduceProbe({ path: fifo }), { timeoutMs: 300 }), (e: unknown) => {
+      // Blocked until its deadline, or refused outright: either way answered.
+      return isKnownGoodError(e, 'timeout') || (isKnownGoodError(e) && e.detail?.['probeCode'] === 'not-regular');
+    });
+  }
+  assert.ok(await settled(1000), `still running on the host: ${JSON.stringify(helperState())}`);
+  // Opening a FIFO to write without blocking fails (ENXIO) when no one has it open to read: nothing is left
+  // waiting on it (the old helper left one thread blocked in open() per attempt).
+  assert.throws(
+    () => closeSync(openSync(fifo, constants.O_WRONLY | constants.O_NONBLOCK)),
+    (e: NodeJS.ErrnoException) => e.code === 'ENXIO',
+  );
+});
+
+void test('two slow requests run at once, each in its own process', async () => {
+  const one = await runner.run(metricsReduceProbe({ path: bigLog, jobs: 1, fresh: true }));
+  let most = 0;
+  const both = Promise.all([
+    runner.run(metricsReduceProbe({ path: bigLog, jobs: 1, fresh: true })),
+    runner.run(metricsReduceProbe({ path: bigLog, jobs: 1, fresh: true, buckets: 100 })),
+  ]);
+  let done = false;
+  void both.finally(() => (done = true));
+  // (Timing them is no test on two shared cores; counting the processes is.)
+  await waitUntil(() => done || (most = Math.max(most, helperState().busyChildren)) >= 2, 10_000, 10);
+  const [a, b] = await both;
+  assert.equal(most, 2, 'two requests, two children of the helper running at once');
+  assert.equal(a.value.lines, one.value.lines);
+  assert.equal(b.value.lines, one.value.lines);
+});
+
+void test('a 64 MB answer through the helper is parsed in about the time of the one-shot path', async () => {
+  // 46 MiB of bytes: read_file answers them as 61 MiB of base64, under the 64 MiB answer limit.
+  const file = join(dir, 'blob.bin');
+  writeFileSync(file, randomBytes(46 << 20));
+  const call = readFileProbe({ text: file }, { maxBytes: 46 << 20, fromStart: true });
+  await runner.run(readFileProbe({ text: file }, { maxBytes: 10, fromStart: true })); // the probe's source is sent
+  const t0 = performance.now();
+  const resident = await runner.run(call);
+  const residentMs = performance.now() - t0;
+  const t1 = performance.now();
+  const once = await runner.runOnce(call);
+  const onceMs = performance.now() - t1;
+  process.stderr.write(
+    `\n  ${(resident.value.data.length / 1e6).toFixed(1)} MB answer: helper ${residentMs.toFixed(0)} ms, ` +
+      `one-shot ${onceMs.toFixed(0)} ms; remote peak RSS ${((resident.footprint?.maxRssKb ?? 0) / 1024).toFixed(0)} MiB\n`,
+  );
+  assert.equal(resident.value.end, 46 << 20);
+  assert.equal(resident.value.data, once.value.data);
+  // The old client took 36 s for 68 MB (every chunk appended to a string and rescanned from its start).
+  assert.ok(residentMs < 10_000, `${residentMs} ms`);
+  assert.ok(residentMs < 3 * onceMs + 1000, `helper ${residentMs} ms, one-shot ${onceMs} ms`);
+  assert.ok(resident.footprint && resident.footprint.maxRssKb > 46 << 10, 'the footprint is in the outcome');
+});
