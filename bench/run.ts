@@ -11,6 +11,7 @@ import { benchEnvSnapshot } from './cases/envSnapshot';
 import { benchLiveThroughput } from './cases/liveThroughput';
 import { benchMetrics } from './cases/metrics';
 import { benchMetricsSsh } from './cases/metricsSsh';
+import { benchTensorboard } from './cases/tensorboard';
 
 type Case = { name: string; run: (ctx: BenchContext) => Promise<BenchResult | BenchResult[]> };
 
@@ -19,6 +20,7 @@ const cases: Case[] = [
   { name: 'listing', run: benchListing },
   { name: 'metrics', run: benchMetrics },
   { name: 'metrics-ssh', run: benchMetricsSsh },
+  { name: 'tensorboard', run: benchTensorboard },
   { name: 'args', run: benchArgs },
   { name: 'env', run: () => benchEnvSnapshot() },
   { name: 'live', run: benchLiveThroughput },

@@ -1,4 +1,4 @@
-"""Reduce a jsonl metrics log to plot data, on the host that has it (stdlib only, Python 3.8+).
+"""Reduce a metrics log to plot data, on the host that has it (stdlib only, Python 3.8+).
 
     metrics_reduce.py FILE [--buckets N] [--x step|time|line] [--from X --to X] [--offset BYTES]
                            [--series k1,k2] [--jobs N] [--no-fast] [--preview | --preview-bytes N] [--fresh]
@@ -14,10 +14,14 @@ from an earlier step overrides what it replays).  Plot lines drawn through min a
 Large files are split at line starts into parts reduced by forked worker processes (Linux; ``--jobs``, default
 the CPUs available, at most 8): the buckets are powers of two wide from x = 0, so the parts' grids merge exactly.
 
+Besides JSON lines it reads Lightning's CSVLogger ``metrics.csv``, the Hugging Face Trainer's ``trainer_state.json``
+and TensorBoard event files (``--format`` forces one; see "TensorBoard events" below).
+
 A first look at a large file (``--preview``): whole lines from evenly spaced windows (8 MiB in all by default, the
 start and the end of the file always among them), reduced the same way and marked ``sample``; an exact read follows.
 
-Inside the resident helper the module lives on between requests, and so does what it learnt about a file: the
+Inside the resident helper (each request in a fresh child process) what it learnt about a file is carried to the
+next request as plain data (KG_STATE_EXPORT / KG_STATE_IMPORT, python/HELPER_STATE.md): the
 exact reduction at the offset it reached and, per stretch of about 256 KiB, the range of x in it (a zone map).
 Opening the same log again reads only the bytes appended since; a zoom window reads only the stretches whose x
 range meets the window.  Both are dropped when the file is no longer the one read (other inode, shorter, or the
@@ -1269,31 +1273,6 @@ def KG_STATE_IMPORT(data):  # noqa: N802
                 _put_entry(tuple(key) if isinstance(key, list) else key, dict(k))
         _put.clear()
         _dropped.clear()
-
-
-# The resident helper runs each request in a fresh process and carries what is kept from one to the next as plain
-# data (kg_helper.py: KG_STATE_EXPORT after the answer, KG_STATE_IMPORT before the next request): oldest first.
-_ENTRY = (("ident", "ident"), ("mtime", "mtime"), ("pos", "pos"), ("sig", "sig"), ("zones", "zones"),
-          ("stateKey", "state_key"), ("state", "state"))
-
-
-def KG_STATE_EXPORT(full=False):  # noqa: N802 - the name the resident helper looks for
-    with _known_lock:
-        put = [(key, dict((n, getattr(k, a)) for n, a in _ENTRY)) for key, k in _known.items()]
-    return {"version": 1, "full": True, "put": put, "drop": []}
-
-
-def KG_STATE_IMPORT(data):  # noqa: N802
-    if not isinstance(data, dict) or data.get("version") != 1:
-        return
-    with _known_lock:
-        if data.get("full"):
-            _known.clear()
-        for key in data.get("drop") or ():
-            _known.pop(tuple(key), None)
-        for key, entry in data.get("put") or ():
-            _known.pop(tuple(key), None)
-            _known[tuple(key)] = _Known(*[entry[n] for n, _ in _ENTRY])
 
 
 def _restore(a, xmode, k):
