@@ -1035,8 +1035,9 @@ def _merge(p, st):
     r.xmax = st["xmax"] if r.xmax is None else max(r.xmax, st["xmax"])
 
 
-def _fork_worker(a, xmode, start, stop, track):
+def _fork_worker(a, xmode, start, stop, track, scanner=None):
     """A child process that reduces [start, stop) and sends its state back through a pipe: (pid, read fd)."""
+    scanner = scanner or scan
     rfd, wfd = os.pipe()
     with warnings.catch_warnings():
         # Python 3.12 warns about fork in a threaded process (the resident helper): the child only reads its own
@@ -1049,7 +1050,7 @@ def _fork_worker(a, xmode, start, stop, track):
             os.close(rfd)
             p = Pass(a, xmode, track)
             with kg_common.open_regular(a.path, buffering=0) as f:
-                pos = scan(p, f, start, stop)
+                pos = scanner(p, f, start, stop)
             data = marshal.dumps(_state(p, pos))
             view = memoryview(data)
             while view:
@@ -1083,8 +1084,13 @@ def _collect(pid, rfd):
         return None
 
 
-def read_range(a, xmode, f, size, start, track=False):
-    """Reduces the complete lines from start to the end of the file, in parallel parts when it is large."""
+def read_range(a, xmode, f, size, start, track=False, scanner=None, cutter=None):
+    """Reduces the complete lines from start to the end of the file, in parallel parts when it is large.
+
+    ``scanner(p, f, lo, hi)`` reads one part (default: JSON lines), ``cutter(f, pos)`` finds where a part may start
+    at or after pos (default: a line start); TensorBoard event files pass their own (record starts)."""
+    scan = scanner or globals()["scan"]
+    _line_start_after = cutter or globals()["_line_start_after"]
     p = Pass(a, xmode, track)
     jobs = a.jobs if a.jobs is not None else default_jobs()
     span = (size or 0) - start
@@ -1101,7 +1107,7 @@ def read_range(a, xmode, f, size, start, track=False):
     workers = []
     for lo, hi in parts[1:]:
         try:
-            workers.append((lo, hi, _fork_worker(a, xmode, lo, hi, track)))
+            workers.append((lo, hi, _fork_worker(a, xmode, lo, hi, track, scanner)))
         except OSError:
             workers.append((lo, hi, None))
     pos = scan(p, f, parts[0][0], parts[0][1])
@@ -1691,11 +1697,18 @@ def scan_columns(reader, f, start, stop, out, block=1 << 20):
     f.seek(start)
     pos = start
     carry = b""
+    first = True
     while pos < stop:
         data = f.read(max(0, min(block, stop - pos - len(carry))))
         buf = carry + data if carry else data
         if not buf:
             break
+        if first and len(buf) >= 12:
+            # The data CRC of the part's first record: a wrong offset or a corrupt start shows here.
+            first = False
+            n = _UNPACK_Q(buf, 0)[0]
+            if len(buf) >= 16 + n and reader._len_ok(buf[:12]) and not reader._data_ok(buf, 12, 12 + n):
+                reader.corrupt += 1
         consumed = _block_columns(reader, buf, out)
         if consumed is None:
             # Matches and framing disagree (a corrupt stretch): the general decoder alone, with its resync.
@@ -1756,7 +1769,25 @@ def reduce_tensorboard(a, xmode, f, size, verify=False):
         p.bytes_read = read
         return p, start, {"bytes": read, "windows": windows, "of": size - start}, reader.stats()
     if a.fast:
-        pos = scan_columns(reader, f, start, size, sink)
+        # Parts of the file in forked workers, as for JSON lines; each part starts at a record found by its
+        # length CRC. A part's corrupt records are counted in its pass (skipped.corrupt).
+        def scanner(q, g, lo, hi):
+            r = TfEventsReader(verify=a.verify)
+            end = scan_columns(r, g, lo, size if hi is None else hi, _TbSink(q))
+            q.counts["corrupt"] = q.counts.get("corrupt", 0) + r.corrupt
+            if q is p:
+                reader.__dict__.update(r.__dict__)
+            return end
+
+        def cutter(g, pos):
+            return _tb_resync(reader, g, pos, size)
+
+        q, pos = read_range(a, xmode, f, size, start, False, scanner, cutter)
+        q.bytes_read = pos - start
+        stats = reader.stats()
+        stats["corrupt"] = q.counts.get("corrupt", 0)
+        stats["records"] = q.lines + stats["corrupt"]
+        return q, pos, None, stats
     else:
         # --no-fast: every record through the general decoder, one by one (what a reader without the block split
         # does; the bench's "usual way" with --verify).
