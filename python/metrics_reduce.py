@@ -1775,7 +1775,7 @@ def reduce_tensorboard(a, xmode, f, size, verify=False):
             r = TfEventsReader(verify=a.verify)
             end = scan_columns(r, g, lo, size if hi is None else hi, _TbSink(q))
             q.counts["corrupt"] = q.counts.get("corrupt", 0) + r.corrupt
-            if q is p:
+            if lo == start:  # the parent's own part: its CRC counts are reported
                 reader.__dict__.update(r.__dict__)
             return end
 
