@@ -25,6 +25,11 @@ export interface PtySize {
 export interface SpawnOptions {
   /** Ask for a pseudo-terminal (interactive use: Ctrl+C, resize, colours). */
   pty?: PtySize & { term?: string };
+  /**
+   * Aborting before the process has started rejects at once with the signal's reason (a queued or unanswered
+   * SSH channel); a process that still starts after that is stopped.
+   */
+  signal?: AbortSignal;
 }
 
 /** A running process whose streams are used directly (terminals, the resident helper). */
