@@ -239,11 +239,11 @@ describe('SSH transport: identity files', () => {
           confirmHostKey: () => Promise.resolve(false),
           passphrase: async (file, attempt) => {
             asked.push(`${file} ${attempt}`);
-            await new Promise((r) => setTimeout(r, 2500));
+            await new Promise((r) => setTimeout(r, 4000));
             return sshd.passphrase;
           },
         },
-        { connectTimeoutMs: 1500 },
+        { connectTimeoutMs: 3000 },
       ),
     );
     try {

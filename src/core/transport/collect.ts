@@ -165,7 +165,7 @@ export async function collect(
           reason.code,
           `${reason.message}; it did not confirm within ${STOP_CONFIRM_MS / 1000} s that it stopped (the ` +
             `connection is not answering?): the stop signal reaches it once the connection answers again, but if the ` +
-            `connection drops first the command may still be running there`,
+            `connection drops first (or this program exits) the command may still be running there`,
           { stopConfirmed: false },
         );
       }

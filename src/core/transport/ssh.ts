@@ -34,7 +34,10 @@ export interface SshOptions {
   knownHostsFiles: string[];
   connectTimeoutMs: number;
   keepaliveIntervalMs?: number;
-  /** OpenSSH allows 10 sessions per connection by default; stay below it. */
+  /**
+   * OpenSSH allows 10 sessions per connection by default; stay below it. A server that allows fewer (MaxSessions)
+   * refuses the excess: that limit is learned and the excess waits in the queue.
+   */
   maxChannels?: number;
   /** ssh-agent socket (default $SSH_AUTH_SOCK). */
   agent?: string | undefined;
@@ -78,12 +81,12 @@ class ChannelLimit {
     this.max = ceiling;
   }
 
-  get limit(): number {
-    return this.max;
-  }
+  /** The limit last learned from a refusal (for the log: said once, not at every re-check). */
+  learned: number | undefined;
 
   /** The server refused a session while `open` of ours were open: that is its limit for now. */
   learn(open: number): void {
+    this.learned = open;
     this.max = Math.max(1, Math.min(this.ceiling, open));
     this.loweredAt = Date.now();
   }
@@ -637,7 +640,7 @@ export class SshConnection {
           // counts a session until its process is reaped). A refusal with none of ours closing lately is the
           // limit: learn it and queue behind the sessions that are open.
           if (open > 0 && (attempt >= 3 || Date.now() - sessions.lastClose > 500)) {
-            if (this.limit.limit !== open)
+            if (this.limit.learned !== open)
               log(`${this.name} refused a session with ${open} open (sshd MaxSessions?): at most ${open} at a time`);
             this.limit.learn(open);
             slot.release();
