@@ -84,11 +84,15 @@ class ChannelLimit {
   /** The limit last learned from a refusal (for the log: said once, not at every re-check). */
   learned: number | undefined;
 
-  /** The server refused a session while `open` of ours were open: that is its limit for now. */
-  learn(open: number): void {
+  /**
+   * The server refused a session while `open` of ours were open: that is its limit for now. From 3 up one session
+   * stays free for the channel that stops a command (a timeout must not wait for the command it stops).
+   */
+  learn(open: number): number {
     this.learned = open;
-    this.max = Math.max(1, Math.min(this.ceiling, open));
+    this.max = Math.max(1, Math.min(this.ceiling, open >= 3 ? open - 1 : open));
     this.loweredAt = Date.now();
+    return this.max;
   }
 
   /** Waits for a slot; aborting leaves the queue (rejecting with the signal's reason). */
@@ -640,9 +644,10 @@ export class SshConnection {
           // counts a session until its process is reaped). A refusal with none of ours closing lately is the
           // limit: learn it and queue behind the sessions that are open.
           if (open > 0 && (attempt >= 3 || Date.now() - sessions.lastClose > 500)) {
-            if (this.limit.learned !== open)
-              log(`${this.name} refused a session with ${open} open (sshd MaxSessions?): at most ${open} at a time`);
-            this.limit.learn(open);
+            const known = this.limit.learned === open;
+            const max = this.limit.learn(open);
+            if (!known)
+              log(`${this.name} refused a session with ${open} open (sshd MaxSessions?): at most ${max} at a time`);
             slot.release();
             slot = await this.limit.acquire(signal, slot.seq);
             attempt = -1;
