@@ -140,8 +140,8 @@ export async function collect(
         if (!reason) throw e;
         throw new KnownGoodError(
           reason.code,
-          `${reason.message} before it started (the connection did not answer in time); if it still starts, ` +
-            `it is stopped at once`,
+          `${reason.message} before it started (waiting for a free channel, or for a connection that did not ` +
+            `answer); if it still starts, it is stopped at once`,
           { started: false },
         );
       }
@@ -163,9 +163,9 @@ export async function collect(
       if (ended === 'unconfirmed') {
         throw new KnownGoodError(
           reason.code,
-          `${reason.message}; it did not confirm within ${STOP_CONFIRM_MS / 1000} s that it stopped (the ` +
-            `connection is not answering?): the stop signal reaches it once the connection answers again, but if the ` +
-            `connection drops first (or this program exits) the command may still be running there`,
+          `${reason.message}; it has not confirmed that it stopped (no exit ${STOP_CONFIRM_MS / 1000} s after ` +
+            `TERM: the connection may not be answering, or the command ignores TERM; KILL follows). If the ` +
+            `connection drops first (or this program exits), the command may still be running there`,
           { stopConfirmed: false },
         );
       }
