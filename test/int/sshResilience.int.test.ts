@@ -129,6 +129,53 @@ describe('SSH transport: a connection that stops answering (sshd stopped with SI
     }
   });
 
+  test('CLI: exec --timeout 3 on a connection that hangs mid-command exits on time and says the stop is unconfirmed', async () => {
+    const seconds = `104.${process.pid}7`;
+    // Anchored: the CLI's own command line holds the same words.
+    const marker = `^sleep ${seconds.replace('.', '\\.')}$`;
+    const home = mkdtempSync(join(tmpdir(), 'kg-home-'));
+    const child = spawn(
+      process.execPath,
+      [
+        ...['--import', 'tsx', 'src/cli/main.ts', 'exec', `${sshd.user}@127.0.0.1:${sshd.port}`],
+        ...['--identity', sshd.identityFile, '--known-hosts', sshd.knownHostsFile, '--timeout', '3'],
+        ...['--', 'sleep', seconds],
+      ],
+      { env: { ...process.env, HOME: home, SSH_AUTH_SOCK: '' }, stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    let stderr = '';
+    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+    const closed = new Promise<number | null>((r) => child.once('close', r));
+    const stopped: number[] = [];
+    try {
+      assert.ok(await waitUntil(() => processAlive(marker), 15000), `the remote sleep never started: ${stderr}`);
+      // sshd's shell exec'd into sleep: its parent is the connection's sshd process.
+      const sleepPid = execFileSync('pgrep', ['-f', marker], { encoding: 'utf8' }).trim().split('\n')[0]!;
+      const server = Number(execFileSync('ps', ['-o', 'ppid=', '-p', sleepPid], { encoding: 'utf8' }).trim());
+      assert.match(execFileSync('ps', ['-o', 'args=', '-p', String(server)], { encoding: 'utf8' }), /^sshd: /);
+      process.kill(server, 'SIGSTOP');
+      stopped.push(server);
+      const t0 = Date.now();
+      const timer = setTimeout(() => child.kill('SIGKILL'), 20000);
+      const code = await closed;
+      clearTimeout(timer);
+      // At most 3 s of timeout left, 1 s to confirm the stop, and the CLI's own exit.
+      assert.ok(Date.now() - t0 < 5500, `the CLI returned ${Date.now() - t0} ms after the connection hung`);
+      assert.equal(code, 255, stderr);
+      assert.match(stderr, /timed out after 3 s; it has not confirmed that it stopped/);
+      assert.match(stderr, /may still be running there/);
+    } finally {
+      for (const pid of stopped) process.kill(pid, 'SIGCONT');
+      child.kill('SIGKILL');
+      rmSync(home, { recursive: true, force: true });
+      try {
+        execFileSync('pkill', ['-f', marker]);
+      } catch {
+        /* already gone */
+      }
+    }
+  });
+
   test('cancelling a command queued behind hung ones returns at once', async () => {
     const pool = new SshPool(sshOptions(sshd, recordingPrompts().prompts, { maxChannels: 2 }));
     const stopped: number[] = [];
