@@ -26,6 +26,7 @@ import {
 } from '../../src/core/baselines/cacheArchive';
 import { captureSnapshot, saveBaseline, type CaptureHost } from '../../src/core/baselines/capture';
 import { diffDocuments } from '../../src/core/baselines/documents';
+import { writeRemoteFileAtomic } from '../../src/core/baselines/remote';
 import { readBaseline, BaselineStore } from '../../src/core/baselines/store';
 import { isKnownGoodError } from '../../src/core/errors';
 import type { HostSpec } from '../../src/core/hosts';
@@ -33,6 +34,7 @@ import { ProbeRunner } from '../../src/core/probes/runner';
 import { HostRegistry } from '../../src/core/registry';
 import { SshPool } from '../../src/core/transport/ssh';
 import { endpointOf, recordingPrompts, sshOptions } from '../support/hosts';
+import { waitUntil } from '../support/process';
 import { startSshd, type TestSshd } from '../support/sshd';
 
 /*
@@ -65,6 +67,16 @@ function readOnlyDir(dir: string): () => void {
   }
   execFileSync('mount', ['-t', 'tmpfs', '-o', 'ro,size=1m', 'kg-ro', dir]);
   return () => execFileSync('umount', [dir]);
+}
+
+/** Is process `pid` still running? */
+function pidAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 function tarAlive(marker: string): boolean {
@@ -211,6 +223,51 @@ void describe('environment baselines through a real sshd', () => {
       assert.equal(off.remotePath, undefined);
     } finally {
       undo();
+    }
+  });
+
+  void it('a connection killed mid-write leaves nothing under the final name and no temp file', async () => {
+    // Its own pool: the connection is killed here.
+    const p = new SshPool(sshOptions(sshd, recordingPrompts().prompts));
+    const folder = join(dir, 'midwrite');
+    const target = join(folder, 'env-big.json');
+    const tempOf = () => {
+      try {
+        return readdirSync(folder).find((n) => n.startsWith('env-big.json.tmp.'));
+      } catch {
+        return undefined;
+      }
+    };
+    try {
+      const writing = writeRemoteFileAtomic(
+        p.transport(endpointOf(sshd), 'test-sshd'),
+        target,
+        Buffer.alloc(64 * 1024 * 1024, 'x'),
+        { timeoutMs: 120000 },
+      );
+      writing.catch(() => undefined);
+      assert.ok(
+        await waitUntil(() => {
+          const t = tempOf();
+          return t !== undefined && statSync(join(folder, t)).size > 1024 * 1024;
+        }, 30000),
+        'the temp file never grew',
+      );
+      // The temp file is named after the writing shell's PID; its parent is the connection's sshd process.
+      const shell = Number(tempOf()!.split('.').pop());
+      const server = Number(execFileSync('ps', ['-o', 'ppid=', '-p', String(shell)], { encoding: 'utf8' }).trim());
+      assert.match(execFileSync('ps', ['-o', 'args=', '-p', String(server)], { encoding: 'utf8' }), /^sshd: /);
+      process.kill(server, 'SIGKILL');
+      await assert.rejects(writing);
+      assert.ok(await waitUntil(() => !pidAlive(shell), 10000), 'the writing shell never ended');
+      assert.equal(
+        existsSync(target),
+        false,
+        `${target} exists (${existsSync(target) ? statSync(target).size : 0} bytes)`,
+      );
+      assert.deepEqual(readdirSync(folder), [], 'the temp file is removed');
+    } finally {
+      p.dispose();
     }
   });
 

@@ -77,6 +77,8 @@ export interface SshdOptions {
    * not part of the tests (a pyenv rehash killed mid-way leaves a lock that stalls every later shell for 60 s).
    */
   userHome?: boolean;
+  /** sshd's MaxSessions: sessions (exec channels) one connection may have open at once (default 10, as OpenSSH). */
+  maxSessions?: number;
 }
 
 export async function startSshd(options: SshdOptions = {}): Promise<TestSshd> {
@@ -121,7 +123,7 @@ export async function startSshd(options: SshdOptions = {}): Promise<TestSshd> {
       'KbdInteractiveAuthentication no',
       'PermitRootLogin prohibit-password',
       'LogLevel VERBOSE',
-      'MaxSessions 10',
+      `MaxSessions ${options.maxSessions ?? 10}`,
       'MaxStartups 100',
       'UseDNS no',
       // SetEnv overrides sshd's defaults (HOME included).

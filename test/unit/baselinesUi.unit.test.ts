@@ -149,11 +149,11 @@ void describe('baselines settings', () => {
 void describe('remote writes and cache archives (argv)', () => {
   void it('paths travel as positional parameters, never inside the script', () => {
     const file = "/data/it's $(rm -rf ~)/.known-good/env-1.json";
-    const argv = remoteWriteArgv(file);
+    const argv = remoteWriteArgv(file, 12);
     assert.deepEqual(argv.slice(0, 4), ['sh', '-c', REMOTE_WRITE_SCRIPT, 'sh']);
-    assert.deepEqual(argv.slice(4), ["/data/it's $(rm -rf ~)/.known-good", file]);
+    assert.deepEqual(argv.slice(4), ["/data/it's $(rm -rf ~)/.known-good", file, '12']);
     assert.doesNotMatch(REMOTE_WRITE_SCRIPT, /rm -rf ~/);
-    assert.throws(() => remoteWriteArgv('relative/x.json'));
+    assert.throws(() => remoteWriteArgv('relative/x.json', 1));
   });
 
   void it('tar argv: short options, -C /, members after --', () => {

@@ -1,6 +1,6 @@
 import { KnownGoodError } from '../errors';
 import type { ContainerSettings } from '../settings';
-import { collect } from './collect';
+import { abortableStart, collect } from './collect';
 import { newPidMarker, reportPidThenExec, signalCommand, stripPidMarker } from './pidMarker';
 import type { ExecOptions, ExecResult, ProcessHandle, SpawnOptions, Transport } from './types';
 
@@ -74,7 +74,11 @@ export class ContainerTransport implements Transport {
 
   async exec(argv: readonly string[], options: ExecOptions = {}): Promise<ExecResult> {
     // Through spawn, so that a timeout or a cancel stops the process inside the container (see spawn).
-    const res = await collect(await this.spawn(argv), options, () => `${argv[0]} on ${this.label}`);
+    const res = await collect(
+      (signal) => this.spawn(argv, { signal }),
+      options,
+      () => `${argv[0]} on ${this.label}`,
+    );
     if (res.exitCode !== 0 && res.stdout === '' && NOT_RUNNING.test(res.stderr)) {
       throw new KnownGoodError(
         'container-not-running',
@@ -98,8 +102,14 @@ export class ContainerTransport implements Transport {
    */
   async spawn(argv: readonly string[], options?: SpawnOptions): Promise<ProcessHandle> {
     if (options?.pty) return this.inner.spawn(this.wrap(argv, true), options);
+    // The abort is handled here, not by the inner transport: a process that starts late must be stopped inside
+    // the container, which only this wrapper's kill() does.
+    return abortableStart(this.spawnWithPid(argv), options?.signal);
+  }
+
+  private async spawnWithPid(argv: readonly string[]): Promise<ProcessHandle> {
     const marker = newPidMarker();
-    const h = await this.inner.spawn(this.wrap(['sh', '-c', reportPidThenExec(marker, argv)]), options);
+    const h = await this.inner.spawn(this.wrap(['sh', '-c', reportPidThenExec(marker, argv)]));
     let pid: number | undefined;
     let pending: 'INT' | 'TERM' | 'KILL' | 'HUP' | undefined;
     const signalInside = (signal: string, p: number) => {

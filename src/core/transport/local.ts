@@ -1,6 +1,6 @@
 import { spawn as spawnChild } from 'node:child_process';
 import { KnownGoodError } from '../errors';
-import { collect } from './collect';
+import { abortableStart, collect } from './collect';
 import type { ExecOptions, ExecResult, ProcessHandle, SpawnOptions, Transport } from './types';
 
 /** "This machine": child processes without a shell. */
@@ -9,13 +9,20 @@ export class LocalTransport implements Transport {
   constructor(readonly label = 'This machine') {}
 
   async exec(argv: readonly string[], options: ExecOptions = {}): Promise<ExecResult> {
-    const handle = await this.spawn(argv);
-    return collect(handle, options, () => `${argv[0]} on ${this.label}`);
+    return collect(
+      (signal) => this.spawn(argv, { signal }),
+      options,
+      () => `${argv[0]} on ${this.label}`,
+    );
   }
 
-  spawn(argv: readonly string[], _options: SpawnOptions = {}): Promise<ProcessHandle> {
+  spawn(argv: readonly string[], options: SpawnOptions = {}): Promise<ProcessHandle> {
     const [file, ...args] = argv;
     if (!file) return Promise.reject(new KnownGoodError('internal', 'empty command'));
+    return abortableStart(this.start(file, args), options.signal);
+  }
+
+  private start(file: string, args: string[]): Promise<ProcessHandle> {
     return new Promise((resolve, reject) => {
       // detached: the child leads its own process group, so kill() reaches what it started too.
       const child = spawnChild(file, args, { stdio: 'pipe', detached: process.platform !== 'win32' });

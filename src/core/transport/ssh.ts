@@ -1,13 +1,14 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { constants as fsConstants, existsSync, type Stats } from 'node:fs';
+import { open, type FileHandle } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import type { Duplex, Readable } from 'node:stream';
 import { Client, utils, type AuthenticationType, type ClientChannel, type ConnectConfig } from 'ssh2';
-import { KnownGoodError, messageOf } from '../errors';
+import { isKnownGoodError, KnownGoodError, messageOf } from '../errors';
 import type { SshEndpoint } from '../hosts';
 import { appendKnownHost, checkHostKey, fingerprint, keyTypeOf, knownHostsName, readKnownHosts } from '../knownHosts';
 import { shellJoin } from '../quote';
-import { collect } from './collect';
+import { abortableStart, collect } from './collect';
 import { newPidMarker, reportPidThenExec, signalCommand, stripPidMarker } from './pidMarker';
 import type { ExecOptions, ExecResult, ProcessHandle, SpawnOptions, Transport } from './types';
 
@@ -33,7 +34,10 @@ export interface SshOptions {
   knownHostsFiles: string[];
   connectTimeoutMs: number;
   keepaliveIntervalMs?: number;
-  /** OpenSSH allows 10 sessions per connection by default; stay below it. */
+  /**
+   * OpenSSH allows 10 sessions per connection by default; stay below it. A server that allows fewer (MaxSessions)
+   * refuses the excess: that limit is learned and the excess waits in the queue.
+   */
   maxChannels?: number;
   /** ssh-agent socket (default $SSH_AUTH_SOCK). */
   agent?: string | undefined;
@@ -55,23 +59,203 @@ function endpointName(e: SshEndpoint): string {
   return `${e.user}@${e.host}${e.port === 22 ? '' : `:${e.port}`}`;
 }
 
-/** A counting semaphore: channels beyond the limit wait in order. */
+/** A slot in the channel queue: `seq` keeps its place when it has to queue again. */
+interface Slot {
+  seq: number;
+  release(): void;
+}
+
+/**
+ * A counting semaphore: channels beyond the limit wait in order. The limit starts at maxChannels and drops to what
+ * the server really allows when it refuses a session (sshd's MaxSessions); while lowered it rises by one every
+ * RECHECK_MS, so a limit learned from a passing refusal does not stay.
+ */
 class ChannelLimit {
+  private static readonly RECHECK_MS = 10_000;
   private active = 0;
-  private readonly waiting: Array<() => void> = [];
-  constructor(private readonly max: number) {}
-  async acquire(): Promise<() => void> {
-    if (this.active >= this.max) await new Promise<void>((r) => this.waiting.push(r));
+  private max: number;
+  private loweredAt = 0;
+  private nextSeq = 0;
+  private readonly waiting: Array<{ seq: number; grant(): void }> = [];
+  constructor(private readonly ceiling: number) {
+    this.max = ceiling;
+  }
+
+  /** The limit last learned from a refusal (for the log: said once, not at every re-check). */
+  learned: number | undefined;
+
+  /**
+   * The server refused a session while `open` of ours were open: that is its limit for now. From 3 up one session
+   * stays free for the channel that stops a command (a timeout must not wait for the command it stops).
+   */
+  learn(open: number): number {
+    this.learned = open;
+    this.max = Math.max(1, Math.min(this.ceiling, open >= 3 ? open - 1 : open));
+    this.loweredAt = Date.now();
+    return this.max;
+  }
+
+  /** Waits for a slot; aborting leaves the queue (rejecting with the signal's reason). */
+  acquire(signal?: AbortSignal, seq = this.nextSeq++): Promise<Slot> {
+    return new Promise((resolve, reject) => {
+      if (signal?.aborted) return reject(signal.reason as Error);
+      const onAbort = () => {
+        const i = this.waiting.indexOf(waiter);
+        if (i < 0) return;
+        this.waiting.splice(i, 1);
+        reject(signal!.reason as Error);
+      };
+      const waiter = {
+        seq,
+        grant: () => {
+          signal?.removeEventListener('abort', onAbort);
+          resolve(this.slot(seq));
+        },
+      };
+      signal?.addEventListener('abort', onAbort, { once: true });
+      const at = this.waiting.findIndex((w) => w.seq > seq);
+      this.waiting.splice(at < 0 ? this.waiting.length : at, 0, waiter);
+      this.pump();
+    });
+  }
+
+  private slot(seq: number): Slot {
     this.active++;
     let released = false;
-    return () => {
-      if (released) return;
-      released = true;
-      this.active--;
-      this.waiting.shift()?.();
+    return {
+      seq,
+      release: () => {
+        if (released) return;
+        released = true;
+        this.active--;
+        this.pump();
+      },
     };
   }
+
+  private pump(): void {
+    if (this.max < this.ceiling && Date.now() - this.loweredAt > ChannelLimit.RECHECK_MS) {
+      this.max++;
+      this.loweredAt = Date.now();
+    }
+    while (this.waiting.length > 0 && this.active < this.max) this.waiting.shift()!.grant();
+  }
 }
+
+/** A deadline that stops counting while a person is being asked something (a passphrase, a host key). */
+class PausableDeadline {
+  private left: number;
+  private since = 0;
+  private timer: NodeJS.Timeout | undefined;
+  private paused = 0;
+  private over = false;
+  constructor(
+    ms: number,
+    private readonly expire: () => void,
+  ) {
+    this.left = ms;
+    this.run();
+  }
+
+  private run(): void {
+    this.since = Date.now();
+    this.timer = setTimeout(() => {
+      this.over = true;
+      this.expire();
+    }, this.left);
+  }
+
+  async during<T>(asking: () => Promise<T>): Promise<T> {
+    if (this.paused++ === 0 && this.timer) {
+      clearTimeout(this.timer);
+      this.timer = undefined;
+      this.left -= Date.now() - this.since;
+    }
+    try {
+      return await asking();
+    } finally {
+      if (--this.paused === 0 && !this.over && this.left !== Infinity) this.run();
+    }
+  }
+
+  clear(): void {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    this.left = Infinity;
+  }
+}
+
+/** Larger than any private key OpenSSH writes (RSA 16384 is ~12 KiB). */
+export const MAX_IDENTITY_BYTES = 1024 * 1024;
+
+function fileKind(st: Stats): string {
+  if (st.isFIFO()) return 'a FIFO (named pipe)';
+  if (st.isDirectory()) return 'a folder';
+  if (st.isCharacterDevice()) return 'a character device';
+  if (st.isBlockDevice()) return 'a block device';
+  if (st.isSocket()) return 'a socket';
+  return 'not a regular file';
+}
+
+/**
+ * Reads a private key file without ever blocking: opened non-blocking and checked to be a regular file of at most
+ * MAX_IDENTITY_BYTES before reading (a synchronous read of a FIFO hangs Node, connect timeout and all).
+ * Fails with a KnownGoodError naming the file and what is wrong with it.
+ */
+export async function readIdentityFile(file: string): Promise<Buffer> {
+  let fh: FileHandle;
+  try {
+    fh = await open(file, fsConstants.O_RDONLY | (fsConstants.O_NONBLOCK ?? 0));
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') throw new KnownGoodError('not-found', `identity file ${file} does not exist`);
+    if (code === 'EACCES' || code === 'EPERM')
+      throw new KnownGoodError('permission-denied', `identity file ${file} cannot be read (permission denied)`);
+    throw new KnownGoodError('settings', `identity file ${file} cannot be opened: ${messageOf(e)}`);
+  }
+  try {
+    const st = await fh.stat();
+    if (!st.isFile())
+      throw new KnownGoodError('settings', `identity file ${file} is ${fileKind(st)}, not a private key file`);
+    if (st.size > MAX_IDENTITY_BYTES)
+      throw new KnownGoodError(
+        'settings',
+        `identity file ${file} is ${st.size} bytes: too large for a private key (at most ${MAX_IDENTITY_BYTES})`,
+      );
+    const buf = Buffer.alloc(MAX_IDENTITY_BYTES + 1);
+    let n = 0;
+    for (;;) {
+      const { bytesRead } = await fh.read(buf, n, buf.length - n, n);
+      if (bytesRead === 0) break;
+      n += bytesRead;
+      if (n > MAX_IDENTITY_BYTES)
+        throw new KnownGoodError('settings', `identity file ${file} grew past ${MAX_IDENTITY_BYTES} bytes while read`);
+    }
+    return buf.subarray(0, n);
+  } catch (e) {
+    throw e instanceof KnownGoodError
+      ? e
+      : new KnownGoodError('settings', `identity file ${file} cannot be read: ${messageOf(e)}`);
+  } finally {
+    await fh.close();
+  }
+}
+
+/** Channel-open refusals sshd sends when a session cannot start (MaxSessions reached, or one still tearing down). */
+const OPEN_REFUSED = /open failed/i;
+
+/** `p`, or its signal's reason as soon as the signal aborts. */
+function untilAborted<T>(p: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (!signal) return p;
+  if (signal.aborted) return Promise.reject(signal.reason as Error);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason as Error);
+    signal.addEventListener('abort', onAbort, { once: true });
+    p.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+  });
+}
+
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 /**
  * One pooled SSH connection to one endpoint: opened lazily on first use, shared by every operation, re-opened on
@@ -81,6 +265,8 @@ export class SshConnection {
   private client: Client | undefined;
   private connecting: Promise<Client> | undefined;
   private readonly limit: ChannelLimit;
+  /** Sessions of ours the server has open on the current connection, and when one last closed. */
+  private sessions = { open: 0, lastClose: 0 };
   /** Connections made so far (for tests and the log). */
   connects = 0;
 
@@ -133,14 +319,17 @@ export class SshConnection {
     if (e.alias !== e.host) names.push(knownHostsName(e.alias, e.port));
     let failure: KnownGoodError | undefined;
     const tried: string[] = [];
-    const auth = this.authMethods(tried);
+    // The connect timeout, paused while a person is asked something (ssh2's own readyTimeout cannot pause).
+    let deadline: PausableDeadline | undefined;
+    const asking = <T>(ask: () => Promise<T>): Promise<T> => (deadline ? deadline.during(ask) : ask());
+    const auth = this.authMethods(tried, asking);
 
     const client = new Client();
     const config: ConnectConfig = {
       host: e.host,
       port: e.port,
       username: e.user,
-      readyTimeout: opts.connectTimeoutMs,
+      readyTimeout: 0,
       keepaliveInterval: opts.keepaliveIntervalMs ?? 15000,
       keepaliveCountMax: 3,
       ...(sock ? { sock } : {}),
@@ -166,14 +355,15 @@ export class SshConnection {
           );
           return verify(false);
         }
-        opts.prompts
-          .confirmHostKey({
+        asking(() =>
+          opts.prompts.confirmHostKey({
             host: e.host,
             port: e.port,
             keyType: keyTypeOf(key),
             fingerprint: fp,
             otherTypes: verdict.otherTypes,
-          })
+          }),
+        )
           .then(async (ok) => {
             if (!ok) {
               failure = new KnownGoodError(
@@ -204,10 +394,17 @@ export class SshConnection {
 
     return new Promise<Client>((resolve, reject) => {
       let isReady = false;
+      deadline = new PausableDeadline(opts.connectTimeoutMs, () => {
+        if (isReady) return;
+        reject(this.timedOut());
+        client.destroy();
+      });
       client.once('ready', () => {
         isReady = true;
+        deadline?.clear();
         this.connects++;
         this.client = client;
+        this.sessions = { open: 0, lastClose: 0 };
         log(`connected to ${this.name}${e.proxyJump ? ` via ${endpointName(e.proxyJump)}` : ''}`);
         resolve(client);
       });
@@ -216,6 +413,7 @@ export class SshConnection {
           log(`${this.name}: ${err.message}`);
           return;
         }
+        deadline?.clear();
         reject(failure ?? this.describeConnectError(err, tried));
       });
       client.on('close', () => {
@@ -223,8 +421,10 @@ export class SshConnection {
           this.client = undefined;
           log(`connection to ${this.name} closed`);
         }
-        if (!isReady)
+        if (!isReady) {
+          deadline?.clear();
           reject(failure ?? new KnownGoodError('unreachable', `${this.name} closed the connection during set-up`));
+        }
       });
       client.connect(config);
       // Nagle's algorithm costs ~85 ms per exec channel on small writes.
@@ -232,14 +432,18 @@ export class SshConnection {
     });
   }
 
+  private timedOut(): KnownGoodError {
+    return new KnownGoodError(
+      'timeout',
+      `could not connect to ${this.endpoint.host}:${this.endpoint.port} within ` +
+        `${Math.round(this.options.connectTimeoutMs / 1000)} s (knownGood.connectTimeoutSeconds; time spent ` +
+        `answering a prompt does not count)`,
+    );
+  }
+
   private describeConnectError(err: Error & { level?: string; code?: string }, tried: string[]): KnownGoodError {
     const where = `${this.endpoint.host}:${this.endpoint.port}`;
-    if (err.level === 'client-timeout') {
-      return new KnownGoodError(
-        'timeout',
-        `could not connect to ${where} within ${Math.round(this.options.connectTimeoutMs / 1000)} s (knownGood.connectTimeoutSeconds)`,
-      );
-    }
+    if (err.level === 'client-timeout') return this.timedOut();
     if (err.level === 'client-authentication') {
       return new KnownGoodError(
         'auth-failed',
@@ -270,9 +474,14 @@ export class SshConnection {
   }
 
   /** The methods OpenSSH would try, in its order: agent, identity files, keyboard-interactive, password. */
-  private authMethods(tried: string[]): (left: AuthenticationType[] | null) => Promise<unknown> {
+  private authMethods(
+    tried: string[],
+    asking: <T>(ask: () => Promise<T>) => Promise<T>,
+  ): (left: AuthenticationType[] | null) => Promise<unknown> {
     const e = this.endpoint;
     const opts = this.options;
+    const log = opts.log ?? (() => undefined);
+    const own = new Set(e.identityFiles);
     const agent = opts.agent ?? process.env['SSH_AUTH_SOCK'];
     const keyFiles = [...new Set([...e.identityFiles, ...(opts.defaultIdentityFiles ?? defaultIdentityFiles())])];
     type Step = () => Promise<unknown>;
@@ -292,8 +501,12 @@ export class SshConnection {
         run: async () => {
           let data: Buffer;
           try {
-            data = readFileSync(file);
-          } catch {
+            data = await readIdentityFile(file);
+          } catch (err) {
+            // A default key that is not there is normal; anything else is named (OpenSSH warns and goes on too).
+            if (!own.has(file) && isKnownGoodError(err, 'not-found')) return undefined;
+            tried.push(`publickey ${file} (${messageOf(err).replace(`identity file ${file} `, '')})`);
+            log(`${this.name}: ${messageOf(err)}`);
             return undefined;
           }
           let parsed = utils.parseKey(data);
@@ -303,7 +516,8 @@ export class SshConnection {
             parsed instanceof Error && /encrypt|passphrase/i.test(parsed.message) && attempt <= 3;
             attempt++
           ) {
-            passphrase = await opts.prompts.passphrase?.(file, attempt);
+            const n = attempt;
+            passphrase = opts.prompts.passphrase ? await asking(() => opts.prompts.passphrase!(file, n)) : undefined;
             if (passphrase === undefined) {
               tried.push(`publickey ${file} (passphrase not given)`);
               return undefined;
@@ -325,7 +539,7 @@ export class SshConnection {
       });
     }
     if (opts.prompts.password) {
-      const ask = (q: { user: string; host: string; prompt: string }) => opts.prompts.password!(q);
+      const ask = (q: { user: string; host: string; prompt: string }) => asking(() => opts.prompts.password!(q));
       steps.push({
         type: 'keyboard-interactive',
         run: () => {
@@ -372,10 +586,25 @@ export class SshConnection {
     };
   }
 
-  /** Opens an exec channel (queued behind the channel limit). */
-  async open(argv: readonly string[], pty?: SpawnOptions['pty']): Promise<ProcessHandle> {
-    const client = await this.ready();
-    const release = await this.limit.acquire();
+  /**
+   * Opens an exec channel, queued behind the channel limit. Aborting `signal` before the channel is open rejects at
+   * once with its reason; a channel the server opens after that is stopped (see SpawnOptions.signal).
+   */
+  async open(argv: readonly string[], pty?: SpawnOptions['pty'], signal?: AbortSignal): Promise<ProcessHandle> {
+    const client = await untilAborted(this.ready(), signal);
+    const slot = await this.limit.acquire(signal);
+    return abortableStart(this.openOnSlot(client, slot, argv, pty, signal), signal);
+  }
+
+  private async openOnSlot(
+    client: Client,
+    slot: Slot,
+    argv: readonly string[],
+    pty: SpawnOptions['pty'],
+    signal: AbortSignal | undefined,
+  ): Promise<ProcessHandle> {
+    const log = this.options.log ?? (() => undefined);
+    const sessions = this.sessions;
     // `exec` lets the remote shell replace itself. sshd makes that shell a session (and process-group) leader, so
     // the PID it prints first is the group to signal: OpenSSH ignores "signal" requests on sessions without a pty,
     // and closing the channel does not end the process either.
@@ -394,9 +623,12 @@ export class SshConnection {
             : {},
           (err, ch) => {
             if (err) return reject(err);
-            ch.once('close', (code?: number | null, signal?: string) =>
-              closed({ code, signal, connected: !!this.client }),
-            );
+            sessions.open++;
+            ch.once('close', (code?: number | null, sig?: string) => {
+              sessions.open--;
+              sessions.lastClose = Date.now();
+              closed({ code, signal: sig, connected: !!this.client });
+            });
             resolve(ch);
           },
         ),
@@ -406,66 +638,98 @@ export class SshConnection {
       try {
         channel = await openOnce();
       } catch (err) {
-        // sshd refuses a session ("open failed") while it is still tearing down one that just closed here
-        // (MaxSessions counts it until its process is reaped): a moment later there is room again.
-        if (attempt < 8 && this.client === client && /open failed/i.test(messageOf(err))) {
-          await new Promise((r) => setTimeout(r, 25 * 2 ** attempt));
-          continue;
+        if (this.client === client && OPEN_REFUSED.test(messageOf(err)) && !signal?.aborted) {
+          const open = sessions.open;
+          // sshd refuses a session when MaxSessions are open, and also for a moment after one closed here (it
+          // counts a session until its process is reaped). A refusal with none of ours closing lately is the
+          // limit: learn it and queue behind the sessions that are open.
+          if (open > 0 && (attempt >= 3 || Date.now() - sessions.lastClose > 500)) {
+            const known = this.limit.learned === open;
+            const max = this.limit.learn(open);
+            if (!known)
+              log(`${this.name} refused a session with ${open} open (sshd MaxSessions?): at most ${max} at a time`);
+            slot.release();
+            slot = await this.limit.acquire(signal, slot.seq);
+            attempt = -1;
+            continue;
+          }
+          if (attempt < 8) {
+            await sleep(25 * 2 ** attempt);
+            continue;
+          }
         }
-        release();
+        slot.release();
         throw new KnownGoodError('connection-lost', `could not open a channel on ${this.name}: ${messageOf(err)}`);
       }
     }
-    const exited = closing.then(({ code, signal, connected }) => {
-      release();
+    const exited = closing.then(({ code, signal: sig, connected }) => {
+      slot.release();
       if (code === undefined && !connected)
         throw new KnownGoodError('connection-lost', `the connection to ${this.name} dropped while a command ran`);
-      return { exitCode: code ?? null, ...(signal ? { exitSignal: signal.replace(/^SIG/, '') } : {}) };
+      return { exitCode: code ?? null, ...(sig ? { exitSignal: sig.replace(/^SIG/, '') } : {}) };
     });
     exited.catch(() => undefined);
     let pid: number | undefined;
     let pending: string | undefined;
-    const signalGroup = (signal: string) => {
-      if (pid === undefined) {
-        pending = signal;
-        return;
-      }
-      // A channel of its own, outside the queue: stopping must not wait behind the work it stops. Without a
-      // connection nothing can be sent any more (the process then sees its pipes close).
-      try {
-        client.exec(signalCommand(signal, pid), (err, ch) => {
-          if (err) return;
-          ch.on('data', () => undefined);
-          ch.stderr.on('data', () => undefined);
-          ch.on('close', () => undefined);
-        });
-      } catch {
-        /* not connected any more */
-      }
+    const signalGroup = (sig: string) => {
+      if (pid === undefined) pending = sig;
+      else this.sendSignal(client, sig, pid);
     };
+    const ch = channel;
     const stderr: Readable = marker
-      ? stripPidMarker(channel.stderr, marker, (p) => {
+      ? stripPidMarker(ch.stderr, marker, (p) => {
           pid = p;
           if (pending) signalGroup(pending);
         })
-      : channel.stderr;
+      : ch.stderr;
     return {
-      stdin: channel,
-      stdout: channel,
+      stdin: ch,
+      stdout: ch,
       stderr,
       exited,
-      resize: ({ cols, rows }) => channel.setWindow(rows, cols, 0, 0),
-      kill: (signal = 'TERM') => {
+      resize: ({ cols, rows }) => ch.setWindow(rows, cols, 0, 0),
+      kill: (sig = 'TERM') => {
         try {
-          channel.signal(signal);
+          ch.signal(sig);
         } catch {
           /* channel gone */
         }
-        if (marker) signalGroup(signal);
-        if (signal === 'KILL') channel.close();
-        else setTimeout(() => channel.close(), 1500).unref();
+        if (marker) signalGroup(sig);
+        if (sig === 'KILL') ch.close();
+        else setTimeout(() => ch.close(), 1500).unref();
       },
     };
+  }
+
+  /**
+   * Signals a remote process group from a channel of its own, outside the queue: stopping must not wait behind the
+   * work it stops. A refused channel (MaxSessions) is tried again for a while; on a connection that does not answer
+   * the request waits in it and runs once the server reads it. Without a connection nothing can be sent any more.
+   */
+  private sendSignal(client: Client, sig: string, pid: number, attempt = 0): void {
+    const log = this.options.log ?? (() => undefined);
+    const sessions = this.sessions;
+    const failed = (why: string) =>
+      log(`${this.name}: could not send SIG${sig} to remote process group ${pid} (${why}); it may still be running`);
+    try {
+      client.exec(signalCommand(sig, pid), (err, ch) => {
+        if (err) {
+          if (this.client === client && OPEN_REFUSED.test(err.message) && attempt < 40) {
+            setTimeout(() => this.sendSignal(client, sig, pid, attempt + 1), Math.min(1000, 25 * 2 ** attempt));
+          } else failed(err.message);
+          return;
+        }
+        sessions.open++;
+        ch.on('data', () => undefined);
+        ch.stderr.on('data', () => undefined);
+        ch.on('close', () => {
+          sessions.open--;
+          sessions.lastClose = Date.now();
+        });
+      });
+    } catch (e) {
+      failed(messageOf(e));
+    }
   }
 
   close(): void {
@@ -485,8 +749,14 @@ export class SshTransport implements Transport {
   }
 
   async exec(argv: readonly string[], options: ExecOptions = {}): Promise<ExecResult> {
-    const handle = await this.connection.open(argv);
-    const res = await collect(handle, options, () => `${argv[0]} on ${this.label}`);
+    // Connecting has its own timeout (paused while a person answers a prompt); the command's starts after it and
+    // covers the wait for a channel too.
+    await this.connection.ready();
+    const res = await collect(
+      (signal) => this.connection.open(argv, undefined, signal),
+      options,
+      () => `${argv[0]} on ${this.label}`,
+    );
     if (res.exitCode === 127 && /(command not found|not found|No such file)/.test(res.stderr) && res.stdout === '') {
       throw new KnownGoodError(
         'command-not-found',
@@ -497,7 +767,7 @@ export class SshTransport implements Transport {
   }
 
   spawn(argv: readonly string[], options: SpawnOptions = {}): Promise<ProcessHandle> {
-    return this.connection.open(argv, options.pty);
+    return this.connection.open(argv, options.pty, options.signal);
   }
 
   dispose(): void {

@@ -3,7 +3,11 @@ import type { Readable, Writable } from 'node:stream';
 export interface ExecOptions {
   /** Written to the command's stdin, which is then closed. Without it stdin is closed at once. */
   stdin?: string | Buffer;
-  /** The command is stopped (remote process signalled, channel closed) after this long: KnownGoodError 'timeout'. */
+  /**
+   * The command is stopped (remote process signalled, channel closed) after this long: KnownGoodError 'timeout'.
+   * It counts from the call (after connecting), the wait for a free channel included, and is reported on time even
+   * when the connection stops answering (the message then says the stop is not confirmed).
+   */
   timeoutMs?: number;
   /** Aborting stops the command the same way: KnownGoodError 'cancelled'. */
   signal?: AbortSignal;
@@ -25,6 +29,11 @@ export interface PtySize {
 export interface SpawnOptions {
   /** Ask for a pseudo-terminal (interactive use: Ctrl+C, resize, colours). */
   pty?: PtySize & { term?: string };
+  /**
+   * Aborting before the process has started rejects at once with the signal's reason (a queued or unanswered
+   * SSH channel); a process that still starts after that is stopped.
+   */
+  signal?: AbortSignal;
 }
 
 /** A running process whose streams are used directly (terminals, the resident helper). */

@@ -1,0 +1,325 @@
+// The SSH transport when the server or the connection misbehaves: a low MaxSessions, a connection that stops
+// answering (its sshd process stopped with SIGSTOP), identity files that are not files.
+import assert from 'node:assert/strict';
+import { execFileSync, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { isKnownGoodError } from '../../src/core/errors';
+import { SshPool } from '../../src/core/transport/ssh';
+import { endpointOf, recordingPrompts, sshOptions } from '../support/hosts';
+import { processAlive, waitUntil } from '../support/process';
+import { startSshd, type TestSshd } from '../support/sshd';
+
+describe('SSH transport: a server that allows 2 sessions per connection (MaxSessions 2)', () => {
+  let sshd: TestSshd;
+  before(async () => {
+    sshd = await startSshd({ maxSessions: 2 });
+  });
+  after(async () => {
+    await sshd?.stop();
+  });
+
+  test('30 parallel `sleep 1` on one connection all succeed: the refused channels wait their turn', async () => {
+    const lines: string[] = [];
+    const pool = new SshPool(sshOptions(sshd, recordingPrompts().prompts, { log: (l) => lines.push(l) }));
+    try {
+      const t = pool.transport(endpointOf(sshd), 'max-sessions-2');
+      const t0 = Date.now();
+      const results = await Promise.allSettled(
+        Array.from({ length: 30 }, (_, i) => t.exec(['sh', '-c', `sleep 1; echo done ${i}`])),
+      );
+      const failed = results.flatMap((r) => (r.status === 'rejected' ? [String(r.reason)] : []));
+      assert.deepEqual(failed, [], `${failed.length} of 30 failed`);
+      assert.deepEqual(
+        results.map((r) => (r.status === 'fulfilled' ? r.value.stdout : '')),
+        Array.from({ length: 30 }, (_, i) => `done ${i}\n`),
+      );
+      // Two at a time: about 15 s; the queue must not fall back to one at a time for long.
+      const took = Date.now() - t0;
+      assert.ok(took < 28000, `took ${took} ms`);
+      assert.equal(pool.connection(endpointOf(sshd)).connects, 1, 'one connection');
+      assert.ok(
+        lines.some((l) => /at most 2 at a time/.test(l)),
+        `the learned limit is logged: ${lines.join('\n')}`,
+      );
+    } finally {
+      pool.dispose();
+    }
+  });
+});
+
+describe('SSH transport: a connection that stops answering (sshd stopped with SIGSTOP)', () => {
+  let sshd: TestSshd;
+  before(async () => {
+    sshd = await startSshd();
+  });
+  after(async () => {
+    await sshd?.stop();
+  });
+
+  /** The per-connection sshd process that serves `pool`'s connection: the parent of a session's shell. */
+  async function sessionSshd(pool: SshPool): Promise<number> {
+    const r = await pool.transport(endpointOf(sshd), 'x').exec(['sh', '-c', 'echo $PPID']);
+    const pid = Number(r.stdout.trim());
+    const cmd = execFileSync('ps', ['-o', 'args=', '-p', String(pid)], { encoding: 'utf8' });
+    assert.match(cmd, /^sshd: /, `pid ${pid} is ${cmd}`);
+    return pid;
+  }
+
+  test('a command already running: the timeout fires on time; once the connection answers it is stopped', async () => {
+    const pool = new SshPool(sshOptions(sshd, recordingPrompts().prompts));
+    const stopped: number[] = [];
+    try {
+      const server = await sessionSshd(pool);
+      const t = pool.transport(endpointOf(sshd), 'hung');
+      const marker = `sleep 101.${process.pid}5`;
+      const p = t.exec(['sleep', marker.split(' ')[1]!], { timeoutMs: 2500 });
+      assert.ok(await waitUntil(() => processAlive(marker), 8000), 'the remote sleep never started');
+      const t0 = Date.now();
+      process.kill(server, 'SIGSTOP');
+      stopped.push(server);
+      await assert.rejects(p, (e: unknown) => {
+        assert.ok(isKnownGoodError(e, 'timeout'), String(e));
+        assert.match(e.message, /has not confirmed that it stopped .* may still be running/);
+        return true;
+      });
+      // The exec started a moment before the SIGSTOP; its 2.5 s timeout plus 1 s to confirm the stop.
+      assert.ok(Date.now() - t0 < 4000, `returned ${Date.now() - t0} ms after the connection hung`);
+      assert.ok(processAlive(marker), 'cannot have been stopped while the server was stopped');
+      process.kill(server, 'SIGCONT');
+      stopped.pop();
+      assert.ok(await waitUntil(() => !processAlive(marker), 5000), 'the remote sleep outlived the timeout');
+    } finally {
+      for (const pid of stopped) process.kill(pid, 'SIGCONT');
+      pool.dispose();
+    }
+  });
+
+  test('a command asked for while the connection hangs: the timeout fires; the command is stopped if it starts later', async () => {
+    const pool = new SshPool(sshOptions(sshd, recordingPrompts().prompts));
+    const stopped: number[] = [];
+    try {
+      const server = await sessionSshd(pool);
+      process.kill(server, 'SIGSTOP');
+      stopped.push(server);
+      const marker = `sleep 102.${process.pid}6`;
+      const t0 = Date.now();
+      await assert.rejects(
+        pool.transport(endpointOf(sshd), 'hung').exec(['sleep', marker.split(' ')[1]!], { timeoutMs: 2000 }),
+        (e: unknown) => {
+          assert.ok(isKnownGoodError(e, 'timeout'), String(e));
+          assert.match(e.message, /before it started/);
+          return true;
+        },
+      );
+      assert.ok(Date.now() - t0 < 3000, `returned after ${Date.now() - t0} ms`);
+      process.kill(server, 'SIGCONT');
+      stopped.pop();
+      // The channel the server opens late runs the command: it is stopped as soon as its PID is known. Give it
+      // time to start, then it must be gone.
+      await new Promise((r) => setTimeout(r, 1500));
+      assert.ok(await waitUntil(() => !processAlive(marker), 5000), 'the late-started sleep was not stopped');
+      // The connection works again.
+      assert.equal((await pool.transport(endpointOf(sshd), 'x').exec(['echo', 'back'])).stdout, 'back\n');
+    } finally {
+      for (const pid of stopped) process.kill(pid, 'SIGCONT');
+      pool.dispose();
+    }
+  });
+
+  test('CLI: exec --timeout 3 on a connection that hangs mid-command exits on time and says the stop is unconfirmed', async () => {
+    const seconds = `104.${process.pid}7`;
+    // Anchored: the CLI's own command line holds the same words.
+    const marker = `^sleep ${seconds.replace('.', '\\.')}$`;
+    const home = mkdtempSync(join(tmpdir(), 'kg-home-'));
+    const child = spawn(
+      process.execPath,
+      [
+        ...['--import', 'tsx', 'src/cli/main.ts', 'exec', `${sshd.user}@127.0.0.1:${sshd.port}`],
+        ...['--identity', sshd.identityFile, '--known-hosts', sshd.knownHostsFile, '--timeout', '3'],
+        ...['--', 'sleep', seconds],
+      ],
+      { env: { ...process.env, HOME: home, SSH_AUTH_SOCK: '' }, stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    let stderr = '';
+    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+    const closed = new Promise<number | null>((r) => child.once('close', r));
+    const stopped: number[] = [];
+    try {
+      assert.ok(await waitUntil(() => processAlive(marker), 15000), `the remote sleep never started: ${stderr}`);
+      // sshd's shell exec'd into sleep: its parent is the connection's sshd process.
+      const sleepPid = execFileSync('pgrep', ['-f', marker], { encoding: 'utf8' }).trim().split('\n')[0]!;
+      const server = Number(execFileSync('ps', ['-o', 'ppid=', '-p', sleepPid], { encoding: 'utf8' }).trim());
+      assert.match(execFileSync('ps', ['-o', 'args=', '-p', String(server)], { encoding: 'utf8' }), /^sshd: /);
+      process.kill(server, 'SIGSTOP');
+      stopped.push(server);
+      const t0 = Date.now();
+      const timer = setTimeout(() => child.kill('SIGKILL'), 20000);
+      const code = await closed;
+      clearTimeout(timer);
+      // At most 3 s of timeout left, 1 s to confirm the stop, and the CLI's own exit.
+      assert.ok(Date.now() - t0 < 5500, `the CLI returned ${Date.now() - t0} ms after the connection hung`);
+      assert.equal(code, 255, stderr);
+      assert.match(stderr, /timed out after 3 s; it has not confirmed that it stopped/);
+      assert.match(stderr, /may still be running there/);
+    } finally {
+      for (const pid of stopped) process.kill(pid, 'SIGCONT');
+      child.kill('SIGKILL');
+      rmSync(home, { recursive: true, force: true });
+      try {
+        execFileSync('pkill', ['-f', marker]);
+      } catch {
+        /* already gone */
+      }
+    }
+  });
+
+  test('cancelling a command queued behind hung ones returns at once', async () => {
+    const pool = new SshPool(sshOptions(sshd, recordingPrompts().prompts, { maxChannels: 2 }));
+    const stopped: number[] = [];
+    try {
+      const server = await sessionSshd(pool);
+      const t = pool.transport(endpointOf(sshd), 'hung');
+      const busy = [1, 2].map((i) => t.exec(['sleep', `103.${process.pid}${i}`], { timeoutMs: 60000 }));
+      for (const b of busy) b.catch(() => undefined);
+      await waitUntil(() => processAlive(`sleep 103.${process.pid}2`), 5000);
+      process.kill(server, 'SIGSTOP');
+      stopped.push(server);
+      const ac = new AbortController();
+      const queued = t.exec(['true'], { signal: ac.signal });
+      setTimeout(() => ac.abort(), 300);
+      const t0 = Date.now();
+      await assert.rejects(queued, (e: unknown) => isKnownGoodError(e, 'cancelled'));
+      assert.ok(Date.now() - t0 < 1500, `returned after ${Date.now() - t0} ms`);
+    } finally {
+      for (const pid of stopped) process.kill(pid, 'SIGCONT');
+      pool.dispose();
+      execFileSync('pkill', ['-f', `sleep 103\\.${process.pid}`], { stdio: 'ignore' });
+    }
+  });
+});
+
+describe('SSH transport: identity files', () => {
+  let sshd: TestSshd;
+  let dir: string;
+  before(async () => {
+    sshd = await startSshd();
+    dir = mkdtempSync(join(tmpdir(), 'kg-identity-'));
+  });
+  after(async () => {
+    await sshd?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  test('a FIFO as identity file: a quick auth failure naming the file and what it is, never a hang', async () => {
+    const fifo = join(dir, 'key-fifo');
+    execFileSync('mkfifo', [fifo]);
+    const pool = new SshPool(sshOptions(sshd, recordingPrompts().prompts, { connectTimeoutMs: 20000 }));
+    const t0 = Date.now();
+    try {
+      await assert.rejects(pool.transport(endpointOf(sshd, fifo), 'fifo').exec(['true']), (e: unknown) => {
+        assert.ok(isKnownGoodError(e, 'auth-failed'), String(e));
+        assert.ok(e.message.includes(`publickey ${fifo} (is a FIFO (named pipe), not a private key file)`), e.message);
+        return true;
+      });
+      assert.ok(Date.now() - t0 < 5000, `took ${Date.now() - t0} ms`);
+    } finally {
+      pool.dispose();
+    }
+  });
+
+  test('a folder or a missing file as identity file: named in the error', async () => {
+    const pool = new SshPool(sshOptions(sshd, recordingPrompts().prompts));
+    const missing = join(dir, 'no-such-key');
+    try {
+      await assert.rejects(pool.transport(endpointOf(sshd, missing), 'missing').exec(['true']), (e: unknown) => {
+        assert.ok(isKnownGoodError(e, 'auth-failed'), String(e));
+        assert.ok(e.message.includes(`publickey ${missing} (does not exist)`), e.message);
+        return true;
+      });
+      // The pool keeps one connection per user@host:port (its identity files included): a second pool.
+      const other = new SshPool(sshOptions(sshd, recordingPrompts().prompts));
+      const folder = other.transport(endpointOf(sshd, dir), 'folder').exec(['true']);
+      folder.finally(() => other.dispose()).catch(() => undefined);
+      await assert.rejects(folder, (e: unknown) => {
+        assert.ok(isKnownGoodError(e, 'auth-failed'), String(e));
+        assert.ok(e.message.includes(`publickey ${dir} (is a folder, not a private key file)`), e.message);
+        return true;
+      });
+    } finally {
+      pool.dispose();
+    }
+  });
+
+  test('CLI: --identity naming a FIFO exits with a clear error within seconds', async () => {
+    const fifo = join(dir, 'cli-fifo');
+    execFileSync('mkfifo', [fifo]);
+    const home = mkdtempSync(join(tmpdir(), 'kg-home-'));
+    const child = spawn(
+      process.execPath,
+      [
+        ...['--import', 'tsx', 'src/cli/main.ts', 'exec', `${sshd.user}@127.0.0.1:${sshd.port}`],
+        ...['--identity', fifo, '--known-hosts', sshd.knownHostsFile, '--timeout', '5', '--', 'true'],
+      ],
+      { env: { ...process.env, HOME: home, SSH_AUTH_SOCK: '' }, stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    let stderr = '';
+    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+    const t0 = Date.now();
+    const timer = setTimeout(() => child.kill('SIGKILL'), 15000);
+    const code = await new Promise<number | null>((r) => child.once('close', r));
+    clearTimeout(timer);
+    rmSync(home, { recursive: true, force: true });
+    assert.notEqual(code, null, `the CLI hung (killed after ${Date.now() - t0} ms): ${stderr}`);
+    assert.notEqual(code, 0);
+    assert.ok(stderr.includes(`${fifo} (is a FIFO (named pipe)`), stderr);
+  });
+
+  test('the connect timeout does not count the time spent typing a passphrase', async () => {
+    const asked: string[] = [];
+    const pool = new SshPool(
+      sshOptions(
+        sshd,
+        {
+          confirmHostKey: () => Promise.resolve(false),
+          passphrase: async (file, attempt) => {
+            asked.push(`${file} ${attempt}`);
+            await new Promise((r) => setTimeout(r, 4000));
+            return sshd.passphrase;
+          },
+        },
+        { connectTimeoutMs: 3000 },
+      ),
+    );
+    try {
+      const r = await pool.transport(endpointOf(sshd, sshd.encryptedIdentityFile), 'enc').exec(['echo', 'in']);
+      assert.equal(r.stdout, 'in\n');
+      assert.deepEqual(asked, [`${sshd.encryptedIdentityFile} 1`]);
+    } finally {
+      pool.dispose();
+    }
+  });
+
+  test('the connect timeout still fires when the server does not answer', async () => {
+    // A listener that accepts and never speaks: the SSH handshake never starts.
+    const { createServer } = await import('node:net');
+    const silent = createServer(() => undefined);
+    await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
+    const port = (silent.address() as { port: number }).port;
+    const pool = new SshPool(sshOptions(sshd, recordingPrompts().prompts, { connectTimeoutMs: 1000 }));
+    const t0 = Date.now();
+    try {
+      await assert.rejects(pool.transport({ ...endpointOf(sshd), port }, 'silent').exec(['true']), (e: unknown) => {
+        assert.ok(isKnownGoodError(e, 'timeout'), String(e));
+        assert.match(e.message, /within 1 s/);
+        return true;
+      });
+      assert.ok(Date.now() - t0 < 3000, `took ${Date.now() - t0} ms`);
+    } finally {
+      pool.dispose();
+      silent.close();
+    }
+  });
+});
