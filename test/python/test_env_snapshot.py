@@ -64,9 +64,10 @@ for i in range(2):
 '''
 
 
-def run_probe(args=(), env=None, python=None):
+def run_probe(args=(), env=None, python=None, uid=None):
+    pre = (lambda: os.setuid(uid)) if uid is not None else None
     r = subprocess.run([python or sys.executable, PROBE] + list(args), stdout=subprocess.PIPE,
-                       stderr=subprocess.PIPE, env=env, timeout=120)
+                       stderr=subprocess.PIPE, env=env, timeout=120, preexec_fn=pre)
     if r.returncode != 0:
         raise AssertionError("probe failed (%d): %s" % (r.returncode, r.stderr.decode("utf-8", "replace")))
     return r.stdout.decode("utf-8"), json.loads(r.stdout.decode("utf-8"))
@@ -268,11 +269,16 @@ class CacheTest(unittest.TestCase):
             r = env_snapshot.walk_cache("custom1", c)
         self.assertEqual((r["files"], r["unreadableDirs"], r["error"]), (1, 1, None))
 
-    @unittest.skipIf(os.geteuid() == 0, "root reads a mode-000 folder")
     def test_unreadable_cache_dir_by_mode(self):
+        # Root reads a mode-000 folder, so as root (CI) the probe runs as `nobody` (uid 65534) instead of skipping.
         c, _ = self.make_cache()
+        uid, python = None, None
+        if os.geteuid() == 0:
+            # Debian's interpreter: one under /root (pyenv) is not for `nobody` to run.
+            uid, python = 65534, "/usr/bin/python3"
+            os.chmod(self.tmp, 0o755)
         os.chmod(c, 0)
-        _, doc = run_probe(["--cache-dir", c])
+        _, doc = run_probe(["--cache-dir", c], uid=uid, python=python)
         mine = [x for x in doc["caches"] if x["path"] == c][0]
         self.assertIn("Permission", mine["error"])
 

@@ -11,9 +11,9 @@ sys.path.insert(0, PYDIR)
 import kg_common  # noqa: E402
 import throughput_bench  # noqa: E402
 
-# Debian's python3-torch (1.13): the plain python3 on PATH has no torch. This test never skips: without torch
-# there it fails and says why.
-TORCH_PYTHON = "/usr/bin/python3"
+# Debian's python3-torch (1.13), or KG_TORCH_PYTHON on a GPU box whose torch lives in another interpreter. This test
+# never skips: without torch there it fails and says why.
+TORCH_PYTHON = os.environ.get("KG_TORCH_PYTHON", "/usr/bin/python3")
 
 
 class ThroughputBenchTest(unittest.TestCase):
