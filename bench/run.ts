@@ -7,6 +7,7 @@ import { BenchContext, takeRemotePeaks, type BenchResult } from './context';
 import { benchHelperRequests } from './cases/helperRequests';
 import { benchArgs } from './cases/args';
 import { benchListing } from './cases/listing';
+import { benchListingStacks } from './cases/listingStacks';
 import { benchEnvSnapshot } from './cases/envSnapshot';
 import { benchLiveThroughput } from './cases/liveThroughput';
 import { benchMetrics } from './cases/metrics';
@@ -18,6 +19,7 @@ type Case = { name: string; run: (ctx: BenchContext) => Promise<BenchResult | Be
 const cases: Case[] = [
   { name: 'helper', run: benchHelperRequests },
   { name: 'listing', run: benchListing },
+  { name: 'stacks-listing', run: benchListingStacks },
   { name: 'metrics', run: benchMetrics },
   { name: 'metrics-ssh', run: benchMetricsSsh },
   { name: 'tensorboard', run: benchTensorboard },
