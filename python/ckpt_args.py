@@ -564,7 +564,12 @@ class _Reader(object):
                 self.storages[str(key)] = st
             return st
         if isinstance(pid, tuple) and pid and pid[0] == "module":
-            return self.standin("torch.nn", "Module")()
+            # Legacy torch.save writes a reference to an nn.Module class as ('module', cls, source_file, source):
+            # torch.load gives back cls itself, so the reference is the class the pickle named (as in a zip file).
+            cls = pid[1] if len(pid) > 1 else None
+            if isinstance(cls, type) and issubclass(cls, _StandIn):
+                return cls
+            return self.standin("torch.nn", "Module")
         return self.standin("persistent", "id")(pid)
 
     # Known globals: safe callables that build plain values.
