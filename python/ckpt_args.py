@@ -55,6 +55,7 @@ import json
 import os
 import pickle
 import posixpath
+import re
 import stat
 import struct
 import zipfile
@@ -1844,7 +1845,7 @@ class _Result(object):
     def __init__(self, path, size):
         self.doc = {"format": None, "path": path, "bytes": size, "key": None, "args": None, "argsType": None,
                     "step": None, "epoch": None, "tensors": {"count": 0, "bytes": 0}, "topLevelKeys": [],
-                    "unsafeGlobals": [], "warnings": [], "bytesRead": 0}
+                    "unsafeGlobals": [], "warnings": [], "bytesRead": 0, "baseModel": None}
 
 
 def _pick(top, keys, want_all, preferred=ARG_KEYS):
@@ -1904,8 +1905,9 @@ def _first_int(top, names):
     return None
 
 
-def _fill(doc, reader, top, keys, want_all, preferred=ARG_KEYS):
-    """Pick the args from the decoded top-level object and turn everything into JSON-able values."""
+def _fill(doc, reader, top, keys, want_all, preferred=ARG_KEYS, whole=False):
+    """Pick the args from the decoded top-level object and turn everything into JSON-able values.  ``whole``: the
+    object is the args itself (an accelerate custom checkpoint, a state_dict() of the run's own object)."""
     if top is _FAILED:
         doc["args"] = None
     else:
@@ -1913,7 +1915,8 @@ def _fill(doc, reader, top, keys, want_all, preferred=ARG_KEYS):
             state = _standin_state(top)
             if state and not keys and not want_all:
                 doc["topLevelKeys"] = sorted(_key(k) for k in state)[:MAX_TOP_KEYS]
-        key, value, found = _pick(top, keys, want_all, preferred)
+        key, value, found = _pick(top, keys, want_all, () if whole else preferred)
+        found = found or whole
         if isinstance(top, dict):
             doc["topLevelKeys"] = [_key(k) for k in top][:MAX_TOP_KEYS]
             doc["step"] = _first_int(top, STEP_KEYS)
@@ -1977,6 +1980,8 @@ def _read_file(path, size, keys, want_all, res):
                 return
             if isinstance(top, dict) and ("pytorch-lightning_version" in top or "hyper_parameters" in top):
                 doc["format"] = "lightning"
+            elif _ACCELERATE_CUSTOM.match(os.path.basename(path)):
+                doc["format"] = "accelerate"
         elif head[:1] == b"\x80" or head[:1] in (b"(", b"}", b"]", b"c", b"K", b"I", b"N"):
             fmt, top = _read_legacy(f, path, reader)
             doc["format"] = fmt
@@ -1996,10 +2001,15 @@ def _read_file(path, size, keys, want_all, res):
                 raise kg_common.ProbeError("empty file, not a checkpoint: %s" % path, "not-a-checkpoint")
             raise kg_common.ProbeError("not a checkpoint (not a torch zip, legacy torch, pickle or safetensors "
                                        "file): %s" % path, "not-a-checkpoint")
-        _fill(doc, reader, top, keys, want_all)
+        _fill(doc, reader, top, keys, want_all, whole=doc["format"] == "accelerate")
     finally:
         doc["bytesRead"] += f.count
         f.close()
+
+
+# accelerate's save_state: custom_checkpoint_N.pkl is the state_dict() of the N-th object registered for
+# checkpointing (N is an index, never a step), written by torch.save.
+_ACCELERATE_CUSTOM = re.compile(r"custom_checkpoint_([0-9]{1,9})\.pkl$")
 
 
 def _is_tar(f):
@@ -2175,12 +2185,32 @@ def _read_folder(path, keys, want_all, res):
         doc["path"] = path
         return
     hf = [n for n in ("training_args.bin", "config.json", "trainer_state.json") if n in names]
-    if not hf:
-        raise kg_common.ProbeError("not a checkpoint folder (no training_args.bin, config.json, trainer_state.json "
-                                   "or .metadata): %s" % path, "not-a-checkpoint")
-    doc["format"] = "hf-folder"
+    custom = sorted((int(m.group(1)), n) for n, m in ((n, _ACCELERATE_CUSTOM.match(n)) for n in names) if m)
+    if not hf and custom and "adapter_config.json" not in names:
+        size = os.stat(os.path.join(path, custom[0][1])).st_size
+        _read_file(os.path.join(path, custom[0][1]), size, keys, want_all, res)
+        doc["path"], doc["bytes"] = path, size
+        if len(custom) > 1:
+            doc["warnings"].append("%d objects registered for checkpointing: the args of %s are shown (%s: read "
+                                   "that file for its own)" % (len(custom), custom[0][1],
+                                                               ", ".join(n for _, n in custom[1:4])))
+        return
+    if not hf and "adapter_config.json" not in names:
+        raise kg_common.ProbeError("not a checkpoint folder (no training_args.bin, config.json, trainer_state.json, "
+                                   "adapter_config.json, custom_checkpoint_0.pkl or .metadata): %s" % path,
+                                   "not-a-checkpoint")
+    doc["format"] = "hf-folder" if hf else "peft"
     top = {}
     reader = _Reader()
+    preferred = ("training_args",) + ARG_KEYS
+    if "adapter_config.json" in names:
+        # a peft adapter: its config is the args (an HF Trainer folder that also holds one keeps its training_args)
+        adapter = _read_json(os.path.join(path, "adapter_config.json"), doc)
+        top["adapter_config"] = adapter
+        if not hf:
+            preferred = ("adapter_config",)
+        if isinstance(adapter, dict) and isinstance(adapter.get("base_model_name_or_path"), str):
+            doc["baseModel"] = kg_common.redact_text(adapter["base_model_name_or_path"])
     if "training_args.bin" in names:
         f = _open(os.path.join(path, "training_args.bin"))
         try:
@@ -2223,10 +2253,13 @@ def _read_folder(path, keys, want_all, res):
             doc["tensors"]["count"] += len(tensors)
             doc["tensors"]["bytes"] += sum(t["bytes"] for t in tensors.values() if isinstance(t["bytes"], int))
     step, epoch = doc["step"], doc["epoch"]
-    _fill(doc, reader, top, keys, want_all, preferred=("training_args",) + ARG_KEYS)
+    _fill(doc, reader, top, keys, want_all, preferred=preferred)
     doc["step"], doc["epoch"] = step, epoch
     if doc["key"] == "training_args":
         doc["argsType"] = _args_type(top.get("training_args"))
+    elif doc["key"] == "adapter_config" and isinstance(top["adapter_config"], dict):
+        kind = top["adapter_config"].get("peft_type")
+        doc["argsType"] = "peft %s adapter" % kind if isinstance(kind, str) and len(kind) < 100 else "peft adapter"
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -2237,7 +2270,8 @@ def _stat_only(path, st):
     mtime, size = st.st_mtime, st.st_size
     if stat.S_ISDIR(st.st_mode):
         size = 0
-        for n in ("training_args.bin", "config.json", "trainer_state.json", ".metadata"):
+        for n in ("training_args.bin", "config.json", "trainer_state.json", ".metadata", "adapter_config.json",
+                  "custom_checkpoint_0.pkl"):
             try:
                 s = os.stat(os.path.join(path, n))
             except OSError:
