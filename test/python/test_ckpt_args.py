@@ -721,6 +721,24 @@ class NoTorchNeeded(unittest.TestCase):
         self.assertEqual(doc["unsafeGlobals"], ["posix.system"])
         self.assertEqual(doc["args"]["s"], {"$class": "posix.system.COSINE", "$unsafe": True})
 
+    def test_legacy_module_class_reference(self):
+        # legacy torch.save: an nn.Module class is the persistent id ('module', cls, source file, source)
+        P = pickle
+        head = b"".join(pickle.dumps(v, 2) for v in (ckpt_args.LEGACY_MAGIC, 1001, {}))
+        for mod, want, unsafe in ((b"mylib.layers\nBlock\n", "<mylib.layers.Block>", []),
+                                  (b"posix\nsystem\n", "<posix.system>", ["posix.system"]),
+                                  (b"", "<torch.nn.Module>", [])):
+            cls = (P.GLOBAL + mod) if mod else P.NONE
+            pkl = (P.PROTO + b"\x02" + P.EMPTY_DICT + _u("args") + P.EMPTY_DICT + _u("cls") + P.MARK + _u("module")
+                   + cls + _u("/x/layers.py") + _u("class Block: ...") + P.TUPLE + P.BINPERSID + P.SETITEM
+                   + P.SETITEM + P.STOP)
+            path = self.p("legacy.pt")
+            with open(path, "wb") as f:
+                f.write(head + pkl + pickle.dumps([], 2))
+            doc = ckpt_args.main([path])
+            self.assertEqual((doc["format"], doc["args"]), ("torch-legacy", {"cls": want}))
+            self.assertEqual(doc["unsafeGlobals"], unsafe)
+
     def test_enum_references_are_bounded(self):
         # every member named makes a class: a file naming 10,001 of them stops at the class limit
         P = pickle
