@@ -13,6 +13,24 @@ Pickles are decoded by a restricted unpickler: the globals it knows become plain
 records how the pickle tried to build it.  Nothing named by the file is ever imported or called; dangerous globals
 (``os.system``, ``subprocess.*``, ``builtins.eval``...) are listed under ``unsafeGlobals``.
 
+Enum members are ``{"$enum": "<module>.<Class>", "value": V}`` or ``{"$enum": "<module>.<Class>", "name": "MEMBER"}``.
+Python's Enum pickles a member by value, ``Class(V)`` (``__reduce_ex__`` returns ``(Class, (V,))``: Python 3.11.7 and
+3.12, which wrote test/fixtures/real, the form torch.save and Lightning write there): the member's name is not in the
+file, and only importing the class and calling it (running the file's code) would find it, so it is not shown.  Early
+3.11 releases (Debian 12's 3.11.2) and enums with ``enum.pickle_by_enum_name`` pickle it by name instead,
+``getattr(Class, "MEMBER")``: the name is shown, and the value is not in the file.  ``builtins.getattr`` is allowed in
+that shape only (a class the pickle named, a string); any other getattr is listed as unsafe.  The value form is any
+class called (REDUCE) with one plain value and nothing else: a few other classes pickle that way too
+(``ipaddress.IPv4Address(n)``) and show the same.  A class itself (``layer_cls=nn.Linear``) is ``"<module.Class>"``,
+in the legacy format too, where torch.save writes an nn.Module class as ``('module', cls, source file, source)``.
+
+Folders: a Hugging Face checkpoint (``training_args.bin``, ``config.json``, ``trainer_state.json``); a peft adapter
+(``adapter_config.json``: its JSON is the args, key ``adapter_config``, and ``baseModel`` the
+``base_model_name_or_path`` it names; in an HF folder that holds one too, the args stay ``training_args``); an
+accelerate ``save_state`` folder (``custom_checkpoint_N.pkl``: the state_dict() of the first object registered for
+checkpointing is the args, format ``accelerate``; ``N`` is accelerate's index of the object, never a step); a DCP
+folder.
+
 Hostile files are bounded by ``kg_common.LIMITS`` (never limits of its own): the pickle is decoded by a stack machine
 of this module (never ``pickle.Unpickler``) whose memo is a dict of at most LIMITS["items"] entries, whose opcodes and
 copied items are budgeted (2 x LIMITS["items"] each), and whose MARK nesting stops at LIMITS["depth"]; a zip member is
@@ -27,7 +45,7 @@ refers to its ancestor), strings past TEXT_SHOWN characters are cut with their l
 RENDER_BUDGET characters (with a warning).
 
 Result: ``{format, path, bytes, key, args, argsType, step, epoch, tensors: {count, bytes}, topLevelKeys,
-unsafeGlobals, warnings, bytesRead}``.
+unsafeGlobals, warnings, bytesRead, baseModel}`` (``baseModel`` null unless a peft adapter names one).
 """
 import codecs
 import datetime
@@ -37,6 +55,7 @@ import json
 import os
 import pickle
 import posixpath
+import re
 import stat
 import struct
 import zipfile
@@ -197,8 +216,9 @@ class _Tensor(object):
 
 
 class _Record(object):
-    """How the pickle built a stand-in (kept small: a hostile pickle may make half a million of them)."""
-    __slots__ = ("args", "kwargs", "state", "items", "list", "attrs")
+    """How the pickle built a stand-in (kept small: a hostile pickle may make half a million of them).  ``reduced``:
+    the class itself was called (REDUCE), as Enum pickles a member, rather than made by NEWOBJ or copyreg."""
+    __slots__ = ("args", "kwargs", "state", "items", "list", "attrs", "reduced")
 
     def __init__(self, args, kwargs):
         self.args = args
@@ -207,6 +227,7 @@ class _Record(object):
         self.items = ()  # made a list, a list and a dict when first used
         self.list = ()
         self.attrs = None
+        self.reduced = False
 
     def __getitem__(self, name):
         return getattr(self, name) or ({} if name in ("attrs", "kwargs") else [] if name in ("items", "list") else
@@ -220,7 +241,7 @@ class _StandIn(object, metaclass=_Sealed):
     """An object of a class the reader does not import: records how the pickle built it, runs nothing."""
     _kg_name = "?"
     _kg_unsafe = False
-    _kg_ref = False  # a bare reference (an enum member): shown as its name
+    _kg_ref = None  # getattr(<class>, "NAME"): (the class's name, "NAME"), a member named, never looked up
     __slots__ = ("_kg",)
 
     def __new__(cls, *args, **kwargs):
@@ -420,7 +441,7 @@ class _Reader(object):
             target = "%s(...)" % func._kg_name[:200]
             cls = self._classes.get(("call", target))
             if cls is None:
-                cls = self._new_class(target, "call", False, False)
+                cls = self._new_class(target, "call", False, None)
                 self._classes[("call", target)] = cls
             return cls(*args, **(kwargs or {}))
         if func is _ODict:
@@ -429,7 +450,10 @@ class _Reader(object):
             if how == "NEWOBJ":
                 obj = func.__new__(func, *args, **(kwargs or {}))
                 return obj
-            return func(*args, **(kwargs or {}))
+            obj = func(*args, **(kwargs or {}))
+            if how == "REDUCE" and isinstance(obj, _StandIn):
+                obj._kg.reduced = True
+            return obj
         if id(func) not in self._callables:
             raise pickle.UnpicklingError("the pickle calls %s, which is not a class or function" % _describe(func))
         if kwargs and any(not isinstance(k, str) for k in kwargs):
@@ -492,7 +516,7 @@ class _Reader(object):
         full = module[:200] + "." + name[:200]
         cls = self._classes.get(full)
         if cls is None:
-            cls = self._new_class(full, str(name.split(".")[-1]), unsafe, False)
+            cls = self._new_class(full, str(name.split(".")[-1]), unsafe, None)
             self._classes[full] = cls
         return cls
 
@@ -519,14 +543,17 @@ class _Reader(object):
         if module == "torch" and (name in _DTYPES or name in _TORCH_NAMES):
             return _Name("torch." + name)
         if _is_unsafe(module, name):
-            if full not in self._unsafe_seen:
-                self._unsafe_seen.add(full)
-                if len(self.unsafe) < 100:
-                    self.unsafe.append(full)
-                elif len(self.unsafe) == 100:
-                    self.warnings.append("more than 100 dangerous globals: the first 100 are listed")
+            self.note_unsafe(full)
             return self.standin(module, name, unsafe=True)
         return self.standin(module, name)
+
+    def note_unsafe(self, full):
+        if full not in self._unsafe_seen:
+            self._unsafe_seen.add(full)
+            if len(self.unsafe) < 100:
+                self.unsafe.append(full)
+            elif len(self.unsafe) == 100:
+                self.warnings.append("more than 100 dangerous globals: the first 100 are listed")
 
     def persistent_load(self, pid):
         if isinstance(pid, tuple) and len(pid) >= 5 and pid[0] == "storage":
@@ -538,7 +565,12 @@ class _Reader(object):
                 self.storages[str(key)] = st
             return st
         if isinstance(pid, tuple) and pid and pid[0] == "module":
-            return self.standin("torch.nn", "Module")()
+            # Legacy torch.save writes a reference to an nn.Module class as ('module', cls, source_file, source):
+            # torch.load gives back cls itself, so the reference is the class the pickle named (as in a zip file).
+            cls = pid[1] if len(pid) > 1 else None
+            if isinstance(cls, type) and issubclass(cls, _StandIn):
+                return cls
+            return self.standin("torch.nn", "Module")
         return self.standin("persistent", "id")(pid)
 
     # Known globals: safe callables that build plain values.
@@ -654,15 +686,20 @@ class _Reader(object):
             return obj
         return self.standin("copyreg", "_reconstructor")(cls, base, state)
 
-    def _getattr(self, obj, name, *_default):
-        """getattr(SomeEnum, 'MEMBER') is how Python 3.11+ pickles enum members: a named reference, never looked up.
-        Calling what it names is shown, and is unsafe when the object was."""
-        target = obj._kg_name if isinstance(obj, (_StandIn, _Sealed)) and hasattr(obj, "_kg_name") else _describe(obj)
-        full = "%s.%s" % (target[:200], name[:200] if isinstance(name, str) else "?")
-        unsafe = bool(getattr(obj, "_kg_unsafe", False))
+    def _getattr(self, obj, name, *default):
+        """getattr(SomeEnum, 'MEMBER'): how an enum pickles a member by name (``enum.pickle_by_enum_name``): a
+        named reference, never looked up.  Allowed only in that shape, a class the pickle named and a plain name (an
+        identifier, not a __dunder__); calling what it names is recorded (and unsafe when the class was).  Any other
+        getattr is a way to reach code: listed under unsafeGlobals, and an inert stand-in."""
+        if not (isinstance(obj, type) and issubclass(obj, _StandIn) and obj is not _OBJECT and type(name) is str
+                and not default and name.isidentifier() and not name.startswith("__")):
+            self.note_unsafe("builtins.getattr")
+            return self.standin("builtins", "getattr", unsafe=True)(obj, name, *default)
+        target = obj._kg_name[:200]
+        full = "%s.%s" % (target, name[:200])
         cls = self._classes.get(("attr", full))
         if cls is None:
-            cls = self._new_class(full, "attr", unsafe, True)
+            cls = self._new_class(full, "attr", obj._kg_unsafe, (target, name[:200]))
             self._classes[("attr", full)] = cls
         return cls()
 
@@ -1479,11 +1516,13 @@ class _Converter(object):
         kg = obj._kg
         state, args, items, lst, attrs = kg["state"], kg["args"], kg["items"], kg["list"], kg["attrs"]
         bare = state is None and not items and not lst and not attrs and not kg["kwargs"] and not args
-        if obj._kg_ref and bare:
-            return obj._kg_name
+        if obj._kg_ref and bare and not obj._kg_unsafe:
+            return {"$enum": obj._kg_ref[0], "name": obj._kg_ref[1]}
         if (not obj._kg_unsafe and state is None and not items and not lst and not attrs and not kg["kwargs"]
                 and len(args) == 1 and (args[0] is None or isinstance(args[0], (bool, int, float, str)))):
-            return self(args[0], depth, at)  # an enum value, or a str/int subclass
+            if kg.reduced:  # Enum's own pickling: the class called with the member's value
+                return {"$enum": obj._kg_name, "value": self(args[0], depth + 1, (at, "value"))}
+            return self(args[0], depth, at)  # a str/int subclass (NEWOBJ)
         out = {"$class": obj._kg_name}
         if obj._kg_unsafe:
             out["$unsafe"] = True
@@ -1549,6 +1588,11 @@ def _key(k):
         state = k._kg["state"]
         if isinstance(state, dict) and isinstance(state.get("fqn"), str):
             return state["fqn"]
+        if k._kg_ref and not k._kg_unsafe:
+            return "%s.%s" % k._kg_ref
+        args = k._kg["args"]
+        if k._kg.reduced and not k._kg_unsafe and len(args) == 1:  # an enum member as a key: Class(value)
+            return "%s(%s)" % (k._kg_name, _short_repr(args[0], 1))
     return _short_repr(k)
 
 
@@ -1801,7 +1845,7 @@ class _Result(object):
     def __init__(self, path, size):
         self.doc = {"format": None, "path": path, "bytes": size, "key": None, "args": None, "argsType": None,
                     "step": None, "epoch": None, "tensors": {"count": 0, "bytes": 0}, "topLevelKeys": [],
-                    "unsafeGlobals": [], "warnings": [], "bytesRead": 0}
+                    "unsafeGlobals": [], "warnings": [], "bytesRead": 0, "baseModel": None}
 
 
 def _pick(top, keys, want_all, preferred=ARG_KEYS):
@@ -1861,8 +1905,9 @@ def _first_int(top, names):
     return None
 
 
-def _fill(doc, reader, top, keys, want_all, preferred=ARG_KEYS):
-    """Pick the args from the decoded top-level object and turn everything into JSON-able values."""
+def _fill(doc, reader, top, keys, want_all, preferred=ARG_KEYS, whole=False):
+    """Pick the args from the decoded top-level object and turn everything into JSON-able values.  ``whole``: the
+    object is the args itself (an accelerate custom checkpoint, a state_dict() of the run's own object)."""
     if top is _FAILED:
         doc["args"] = None
     else:
@@ -1870,7 +1915,8 @@ def _fill(doc, reader, top, keys, want_all, preferred=ARG_KEYS):
             state = _standin_state(top)
             if state and not keys and not want_all:
                 doc["topLevelKeys"] = sorted(_key(k) for k in state)[:MAX_TOP_KEYS]
-        key, value, found = _pick(top, keys, want_all, preferred)
+        key, value, found = _pick(top, keys, want_all, () if whole else preferred)
+        found = found or whole
         if isinstance(top, dict):
             doc["topLevelKeys"] = [_key(k) for k in top][:MAX_TOP_KEYS]
             doc["step"] = _first_int(top, STEP_KEYS)
@@ -1934,6 +1980,8 @@ def _read_file(path, size, keys, want_all, res):
                 return
             if isinstance(top, dict) and ("pytorch-lightning_version" in top or "hyper_parameters" in top):
                 doc["format"] = "lightning"
+            elif _ACCELERATE_CUSTOM.match(os.path.basename(path)):
+                doc["format"] = "accelerate"
         elif head[:1] == b"\x80" or head[:1] in (b"(", b"}", b"]", b"c", b"K", b"I", b"N"):
             fmt, top = _read_legacy(f, path, reader)
             doc["format"] = fmt
@@ -1953,10 +2001,15 @@ def _read_file(path, size, keys, want_all, res):
                 raise kg_common.ProbeError("empty file, not a checkpoint: %s" % path, "not-a-checkpoint")
             raise kg_common.ProbeError("not a checkpoint (not a torch zip, legacy torch, pickle or safetensors "
                                        "file): %s" % path, "not-a-checkpoint")
-        _fill(doc, reader, top, keys, want_all)
+        _fill(doc, reader, top, keys, want_all, whole=doc["format"] == "accelerate")
     finally:
         doc["bytesRead"] += f.count
         f.close()
+
+
+# accelerate's save_state: custom_checkpoint_N.pkl is the state_dict() of the N-th object registered for
+# checkpointing (N is an index, never a step), written by torch.save.
+_ACCELERATE_CUSTOM = re.compile(r"custom_checkpoint_([0-9]{1,9})\.pkl$")
 
 
 def _is_tar(f):
@@ -2132,12 +2185,32 @@ def _read_folder(path, keys, want_all, res):
         doc["path"] = path
         return
     hf = [n for n in ("training_args.bin", "config.json", "trainer_state.json") if n in names]
-    if not hf:
-        raise kg_common.ProbeError("not a checkpoint folder (no training_args.bin, config.json, trainer_state.json "
-                                   "or .metadata): %s" % path, "not-a-checkpoint")
-    doc["format"] = "hf-folder"
+    custom = sorted((int(m.group(1)), n) for n, m in ((n, _ACCELERATE_CUSTOM.match(n)) for n in names) if m)
+    if not hf and custom and "adapter_config.json" not in names:
+        size = os.stat(os.path.join(path, custom[0][1])).st_size
+        _read_file(os.path.join(path, custom[0][1]), size, keys, want_all, res)
+        doc["path"], doc["bytes"] = path, size
+        if len(custom) > 1:
+            doc["warnings"].append("%d objects registered for checkpointing: the args of %s are shown (%s: read "
+                                   "that file for its own)" % (len(custom), custom[0][1],
+                                                               ", ".join(n for _, n in custom[1:4])))
+        return
+    if not hf and "adapter_config.json" not in names:
+        raise kg_common.ProbeError("not a checkpoint folder (no training_args.bin, config.json, trainer_state.json, "
+                                   "adapter_config.json, custom_checkpoint_0.pkl or .metadata): %s" % path,
+                                   "not-a-checkpoint")
+    doc["format"] = "hf-folder" if hf else "peft"
     top = {}
     reader = _Reader()
+    preferred = ("training_args",) + ARG_KEYS
+    if "adapter_config.json" in names:
+        # a peft adapter: its config is the args (an HF Trainer folder that also holds one keeps its training_args)
+        adapter = _read_json(os.path.join(path, "adapter_config.json"), doc)
+        top["adapter_config"] = adapter
+        if not hf:
+            preferred = ("adapter_config",)
+        if isinstance(adapter, dict) and isinstance(adapter.get("base_model_name_or_path"), str):
+            doc["baseModel"] = kg_common.redact_text(adapter["base_model_name_or_path"])
     if "training_args.bin" in names:
         f = _open(os.path.join(path, "training_args.bin"))
         try:
@@ -2180,10 +2253,13 @@ def _read_folder(path, keys, want_all, res):
             doc["tensors"]["count"] += len(tensors)
             doc["tensors"]["bytes"] += sum(t["bytes"] for t in tensors.values() if isinstance(t["bytes"], int))
     step, epoch = doc["step"], doc["epoch"]
-    _fill(doc, reader, top, keys, want_all, preferred=("training_args",) + ARG_KEYS)
+    _fill(doc, reader, top, keys, want_all, preferred=preferred)
     doc["step"], doc["epoch"] = step, epoch
     if doc["key"] == "training_args":
         doc["argsType"] = _args_type(top.get("training_args"))
+    elif doc["key"] == "adapter_config" and isinstance(top["adapter_config"], dict):
+        kind = top["adapter_config"].get("peft_type")
+        doc["argsType"] = "peft %s adapter" % kind if isinstance(kind, str) and len(kind) < 100 else "peft adapter"
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -2194,7 +2270,8 @@ def _stat_only(path, st):
     mtime, size = st.st_mtime, st.st_size
     if stat.S_ISDIR(st.st_mode):
         size = 0
-        for n in ("training_args.bin", "config.json", "trainer_state.json", ".metadata"):
+        for n in ("training_args.bin", "config.json", "trainer_state.json", ".metadata", "adapter_config.json",
+                  "custom_checkpoint_0.pkl"):
             try:
                 s = os.stat(os.path.join(path, n))
             except OSError:

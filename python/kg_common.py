@@ -403,7 +403,10 @@ _SECRET_SUFFIXES = ("token", "password", "passwd", "secret", "apikey")
 # Harmless names that hold a secret word: a tokenizer's `pad_token`, a dataset's `text_key`.
 _HARMLESS_BEFORE = {
     "token": frozenset(("pad", "eos", "bos", "unk", "sep", "cls", "mask", "special", "additional", "start", "end",
-                        "stop", "image", "audio", "video", "eot", "sentinel")),
+                        "stop", "image", "audio", "video", "eot", "sentinel",
+                        # counts: HF's include_num_input_tokens_seen ("no"), max_tokens, prompt_tokens
+                        "input", "inputs", "output", "outputs", "prompt", "completion", "num", "max", "min",
+                        "total")),
     "key": frozenset(("text", "label", "labels", "input", "inputs", "image", "images", "audio", "video", "sort",
                       "metric", "monitor", "primary", "foreign", "column", "dataset", "data", "target", "output",
                       "outputs", "prompt", "response", "answer", "feature", "field", "cache", "chosen", "rejected",

@@ -39,7 +39,11 @@ const SECRET_WORDS = new Set([
 /** One-word compounds: `hftoken`, `dbpassword`, `clientsecret`. */
 const SECRET_SUFFIXES = ['token', 'password', 'passwd', 'secret', 'apikey'];
 const HARMLESS_BEFORE_TOKEN = new Set(
-  'pad eos bos unk sep cls mask special additional start end stop image audio video eot sentinel'.split(' '),
+  // the last ten are counts: HF's include_num_input_tokens_seen ("no"), max_tokens, prompt_tokens
+  (
+    'pad eos bos unk sep cls mask special additional start end stop image audio video eot sentinel ' +
+    'input inputs output outputs prompt completion num max min total'
+  ).split(' '),
 );
 const HARMLESS_BEFORE_KEY = new Set(
   (

@@ -1,4 +1,5 @@
 """Tests of python/ckpt_args.py on real checkpoints written at test time by Debian's torch (/usr/bin/python3)."""
+import enum
 import io
 import json
 import os
@@ -173,6 +174,19 @@ class TrainingArguments:
     evaluation_strategy: IntervalStrategy = IntervalStrategy.NO
     hub_token: str = None
 '''
+
+
+def _u(text):
+    """A BINUNICODE opcode for text."""
+    raw = text.encode("utf-8")
+    return pickle.BINUNICODE + struct.pack("<I", len(raw)) + raw
+
+
+class _ByName(enum.Enum):
+    """An enum that pickles its members by name (getattr(_ByName, "COSINE"))."""
+    __reduce_ex__ = enum.pickle_by_enum_name
+    LINEAR = 1
+    COSINE = 3
 
 
 def run_probe(*argv):
@@ -376,8 +390,11 @@ class TorchCheckpoints(unittest.TestCase):
         self.assertEqual(doc["argsType"], "fake_transformers.TrainingArguments")
         self.assertEqual(doc["args"]["learning_rate"], 5e-5)
         self.assertEqual(doc["args"]["output_dir"], "/out")
-        # an enum member shows as its value (pickled by Python < 3.11) or its name (3.11+: getattr(cls, name))
-        self.assertIn(doc["args"]["evaluation_strategy"], ("steps", "fake_transformers.IntervalStrategy.STEPS"))
+        # an enum member: by name where the writer pickled it with getattr(cls, name) (Debian 12's Python 3.11.2),
+        # by value where it pickled Class(value) (3.11.7+, 3.12)
+        self.assertIn(doc["args"]["evaluation_strategy"], (
+            {"$enum": "fake_transformers.IntervalStrategy", "name": "STEPS"},
+            {"$enum": "fake_transformers.IntervalStrategy", "value": "steps"}))
         self.assertEqual(doc["step"], 500)
         self.assertEqual(doc["epoch"], 1.5)
         self.assertEqual(doc["unsafeGlobals"], [])
@@ -651,6 +668,87 @@ class NoTorchNeeded(unittest.TestCase):
         full = ckpt_args.main([path, "--all"])["args"]
         self.assertEqual(full["other"]["$class"], "mylib.factory(...)")
         self.assertEqual(doc["unsafeGlobals"], [])
+
+    def _enum_args(self, member, name="e.pt", key=None):
+        """The args of {"args": {"s": member}} (``member`` pickle bytes of one value), as the probe shows them."""
+        P = pickle
+        body = P.EMPTY_DICT + _u("s") + member + P.SETITEM
+        if key is not None:
+            body += key + _u("as key") + P.SETITEM
+        pkl = P.PROTO + b"\x02" + P.EMPTY_DICT + _u("args") + body + P.SETITEM + P.STOP
+        return ckpt_args.main([self._zip_with_pickle(name, pkl)])
+
+    def test_enum_by_value_keeps_its_class(self):
+        # Enum pickles a member as Class(value) (Python 3.11.7, 3.12: the real fixtures): was shown as the bare value
+        P = pickle
+        by_value = P.GLOBAL + b"mylib.sched\nSched\n" + P.BININT1 + b"\x03" + P.TUPLE1 + P.REDUCE
+        doc = self._enum_args(by_value, key=P.GLOBAL + b"mylib.sched\nSched\n" + P.BININT1 + b"\x02" + P.TUPLE1
+                              + P.REDUCE)
+        self.assertEqual(doc["args"], {"s": {"$enum": "mylib.sched.Sched", "value": 3},
+                                       "mylib.sched.Sched(2)": "as key"})
+        self.assertEqual(doc["unsafeGlobals"], [])
+        # a str subclass made by NEWOBJ is its value, not an enum
+        newobj = P.GLOBAL + b"mylib\nName\n" + _u("gpt2") + P.TUPLE1 + P.NEWOBJ
+        self.assertEqual(self._enum_args(newobj, "n.pt")["args"], {"s": "gpt2"})
+
+    def test_enum_by_name_through_getattr_only_in_that_shape(self):
+        # getattr(Class, "MEMBER"): early 3.11 (Debian 12's 3.11.2) and enum.pickle_by_enum_name
+        P = pickle
+        by_name = (P.GLOBAL + b"__builtin__\ngetattr\n" + P.GLOBAL + b"mylib\nSched\n" + _u("COSINE") + P.TUPLE2
+                   + P.REDUCE)
+        doc = self._enum_args(by_name, key=by_name.replace(b"COSINE", b"LINEAR"))
+        self.assertEqual(doc["args"], {"s": {"$enum": "mylib.Sched", "name": "COSINE"}, "mylib.Sched.LINEAR": "as key"})
+        self.assertEqual(doc["unsafeGlobals"], [])
+        # the same with Python's own pickler, protocols 2 and 4 (STACK_GLOBAL, MEMOIZE)
+        for proto in (2, 4):
+            member = pickle.dumps(_ByName.COSINE, proto)
+            doc = ckpt_args.main([self._zip_with_pickle("p%d.pt" % proto, member)])
+            self.assertEqual(doc["args"], {"$enum": __name__ + "._ByName", "name": "COSINE"}, proto)
+        # any other getattr is a way to reach code: listed, never looked up
+        others = (
+            P.GLOBAL + b"builtins\ngetattr\n" + P.GLOBAL + b"mylib\nSched\n" + _u("__class__") + P.TUPLE2,
+            P.GLOBAL + b"builtins\ngetattr\n" + P.GLOBAL + b"builtins\nobject\n" + _u("mro") + P.TUPLE2,
+            P.GLOBAL + b"builtins\ngetattr\n" + P.EMPTY_DICT + _u("update") + P.TUPLE2,
+            P.GLOBAL + b"builtins\ngetattr\n" + P.GLOBAL + b"mylib\nSched\n" + P.BININT1 + b"\x01" + P.TUPLE2,
+            P.GLOBAL + b"builtins\ngetattr\n" + P.GLOBAL + b"mylib\nSched\n" + _u("A") + P.NONE + P.TUPLE3,
+        )
+        for i, call in enumerate(others):
+            doc = self._enum_args(call + P.REDUCE + _u("x") + P.TUPLE1 + P.REDUCE, "o%d.pt" % i)
+            self.assertIn("builtins.getattr", doc["unsafeGlobals"], i)
+            self.assertNotIn("$enum", json.dumps(doc["args"]), i)
+        # a member of a dangerous class is not an enum
+        doc = self._enum_args(by_name.replace(b"mylib\nSched", b"posix\nsystem"), "u.pt")
+        self.assertEqual(doc["unsafeGlobals"], ["posix.system"])
+        self.assertEqual(doc["args"]["s"], {"$class": "posix.system.COSINE", "$unsafe": True})
+
+    def test_legacy_module_class_reference(self):
+        # legacy torch.save: an nn.Module class is the persistent id ('module', cls, source file, source)
+        P = pickle
+        head = b"".join(pickle.dumps(v, 2) for v in (ckpt_args.LEGACY_MAGIC, 1001, {}))
+        for mod, want, unsafe in ((b"mylib.layers\nBlock\n", "<mylib.layers.Block>", []),
+                                  (b"posix\nsystem\n", "<posix.system>", ["posix.system"]),
+                                  (b"", "<torch.nn.Module>", [])):
+            cls = (P.GLOBAL + mod) if mod else P.NONE
+            pkl = (P.PROTO + b"\x02" + P.EMPTY_DICT + _u("args") + P.EMPTY_DICT + _u("cls") + P.MARK + _u("module")
+                   + cls + _u("/x/layers.py") + _u("class Block: ...") + P.TUPLE + P.BINPERSID + P.SETITEM
+                   + P.SETITEM + P.STOP)
+            path = self.p("legacy.pt")
+            with open(path, "wb") as f:
+                f.write(head + pkl + pickle.dumps([], 2))
+            doc = ckpt_args.main([path])
+            self.assertEqual((doc["format"], doc["args"]), ("torch-legacy", {"cls": want}))
+            self.assertEqual(doc["unsafeGlobals"], unsafe)
+
+    def test_enum_references_are_bounded(self):
+        # every member named makes a class: a file naming 10,001 of them stops at the class limit
+        P = pickle
+        member = (P.GLOBAL + b"__builtin__\ngetattr\n" + P.GLOBAL + b"mylib\nSched\n" + P.BINUNICODE + b"%s"
+                  + P.TUPLE2 + P.REDUCE + P.POP)
+        body = b"".join(member.replace(b"%s", struct.pack("<I", 6) + b"M%05d" % i) for i in range(10001))
+        path = self._zip_with_pickle("many.pt", P.PROTO + b"\x02" + body + P.NONE + P.STOP)
+        with self.assertRaises(kg_common.LimitError) as e:
+            ckpt_args.main([path])
+        self.assertIn("classes the pickle names", str(e.exception))
 
     def test_ordered_dict_metadata_and_class_tampering(self):
         P = pickle

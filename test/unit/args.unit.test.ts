@@ -1,12 +1,14 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { parsePythonJson } from '../../src/core/json';
-import { ckptArgsProbe, type CkptArgs } from '../../src/core/args/argsProbe';
+import { readFileSync } from 'node:fs';
+import { ckptArgsProbe, type ArgValue, type CkptArgs } from '../../src/core/args/argsProbe';
 import {
   argsDiffTitle,
   changedArgs,
   checkpointLabel,
   diffArgs,
+  enumText,
   flattenArgs,
   renderArgsDocument,
   stableJson,
@@ -174,4 +176,102 @@ void test('a shared value shown as {"$ref": path} is one leaf of the diff, not a
   const changed = changedArgs(r.args, other as typeof r.args);
   assert.match(changed, /extra: \{"\$ref": "\$\.model"\} → \{"\$ref": "\$\.betas"\}/);
   assert.match(renderArgsDocument(r, { host: 'h', capturedAt: new Date(0) }), /"\$ref": "\$\.model"/);
+});
+
+void test('an enum member is one line in the document and Sched(3) / Sched.COSINE in the changed args', () => {
+  const text = SAMPLE.replace(
+    '"extra": {}',
+    '"sched": {"$enum": "__main__.Sched", "value": 3}, "mode": {"$enum": "mylib.Mode", "name": "FAST"}, ' +
+      '"scheds": [{"$enum": "__main__.Sched", "value": 1}]',
+  );
+  const r = ckptArgsProbe('/x.pt').parse(parsePythonJson(text));
+  const doc = renderArgsDocument(r, { host: 'h', capturedAt: new Date(0) });
+  const lines = doc.split('\n');
+  assert.ok(lines.includes('  "sched": {"$enum": "__main__.Sched", "value": 3},'), doc);
+  assert.ok(lines.includes('  "mode": {"$enum": "mylib.Mode", "name": "FAST"},'), doc);
+  assert.ok(lines.includes('    {"$enum": "__main__.Sched", "value": 1}'), doc);
+  assert.ok(
+    lines.some((l) => l.startsWith('// note: {"$enum": CLASS, "value": V} is an enum member pickled by value')),
+  );
+  // a leaf of the diff, never keys "sched.$enum" and "sched.value"
+  const flat = flattenArgs(r.args);
+  assert.deepEqual(flat.get('sched'), { $enum: '__main__.Sched', value: 3 });
+  assert.equal(flat.has('sched.value'), false);
+  assert.equal(enumText({ $enum: '__main__.Sched', value: 3 }), 'Sched(3)');
+  assert.equal(enumText({ $enum: 'm.Strategy', value: 'steps' }), 'Strategy("steps")');
+  assert.equal(enumText({ $enum: 'mylib.Mode', name: 'FAST' }), 'Mode.FAST');
+  assert.equal(enumText({ $enum: 'mylib.Mode', name: 'FAST', extra: 1 }), undefined);
+  assert.equal(enumText('Sched(3)'), undefined);
+  const other = structuredClone(r.args) as Record<string, ArgValue>;
+  other['sched'] = { $enum: '__main__.Sched', value: 2 };
+  other['mode'] = { $enum: 'mylib.Mode', name: 'SLOW' };
+  other['scheds'] = [{ $enum: 'other.Sched', value: 1 }];
+  const changed = changedArgs(r.args, other);
+  assert.match(changed, /\n {2}sched: Sched\(3\) → Sched\(2\)\n/);
+  assert.match(changed, /\n {2}mode: Mode\.FAST → Mode\.SLOW\n/);
+  // the same text for another class: the modules tell them apart
+  assert.match(changed, /scheds: \[\{"\$enum": "__main__\.Sched", "value": 1\}\] → \[\{"\$enum": "other\.Sched"/);
+  // without an enum by value, no note
+  const plain = renderArgsDocument(sample(), { host: 'h', capturedAt: new Date(0) });
+  assert.ok(!plain.includes('"$enum"'));
+});
+
+const ADAPTER = readFileSync(
+  new URL('../fixtures/real/peft/run-lora/checkpoint-10/adapter_config.json', import.meta.url),
+  'utf8',
+);
+
+function peftResult(path: string, args: ArgValue, baseModel?: string | null): CkptArgs {
+  return ckptArgsProbe(path).parse({
+    format: 'peft',
+    path,
+    bytes: 0,
+    key: 'adapter_config',
+    args,
+    argsType: 'peft LORA adapter',
+    step: null,
+    epoch: null,
+    tensors: { count: 2, bytes: 512 },
+    topLevelKeys: ['adapter_config'],
+    unsafeGlobals: [],
+    warnings: [],
+    bytesRead: 1336,
+    mtime: 1,
+    ...(baseModel !== undefined ? { baseModel } : {}),
+  });
+}
+
+void test('a peft adapter: its config is the args, the base model it names in the header; two diff', () => {
+  const cfg = JSON.parse(ADAPTER) as Record<string, ArgValue>;
+  const a = peftResult('/runs/lora/checkpoint-10', cfg, null);
+  const doc = renderArgsDocument(a, { host: 'h', capturedAt: new Date(0) });
+  const lines = doc.split('\n');
+  assert.ok(lines.includes('// format:   peft, key "adapter_config" (peft LORA adapter)'), doc);
+  assert.ok(lines.includes('// base:     (the adapter names no base model)'), doc);
+  assert.ok(!lines.some((l) => l.startsWith('// size:')), 'a folder has no one size');
+  assert.ok(lines.includes('  "r": 4,'));
+  assert.ok(lines.includes('    "c_attn"'));
+  const named = peftResult('/x', { ...cfg, base_model_name_or_path: 'gpt2' }, 'https://u:FAKEpw99@hub.example/gpt2');
+  const namedDoc = renderArgsDocument(named, { host: 'h', capturedAt: new Date(0) });
+  assert.ok(!namedDoc.includes('FAKEpw99'));
+  assert.match(namedDoc, /\/\/ base: {5}https:\/\/u:<redacted sha256:[0-9a-f]{12}>@hub\.example\/gpt2\n/);
+  // an older probe's result has no baseModel: null, and no base line for a non-peft format
+  assert.equal(sample().baseModel, null);
+  assert.ok(!renderArgsDocument(sample(), { host: 'h', capturedAt: new Date(0) }).includes('// base:'));
+  // two checkpoints of one adapter: same shape, the changed keys only
+  const b = peftResult('/runs/lora/checkpoint-20', { ...cfg, r: 8, target_modules: ['c_attn', 'c_proj'] });
+  const d = diffArgs(a.args, b.args);
+  assert.deepEqual(
+    d.changed.map((c) => c.key),
+    ['r', 'target_modules'],
+  );
+  assert.equal(d.added.length + d.removed.length, 0);
+  assert.equal(d.same, Object.keys(cfg).length - 2);
+  assert.match(changedArgs(a.args, a.args), /no differences/);
+});
+
+void test('an accelerate save_state: the saved state_dict is the args', () => {
+  const r = { ...sample(), format: 'accelerate', key: null, argsType: 'dict' };
+  const doc = renderArgsDocument(r, { host: 'h', capturedAt: new Date(0) });
+  assert.ok(doc.split('\n').includes('// format:   accelerate, the state_dict() accelerate saved (dict)'), doc);
 });

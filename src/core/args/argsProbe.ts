@@ -11,6 +11,9 @@ export const ckptFormats = [
   'safetensors',
   'dcp-metadata',
   'pickle',
+  // a folder (or custom_checkpoint_N.pkl) of accelerate's save_state; a peft adapter folder (adapter_config.json)
+  'accelerate',
+  'peft',
 ] as const;
 export type CkptFormat = (typeof ckptFormats)[number];
 
@@ -48,6 +51,20 @@ export function isArgRef(v: ArgValue): v is ArgRef & { [key: string]: ArgValue }
   );
 }
 
+/**
+ * An enum member, as python/ckpt_args.py shows it: its class (`module.Class`) and either its value (`Class(V)`, how
+ * Python's Enum pickles a member: the member's name is not in the file) or its name (`getattr(Class, "NAME")`, early
+ * Python 3.11 and `enum.pickle_by_enum_name`: the value is not in the file).
+ */
+export type ArgEnum = { $enum: string; value: ArgValue } | { $enum: string; name: string };
+
+export function isArgEnum(v: ArgValue): v is ArgEnum & { [key: string]: ArgValue } {
+  if (v === null || typeof v !== 'object' || Array.isArray(v) || typeof v['$enum'] !== 'string') return false;
+  const keys = Object.keys(v);
+  if (keys.length !== 2) return false;
+  return 'value' in v || typeof v['name'] === 'string';
+}
+
 export const ckptArgsSchema = z.object({
   // a newer probe may know more formats: keep the text rather than refuse the result
   format: z.union([z.enum(ckptFormats), z.string()]),
@@ -65,6 +82,8 @@ export const ckptArgsSchema = z.object({
   warnings: z.array(z.string()),
   bytesRead: z.number(),
   mtime: z.number(),
+  // the base model a peft adapter names (its base_model_name_or_path); absent from an older probe's result
+  baseModel: z.string().nullable().default(null),
 });
 export type CkptArgs = z.infer<typeof ckptArgsSchema>;
 

@@ -1,6 +1,6 @@
 import { formatBytes, formatExactBytes } from '../runs/format';
 import { redactText, redactTree } from '../redact';
-import { isArgRef, type ArgValue, type CkptArgs } from './argsProbe';
+import { isArgEnum, isArgRef, type ArgValue, type CkptArgs } from './argsProbe';
 
 /** Where and when the args were read: the document's header. */
 export interface ArgsDocMeta {
@@ -17,6 +17,8 @@ export interface ArgsDocMeta {
  * are, where null would hide a diverged loss scale.
  */
 export function stableJson(value: ArgValue, indent = '  ', depth = 0): string {
+  // an enum member is one setting: one line, so that a diff shows `"value": 3` → `"value": 2` beside its class
+  if (isArgEnum(value)) return inlineJson(value);
   const pad = indent.repeat(depth + 1);
   const end = indent.repeat(depth);
   if (Array.isArray(value)) {
@@ -48,7 +50,7 @@ function scalar(v: null | boolean | number | string): string {
   return JSON.stringify(v);
 }
 
-/** One line for a value in the changed-only document: scalars as themselves, containers compact. */
+/** One line for a value: scalars as themselves, containers compact (what two values are compared by). */
 export function inlineJson(value: ArgValue): string {
   if (Array.isArray(value)) return `[${value.map(inlineJson).join(', ')}]`;
   if (value !== null && typeof value === 'object') {
@@ -56,6 +58,38 @@ export function inlineJson(value: ArgValue): string {
     return `{${keys.map((k) => `${JSON.stringify(k)}: ${inlineJson(value[k] as ArgValue)}`).join(', ')}}`;
   }
   return scalar(value);
+}
+
+/**
+ * An enum member as people write it: `Sched(3)` (pickled by value: the member's name is not in the file) or
+ * `Sched.COSINE` (pickled by name). The class's module is left out; inlineJson keeps it.
+ */
+export function enumText(value: ArgValue): string | undefined {
+  if (!isArgEnum(value)) return undefined;
+  const cls = value.$enum.split('.').pop() || value.$enum;
+  return 'name' in value && typeof value.name === 'string'
+    ? `${cls}.${value.name}`
+    : `${cls}(${inlineText(value['value'])})`;
+}
+
+/** One line for a value in the changed-only document: as inlineJson, with enum members as `Sched(3)`. */
+export function inlineText(value: ArgValue): string {
+  const e = enumText(value);
+  if (e !== undefined) return e;
+  if (Array.isArray(value)) return `[${value.map(inlineText).join(', ')}]`;
+  if (value !== null && typeof value === 'object') {
+    const keys = Object.keys(value).sort(compareKeys);
+    return `{${keys.map((k) => `${JSON.stringify(k)}: ${inlineText(value[k] as ArgValue)}`).join(', ')}}`;
+  }
+  return scalar(value);
+}
+
+/** Whether an enum member pickled by value (no name in the file) is anywhere in the args. */
+function hasEnumByValue(value: ArgValue, depth = 0): boolean {
+  if (value === null || typeof value !== 'object' || depth > 100) return false;
+  if (isArgEnum(value)) return !('name' in value);
+  const kids = Array.isArray(value) ? value : Object.values(value);
+  return kids.some((v) => hasEnumByValue(v, depth + 1));
 }
 
 /** `step_600` from `/ckpt/run/step_600.pt` (the folder's name for an HF checkpoint-600/). */
@@ -84,24 +118,38 @@ export function renderArgsDocument(r: CkptArgs, meta: ArgsDocMeta): string {
   lines.push(`// Known Good: args of ${meta.label ?? checkpointLabel(r.path)}`);
   lines.push(`// host:     ${meta.host}`);
   lines.push(`// path:     ${r.path}`);
-  if (r.format !== 'hf-folder') lines.push(`// size:     ${formatBytes(r.bytes)} (${formatExactBytes(r.bytes)})`);
-  const what = r.key === null ? 'no args key: top-level values' : `key "${r.key}"`;
+  // a folder's size is not one file's (an accelerate folder's is its custom_checkpoint's)
+  if (r.format !== 'hf-folder' && r.format !== 'peft') {
+    lines.push(`// size:     ${formatBytes(r.bytes)} (${formatExactBytes(r.bytes)})`);
+  }
+  const what =
+    r.format === 'accelerate'
+      ? 'the state_dict() accelerate saved'
+      : r.key === null
+        ? 'no args key: top-level values'
+        : `key "${r.key}"`;
   lines.push(`// format:   ${r.format}, ${what}${r.argsType ? ` (${r.argsType})` : ''}`);
   const step = r.step !== null ? String(r.step) : '?';
   lines.push(`// step:     ${step}${r.epoch !== null ? `, epoch ${r.epoch}` : ''}`);
+  if (r.baseModel !== null || r.format === 'peft') {
+    lines.push(`// base:     ${r.baseModel !== null ? redactText(r.baseModel) : '(the adapter names no base model)'}`);
+  }
   if (r.tensors.count > 0) {
     lines.push(`// tensors:  ${r.tensors.count} (${formatBytes(r.tensors.bytes)}), not read`);
   }
   lines.push(`// captured: ${meta.capturedAt.toISOString()}`);
   for (const w of r.warnings) if (!w.startsWith('UNSAFE')) lines.push(`// note: ${redactText(w)}`);
+  if (hasEnumByValue(r.args)) {
+    lines.push('// note: {"$enum": CLASS, "value": V} is an enum member pickled by value: its name is not in the file');
+  }
   // The probe redacts on the host; again here for args that came another way (an older probe, a cache).
   lines.push(stableJson(redactTree(r.args)));
   return lines.join('\n') + '\n';
 }
 
-/** Nested objects flattened to `a.b.c` keys; arrays, scalars and `{"$ref": …}` references are leaves. */
+/** Nested objects flattened to `a.b.c` keys; arrays, scalars, `{"$ref": …}` and `{"$enum": …}` are leaves. */
 export function flattenArgs(value: ArgValue, prefix = '', out = new Map<string, ArgValue>()): Map<string, ArgValue> {
-  if (value !== null && typeof value === 'object' && !Array.isArray(value) && !isArgRef(value)) {
+  if (value !== null && typeof value === 'object' && !Array.isArray(value) && !isArgRef(value) && !isArgEnum(value)) {
     const keys = Object.keys(value);
     if (keys.length === 0 && prefix) out.set(prefix, value);
     for (const k of keys) flattenArgs(value[k] as ArgValue, prefix ? `${prefix}.${k}` : k, out);
@@ -138,6 +186,13 @@ export function diffArgs(a: ArgValue, b: ArgValue): ArgsDiff {
   return d;
 }
 
+/** `from → to`, enum members as `Sched(3)`, unless both read the same that way (same name, other module). */
+function changedText(from: ArgValue, to: ArgValue): string {
+  const a = inlineText(from);
+  const b = inlineText(to);
+  return a === b ? `${inlineJson(from)} → ${inlineJson(to)}` : `${a} → ${b}`;
+}
+
 /**
  * "Show Changed Args Only": the keys that differ, were added or were removed, one per line. `labels` name the two
  * sides in the header (default A and B).
@@ -153,15 +208,15 @@ export function changedArgs(a: ArgValue, b: ArgValue, labels: { a: string; b: st
   );
   if (d.changed.length) {
     lines.push('changed:');
-    for (const c of d.changed) lines.push(`  ${c.key}: ${inlineJson(c.from)} → ${inlineJson(c.to)}`);
+    for (const c of d.changed) lines.push(`  ${c.key}: ${changedText(c.from, c.to)}`);
   }
   if (d.added.length) {
     lines.push(`added in ${labels.b}:`);
-    for (const c of d.added) lines.push(`  ${c.key}: ${inlineJson(c.value)}`);
+    for (const c of d.added) lines.push(`  ${c.key}: ${inlineText(c.value)}`);
   }
   if (d.removed.length) {
     lines.push(`removed in ${labels.b}:`);
-    for (const c of d.removed) lines.push(`  ${c.key}: ${inlineJson(c.value)}`);
+    for (const c of d.removed) lines.push(`  ${c.key}: ${inlineText(c.value)}`);
   }
   return lines.join('\n') + '\n';
 }
