@@ -7,6 +7,7 @@ import {
   benchHistory,
   driftSummary,
   findMetricsLog,
+  isMetricsLog,
   parseRunId,
   runCheckpoints,
   runId,
@@ -81,6 +82,30 @@ describe('dashboard sources: runs and logs from the listing', () => {
       dir('r/step_1', [file('r/step_1/train_log.jsonl', T, { role: 'train-log' })], { role: 'checkpoint' }),
     ]);
     assert.equal(findMetricsLog(inCkpt), undefined);
+  });
+
+  it("Open Dashboard on a log file: every format the reducer reads (Lightning's metrics.csv included)", () => {
+    const logs = [
+      file('v/metrics.csv', T, { role: 'metrics', format: 'csv' }),
+      file('v/events.out.tfevents.1.vm.1.0', T, { role: 'metrics', format: 'tensorboard' }),
+      file('c/trainer_state.json', T, { role: 'metrics', format: 'hf-trainer-state' }),
+      file('r/eval.jsonl', T, { role: 'metrics', format: 'jsonl' }),
+      file('r/train_log.jsonl', T, { role: 'train-log' }),
+    ];
+    assert.deepEqual(
+      logs.map((e) => [e.name, isMetricsLog(e)]),
+      logs.map((e) => [e.name, true]),
+    );
+    const others = [
+      file('v/hparams.yaml', T, { role: 'config' }),
+      file('r/train_stdout.log', T, { role: 'stdout' }),
+      file('r/notes.csv', T),
+      dir('r/logs', []),
+    ];
+    assert.deepEqual(
+      others.map((e) => isMetricsLog(e)),
+      [false, false, false, false],
+    );
   });
 
   it('a run source names the log by its absolute path and the run by its folder', () => {

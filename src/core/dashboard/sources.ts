@@ -64,6 +64,11 @@ function logRank(e: RunEntry): number | undefined {
 
 const METRICS_FORMAT_RANK: Record<string, number> = { csv: 2, tensorboard: 3, 'hf-trainer-state': 4 };
 
+/** A file the dashboard can plot: a jsonl log, Lightning's metrics.csv, TensorBoard events, trainer_state.json. */
+export function isMetricsLog(e: RunEntry): boolean {
+  return logRank(e) !== undefined;
+}
+
 /**
  * The metrics log of a run folder: the best rank of logRank, nearer the run folder first (logs/, Lightning's
  * version_N/, the Trainer's runs/<date>/ below it count), newest on a tie. Never inside a checkpoint, except the
