@@ -231,6 +231,17 @@ describe('real training stacks (test/fixtures/real) over the real sshd, as the e
         ],
       );
       for (const c of [...auto, ...named]) assert.equal(c.contextValue, 'checkpoint;dir;format-accelerate');
+      // checkpoint_1 holds step 100 (its custom_checkpoint_0.pkl says so): the counter is not shown as a step
+      for (const c of auto) {
+        assert.doesNotMatch(c.description ?? '', /step/);
+        assert.match(c.tooltip ?? '', new RegExp(`save ${c.entry.step} of the run, not a training step`));
+      }
+      assert.doesNotMatch(nodeAt('accelerate', 'run-auto').description ?? '', /step/);
+      assert.deepEqual(
+        named.map((c) => /^step \d+/.exec(c.description ?? '')?.[0]),
+        ['step 50', 'step 100'],
+      );
+      assert.match(nodeAt('accelerate', 'run-named').description ?? '', /^2 checkpoints · last step 100 · /);
       for (const [folder, want] of Object.entries(TRUTH.accelerate.folders)) {
         const node = nodeAt('accelerate', ...relative('accelerate', folder).split('/'));
         assert.deepEqual(labelsBelow(node), want.files);

@@ -167,6 +167,28 @@ describe('dashboard sources: runs and logs from the listing', () => {
     assert.ok(cks.every((c) => c.checkpoint.run === id && c.entry.role === 'checkpoint'));
   });
 
+  it("accelerate's checkpoint_N: ordered by its save counter, placed by no step", () => {
+    const save = (n: number) =>
+      dir(`acc/checkpoints/checkpoint_${n}`, [], {
+        role: 'checkpoint',
+        format: 'accelerate',
+        step: n,
+        stepIsIndex: true,
+      });
+    const acc = dir('acc', [
+      file('acc/train_log.jsonl', T, { role: 'train-log' }),
+      dir('acc/checkpoints', [save(1), save(0)]),
+    ]);
+    const s = sourceOfRun('h', { ...rootListing, entry: dir('', [acc]) }, acc)!;
+    assert.deepEqual(
+      runCheckpoints(s, 'id').map((c) => [c.checkpoint.label, c.checkpoint.step]),
+      [
+        ['checkpoint_0', null],
+        ['checkpoint_1', null],
+      ],
+    );
+  });
+
   it('run ids round-trip the host and the path (also with colons and quotes)', () => {
     const id = runId('ssh-config:gpu:box', '/a/"b":c.jsonl');
     assert.deepEqual(parseRunId(id), { hostId: 'ssh-config:gpu:box', logPath: '/a/"b":c.jsonl' });
