@@ -1,7 +1,8 @@
 import * as assert from 'node:assert/strict';
-import { cpSync, mkdtempSync, readFileSync } from 'node:fs';
+import { cpSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+import { after } from 'node:test';
 import { repoRoot } from '../../scripts/vscode/server';
 import { pickMenuItem, scenario } from './harness';
 
@@ -38,6 +39,7 @@ const wandbKey = String(hpLeft['wandb_api_key']);
 
 const localRoot = join(mkdtempSync(join(tmpdir(), 'kg-ui-real-')), 'lightning');
 cpSync(join(real, 'lightning'), localRoot, { recursive: true });
+after(() => rmSync(dirname(localRoot), { recursive: true, force: true }));
 
 /** Monaco renders spaces as no-break spaces. */
 const plain = (text: string | null) => (text ?? '').replace(/\u00a0/g, ' ');
