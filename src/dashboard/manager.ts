@@ -3,6 +3,7 @@ import { DASHBOARD_VIEW_TYPE } from '../constants';
 import type { Container } from '../container';
 import { parseDashboardState } from '../core/dashboard/protocol';
 import {
+  isMetricsLog,
   parseRunId,
   runsWithLogs,
   sourceOfLog,
@@ -116,7 +117,7 @@ export class DashboardManager implements vscode.Disposable, DashboardTestApi {
         return s;
       }
       case 'file':
-        if (!/\.jsonl$/i.test(n.entry.name)) throw new Error(`${n.entry.name} is not a jsonl metrics log`);
+        if (!isMetricsLog(n.entry)) throw new Error(`${n.entry.name} is not a metrics log the dashboard reads`);
         return sourceOfLog(n.hostId, n.root, n.entry);
       default:
         throw new Error('Open Dashboard: pick a run, a metrics log or a host');

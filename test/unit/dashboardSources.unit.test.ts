@@ -7,6 +7,7 @@ import {
   benchHistory,
   driftSummary,
   findMetricsLog,
+  isMetricsLog,
   parseRunId,
   runCheckpoints,
   runId,
@@ -83,6 +84,30 @@ describe('dashboard sources: runs and logs from the listing', () => {
     assert.equal(findMetricsLog(inCkpt), undefined);
   });
 
+  it("Open Dashboard on a log file: every format the reducer reads (Lightning's metrics.csv included)", () => {
+    const logs = [
+      file('v/metrics.csv', T, { role: 'metrics', format: 'csv' }),
+      file('v/events.out.tfevents.1.vm.1.0', T, { role: 'metrics', format: 'tensorboard' }),
+      file('c/trainer_state.json', T, { role: 'metrics', format: 'hf-trainer-state' }),
+      file('r/eval.jsonl', T, { role: 'metrics', format: 'jsonl' }),
+      file('r/train_log.jsonl', T, { role: 'train-log' }),
+    ];
+    assert.deepEqual(
+      logs.map((e) => [e.name, isMetricsLog(e)]),
+      logs.map((e) => [e.name, true]),
+    );
+    const others = [
+      file('v/hparams.yaml', T, { role: 'config' }),
+      file('r/train_stdout.log', T, { role: 'stdout' }),
+      file('r/notes.csv', T),
+      dir('r/logs', []),
+    ];
+    assert.deepEqual(
+      others.map((e) => isMetricsLog(e)),
+      [false, false, false, false],
+    );
+  });
+
   it('a run source names the log by its absolute path and the run by its folder', () => {
     const s = sourceOfRun('local', rootListing, runA)!;
     assert.equal(s.logPath, '/home/me/ckpts/run-a/train_log.jsonl');
@@ -140,6 +165,28 @@ describe('dashboard sources: runs and logs from the listing', () => {
       ],
     );
     assert.ok(cks.every((c) => c.checkpoint.run === id && c.entry.role === 'checkpoint'));
+  });
+
+  it("accelerate's checkpoint_N: ordered by its save counter, placed by no step", () => {
+    const save = (n: number) =>
+      dir(`acc/checkpoints/checkpoint_${n}`, [], {
+        role: 'checkpoint',
+        format: 'accelerate',
+        step: n,
+        stepIsIndex: true,
+      });
+    const acc = dir('acc', [
+      file('acc/train_log.jsonl', T, { role: 'train-log' }),
+      dir('acc/checkpoints', [save(1), save(0)]),
+    ]);
+    const s = sourceOfRun('h', { ...rootListing, entry: dir('', [acc]) }, acc)!;
+    assert.deepEqual(
+      runCheckpoints(s, 'id').map((c) => [c.checkpoint.label, c.checkpoint.step]),
+      [
+        ['checkpoint_0', null],
+        ['checkpoint_1', null],
+      ],
+    );
   });
 
   it('run ids round-trip the host and the path (also with colons and quotes)', () => {

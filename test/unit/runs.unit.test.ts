@@ -175,6 +175,29 @@ void describe('tree model', () => {
     ]);
   });
 
+  void it("accelerate's checkpoint_N: a save counter orders the folders but is never shown as a step", () => {
+    const save = (n: number, mtime: number) =>
+      dir(`acc/checkpoints/checkpoint_${n}`, [file(`acc/checkpoints/checkpoint_${n}/model.safetensors`, 10, mtime)], {
+        role: 'checkpoint',
+        format: 'accelerate',
+        step: n,
+        stepIsIndex: true,
+        mtime,
+      });
+    const run = dir('acc', [dir('acc/checkpoints', [save(1, NOW_S - H), save(0, NOW_S - 2 * H)])]);
+    const [r] = buildRootNodes('h1', listing(root(dir('', [run]))));
+    const accNode = childrenOf(r!, { now: NOW })[0]!;
+    assert.equal(accNode.description, '2 checkpoints · 20 B · 1 h ago'); // no "last step 1"
+    const folder = childrenOf(accNode, { now: NOW })[0]!;
+    const cks = only(childrenOf(folder, { now: NOW, newestFirst: false }), 'checkpoint');
+    assert.deepEqual(labels(cks), ['checkpoint_0', 'checkpoint_1']);
+    assert.equal(cks[1]!.description, '10 B · 1 h ago');
+    assert.match(cks[1]!.tooltip!, /\ncheckpoint \(accelerate\) · save 1 of the run, not a training step\n/);
+    // a folder of one save as a root of its own
+    const one = buildRootNodes('h1', listing({ ...root(save(1, NOW_S - H)), path: '/ckpts/checkpoint_1' }))[0]!;
+    assert.equal(one.description, '10 B · accelerate');
+  });
+
   void it('gives files codicons and contextValue tokens menus can match', () => {
     const [r] = buildRootNodes('h1', sample);
     const files = only(childrenOf(childrenOf(r!)[0]!, { now: NOW }), 'file');

@@ -5,6 +5,7 @@ import { computeDrift, renderDriftText } from '../baselines/drift';
 import type { EnvSnapshot } from '../baselines/envProbe';
 import type { Baseline, ThroughputResult } from '../baselines/store';
 import type { RootListing, RunEntry, RunsListing } from '../runs/listRuns';
+import { trainingStep } from '../runs/model';
 import type { BenchPoint, Checkpoint, DriftSummary } from './protocol';
 
 /** One run to plot: where its log is on which host, and the listing entries it came from (when known). */
@@ -63,6 +64,11 @@ function logRank(e: RunEntry): number | undefined {
 }
 
 const METRICS_FORMAT_RANK: Record<string, number> = { csv: 2, tensorboard: 3, 'hf-trainer-state': 4 };
+
+/** A file the dashboard can plot: a jsonl log, Lightning's metrics.csv, TensorBoard events, trainer_state.json. */
+export function isMetricsLog(e: RunEntry): boolean {
+  return logRank(e) !== undefined;
+}
 
 /**
  * The metrics log of a run folder: the best rank of logRank, nearer the run folder first (logs/, Lightning's
@@ -206,7 +212,8 @@ export function runCheckpoints(src: RunSource, id: string): CheckpointSource[] {
           path: joinRemote(root.path, e.path),
           label: e.name,
           run: id,
-          step: e.step ?? null,
+          // accelerate's checkpoint_N counts saves: not a step to place on the x axis
+          step: trainingStep(e) ?? null,
           mtime: e.mtime,
           hasArgs: true,
         },

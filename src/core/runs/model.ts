@@ -182,12 +182,18 @@ export function countCheckpoints(entry: RunEntry): number {
   return n;
 }
 
+/** The entry's training step; none for a save counter (accelerate's checkpoint_N), which only orders. */
+export function trainingStep(entry: RunEntry): number | undefined {
+  return entry.stepIsIndex ? undefined : entry.step;
+}
+
 function maxStep(entry: RunEntry): number | undefined {
   let best: number | undefined;
   const stack = [...(entry.children ?? [])];
   while (stack.length) {
     const e = stack.pop()!;
-    if (e.role === 'checkpoint' && e.step !== undefined && (best === undefined || e.step > best)) best = e.step;
+    if (e.role === 'checkpoint' && trainingStep(e) !== undefined && (best === undefined || e.step! > best))
+      best = e.step;
     if (e.role !== 'checkpoint' && e.children) stack.push(...e.children);
   }
   return best;
@@ -297,7 +303,7 @@ export function rootNode(hostId: string, listing: RootListing): RootNode {
   if (listing.status === 'ok' && listing.entry?.role === 'checkpoint') {
     const e = listing.entry;
     description = [
-      ...(e.step !== undefined ? [`step ${e.step}`] : []),
+      ...(trainingStep(e) !== undefined ? [`step ${e.step}`] : []),
       sizeText(e),
       ...(e.format && e.format !== 'step' ? [e.format] : []),
     ].join(' · ');
@@ -387,16 +393,18 @@ export function entryNode(
   const age = ageOf(entry, now);
 
   if (entry.role === 'checkpoint' && !inCheckpoint) {
+    const step = trainingStep(entry);
     const parts = [
       ...(entry.epoch !== undefined ? [`epoch ${entry.epoch}`] : []),
-      ...(entry.step !== undefined ? [`step ${entry.step}`] : []),
+      ...(step !== undefined ? [`step ${step}`] : []),
       sizeText(entry),
       ...(age ? [age] : []),
     ];
     const what = [
       'checkpoint',
       entry.format ? `(${entry.format})` : '',
-      entry.step !== undefined ? `· step ${entry.step}` : '',
+      step !== undefined ? `· step ${step}` : '',
+      entry.stepIsIndex && entry.step !== undefined ? `· save ${entry.step} of the run, not a training step` : '',
     ]
       .filter(Boolean)
       .join(' ');
