@@ -54,6 +54,9 @@ const basename = (p: string) => p.slice(p.lastIndexOf('/') + 1) || p;
  * Opens dashboards (one per set of runs: opening the same runs again reveals the tab) and restores them after a
  * reload through the webview panel serializer.
  */
+/** What the dashboard reads, for messages that say none was found. */
+const LOG_KINDS = '*.jsonl, metrics.csv, trainer_state.json or events.out.tfevents.*';
+
 export class DashboardManager implements vscode.Disposable, DashboardTestApi {
   private readonly open_: DashboardPanel[] = [];
   private readonly services: DashboardServices;
@@ -102,18 +105,18 @@ export class DashboardManager implements vscode.Disposable, DashboardTestApi {
         const listing = await this.c.tree.ensureListing(n.host.id);
         if (!listing) throw new Error(`Could not list ${n.host.label}`);
         const newest = runsWithLogs(n.host.id, listing)[0];
-        if (!newest) throw new Error(`No run with a metrics log (train_log*.jsonl) on ${n.host.label}`);
+        if (!newest) throw new Error(`No run with a metrics log (${LOG_KINDS}) on ${n.host.label}`);
         return newest;
       }
       case 'root': {
         const s = n.listing.entry ? sourceOfRun(n.hostId, n.listing, n.listing.entry) : undefined;
-        if (!s) throw new Error(`No metrics log (train_log*.jsonl or *.jsonl) directly in ${n.remotePath}`);
+        if (!s) throw new Error(`No metrics log (${LOG_KINDS}) directly in ${n.remotePath}`);
         return s;
       }
       case 'run':
       case 'folder': {
         const s = sourceOfRun(n.hostId, n.root, n.entry);
-        if (!s) throw new Error(`No metrics log (train_log*.jsonl or *.jsonl) in ${n.remotePath}`);
+        if (!s) throw new Error(`No metrics log (${LOG_KINDS}) in ${n.remotePath}`);
         return s;
       }
       case 'file':
