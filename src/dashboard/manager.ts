@@ -50,12 +50,13 @@ function isRunsNode(x: unknown): x is RunsNode {
 
 const basename = (p: string) => p.slice(p.lastIndexOf('/') + 1) || p;
 
+/** What the dashboard reads, for messages that say none was found. */
+const LOG_KINDS = '*.jsonl, metrics.csv, trainer_state.json or events.out.tfevents.*';
+
 /**
  * Opens dashboards (one per set of runs: opening the same runs again reveals the tab) and restores them after a
  * reload through the webview panel serializer.
  */
-/** What the dashboard reads, for messages that say none was found. */
-const LOG_KINDS = '*.jsonl, metrics.csv, trainer_state.json or events.out.tfevents.*';
 
 export class DashboardManager implements vscode.Disposable, DashboardTestApi {
   private readonly open_: DashboardPanel[] = [];
