@@ -57,7 +57,6 @@ const LOG_KINDS = '*.jsonl, metrics.csv, trainer_state.json or events.out.tfeven
  * Opens dashboards (one per set of runs: opening the same runs again reveals the tab) and restores them after a
  * reload through the webview panel serializer.
  */
-
 export class DashboardManager implements vscode.Disposable, DashboardTestApi {
   private readonly open_: DashboardPanel[] = [];
   private readonly services: DashboardServices;
