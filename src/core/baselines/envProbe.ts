@@ -74,8 +74,11 @@ export const packagesInfoSchema = z.looseObject({
 export const torchInfoSchema = z.looseObject({
   error: err,
   found: z.boolean().default(false),
+  /** torch's own string, with its local build (`2.11.0+cu130`), from torch/version.py. */
   version: str,
   versionPy: str,
+  /** The installed distribution's version (pip's `torch==…`, without the local build on some wheels). */
+  distVersion: str,
   location: str,
   gitVersion: str,
   cuda: str,
