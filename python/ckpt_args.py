@@ -306,15 +306,15 @@ class _Namespace(object, metaclass=_Sealed):
     _kg_name = "argparse.Namespace"
 
     def __init__(self, **kwargs):
-        self.__dict__.update(kwargs)
+        self.__dict__.update(kwargs)  # pyright: ignore[reportAttributeAccessIssue] (a plain dict at run time)
 
     def __setstate__(self, state):
         if isinstance(state, dict):
-            self.__dict__.update(state)
+            self.__dict__.update(state)  # pyright: ignore[reportAttributeAccessIssue]
         elif isinstance(state, tuple):
             for s in state:
                 if isinstance(s, dict):
-                    self.__dict__.update(s)
+                    self.__dict__.update(s)  # pyright: ignore[reportAttributeAccessIssue]
 
 
 class _ODict(dict, metaclass=_Sealed):
@@ -322,7 +322,7 @@ class _ODict(dict, metaclass=_Sealed):
     _kg_name = "collections.OrderedDict"
 
     def __setstate__(self, state):
-        self.__dict__["_kg_state"] = state
+        self.__dict__["_kg_state"] = state  # pyright: ignore[reportIndexIssue] (a plain dict at run time)
 
 
 class _NpDtype(object, metaclass=_Sealed):
@@ -795,7 +795,8 @@ def _safe_bytes(v=b"", *rest):
     if isinstance(v, str):
         return v.encode(rest[0] if rest and isinstance(rest[0], str) and rest[0] in ("latin1", "latin-1", "utf-8",
                                                                                    "ascii") else "latin-1")
-    if isinstance(v, (list, tuple)) and len(v) <= 1 << 20 and all(isinstance(i, int) and 0 <= i < 256 for i in v):
+    if isinstance(v, (list, tuple)) and len(v) <= 1 << 20 and all(
+            isinstance(i, int) and 0 <= i < 256 for i in v):  # pyright: ignore[reportGeneralTypeIssues]
         return bytes(v)
     return b""  # bytes(n) of a huge n would only fill memory
 
@@ -958,7 +959,7 @@ def _short_repr(obj, level=3):
         if level <= 0:
             return opening + "..." + closing
         parts = []
-        for i, x in enumerate(obj.items() if kind is dict else obj):
+        for i, x in enumerate(obj.items() if isinstance(obj, dict) else obj):
             if i == 8:
                 parts.append("...")
                 break
@@ -1173,7 +1174,7 @@ class _Unpickler(object):
                             raise pickle.UnpicklingError("OBJ without a class")
                         append(call(got[0], tuple(got[1:]), None, "OBJ"))
                     elif op == 0x69:
-                        cls = reader.find_class(mod.decode("ascii"), name.decode("ascii"))
+                        cls = reader.find_class(mod.decode("ascii"), name.decode("ascii"))  # pyright: ignore
                         append(call(cls, tuple(got), None, "INST"))
                     # POP_MARK: nothing more
                 elif op == 0x5D:  # EMPTY_LIST ]
@@ -2087,10 +2088,11 @@ def _fill_dcp(doc, reader, top, path, keys, want_all):
         ist = _standin_state(info) or {}
         rel, off, length = ist.get("relative_path"), ist.get("offset"), ist.get("length")
         if ist.get("transform_descriptors"):
-            doc["warnings"].append("%s is stored transformed (%s): not decoded" % (fqn, _short_repr(ist["transform_descriptors"])))
+            doc["warnings"].append(
+                "%s is stored transformed (%s): not decoded" % (fqn, _short_repr(ist["transform_descriptors"])))
             continue
-        if not (isinstance(rel, str) and isinstance(off, int) and isinstance(length, int)) or length > kg_common.LIMITS["read"] \
-                or "/" in rel or rel.startswith("."):
+        if not (isinstance(rel, str) and isinstance(off, int) and isinstance(length, int)) \
+                or length > kg_common.LIMITS["read"] or "/" in rel or rel.startswith("."):
             continue
         entries[fqn] = _read_dcp_item(doc, reader, os.path.join(folder, rel), off, length, fqn)
     doc["tensors"]["count"] += count
@@ -2099,7 +2101,8 @@ def _fill_dcp(doc, reader, top, path, keys, want_all):
     for k, v in entries.items():
         v = "<bytes item>" if v is _DCP_BYTES else v
         parts = k.split(".")
-        if isinstance(v, _Tensor) or len(parts) == 1 or parts[0] in top_dict and not isinstance(top_dict[parts[0]], dict):
+        if isinstance(v, _Tensor) or len(parts) == 1 or (
+                parts[0] in top_dict and not isinstance(top_dict[parts[0]], dict)):
             top_dict[k] = v
             continue
         cur = top_dict

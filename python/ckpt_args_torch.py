@@ -88,7 +88,7 @@ def main(argv):
     except OSError as e:
         raise kg_common.ProbeError("cannot read %s: %s" % (path, e.strerror or e), "unreadable")
     try:
-        import torch
+        import torch  # pyright: ignore[reportMissingImports] (on the GPU box only)
     except ImportError:
         raise kg_common.ProbeError("torch is not installed for this Python", "no-torch")
     try:

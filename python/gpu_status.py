@@ -6,7 +6,6 @@ Reads ``nvidia-smi --query-gpu`` / ``--query-compute-apps`` (CSV, no units); wit
 /proc/driver/nvidia says (driver present or not).  stdlib only; the table goes to stderr for a person watching,
 the JSON result to stdout.
 """
-import os
 import shutil
 import subprocess
 import sys
@@ -43,7 +42,8 @@ def _query(smi, what, fields):
         preexec_fn=kg_common.lift_limits,
     )
     if out.returncode != 0:
-        raise kg_common.ProbeError("nvidia-smi failed: %s" % (out.stderr.strip().splitlines() or ["exit %d" % out.returncode])[-1])
+        why = (out.stderr.strip().splitlines() or ["exit %d" % out.returncode])[-1]
+        raise kg_common.ProbeError("nvidia-smi failed: %s" % why)
     rows = []
     for line in out.stdout.splitlines():
         if not line.strip():
@@ -85,7 +85,8 @@ def main(argv):
         })
     for a in apps:
         result["processes"].append({
-            "gpu": by_uuid.get(a["gpu_uuid"]), "pid": a["pid"], "name": a["process_name"], "memoryMiB": a["used_memory"],
+            "gpu": by_uuid.get(a["gpu_uuid"]), "pid": a["pid"], "name": a["process_name"],
+            "memoryMiB": a["used_memory"],
         })
     for g in result["gpus"]:
         sys.stderr.write("GPU %s  %-28s %6s / %6s MiB  %4s%%  %4s C  %s W\n" % (

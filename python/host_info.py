@@ -7,7 +7,6 @@ stdlib only; cheap enough to be the connection check of a host.
 import os
 import platform
 import socket
-import sys
 
 import kg_common
 

@@ -288,7 +288,8 @@ def dumps(value, indent=None):
 
 
 def finite_or_none(x):
-    return x if isinstance(x, (int, float)) and not (isinstance(x, float) and (math.isnan(x) or math.isinf(x))) else None
+    finite = isinstance(x, (int, float)) and not (isinstance(x, float) and (math.isnan(x) or math.isinf(x)))
+    return x if finite else None
 
 
 def envelope_ok(result):

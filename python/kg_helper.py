@@ -43,7 +43,6 @@ child of that probe gets it all as one full document, through fork's copy of
 memory, before ``main`` runs.  Two requests of one probe at once: each delta is
 applied as it arrives, so the last one for a key wins.
 """
-import errno
 import gc
 import json
 import marshal
@@ -55,6 +54,7 @@ import struct
 import sys
 import time
 import types
+from typing import Optional  # noqa: F401 (type comments)
 from collections import deque
 
 _out = sys.stdout
@@ -112,7 +112,7 @@ class _Job(object):
         self.settled = False
         self.state_follows = False
         self.state_taken = False
-        self.timeout_s = None
+        self.timeout_s = None  # type: Optional[float]
         self.code = None
 
 

@@ -28,7 +28,6 @@ import base64
 import os
 import re
 import stat
-import sys
 import time
 
 import kg_common
@@ -84,8 +83,9 @@ def natural_key(name):
 
 
 # Folders a training stack puts between a run and its checkpoints or logs: Lightning's `<name>/version_N/checkpoints/`,
-# accelerate's `checkpoints/checkpoint_N`, the Hugging Face Trainer's TensorBoard `runs/<date>_<host>/`. They do not use up --depth (at most EXTRA_LEVELS of them on one path), so
-# the default depth finds checkpoints one folder deeper than a plain `step_N/` layout without a deeper walk overall.
+# accelerate's `checkpoints/checkpoint_N`, the Hugging Face Trainer's TensorBoard `runs/<date>_<host>/`. They do not
+# use up --depth (at most EXTRA_LEVELS of them on one path), so the default depth finds checkpoints one folder deeper
+# than a plain `step_N/` layout without a deeper walk overall.
 _PASS_THROUGH_RE = re.compile(r"^(?:version_\d+|checkpoints|lightning_logs|runs)$")
 EXTRA_LEVELS = 3
 # Metrics logs by what wrote them: the format tells the reader (python/metrics_reduce.py) how to read it.
@@ -340,7 +340,8 @@ class _Walk(object):
     def fill_dir(self, out, path, rel_raw, level, extra, lname, step):
         """Lists a folder (to --depth; a folder named like a checkpoint one level past it) and decides its role."""
         named_checkpoint = step is not None and not _DIGITS_RE.match(lname)
-        if _PASS_THROUGH_RE.match(lname) and level > 0 and self.passed.get(rel_raw.rsplit(b"/", 1)[0], 0) < EXTRA_LEVELS:
+        parent_passed = self.passed.get(rel_raw.rsplit(b"/", 1)[0], 0)
+        if _PASS_THROUGH_RE.match(lname) and level > 0 and parent_passed < EXTRA_LEVELS:
             # Lightning's version_N, checkpoints/: listed as if one level up (see _PASS_THROUGH_RE).
             self.passed[rel_raw] = self.passed.get(rel_raw.rsplit(b"/", 1)[0], 0) + 1
             level -= 1

@@ -55,6 +55,7 @@ import sys
 import threading
 import time
 import warnings
+from typing import List, Optional  # noqa: F401 (type comments)
 
 import kg_common
 
@@ -94,7 +95,21 @@ _TOKEN = re.compile(
 
 
 class _Args(object):
-    pass
+    """The parsed command line (attributes set by parse_args)."""
+
+    path = None  # type: Optional[str]
+    buckets = 0  # type: int
+    x = "step"  # type: str
+    lo = None  # type: Optional[float]
+    hi = None  # type: Optional[float]
+    offset = 0  # type: int
+    series = None  # type: Optional[List[str]]
+    fast = True  # type: bool
+    jobs = None  # type: Optional[int]
+    preview = None  # type: Optional[int]
+    fresh = False  # type: bool
+    format = None  # type: Optional[str]
+    verify = False  # type: bool
 
 
 def parse_args(argv):
@@ -1845,7 +1860,6 @@ def reduce_csv(a, xmode, f, size):
     p = Pass(a, xmode)
     header = None
     pos = 0
-    rows = []
     keys_limit = kg_common.LIMITS["keys"]
 
     def records():

@@ -8,7 +8,6 @@ say how much was left out.  Only regular files are read: a FIFO or a device is r
 """
 import base64
 import os
-import sys
 
 import kg_common
 

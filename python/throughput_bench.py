@@ -100,7 +100,7 @@ def fingerprint(torch, device):
     except Exception:  # noqa: BLE001 - an optional field
         pass
     try:
-        import triton  # noqa: F401
+        import triton  # pyright: ignore[reportMissingImports]  # noqa: F401 (on the GPU box only)
 
         fp["triton"] = getattr(triton, "__version__", None)
     except Exception:  # noqa: BLE001 - absent on CPU-only and old installs
@@ -166,7 +166,10 @@ def attention_fn(torch, cfg, device, requested, compile_wanted, warnings):
     F = torch.nn.functional
     if requested == "flex":
         try:
-            from torch.nn.attention.flex_attention import create_block_mask, flex_attention
+            from torch.nn.attention.flex_attention import (  # pyright: ignore[reportMissingImports]
+                create_block_mask,
+                flex_attention,
+            )
         except ImportError:
             warnings.append("torch %s has no flex_attention: using sdpa instead" % torch.__version__)
         else:
@@ -208,7 +211,7 @@ def attention_fn(torch, cfg, device, requested, compile_wanted, warnings):
 def main(argv):
     a = parse_args(argv)
     try:
-        import torch
+        import torch  # pyright: ignore[reportMissingImports] (on the GPU box only)
     except ImportError as e:
         raise kg_common.ProbeError("torch is not installed for %s (%s)" % (sys.executable, e), "no-torch")
 
@@ -252,7 +255,10 @@ def main(argv):
     scaler = None
     if dtype_name == "fp16":
         amp = getattr(torch, "amp", None)
-        scaler = amp.GradScaler("cuda") if amp is not None and hasattr(amp, "GradScaler") else torch.cuda.amp.GradScaler()
+        if amp is not None and hasattr(amp, "GradScaler"):
+            scaler = amp.GradScaler("cuda")
+        else:
+            scaler = torch.cuda.amp.GradScaler()
 
     data = torch.randint(cfg["vocab"], (cfg["batch"], cfg["seq"] + 1), device=device)
     inputs, targets = data[:, :-1].contiguous(), data[:, 1:].contiguous()

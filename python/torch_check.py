@@ -24,7 +24,7 @@ def main(argv):
         "hip": None, "cudaAvailable": None, "deviceCount": 0, "devices": [], "triton": None, "cudnn": None,
     }
     try:
-        import torch
+        import torch  # pyright: ignore[reportMissingImports] (on the GPU box only)
     except BaseException as e:  # noqa: BLE001 - ImportError, OSError from a broken .so, anything: report it
         result["importSeconds"] = round(time.time() - t0, 3)
         result["error"] = "%s: %s" % (type(e).__name__, e)
@@ -44,7 +44,8 @@ def main(argv):
             result["deviceCount"] = torch.cuda.device_count()
             for i in range(result["deviceCount"]):
                 cap = torch.cuda.get_device_capability(i)
-                result["devices"].append({"index": i, "name": torch.cuda.get_device_name(i), "capability": "%d.%d" % cap})
+                name = torch.cuda.get_device_name(i)
+                result["devices"].append({"index": i, "name": name, "capability": "%d.%d" % cap})
         result["cudnn"] = torch.backends.cudnn.version() if result["cudaAvailable"] else None
     except Exception as e:  # noqa: BLE001 - a broken driver is an answer too
         result["error"] = "cuda: %s: %s" % (type(e).__name__, e)
@@ -52,7 +53,7 @@ def main(argv):
     for d in result["devices"]:
         sys.stderr.write("  cuda:%d  %s (sm %s)\n" % (d["index"], d["name"], d["capability"]))
     try:
-        import triton
+        import triton  # pyright: ignore[reportMissingImports] (on the GPU box only)
 
         result["triton"] = getattr(triton, "__version__", None)
     except Exception:  # noqa: BLE001 - optional
