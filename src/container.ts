@@ -6,7 +6,8 @@ import { registerBaselines } from './baselines/register';
 import { Commands, VIEW_REMOTE_RUNS } from './constants';
 import { resolveHosts } from './core/hosts';
 import { HostRegistry } from './core/registry';
-import { parseSettings, type KnownGoodSettings } from './core/settings';
+import type { KnownGoodSettings } from './core/settings';
+import { SettingsService } from './shared/settings';
 import { parseSshConfig } from './core/sshConfig';
 import { defaultKnownHostsFile, type SshOptions } from './core/transport/ssh';
 import { registerDashboard } from './dashboard/register';
@@ -48,29 +49,35 @@ export class Container implements vscode.Disposable {
   readonly tree: RemoteRunsProvider;
   readonly dashboard: DashboardManager;
   readonly treeView: vscode.TreeView<TreeNode>;
-  private current: KnownGoodSettings;
+  readonly settings: SettingsService;
   /** Shared by reference with the SSH pool: settings changes apply to the next connection. */
   private readonly sshOptions: SshOptions;
 
   constructor(readonly context: vscode.ExtensionContext) {
     this.log = this.track(vscode.window.createOutputChannel('Known Good', { log: true }));
-    this.current = this.readSettings();
+    this.settings = this.track(
+      new SettingsService(
+        () => getConfiguration('knownGood'),
+        (p) => this.reportProblems(p),
+      ),
+    );
+    const current = this.settings.current;
     this.sshOptions = {
-      knownHostsFiles: [this.current.knownHostsFile ?? defaultKnownHostsFile()],
-      connectTimeoutMs: this.current.connectTimeoutMs,
+      knownHostsFiles: [current.knownHostsFile ?? defaultKnownHostsFile()],
+      connectTimeoutMs: current.connectTimeoutMs,
       prompts: vscodePrompts(context.secrets),
       log: (line) => this.log.info(line),
     };
-    this.registry = new HostRegistry({ commandTimeoutMs: this.current.commandTimeoutMs, ssh: this.sshOptions });
+    this.registry = new HostRegistry({ commandTimeoutMs: current.commandTimeoutMs, ssh: this.sshOptions });
     this.track({ dispose: () => this.registry.dispose() });
     this.applyHosts();
 
-    const cfg = () => getConfiguration('knownGood');
+    const settings = () => this.settings.current;
     this.tree = this.track(
-      new RemoteRunsProvider(this.registry, () => this.current.problems, {
-        newestFirst: () => cfg().get<string>('sortSteps') !== 'oldestFirst',
+      new RemoteRunsProvider(this.registry, () => settings().problems, {
+        newestFirst: () => settings().newestFirst,
         depth: () => 3,
-        maxEntries: () => cfg().get<number>('maxEntries') ?? 5000,
+        maxEntries: () => settings().maxEntries,
         log: (line) => this.log.info(line),
       }),
     );
@@ -82,14 +89,18 @@ export class Container implements vscode.Disposable {
       }),
     );
     this.track(
-      new AutoRefresh(this.treeView, this.tree, this.registry, () => cfg().get<number>('autoRefreshSeconds') ?? 0),
+      new AutoRefresh(
+        this.treeView,
+        this.tree,
+        this.registry,
+        () => settings().autoRefreshSeconds,
+        this.settings.onDidChange,
+      ),
     );
 
     this.track(
-      vscode.workspace.onDidChangeConfiguration((e) => {
-        if (!e.affectsConfiguration('knownGood')) return;
-        this.current = this.readSettings();
-        this.registry.setCommandTimeout(this.current.commandTimeoutMs);
+      this.settings.onDidChange((s) => {
+        this.registry.setCommandTimeout(s.commandTimeoutMs);
         this.applyHosts();
         this.tree.reload();
       }),
@@ -106,35 +117,29 @@ export class Container implements vscode.Disposable {
   }
 
   get api(): KnownGoodApi {
-    return { registry: this.registry, settings: () => this.current, tree: this.tree, dashboard: this.dashboard };
+    return {
+      registry: this.registry,
+      settings: () => this.settings.current,
+      tree: this.tree,
+      dashboard: this.dashboard,
+    };
   }
 
-  private readSettings(): KnownGoodSettings {
-    const cfg = getConfiguration('knownGood');
-    const s = parseSettings((k) => cfg.get(k));
-    for (const p of s.problems) {
-      this.log?.warn(p);
-    }
-    if (s.problems.length)
+  private reportProblems(problems: readonly string[]): void {
+    for (const p of problems) this.log?.warn(p);
+    if (problems.length)
       void showError(
-        `Known Good settings: ${s.problems[0]}${s.problems.length > 1 ? ` (+${s.problems.length - 1} more)` : ''}`,
+        `Known Good settings: ${problems[0]}${problems.length > 1 ? ` (+${problems.length - 1} more)` : ''}`,
       );
-    return s;
   }
 
   private applyHosts(): void {
-    if (this.sshOptions) {
-      this.sshOptions.knownHostsFiles = [this.current.knownHostsFile ?? defaultKnownHostsFile()];
-      this.sshOptions.connectTimeoutMs = this.current.connectTimeoutMs;
-    }
-    const cfg = getConfiguration('knownGood');
-    const local = cfg.get<unknown>('localRoots');
-    const localRoots =
-      Array.isArray(local) && local.length && local.every((x) => typeof x === 'string') ? local : undefined;
-    const localPython = cfg.get<unknown>('localPython');
-    const ssh = parseSshConfig(this.current.includeSshConfigHosts ? readSshConfig() : undefined);
-    const hosts = resolveHosts(this.current, ssh, localRoots);
-    if (typeof localPython === 'string' && localPython.trim()) hosts[0] = { ...hosts[0]!, python: localPython.trim() };
+    const current = this.settings.current;
+    this.sshOptions.knownHostsFiles = [current.knownHostsFile ?? defaultKnownHostsFile()];
+    this.sshOptions.connectTimeoutMs = current.connectTimeoutMs;
+    const ssh = parseSshConfig(current.includeSshConfigHosts ? readSshConfig() : undefined);
+    const hosts = resolveHosts(current, ssh, current.localRoots);
+    if (current.localPython) hosts[0] = { ...hosts[0]!, python: current.localPython };
     this.registry.setHosts(hosts);
   }
 

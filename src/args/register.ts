@@ -9,7 +9,6 @@ import { ARGS_SCHEME, fromArgsUri, sameRef } from '../core/args/uri';
 import type { EntryNode } from '../core/runs/model';
 import {
   executeCommand,
-  getConfiguration,
   registerTextDocumentContentProvider,
   showError,
   showInfo,
@@ -61,7 +60,7 @@ export function registerArgs(c: Container): void {
       const s = c.registry.session(hostId);
       return { label: s.label, probes: s.probes };
     },
-    allowTorchLoad: () => getConfiguration('knownGood').get<unknown>('allowTorchLoad') === true,
+    allowTorchLoad: () => c.settings.current.allowTorchLoad,
     confirmUnsafeLoad: async (host, path, why) => {
       const yes = 'Load with weights_only=False';
       const pick = await showWarning(

@@ -1,11 +1,11 @@
 import * as vscode from 'vscode';
 import { z } from 'zod';
-import { parseBaselineSettings, type BaselineSettings } from '../core/baselines/settings';
+import type { KnownGoodSettings } from '../core/settings';
 import type { BaselineStore } from '../core/baselines/store';
 import { isKnownGoodError, KnownGoodError } from '../core/errors';
 import type { HostSpec } from '../core/hosts';
 import type { Container } from '../container';
-import { getConfiguration, showQuickPick, withProgress } from '../window';
+import { showQuickPick, withProgress } from '../window';
 import type { EnvContentProvider } from './content';
 import type { BaselinesSection } from './section';
 
@@ -17,11 +17,8 @@ export interface BaselinesFeature {
   content: EnvContentProvider;
 }
 
-export function baselineSettings(c: Container): BaselineSettings {
-  const cfg = getConfiguration('knownGood');
-  const s = parseBaselineSettings((k) => cfg.get(k));
-  for (const p of s.problems) c.log.warn(p);
-  return s;
+export function baselineSettings(c: Container): KnownGoodSettings['baselines'] {
+  return c.settings.current.baselines;
 }
 
 /** The store's key for a host: its transport id, the same whichever name the host has in settings. */

@@ -3,7 +3,7 @@ import type { Container } from '../container';
 import { throughputBenchProbe, type BenchConfig, type BenchResult } from '../core/bench/benchProbe';
 import { compareThroughput, formatRate } from '../core/bench/compare';
 import {
-  customBenchmarkSchema,
+  customBenchmarkOf,
   throughputFromJsonl,
   throughputFromOutput,
   type ThroughputReading,
@@ -11,7 +11,6 @@ import {
 import type { Baseline, BaselineStore, ThroughputResult } from '../core/baselines/store';
 import { KnownGoodError, messageOf } from '../core/errors';
 import type { HostSpec } from '../core/hosts';
-import { describeIssues } from '../core/probes/probe';
 import { newNonce } from '../core/probes/runner';
 import {
   BENCH_PRESETS,
@@ -30,7 +29,6 @@ import { baselineStore } from '../terminal/register';
 import { runInTerminal } from '../terminal/run';
 import { hostFor, targetOf } from '../terminal/target';
 import {
-  getConfiguration,
   registerTextDocumentContentProvider,
   showInfo,
   showInputBox,
@@ -247,29 +245,8 @@ async function runBench(c: Container, node: unknown, args: BenchArgs): Promise<B
   };
 }
 
-/** `knownGood.benchmark.*` settings, parsed by the core schema. */
-function customSettings() {
-  const cfg = getConfiguration('knownGood.benchmark');
-  const command = cfg.get<string>('command')?.trim();
-  if (!command)
-    throw new KnownGoodError(
-      'settings',
-      'set knownGood.benchmark.command first (e.g. cd /workspace && python train.py --max-steps 30)',
-    );
-  const regex = cfg.get<string>('throughputRegex')?.trim();
-  const jsonl = cfg.get<string>('throughputJsonl')?.trim();
-  const key = cfg.get<string>('throughputKey')?.trim() || 'tok_per_s';
-  const r = customBenchmarkSchema.safeParse({
-    command,
-    ...(regex ? { regex } : {}),
-    ...(jsonl ? { jsonl: { path: jsonl, key } } : {}),
-  });
-  if (!r.success) throw new KnownGoodError('settings', `knownGood.benchmark: ${describeIssues(r.error)}`);
-  return r.data;
-}
-
 async function runCustom(c: Container, node: unknown, args: BenchArgs): Promise<BenchRunOutcome | undefined> {
-  const bench = customSettings();
+  const bench = customBenchmarkOf(c.settings.current.benchmark);
   const host = await hostFor(c, targetOf(node), 'Run your benchmark command on which host?');
   if (!host) return undefined;
   const session = c.registry.session(host);

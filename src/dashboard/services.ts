@@ -3,7 +3,6 @@ import * as vscode from 'vscode';
 import type { Container } from '../container';
 import { captureSnapshot } from '../core/baselines/capture';
 import type { EnvSnapshot } from '../core/baselines/envProbe';
-import { parseBaselineSettings } from '../core/baselines/settings';
 import { BaselineStore } from '../core/baselines/store';
 import type { BenchPoint, DriftSummary } from '../core/dashboard/protocol';
 import { benchHistory, driftSummary } from '../core/dashboard/sources';
@@ -11,7 +10,7 @@ import { messageOf } from '../core/errors';
 import type { ProbeRunnerLike } from '../core/probes/probe';
 import type { RootListing, RunEntry } from '../core/runs/listRuns';
 import { entryNode } from '../core/runs/model';
-import { executeCommand, getConfiguration } from '../window';
+import { executeCommand } from '../window';
 
 /** The args commands (src/args/) the checkpoint buttons run, with the tree's own checkpoint nodes. */
 export const ARGS_OPEN = 'knownGood.args.open';
@@ -95,8 +94,7 @@ export class ContainerServices implements DashboardServices {
     let cached = this.nowCache.get(hostId);
     if (!cached || Date.now() - cached.at > NOW_CACHE_MS) {
       // The options the baselines feature captures with (scripts, variables, caches), so only real changes show.
-      const cfg = getConfiguration('knownGood');
-      const settings = parseBaselineSettings((k) => cfg.get(k));
+      const settings = this.c.settings.current.baselines;
       const snapshot = captureSnapshot(this.c.registry.session(hostId), settings);
       cached = { at: Date.now(), snapshot };
       this.nowCache.set(hostId, cached);

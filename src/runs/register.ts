@@ -6,7 +6,7 @@ import { fromRemoteFileUri, REMOTE_FILE_SCHEME } from '../core/remote/readFile';
 import { newestCheckpoint, type EntryNode, type HostNode, type MessageNode, type RootNode } from '../core/runs/model';
 import type { HostSettings } from '../core/settings';
 import { Commands } from '../constants';
-import { getConfiguration, showInfo, showInputBox, showQuickPick, showWarning, withProgress } from '../window';
+import { showInfo, showInputBox, showQuickPick, showWarning, withProgress } from '../window';
 import { RemoteFileProvider, remoteFileUri } from './remoteFiles';
 
 type AnyNode = HostNode | RootNode | EntryNode | MessageNode | undefined;
@@ -24,17 +24,12 @@ function hostIdOf(node: unknown): string | undefined {
   return undefined;
 }
 
-async function updateHosts(change: (hosts: HostSettings[]) => HostSettings[]): Promise<void> {
-  const cfg = getConfiguration('knownGood');
-  const cur = cfg.inspect<unknown[]>('hosts')?.globalValue ?? [];
-  const next = change(cur as HostSettings[]);
-  await cfg.update('hosts', next, vscode.ConfigurationTarget.Global);
-}
-
 /** Remote Runs: the tree's own commands (hosts, roots, files). */
 export function registerRuns(c: Container): void {
   const tree = c.tree;
   const registry = c.registry;
+  const settings = c.settings;
+  const updateHosts = (change: (hosts: HostSettings[]) => HostSettings[]) => settings.updateHosts(change);
   c.track(vscode.workspace.registerTextDocumentContentProvider(REMOTE_FILE_SCHEME, new RemoteFileProvider(registry)));
 
   c.command(Commands.refresh, (node?: unknown) => tree.reload(hostIdOf(node)));
@@ -73,7 +68,7 @@ export function registerRuns(c: Container): void {
 
   c.command(Commands.openFile, async (node?: EntryNode) => {
     if (!node || node.kind !== 'file') return;
-    const maxBytes = getConfiguration('knownGood').get<number>('maxOpenBytes') ?? 4 * 1024 * 1024;
+    const maxBytes = settings.current.maxOpenBytes;
     const uri = remoteFileUri({
       hostId: node.hostId,
       path: node.remotePath,
@@ -138,7 +133,7 @@ export function registerRuns(c: Container): void {
       ignoreFocusOut: true,
     });
     if (python === undefined) return;
-    const defaults = getConfiguration('knownGood').get<string[]>('defaultRoots') ?? ['/workspace/checkpoints'];
+    const defaults = settings.current.defaultRoots;
     const roots = await showInputBox({
       title: 'Add Host (4/4): checkpoint roots',
       prompt: 'Comma-separated folders on the remote',
@@ -187,7 +182,7 @@ export function registerRuns(c: Container): void {
     if (!spec) return;
     const next = change(spec.roots);
     if (spec.source === 'local') {
-      await getConfiguration('knownGood').update('localRoots', next, vscode.ConfigurationTarget.Global);
+      await settings.setLocalRoots(next);
     } else if (spec.source === 'settings') {
       await updateHosts((hosts) => hosts.map((h) => (h.name === spec.name ? { ...h, roots: next } : h)));
     } else {
@@ -254,7 +249,7 @@ export function registerRuns(c: Container): void {
     } else if (spec.source === 'ssh-config') {
       await updateHosts((hosts) => [...hosts, { name: spec.name, host: spec.name, python: pick.path }]);
     } else {
-      await getConfiguration('knownGood').update('localPython', pick.path, vscode.ConfigurationTarget.Global);
+      await settings.setLocalPython(pick.path);
     }
     void showInfo(`${spec.name} now uses ${pick.path}.`);
   });

@@ -18,13 +18,10 @@ export class AutoRefresh implements vscode.Disposable {
     private readonly tree: RemoteRunsProvider,
     private readonly registry: HostRegistry,
     private readonly seconds: () => number,
+    settingsChanged: vscode.Event<unknown>,
   ) {
     this.subs.push(view.onDidChangeVisibility(() => this.schedule()));
-    this.subs.push(
-      vscode.workspace.onDidChangeConfiguration(
-        (e) => e.affectsConfiguration('knownGood.autoRefreshSeconds') && this.schedule(),
-      ),
-    );
+    this.subs.push(settingsChanged(() => this.schedule()));
     this.schedule();
   }
 
