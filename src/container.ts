@@ -1,6 +1,3 @@
-import { readFileSync } from 'node:fs';
-import { homedir } from 'node:os';
-import { join } from 'node:path';
 import * as vscode from 'vscode';
 import { registerBaselines } from './baselines/register';
 import { Commands, VIEW_REMOTE_RUNS } from './constants';
@@ -8,7 +5,7 @@ import { resolveHosts } from './core/hosts';
 import { HostRegistry } from './core/registry';
 import type { KnownGoodSettings } from './core/settings';
 import { SettingsService } from './shared/settings';
-import { parseSshConfig } from './core/sshConfig';
+import { parseSshConfig, readUserSshConfig } from './core/sshConfig';
 import { defaultKnownHostsFile, type SshOptions } from './core/transport/ssh';
 import { registerDashboard } from './dashboard/register';
 import type { DashboardManager, DashboardTestApi } from './dashboard/manager';
@@ -28,14 +25,6 @@ export interface KnownGoodApi {
   readonly tree: RemoteRunsProvider;
   /** The open dashboards (what they received and posted), for the extension-host tests. */
   readonly dashboard: DashboardTestApi;
-}
-
-function readSshConfig(): string | undefined {
-  try {
-    return readFileSync(join(homedir(), '.ssh', 'config'), 'utf8');
-  } catch {
-    return undefined;
-  }
 }
 
 /**
@@ -137,7 +126,7 @@ export class Container implements vscode.Disposable {
     const current = this.settings.current;
     this.sshOptions.knownHostsFiles = [current.knownHostsFile ?? defaultKnownHostsFile()];
     this.sshOptions.connectTimeoutMs = current.connectTimeoutMs;
-    const ssh = parseSshConfig(current.includeSshConfigHosts ? readSshConfig() : undefined);
+    const ssh = parseSshConfig(current.includeSshConfigHosts ? readUserSshConfig() : undefined);
     const hosts = resolveHosts(current, ssh, current.localRoots);
     if (current.localPython) hosts[0] = { ...hosts[0]!, python: current.localPython };
     this.registry.setHosts(hosts);

@@ -7,8 +7,8 @@ import {
   type BackupResult,
   type CachePlan,
 } from '../core/baselines/cacheArchive';
-import { shortTime, timeAgo } from '../core/baselines/documents';
-import { formatBytes } from '../core/baselines/render';
+import { shortTime } from '../core/baselines/documents';
+import { formatBytes, timeAgo } from '../core/util/format';
 import { KnownGoodError } from '../core/errors';
 import type { HostSpec } from '../core/hosts';
 import { showInfo, showQuickPick, showWarning } from '../window';

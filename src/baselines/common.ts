@@ -3,7 +3,7 @@ import { z } from 'zod';
 import type { KnownGoodSettings } from '../core/settings';
 import type { BaselineStore } from '../core/baselines/store';
 import { isKnownGoodError, KnownGoodError } from '../core/errors';
-import type { HostSpec } from '../core/hosts';
+import { hostAddress, type HostSpec } from '../core/hosts';
 import type { Container } from '../container';
 import { showQuickPick, withProgress } from '../window';
 import type { EnvContentProvider } from './content';
@@ -46,9 +46,7 @@ export function hostFromArg(c: Container, arg: unknown): HostSpec | undefined {
 export async function pickHost(c: Container, placeHolder: string): Promise<HostSpec | undefined> {
   const items = c.registry.hosts().map((host) => ({
     label: host.name,
-    description: host.ssh
-      ? `${host.ssh.user}@${host.ssh.host}${host.ssh.port === 22 ? '' : `:${host.ssh.port}`}`
-      : 'local',
+    description: hostAddress(host),
     detail: host.roots.length ? `roots: ${host.roots.join(', ')}` : 'no checkpoint roots',
     host,
   }));

@@ -1,7 +1,7 @@
 import * as vscode from 'vscode';
 import type { Container } from '../container';
 import { throughputBenchProbe, type BenchConfig, type BenchResult } from '../core/bench/benchProbe';
-import { compareThroughput, formatRate } from '../core/bench/compare';
+import { benchDocUri, compareThroughput, formatRate } from '../core/bench/compare';
 import {
   customBenchmarkOf,
   throughputFromJsonl,
@@ -11,7 +11,7 @@ import {
 import type { Baseline, BaselineStore, ThroughputResult } from '../core/baselines/store';
 import { KnownGoodError, messageOf } from '../core/errors';
 import type { HostSpec } from '../core/hosts';
-import { newNonce } from '../core/probes/runner';
+import { newNonce } from '../core/util/nonce';
 import {
   BENCH_PRESETS,
   benchRecord,
@@ -43,8 +43,6 @@ export const BenchCommands = {
   runCustom: 'knownGood.bench.runCustom',
   compare: 'knownGood.bench.compareWithBaseline',
 } as const;
-
-const SCHEME = 'knownGood-bench';
 
 /** Read-only comparison documents, by URI. */
 class ComparisonDocuments implements vscode.TextDocumentContentProvider {
@@ -87,7 +85,7 @@ function argsOf(v: unknown): BenchArgs {
 
 export function registerBench(c: Container): void {
   const docs = new ComparisonDocuments();
-  c.track(registerTextDocumentContentProvider(SCHEME, docs));
+  c.track(registerTextDocumentContentProvider(benchDocUri.scheme, docs));
   c.command(BenchCommands.run, (node?: unknown, extra?: unknown) => runBench(c, node, argsOf(extra)));
   c.command(BenchCommands.runCustom, (node?: unknown, extra?: unknown) => runCustom(c, node, argsOf(extra)));
   c.command(BenchCommands.compare, (node?: unknown, extra?: unknown) => compare(c, docs, node, argsOf(extra)));
@@ -354,9 +352,7 @@ async function compare(
   }
   if (!ref) return undefined;
   const text = comparisonDocument(newest, ref, host.name);
-  // Labels such as `12.8K tok/s …` hold slashes: one path segment, so the tab shows the whole title.
-  const title = `${host.name} throughput vs ${ref.label}`.replace(/[\\/:*?"<>|]/g, '_');
-  const uri = vscode.Uri.from({ scheme: SCHEME, path: `/${title}.md` });
+  const uri = vscode.Uri.from(benchDocUri.to({ title: `${host.name} throughput vs ${ref.label}` }));
   docs.put(uri, text);
   await showTextDocument(uri, { preview: true });
   return { uri: uri.toString(), text };

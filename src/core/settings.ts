@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { parseBaselineSettings, type BaselineSettings } from './baselines/settings';
-import { describeIssues } from './probes/probe';
+import { describeIssues } from './util/zod';
 
 export const containerSchema = z
   .object({

@@ -10,6 +10,7 @@ import {
   sourceOfRun,
   type RunSource,
 } from '../core/dashboard/sources';
+import { hostAddress } from '../core/hosts';
 import type { RunsNode } from '../core/runs/model';
 import { createWebviewPanel, showQuickPick } from '../window';
 import { DashboardPanel, webviewOptions, type PanelOptions, type PanelProbe } from './panel';
@@ -139,7 +140,7 @@ export class DashboardManager implements vscode.Disposable, DashboardTestApi {
             await showQuickPick(
               hosts.map((h) => ({
                 label: h.name,
-                description: h.ssh ? `${h.ssh.user}@${h.ssh.host}` : 'local',
+                description: hostAddress(h),
                 host: h,
               })),
               { title: 'Open Dashboard: host', placeHolder: 'Which host?' },

@@ -1,6 +1,6 @@
 import * as vscode from 'vscode';
 import type { Container } from '../container';
-import { parseUserHostPort } from '../core/hosts';
+import { hostAddress, parseUserHostPort, sshAddress } from '../core/hosts';
 import { findPythonsProbe } from '../core/probes/hostProbes';
 import { fromRemoteFileUri, REMOTE_FILE_SCHEME } from '../core/remote/readFile';
 import { newestCheckpoint, type EntryNode, type HostNode, type MessageNode, type RootNode } from '../core/runs/model';
@@ -59,9 +59,7 @@ export function registerRuns(c: Container): void {
       text = node.remotePath;
     } else if (node.kind === 'host') {
       const spec = registry.find(node.host.id);
-      text = spec?.ssh
-        ? `${spec.ssh.user}@${spec.ssh.host}${spec.ssh.port === 22 ? '' : `:${spec.ssh.port}`}`
-        : spec?.name;
+      text = spec?.ssh ? sshAddress(spec.ssh) : spec?.name;
     }
     if (text) await vscode.env.clipboard.writeText(text);
   });
@@ -259,7 +257,7 @@ export async function pickHost(c: Container): Promise<string | undefined> {
   const hosts = c.registry.hosts();
   if (hosts.length === 1) return hosts[0]!.id;
   const pick = await showQuickPick(
-    hosts.map((h) => ({ label: h.name, description: h.ssh ? `${h.ssh.user}@${h.ssh.host}` : 'local', id: h.id })),
+    hosts.map((h) => ({ label: h.name, description: hostAddress(h), id: h.id })),
     { title: 'Known Good: pick a host', ignoreFocusOut: true },
   );
   return pick?.id;

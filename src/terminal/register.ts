@@ -5,7 +5,7 @@ import { saveBaseline } from '../core/baselines/capture';
 import { BaselineStore } from '../core/baselines/store';
 import { messageOf } from '../core/errors';
 import type { HostSpec } from '../core/hosts';
-import { newNonce } from '../core/probes/runner';
+import { newNonce } from '../core/util/nonce';
 import { probeTerminalCommand } from '../core/terminal/command';
 import {
   parseFramedResult,

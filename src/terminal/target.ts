@@ -1,6 +1,6 @@
 import type { Container } from '../container';
 import { KnownGoodError } from '../core/errors';
-import type { HostSpec } from '../core/hosts';
+import { hostAddress, type HostSpec } from '../core/hosts';
 import { showQuickPick } from '../window';
 
 /** What a command was invoked on: a host node, a root/run/checkpoint node, `{ hostId }` (tests), or nothing. */
@@ -34,9 +34,7 @@ export async function hostFor(c: Container, target: NodeTarget, placeHolder: str
   const pick = await showQuickPick(
     hosts.map((host) => ({
       label: host.name,
-      description: host.ssh
-        ? `${host.ssh.user}@${host.ssh.host}${host.ssh.port === 22 ? '' : `:${host.ssh.port}`}`
-        : 'local',
+      description: hostAddress(host),
       host,
     })),
     { placeHolder, ignoreFocusOut: true },

@@ -1,6 +1,6 @@
 import * as vscode from 'vscode';
 import { messageOf } from '../core/errors';
-import type { HostSpec } from '../core/hosts';
+import { sshAddress, type HostSpec } from '../core/hosts';
 import type { HostRegistry } from '../core/registry';
 import { listRunsProbe, type RunsListing } from '../core/runs/listRuns';
 import {
@@ -113,9 +113,7 @@ export class RemoteRunsProvider implements vscode.TreeDataProvider<TreeNode>, vs
 
   private hostInfo(host: HostSpec): HostInfo {
     const st = this.state.get(host.id);
-    const where = host.ssh
-      ? `${host.ssh.user}@${host.ssh.host}${host.ssh.port === 22 ? '' : `:${host.ssh.port}`}`
-      : undefined;
+    const where = host.ssh ? sshAddress(host.ssh) : undefined;
     const container = host.container
       ? host.container.kind === 'custom'
         ? 'container'

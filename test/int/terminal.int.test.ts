@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { ProbeRunner } from '../../src/core/probes/runner';
 import { LiveThroughput, type LiveState } from '../../src/core/terminal/liveThroughput';
-import { newNonce } from '../../src/core/probes/runner';
+import { newNonce } from '../../src/core/util/nonce';
 import { probeTerminalCommand, shellTerminalCommand } from '../../src/core/terminal/command';
 import { parseFramedResult, probeChoice, torchCheckProbe } from '../../src/core/terminal/probes';
 import { TerminalRunner, type RunnerExit } from '../../src/core/terminal/runner';

@@ -1,5 +1,5 @@
 import { throughputBenchProbe } from '../../core/bench/benchProbe';
-import { newNonce } from '../../core/probes/runner';
+import { newNonce } from '../../core/util/nonce';
 import { benchSummary, parseBenchConfig } from '../../core/terminal/bench';
 import { probeTerminalCommand } from '../../core/terminal/command';
 import { parseFramedResult } from '../../core/terminal/probes';

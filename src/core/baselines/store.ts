@@ -4,7 +4,7 @@ import { join, posix } from 'node:path';
 import { z } from 'zod';
 import { KnownGoodError, messageOf } from '../errors';
 import { parsePythonJson } from '../json';
-import { describeIssues } from '../probes/probe';
+import { describeIssues } from '../util/zod';
 import { envSnapshotSchema, type EnvSnapshot } from './envProbe';
 
 /*

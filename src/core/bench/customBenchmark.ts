@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { parsePythonJson } from '../json';
 import { KnownGoodError } from '../errors';
-import { describeIssues } from '../probes/probe';
+import { describeIssues } from '../util/zod';
 import type { BenchmarkSettings } from '../settings';
 
 /*

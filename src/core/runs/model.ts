@@ -1,4 +1,5 @@
-import { formatAge, formatBytes, formatExactBytes, formatIso, naturalCompare, printableName } from './format';
+import { formatAge, formatBytes, formatExactBytes, formatIso, naturalCompare } from '../util/format';
+import { printableName } from './format';
 import type { RootListing, RunEntry, RunsListing } from './listRuns';
 
 /*

@@ -2,7 +2,7 @@ import { benchConfigSchema, describeBenchConfig, type BenchConfig, type BenchRes
 import { compareThroughput, describeDifferences, formatRate, type ThroughputSample } from '../bench/compare';
 import type { ThroughputReading } from '../bench/customBenchmark';
 import type { Baseline, ThroughputResult } from '../baselines/store';
-import { describeIssues } from '../probes/probe';
+import { describeIssues } from '../util/zod';
 import { KnownGoodError } from '../errors';
 
 /*

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { ckptArgsProbe } from '../args/argsProbe';
 import { renderArgsDocument } from '../args/render';
 import { envSnapshotProbe, type EnvSnapshot } from '../baselines/envProbe';
-import { formatBytes } from '../baselines/render';
+import { formatBytes } from '../util/format';
 import { KnownGoodError } from '../errors';
 import { parsePythonJson } from '../json';
 import { defineProbe, type ProbeCall, type ProbeOutcome } from '../probes/probe';
