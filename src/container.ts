@@ -14,7 +14,7 @@ import { RemoteRunsProvider, type TreeNode } from './tree/provider';
 import { registerRuns } from './runs/register';
 import { AutoRefresh } from './tree/autoRefresh';
 import { registerArgs } from './args/register';
-import { registerTerminal } from './terminal/register';
+import { registerTerminal } from './probes/register';
 import { registerBench } from './bench/register';
 import { getConfiguration, showError } from './window';
 

@@ -3,7 +3,7 @@ import * as vscode from 'vscode';
 import { baselineDescription, shortTime } from '../core/baselines/documents';
 import type { Baseline, BaselineStore } from '../core/baselines/store';
 import type { HostSpec } from '../core/hosts';
-import type { SectionNode, TreeSection } from '../tree/section';
+import type { SectionNode, TreeSection } from '../shared/treeSection';
 import { BaselineCommands, SECTION_ID } from './ids';
 
 /** What a node of this section stands for; kept here, keyed by node, so `data` needs no cast. */

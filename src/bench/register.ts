@@ -25,8 +25,8 @@ import {
 import { probeTerminalCommand, shellTerminalCommand } from '../core/terminal/command';
 import { parseFramedResult, terminalName } from '../core/terminal/probes';
 import type { RunnerExit } from '../core/terminal/runner';
-import { baselineStore } from '../terminal/register';
-import { runInTerminal } from '../terminal/run';
+import { baselineStore } from '../probes/register';
+import { runInTerminal } from '../shared/terminal';
 import { hostFor, targetOf } from '../terminal/target';
 import {
   registerTextDocumentContentProvider,

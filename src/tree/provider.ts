@@ -16,7 +16,7 @@ import {
   type MessageNode,
   type RunsNode,
 } from '../core/runs/model';
-import type { SectionNode, TreeSection } from './section';
+import type { SectionNode, TreeSection } from '../shared/treeSection';
 
 export type TreeNode = RunsNode | SectionNode | SettingsProblemNode;
 interface SettingsProblemNode {

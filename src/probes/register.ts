@@ -17,8 +17,8 @@ import {
 } from '../core/terminal/probes';
 import type { RunnerExit } from '../core/terminal/runner';
 import { showInfo, showInputBox, showQuickPick } from '../window';
-import { runInTerminal } from './run';
-import { hostFor, targetOf } from './target';
+import { runInTerminal } from '../shared/terminal';
+import { hostFor, targetOf } from '../terminal/target';
 
 export const TerminalCommands = {
   runProbe: 'knownGood.probes.run',
