@@ -1,46 +1,43 @@
+import { join } from 'node:path';
 import * as vscode from 'vscode';
+import type { KnownGoodApi, KnownGoodTestApi } from './api';
+import { registerArgs } from './args/register';
 import { registerBaselines } from './baselines/register';
+import { registerBench } from './bench/register';
 import { Commands, VIEW_REMOTE_RUNS } from './constants';
-import { resolveHosts } from './core/hosts';
+import { BaselineStore } from './core/baselines/store';
+import { resolveHosts, type HostSpec } from './core/hosts';
 import { HostRegistry } from './core/registry';
-import type { KnownGoodSettings } from './core/settings';
-import { SettingsService } from './shared/settings';
 import { parseSshConfig, readUserSshConfig } from './core/sshConfig';
 import { defaultKnownHostsFile, type SshOptions } from './core/transport/ssh';
 import { registerDashboard } from './dashboard/register';
-import type { DashboardManager, DashboardTestApi } from './dashboard/manager';
 import { vscodePrompts } from './hosts/prompts';
-import { RemoteRunsProvider, type TreeNode } from './tree/provider';
+import { registerProbes } from './probes/register';
 import { registerRuns } from './runs/register';
+import { commandRegistrar, type RegisterCommand } from './shared/commands';
+import { hostsOf, type Hosts } from './shared/hosts';
+import { SettingsService } from './shared/settings';
 import { AutoRefresh } from './tree/autoRefresh';
-import { registerArgs } from './args/register';
-import { registerTerminal } from './probes/register';
-import { registerBench } from './bench/register';
+import { RemoteRunsProvider, type TreeNode } from './tree/provider';
 import { getConfiguration, showError } from './window';
 
-/** What activate() returns: used by the extension-host tests and by other extensions. */
-export interface KnownGoodApi {
-  readonly registry: HostRegistry;
-  settings(): KnownGoodSettings;
-  readonly tree: RemoteRunsProvider;
-  /** The open dashboards (what they received and posted), for the extension-host tests. */
-  readonly dashboard: DashboardTestApi;
-}
-
 /**
- * The composition root: every service is built once here and disposed through `dispose()`, which VS Code calls
- * because the container itself is in context.subscriptions.
+ * The composition root: every shared service is built once here (settings, hosts and the host picker, the baseline
+ * store and its key, the tree, command registration) and each feature gets the narrow …Deps it declares, plus the
+ * capabilities of other features it needs (args.openDiff, baselines.save), never their modules. Everything is
+ * disposed through `dispose()`, which VS Code calls because the container itself is in context.subscriptions.
  */
 export class Container implements vscode.Disposable {
   private readonly disposables: vscode.Disposable[] = [];
-  readonly log: vscode.LogOutputChannel;
-  readonly registry: HostRegistry;
-  readonly tree: RemoteRunsProvider;
-  readonly dashboard: DashboardManager;
-  readonly treeView: vscode.TreeView<TreeNode>;
-  readonly settings: SettingsService;
+  private readonly log: vscode.LogOutputChannel;
+  private readonly registry: HostRegistry;
+  private readonly settings: SettingsService;
+  private readonly hosts: Hosts;
+  private readonly tree: RemoteRunsProvider;
   /** Shared by reference with the SSH pool: settings changes apply to the next connection. */
   private readonly sshOptions: SshOptions;
+  /** What activate() returns. */
+  readonly api: KnownGoodApi;
 
   constructor(readonly context: vscode.ExtensionContext) {
     this.log = this.track(vscode.window.createOutputChannel('Known Good', { log: true }));
@@ -60,6 +57,7 @@ export class Container implements vscode.Disposable {
     this.registry = new HostRegistry({ commandTimeoutMs: current.commandTimeoutMs, ssh: this.sshOptions });
     this.track({ dispose: () => this.registry.dispose() });
     this.applyHosts();
+    this.hosts = hostsOf(this.registry);
 
     const settings = () => this.settings.current;
     this.tree = this.track(
@@ -70,8 +68,8 @@ export class Container implements vscode.Disposable {
         log: (line) => this.log.info(line),
       }),
     );
-    this.treeView = this.track(
-      vscode.window.createTreeView(VIEW_REMOTE_RUNS, {
+    const treeView = this.track(
+      vscode.window.createTreeView<TreeNode>(VIEW_REMOTE_RUNS, {
         treeDataProvider: this.tree,
         showCollapseAll: true,
         canSelectMany: true,
@@ -79,14 +77,13 @@ export class Container implements vscode.Disposable {
     );
     this.track(
       new AutoRefresh(
-        this.treeView,
+        treeView,
         this.tree,
         this.registry,
         () => settings().autoRefreshSeconds,
         this.settings.onDidChange,
       ),
     );
-
     this.track(
       this.settings.onDidChange((s) => {
         this.registry.setCommandTimeout(s.commandTimeoutMs);
@@ -94,24 +91,54 @@ export class Container implements vscode.Disposable {
         this.tree.reload();
       }),
     );
-    this.command(Commands.showLog, () => this.log.show());
 
-    // Feature registrations: one line each; each feature lives in its own folder (src/<feature>/register.ts).
-    registerRuns(this);
-    registerBaselines(this);
-    this.dashboard = registerDashboard(this);
-    registerArgs(this);
-    registerTerminal(this);
-    registerBench(this);
-  }
+    const command: RegisterCommand = commandRegistrar({
+      hosts: this.hosts,
+      log: this.log,
+      track: (d) => this.track(d),
+    });
+    command(Commands.showLog, null, () => this.log.show());
 
-  get api(): KnownGoodApi {
-    return {
+    // One baseline store, one key per host: baselines, benchmark results and the dashboard all use these.
+    const store = new BaselineStore(join(context.globalStorageUri.fsPath, 'baselines'));
+    const storeKeyOf = (host: HostSpec) => this.registry.session(host).transport.id;
+    const track = <T extends vscode.Disposable>(d: T) => this.track(d);
+    const common = { command, track, hosts: this.hosts, log: this.log, settings: this.settings };
+
+    // Feature registrations: each feature lives in its own folder (src/<feature>/register.ts) and sees only its deps.
+    registerRuns({
+      ...common,
+      registry: this.registry,
+      tree: this.tree,
+      reveal: (node) => treeView.reveal(node as TreeNode, { select: true, focus: true, expand: true }),
+    });
+    const baselines = registerBaselines({
+      ...common,
+      store,
+      storeKeyOf,
+      registerSection: (s) => this.tree.registerSection(s),
+      refresh: (node) => this.tree.refresh(node as TreeNode | undefined),
+    });
+    const args = registerArgs(common);
+    const dashboard = registerDashboard({
+      ...common,
+      extensionUri: context.extensionUri,
+      ensureListing: (hostId) => this.tree.ensureListing(hostId),
+      store,
+      storeKeyOf,
+      args,
+    });
+    registerProbes({ ...common, baselines });
+    registerBench({ ...common, store, storeKeyOf, view: treeView });
+
+    const test: KnownGoodTestApi = {
       registry: this.registry,
       settings: () => this.settings.current,
       tree: this.tree,
-      dashboard: this.dashboard,
+      dashboard,
     };
+    // The hooks the extension-host tests drive are handed out only when VS Code runs the extension's tests.
+    this.api = context.extensionMode === vscode.ExtensionMode.Test ? test : {};
   }
 
   private reportProblems(problems: readonly string[]): void {
@@ -130,21 +157,6 @@ export class Container implements vscode.Disposable {
     const hosts = resolveHosts(current, ssh, current.localRoots);
     if (current.localPython) hosts[0] = { ...hosts[0]!, python: current.localPython };
     this.registry.setHosts(hosts);
-  }
-
-  /** Registers a command whose failures are logged and shown; arguments come from VS Code (tree nodes, URIs). */
-  command<A extends unknown[]>(id: string, run: (...args: A) => unknown): void {
-    this.track(
-      vscode.commands.registerCommand(id, async (...args: unknown[]) => {
-        try {
-          return await run(...(args as A));
-        } catch (e) {
-          this.log.error(`${id}: ${e instanceof Error ? e.message : String(e)}`);
-          void showError(e instanceof Error ? e.message : String(e));
-          return undefined;
-        }
-      }),
-    );
   }
 
   track<T extends vscode.Disposable>(d: T): T {

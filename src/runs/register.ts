@@ -1,85 +1,72 @@
 import * as vscode from 'vscode';
-import type { Container } from '../container';
-import { hostAddress, parseUserHostPort, sshAddress } from '../core/hosts';
+import { parseUserHostPort, sshAddress } from '../core/hosts';
+import type { HostRegistry } from '../core/registry';
 import { findPythonsProbe } from '../core/probes/hostProbes';
 import { fromRemoteFileUri, REMOTE_FILE_SCHEME } from '../core/remote/readFile';
-import { newestCheckpoint, type EntryNode, type HostNode, type MessageNode, type RootNode } from '../core/runs/model';
+import { newestCheckpoint } from '../core/runs/model';
 import type { HostSettings } from '../core/settings';
 import { Commands } from '../constants';
+import type { RegisterCommand } from '../shared/commands';
+import type { Hosts } from '../shared/hosts';
+import type { SettingsAccess } from '../shared/settings';
 import { showInfo, showInputBox, showQuickPick, showWarning, withProgress } from '../window';
 import { RemoteFileProvider, remoteFileUri } from './remoteFiles';
 
-type AnyNode = HostNode | RootNode | EntryNode | MessageNode | undefined;
-
-function hostIdOf(node: unknown): string | undefined {
-  if (!node || typeof node !== 'object') return undefined;
-  const n = node as { kind?: string; hostId?: string; host?: { id?: string }; id?: string };
-  if (n.kind === 'host') return n.host?.id;
-  if (typeof n.hostId === 'string') return n.hostId;
-  if (n.kind === 'message' && typeof n.id === 'string') {
-    // Message ids start with the parent's id: ["host","<id>"]#code
-    const m = /^\["host","((?:[^"\\]|\\.)*)"\]/.exec(n.id);
-    return m ? (JSON.parse(`"${m[1]!}"`) as string) : undefined;
-  }
-  return undefined;
+/** What Remote Runs' own commands need from the extension. */
+export interface RunsDeps {
+  command: RegisterCommand;
+  track(d: vscode.Disposable): void;
+  hosts: Hosts;
+  registry: Pick<HostRegistry, 'disconnect'>;
+  settings: SettingsAccess;
+  tree: {
+    reload(hostId?: string): void;
+    ensureListing(hostId: string): Promise<import('../core/runs/listRuns').RunsListing | undefined>;
+    resolvePath(hostId: string, ids: string[]): Promise<unknown>;
+  };
+  reveal(node: unknown): Thenable<void>;
 }
 
 /** Remote Runs: the tree's own commands (hosts, roots, files). */
-export function registerRuns(c: Container): void {
-  const tree = c.tree;
-  const registry = c.registry;
-  const settings = c.settings;
+export function registerRuns(d: RunsDeps): void {
+  const { command, tree, hosts, settings } = d;
   const updateHosts = (change: (hosts: HostSettings[]) => HostSettings[]) => settings.updateHosts(change);
-  c.track(vscode.workspace.registerTextDocumentContentProvider(REMOTE_FILE_SCHEME, new RemoteFileProvider(registry)));
+  d.track(vscode.workspace.registerTextDocumentContentProvider(REMOTE_FILE_SCHEME, new RemoteFileProvider(hosts)));
 
-  c.command(Commands.refresh, (node?: unknown) => tree.reload(hostIdOf(node)));
-  c.command(Commands.retry, (node?: unknown) => tree.reload(hostIdOf(node)));
-  c.command(Commands.connect, (node?: unknown) => {
-    const id = hostIdOf(node);
-    if (id) return tree.ensureListing(id);
-    return undefined;
-  });
-  c.command(Commands.disconnect, (node?: unknown) => {
-    const id = hostIdOf(node);
-    if (!id) return;
-    registry.disconnect(id);
-    tree.reload(id);
+  const any = { kinds: ['host'] } as const;
+  command(Commands.refresh, any, (t) => tree.reload(t?.hostId));
+  command(Commands.retry, any, (t) => tree.reload(t?.hostId));
+  command(Commands.connect, any, (t) => (t ? tree.ensureListing(t.hostId) : undefined));
+  command(Commands.disconnect, any, (t) => {
+    if (!t) return;
+    d.registry.disconnect(t.hostId);
+    tree.reload(t.hostId);
   });
 
-  c.command(Commands.copyPath, async (node?: AnyNode) => {
-    if (!node) return;
+  command(Commands.copyPath, { kinds: ['host', 'root', 'run', 'checkpoint', 'log'] }, async (t) => {
+    if (!t) return;
     let text: string | undefined;
-    if (
-      node.kind === 'root' ||
-      node.kind === 'run' ||
-      node.kind === 'checkpoint' ||
-      node.kind === 'folder' ||
-      node.kind === 'file'
-    ) {
-      text = node.remotePath;
-    } else if (node.kind === 'host') {
-      const spec = registry.find(node.host.id);
+    if (t.kind === 'host') {
+      const spec = hosts.find(t.hostId);
       text = spec?.ssh ? sshAddress(spec.ssh) : spec?.name;
+    } else {
+      text = t.path;
     }
     if (text) await vscode.env.clipboard.writeText(text);
   });
 
-  c.command(Commands.openFile, async (node?: EntryNode) => {
-    if (!node || node.kind !== 'file') return;
+  command(Commands.openFile, { kinds: ['log'] }, async (t, { node }) => {
+    if (!t) return;
     const maxBytes = settings.current.maxOpenBytes;
-    const uri = remoteFileUri({
-      hostId: node.hostId,
-      path: node.remotePath,
-      ...(node.remotePathB64 ? { pathB64: node.remotePathB64 } : {}),
-      maxBytes,
-    });
+    const b64 = node?.kind === 'file' ? node.remotePathB64 : undefined;
+    const uri = remoteFileUri({ hostId: t.hostId, path: t.path, ...(b64 ? { pathB64: b64 } : {}), maxBytes });
     const doc = await vscode.workspace.openTextDocument(uri);
-    if (/\.jsonl$/i.test(node.remotePath))
+    if (/\.jsonl$/i.test(t.path))
       await vscode.languages.setTextDocumentLanguage(doc, 'jsonl').then(undefined, () => undefined);
     await vscode.window.showTextDocument(doc, { preview: true });
   });
 
-  c.command(Commands.loadMore, async () => {
+  command(Commands.loadMore, null, async () => {
     const editor = vscode.window.activeTextEditor;
     if (!editor || editor.document.uri.scheme !== REMOTE_FILE_SCHEME) {
       void showInfo('Open a remote file from Remote Runs first.');
@@ -90,22 +77,22 @@ export function registerRuns(c: Container): void {
     await vscode.window.showTextDocument(doc, { preview: true });
   });
 
-  c.command(Commands.revealNewest, async (node?: unknown) => {
-    const ids = hostIdOf(node) ? [hostIdOf(node)!] : registry.hosts().map((h) => h.id);
+  command(Commands.revealNewest, any, async (t) => {
+    const ids = t ? [t.hostId] : hosts.all().map((h) => h.id);
     for (const hostId of ids) {
       const listing = await tree.ensureListing(hostId);
       const newest = listing && newestCheckpoint(listing, hostId);
       if (!newest) continue;
       const target = await tree.resolvePath(hostId, newest.ids);
       if (target) {
-        await c.treeView.reveal(target, { select: true, focus: true, expand: true });
+        await d.reveal(target);
         return;
       }
     }
     void showInfo('No checkpoint found in the listed roots.');
   });
 
-  c.command(Commands.addHost, async () => {
+  command(Commands.addHost, null, async () => {
     const target = await showInputBox({
       title: 'Add Host (1/4)',
       prompt: 'An ~/.ssh/config alias, or user@host[:port]',
@@ -155,8 +142,8 @@ export function registerRuns(c: Container): void {
     await updateHosts((hosts) => [...hosts.filter((h) => h.name !== name), entry]);
   });
 
-  c.command(Commands.removeHost, async (node?: HostNode) => {
-    const spec = node && registry.find(node.host.id);
+  command(Commands.removeHost, { kinds: ['host'] }, async (t) => {
+    const spec = t && hosts.find(t.hostId);
     if (!spec) return;
     if (spec.source !== 'settings') {
       void showInfo(
@@ -176,7 +163,7 @@ export function registerRuns(c: Container): void {
   });
 
   const setRoots = async (hostId: string, change: (roots: string[]) => string[]) => {
-    const spec = registry.find(hostId);
+    const spec = hosts.find(hostId);
     if (!spec) return;
     const next = change(spec.roots);
     if (spec.source === 'local') {
@@ -190,9 +177,7 @@ export function registerRuns(c: Container): void {
     tree.reload(hostId);
   };
 
-  c.command(Commands.addRoot, async (node?: unknown) => {
-    const hostId = hostIdOf(node) ?? (await pickHost(c));
-    if (!hostId) return;
+  command(Commands.addRoot, { kinds: ['host'], pick: 'Add a checkpoint root to which host?' }, async ({ hostId }) => {
     const root = await showInputBox({
       title: 'Add Checkpoint Root',
       prompt: 'Folder on the remote, e.g. /workspace/checkpoints',
@@ -202,17 +187,15 @@ export function registerRuns(c: Container): void {
     await setRoots(hostId, (roots) => [...roots.filter((r) => r !== root.trim()), root.trim()]);
   });
 
-  c.command(Commands.removeRoot, async (node?: RootNode) => {
-    if (!node || node.kind !== 'root') return;
+  command(Commands.removeRoot, { kinds: ['root'] }, async (t, { node }) => {
+    if (!t || node?.kind !== 'root') return;
     const root = node.listing.root;
-    await setRoots(node.hostId, (roots) => roots.filter((r) => r !== root));
+    await setRoots(t.hostId, (roots) => roots.filter((r) => r !== root));
   });
 
-  c.command(Commands.selectPython, async (node?: unknown) => {
-    const hostId = hostIdOf(node) ?? (await pickHost(c));
-    const spec = hostId ? registry.find(hostId) : undefined;
-    if (!spec) return;
-    const session = registry.session(spec);
+  command(Commands.selectPython, { kinds: ['host'], pick: 'Select the Python of which host?' }, async ({ hostId }) => {
+    const spec = hosts.get(hostId);
+    const session = hosts.session(spec);
     const found = await withProgress(
       {
         location: vscode.ProgressLocation.Notification,
@@ -251,14 +234,4 @@ export function registerRuns(c: Container): void {
     }
     void showInfo(`${spec.name} now uses ${pick.path}.`);
   });
-}
-
-export async function pickHost(c: Container): Promise<string | undefined> {
-  const hosts = c.registry.hosts();
-  if (hosts.length === 1) return hosts[0]!.id;
-  const pick = await showQuickPick(
-    hosts.map((h) => ({ label: h.name, description: hostAddress(h), id: h.id })),
-    { title: 'Known Good: pick a host', ignoreFocusOut: true },
-  );
-  return pick?.id;
 }

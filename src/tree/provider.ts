@@ -321,6 +321,7 @@ export class RemoteRunsProvider implements vscode.TreeDataProvider<TreeNode>, vs
     } catch (e) {
       const m: MessageNode = {
         kind: 'message',
+        hostId: node.hostId,
         id: `${node.id}#error`,
         label: messageOf(e),
         icon: 'error',

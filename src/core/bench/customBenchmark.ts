@@ -71,7 +71,7 @@ export function parseHumanNumber(text: string): number | undefined {
 }
 
 export function median(values: readonly number[]): number {
-  if (values.length === 0) throw new Error('median of nothing');
+  if (values.length === 0) throw new KnownGoodError('internal', 'median of nothing');
   const s = [...values].sort((a, b) => a - b);
   const mid = Math.floor(s.length / 2);
   return s.length % 2 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;

@@ -377,7 +377,7 @@ function withTimeout<T>(p: Promise<T>, ms: number, onTimeout: () => Error): Prom
       },
       (e: unknown) => {
         clearTimeout(t);
-        reject(e instanceof Error ? e : new Error(messageOf(e)));
+        reject(e instanceof Error ? e : new KnownGoodError('internal', messageOf(e)));
       },
     );
   });
