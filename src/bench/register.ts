@@ -92,7 +92,7 @@ export function registerBench(d: BenchDeps): void {
   d.command(BenchCommands.run, on('Run the throughput benchmark on which host?'), (t, call) =>
     runBench(d, d.hosts.get(t.hostId), argsOf(call.extra)),
   );
-  d.command(BenchCommands.runCustom, null, async (t, call) => {
+  d.command(BenchCommands.runCustom, { kinds: ['host'] }, async (t, call) => {
     const bench = customBenchmarkOf(d.settings.current.benchmark);
     const host = t ? d.hosts.get(t.hostId) : await d.hosts.pick('Run your benchmark command on which host?');
     return host && runCustom(d, bench, host, argsOf(call.extra));
