@@ -8,6 +8,7 @@ import { Commands, VIEW_REMOTE_RUNS } from './constants';
 import { BaselineStore } from './core/baselines/store';
 import { resolveHosts, type HostSpec } from './core/hosts';
 import { HostRegistry } from './core/registry';
+import { Listings } from './core/runs/listings';
 import { parseSshConfig, readUserSshConfig } from './core/sshConfig';
 import { defaultKnownHostsFile, type SshOptions } from './core/transport/ssh';
 import { registerDashboard } from './dashboard/register';
@@ -60,12 +61,17 @@ export class Container implements vscode.Disposable {
     this.hosts = hostsOf(this.registry);
 
     const settings = () => this.settings.current;
+    // One listing per host, shared by Remote Runs, the dashboard, the runs commands and auto-refresh.
+    const listings = new Listings({
+      find: (hostId) => this.registry.find(hostId),
+      session: (host) => this.registry.session(host),
+      depth: () => 3,
+      maxEntries: () => settings().maxEntries,
+      log: (line) => this.log.info(line),
+    });
     this.tree = this.track(
-      new RemoteRunsProvider(this.registry, () => settings().problems, {
+      new RemoteRunsProvider(this.registry, listings, () => settings().problems, {
         newestFirst: () => settings().newestFirst,
-        depth: () => 3,
-        maxEntries: () => settings().maxEntries,
-        log: (line) => this.log.info(line),
       }),
     );
     const treeView = this.track(
@@ -109,7 +115,11 @@ export class Container implements vscode.Disposable {
     registerRuns({
       ...common,
       registry: this.registry,
-      tree: this.tree,
+      tree: {
+        reload: (h) => listings.reload(h),
+        ensureListing: (h) => listings.ensure(h),
+        resolvePath: (h, ids) => this.tree.resolvePath(h, ids),
+      },
       reveal: (node) => treeView.reveal(node as TreeNode, { select: true, focus: true, expand: true }),
     });
     const baselines = registerBaselines({
@@ -123,7 +133,7 @@ export class Container implements vscode.Disposable {
     const dashboard = registerDashboard({
       ...common,
       extensionUri: context.extensionUri,
-      ensureListing: (hostId) => this.tree.ensureListing(hostId),
+      ensureListing: (hostId) => listings.ensure(hostId),
       store,
       storeKeyOf,
       args,
