@@ -1,6 +1,6 @@
 import * as vscode from 'vscode';
 import type { BenchDeps } from './register';
-import { formatLive, liveTargetOf, LiveThroughput, type LiveState } from '../core/terminal/liveThroughput';
+import { formatLive, liveTargetOf, LiveThroughput, type LiveState } from '../core/metrics/liveThroughput';
 import { createStatusBarItem } from '../window';
 
 /**

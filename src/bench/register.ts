@@ -20,9 +20,9 @@ import {
   customRecord,
   parseBenchConfig,
   sampleOf,
-} from '../core/terminal/bench';
+} from '../core/bench/records';
 import { probeTerminalCommand, shellTerminalCommand } from '../core/terminal/command';
-import { parseFramedResult, terminalName } from '../core/terminal/probes';
+import { parseFramedResult, terminalName } from '../core/probes/catalogue';
 import { runInTerminal } from '../shared/terminal';
 import {
   registerTextDocumentContentProvider,

@@ -12,7 +12,7 @@ import {
   terminalName,
   type ProbeChoice,
   type ProbeContext,
-} from '../core/terminal/probes';
+} from '../core/probes/catalogue';
 import type { ProbeRunOutcome } from '../api';
 import type { RegisterCommand } from '../shared/commands';
 import type { Hosts } from '../shared/hosts';

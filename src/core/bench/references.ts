@@ -1,5 +1,5 @@
 import type { Baseline, BaselineStore, ThroughputResult } from '../baselines/store';
-import { resultLabel, sampleOf } from '../terminal/bench';
+import { resultLabel, sampleOf } from './records';
 import { compareThroughput } from './compare';
 
 /*
