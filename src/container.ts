@@ -1,156 +1,172 @@
-import { readFileSync } from 'node:fs';
-import { homedir } from 'node:os';
 import { join } from 'node:path';
 import * as vscode from 'vscode';
+import type { KnownGoodApi, KnownGoodTestApi } from './api';
+import { registerArgs } from './args/register';
 import { registerBaselines } from './baselines/register';
+import { registerBench } from './bench/register';
 import { Commands, VIEW_REMOTE_RUNS } from './constants';
-import { resolveHosts } from './core/hosts';
+import { BaselineStore } from './core/baselines/store';
+import { resolveHosts, type HostSpec } from './core/hosts';
 import { HostRegistry } from './core/registry';
-import { parseSettings, type KnownGoodSettings } from './core/settings';
-import { parseSshConfig } from './core/sshConfig';
+import { Listings } from './core/runs/listings';
+import { parseSshConfig, readUserSshConfig } from './core/sshConfig';
 import { defaultKnownHostsFile, type SshOptions } from './core/transport/ssh';
 import { registerDashboard } from './dashboard/register';
-import type { DashboardManager, DashboardTestApi } from './dashboard/manager';
 import { vscodePrompts } from './hosts/prompts';
-import { RemoteRunsProvider, type TreeNode } from './tree/provider';
+import { registerProbes } from './probes/register';
 import { registerRuns } from './runs/register';
+import { commandRegistrar, type RegisterCommand } from './shared/commands';
+import { hostsOf, type Hosts } from './shared/hosts';
+import { SettingsService } from './shared/settings';
 import { AutoRefresh } from './tree/autoRefresh';
-import { registerArgs } from './args/register';
-import { registerTerminal } from './terminal/register';
-import { registerBench } from './bench/register';
+import { RemoteRunsProvider, type TreeNode } from './tree/provider';
 import { getConfiguration, showError } from './window';
 
-/** What activate() returns: used by the extension-host tests and by other extensions. */
-export interface KnownGoodApi {
-  readonly registry: HostRegistry;
-  settings(): KnownGoodSettings;
-  readonly tree: RemoteRunsProvider;
-  /** The open dashboards (what they received and posted), for the extension-host tests. */
-  readonly dashboard: DashboardTestApi;
-}
-
-function readSshConfig(): string | undefined {
-  try {
-    return readFileSync(join(homedir(), '.ssh', 'config'), 'utf8');
-  } catch {
-    return undefined;
-  }
-}
-
 /**
- * The composition root: every service is built once here and disposed through `dispose()`, which VS Code calls
- * because the container itself is in context.subscriptions.
+ * The composition root: every shared service is built once here (settings, hosts and the host picker, the baseline
+ * store and its key, the tree, command registration) and each feature gets the narrow …Deps it declares, plus the
+ * capabilities of other features it needs (args.openDiff, baselines.save), never their modules. Everything is
+ * disposed through `dispose()`, which VS Code calls because the container itself is in context.subscriptions.
  */
 export class Container implements vscode.Disposable {
   private readonly disposables: vscode.Disposable[] = [];
-  readonly log: vscode.LogOutputChannel;
-  readonly registry: HostRegistry;
-  readonly tree: RemoteRunsProvider;
-  readonly dashboard: DashboardManager;
-  readonly treeView: vscode.TreeView<TreeNode>;
-  private current: KnownGoodSettings;
+  private readonly log: vscode.LogOutputChannel;
+  private readonly registry: HostRegistry;
+  private readonly settings: SettingsService;
+  private readonly hosts: Hosts;
+  private readonly tree: RemoteRunsProvider;
   /** Shared by reference with the SSH pool: settings changes apply to the next connection. */
   private readonly sshOptions: SshOptions;
+  /** What activate() returns. */
+  readonly api: KnownGoodApi;
 
   constructor(readonly context: vscode.ExtensionContext) {
     this.log = this.track(vscode.window.createOutputChannel('Known Good', { log: true }));
-    this.current = this.readSettings();
+    this.settings = this.track(
+      new SettingsService(
+        () => getConfiguration('knownGood'),
+        (p) => this.reportProblems(p),
+      ),
+    );
+    const current = this.settings.current;
     this.sshOptions = {
-      knownHostsFiles: [this.current.knownHostsFile ?? defaultKnownHostsFile()],
-      connectTimeoutMs: this.current.connectTimeoutMs,
+      knownHostsFiles: [current.knownHostsFile ?? defaultKnownHostsFile()],
+      connectTimeoutMs: current.connectTimeoutMs,
       prompts: vscodePrompts(context.secrets),
       log: (line) => this.log.info(line),
     };
-    this.registry = new HostRegistry({ commandTimeoutMs: this.current.commandTimeoutMs, ssh: this.sshOptions });
+    this.registry = new HostRegistry({ commandTimeoutMs: current.commandTimeoutMs, ssh: this.sshOptions });
     this.track({ dispose: () => this.registry.dispose() });
     this.applyHosts();
+    this.hosts = hostsOf(this.registry);
 
-    const cfg = () => getConfiguration('knownGood');
+    const settings = () => this.settings.current;
+    // One listing per host, shared by Remote Runs, the dashboard, the runs commands and auto-refresh.
+    const listings = new Listings({
+      find: (hostId) => this.registry.find(hostId),
+      session: (host) => this.registry.session(host),
+      depth: () => 3,
+      maxEntries: () => settings().maxEntries,
+      log: (line) => this.log.info(line),
+    });
     this.tree = this.track(
-      new RemoteRunsProvider(this.registry, () => this.current.problems, {
-        newestFirst: () => cfg().get<string>('sortSteps') !== 'oldestFirst',
-        depth: () => 3,
-        maxEntries: () => cfg().get<number>('maxEntries') ?? 5000,
-        log: (line) => this.log.info(line),
+      new RemoteRunsProvider(this.registry, listings, () => settings().problems, {
+        newestFirst: () => settings().newestFirst,
       }),
     );
-    this.treeView = this.track(
-      vscode.window.createTreeView(VIEW_REMOTE_RUNS, {
+    const treeView = this.track(
+      vscode.window.createTreeView<TreeNode>(VIEW_REMOTE_RUNS, {
         treeDataProvider: this.tree,
         showCollapseAll: true,
         canSelectMany: true,
       }),
     );
     this.track(
-      new AutoRefresh(this.treeView, this.tree, this.registry, () => cfg().get<number>('autoRefreshSeconds') ?? 0),
+      new AutoRefresh(
+        treeView,
+        this.tree,
+        this.registry,
+        () => settings().autoRefreshSeconds,
+        this.settings.onDidChange,
+      ),
     );
-
     this.track(
-      vscode.workspace.onDidChangeConfiguration((e) => {
-        if (!e.affectsConfiguration('knownGood')) return;
-        this.current = this.readSettings();
-        this.registry.setCommandTimeout(this.current.commandTimeoutMs);
+      this.settings.onDidChange((s) => {
+        this.registry.setCommandTimeout(s.commandTimeoutMs);
         this.applyHosts();
         this.tree.reload();
       }),
     );
-    this.command(Commands.showLog, () => this.log.show());
 
-    // Feature registrations: one line each; each feature lives in its own folder (src/<feature>/register.ts).
-    registerRuns(this);
-    registerBaselines(this);
-    this.dashboard = registerDashboard(this);
-    registerArgs(this);
-    registerTerminal(this);
-    registerBench(this);
+    const command: RegisterCommand = commandRegistrar({
+      hosts: this.hosts,
+      log: this.log,
+      track: (d) => this.track(d),
+    });
+    command(Commands.showLog, null, () => this.log.show());
+
+    // One baseline store, one key per host: baselines, benchmark results and the dashboard all use these.
+    const store = new BaselineStore(join(context.globalStorageUri.fsPath, 'baselines'));
+    const storeKeyOf = (host: HostSpec) => this.registry.session(host).transport.id;
+    const track = <T extends vscode.Disposable>(d: T) => this.track(d);
+    const common = { command, track, hosts: this.hosts, log: this.log, settings: this.settings };
+
+    // Feature registrations: each feature lives in its own folder (src/<feature>/register.ts) and sees only its deps.
+    registerRuns({
+      ...common,
+      registry: this.registry,
+      tree: {
+        reload: (h) => listings.reload(h),
+        ensureListing: (h) => listings.ensure(h),
+        resolvePath: (h, ids) => this.tree.resolvePath(h, ids),
+      },
+      reveal: (node) => treeView.reveal(node as TreeNode, { select: true, focus: true, expand: true }),
+    });
+    const baselines = registerBaselines({
+      ...common,
+      store,
+      storeKeyOf,
+      registerSection: (s) => this.tree.registerSection(s),
+      refresh: (node) => this.tree.refresh(node as TreeNode | undefined),
+    });
+    const args = registerArgs(common);
+    const dashboard = registerDashboard({
+      ...common,
+      extensionUri: context.extensionUri,
+      ensureListing: (hostId) => listings.ensure(hostId),
+      store,
+      storeKeyOf,
+      args,
+    });
+    registerProbes({ ...common, baselines });
+    registerBench({ ...common, store, storeKeyOf, view: treeView });
+
+    const test: KnownGoodTestApi = {
+      registry: this.registry,
+      settings: () => this.settings.current,
+      tree: this.tree,
+      dashboard,
+    };
+    // The hooks the extension-host tests drive are handed out only when VS Code runs the extension's tests.
+    this.api = context.extensionMode === vscode.ExtensionMode.Test ? test : {};
   }
 
-  get api(): KnownGoodApi {
-    return { registry: this.registry, settings: () => this.current, tree: this.tree, dashboard: this.dashboard };
-  }
-
-  private readSettings(): KnownGoodSettings {
-    const cfg = getConfiguration('knownGood');
-    const s = parseSettings((k) => cfg.get(k));
-    for (const p of s.problems) {
-      this.log?.warn(p);
-    }
-    if (s.problems.length)
+  private reportProblems(problems: readonly string[]): void {
+    for (const p of problems) this.log?.warn(p);
+    if (problems.length)
       void showError(
-        `Known Good settings: ${s.problems[0]}${s.problems.length > 1 ? ` (+${s.problems.length - 1} more)` : ''}`,
+        `Known Good settings: ${problems[0]}${problems.length > 1 ? ` (+${problems.length - 1} more)` : ''}`,
       );
-    return s;
   }
 
   private applyHosts(): void {
-    if (this.sshOptions) {
-      this.sshOptions.knownHostsFiles = [this.current.knownHostsFile ?? defaultKnownHostsFile()];
-      this.sshOptions.connectTimeoutMs = this.current.connectTimeoutMs;
-    }
-    const cfg = getConfiguration('knownGood');
-    const local = cfg.get<unknown>('localRoots');
-    const localRoots =
-      Array.isArray(local) && local.length && local.every((x) => typeof x === 'string') ? local : undefined;
-    const localPython = cfg.get<unknown>('localPython');
-    const ssh = parseSshConfig(this.current.includeSshConfigHosts ? readSshConfig() : undefined);
-    const hosts = resolveHosts(this.current, ssh, localRoots);
-    if (typeof localPython === 'string' && localPython.trim()) hosts[0] = { ...hosts[0]!, python: localPython.trim() };
+    const current = this.settings.current;
+    this.sshOptions.knownHostsFiles = [current.knownHostsFile ?? defaultKnownHostsFile()];
+    this.sshOptions.connectTimeoutMs = current.connectTimeoutMs;
+    const ssh = parseSshConfig(current.includeSshConfigHosts ? readUserSshConfig() : undefined);
+    const hosts = resolveHosts(current, ssh, current.localRoots);
+    if (current.localPython) hosts[0] = { ...hosts[0]!, python: current.localPython };
     this.registry.setHosts(hosts);
-  }
-
-  /** Registers a command whose failures are logged and shown; arguments come from VS Code (tree nodes, URIs). */
-  command<A extends unknown[]>(id: string, run: (...args: A) => unknown): void {
-    this.track(
-      vscode.commands.registerCommand(id, async (...args: unknown[]) => {
-        try {
-          return await run(...(args as A));
-        } catch (e) {
-          this.log.error(`${id}: ${e instanceof Error ? e.message : String(e)}`);
-          void showError(e instanceof Error ? e.message : String(e));
-          return undefined;
-        }
-      }),
-    );
   }
 
   track<T extends vscode.Disposable>(d: T): T {

@@ -1,5 +1,6 @@
 import type * as vscode from 'vscode';
-import { Container, type KnownGoodApi } from './container';
+import type { KnownGoodApi } from './api';
+import { Container } from './container';
 
 export function activate(context: vscode.ExtensionContext): KnownGoodApi {
   const container = new Container(context);

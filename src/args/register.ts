@@ -1,5 +1,4 @@
 import * as vscode from 'vscode';
-import type { Container } from '../container';
 import { Commands } from '../constants';
 import { KnownGoodError } from '../core/errors';
 import { ArgsReader } from '../core/args/reader';
@@ -9,20 +8,39 @@ import { ARGS_SCHEME, fromArgsUri, sameRef } from '../core/args/uri';
 import type { EntryNode } from '../core/runs/model';
 import {
   executeCommand,
-  getConfiguration,
   registerTextDocumentContentProvider,
   showError,
   showInfo,
   showTextDocument,
   showWarning,
 } from '../window';
+import type { RegisterCommand } from '../shared/commands';
+import type { Hosts } from '../shared/hosts';
+import type { SettingsAccess } from '../shared/settings';
 import { ArgsDocuments, argsUri, refOf } from './documents';
+
+/** What the args feature needs from the extension. */
+export interface ArgsDeps {
+  command: RegisterCommand;
+  track<T extends vscode.Disposable>(d: T): T;
+  hosts: Pick<Hosts, 'session'>;
+  settings: SettingsAccess;
+  log: Pick<vscode.LogOutputChannel, 'error'>;
+}
+
+/** What other features may ask of args (the dashboard's checkpoint buttons). */
+export interface ArgsApi {
+  /** Opens a checkpoint's args document. */
+  open(ref: CheckpointRef): Promise<vscode.Uri>;
+  /** Opens the diff of two checkpoints' args, `a` on the left. */
+  openDiff(a: CheckpointRef, b: CheckpointRef): Promise<{ left: vscode.Uri; right: vscode.Uri }>;
+}
 
 const HAS_SELECTION = 'knownGood.args.hasSelection';
 
 function need(value: unknown): CheckpointRef {
   const ref = checkpointOfAny(value);
-  if (!ref) throw new KnownGoodError('settings', 'Pick a checkpoint in Remote Runs first');
+  if (!ref) throw new KnownGoodError('usage', 'Pick a checkpoint in Remote Runs first');
   return ref;
 }
 
@@ -54,14 +72,14 @@ function pairOf(node: unknown, nodes: unknown): [CheckpointRef, CheckpointRef] |
  * "Compare Args" on two selected checkpoints, "Compare with Previous Step" and "Show Changed Args Only". Across runs
  * and hosts: a side is a host id and a path.
  */
-export function registerArgs(c: Container): void {
-  const hostLabel = (hostId: string) => c.registry.session(hostId).label;
+export function registerArgs(c: ArgsDeps): ArgsApi {
+  const hostLabel = (hostId: string) => c.hosts.session(hostId).label;
   const reader = new ArgsReader({
     host: (hostId) => {
-      const s = c.registry.session(hostId);
+      const s = c.hosts.session(hostId);
       return { label: s.label, probes: s.probes };
     },
-    allowTorchLoad: () => getConfiguration('knownGood').get<unknown>('allowTorchLoad') === true,
+    allowTorchLoad: () => c.settings.current.allowTorchLoad,
     confirmUnsafeLoad: async (host, path, why) => {
       const yes = 'Load with weights_only=False';
       const pick = await showWarning(
@@ -97,7 +115,7 @@ export function registerArgs(c: Container): void {
   };
 
   const diff = async (a: CheckpointRef, b: CheckpointRef): Promise<{ left: vscode.Uri; right: vscode.Uri }> => {
-    if (sameRef(a, b)) throw new KnownGoodError('settings', `${a.label}: pick another checkpoint to compare with`);
+    if (sameRef(a, b)) throw new KnownGoodError('usage', `${a.label}: pick another checkpoint to compare with`);
     const left = argsUri({ ...a, view: 'args' });
     const right = argsUri({ ...b, view: 'args' });
     docs.reload(left);
@@ -108,7 +126,7 @@ export function registerArgs(c: Container): void {
   };
 
   const changed = async (a: CheckpointRef, b: CheckpointRef): Promise<vscode.Uri> => {
-    if (sameRef(a, b)) throw new KnownGoodError('settings', `${a.label}: pick another checkpoint to compare with`);
+    if (sameRef(a, b)) throw new KnownGoodError('usage', `${a.label}: pick another checkpoint to compare with`);
     const uri = argsUri({ ...b, view: 'changed', other: a });
     docs.reload(uri);
     await showTextDocument(uri, { preview: true });
@@ -122,31 +140,31 @@ export function registerArgs(c: Container): void {
     return prev ? checkpointOf(prev) : undefined;
   };
 
-  c.command(Commands.argsOpen, (node?: unknown) => open(need(node)));
+  // The args commands read their checkpoint with core/args/target.ts (which picks the file of a checkpoint folder
+  // that holds the args), from the raw argument: a tree node, a `knownGood:` URI or `{ hostId, path }`.
+  const { command } = c;
+  command(Commands.argsOpen, null, (_t, { args: [node] }) => open(need(node)));
 
-  c.command(Commands.argsSelectForCompare, (node?: unknown) => {
+  command(Commands.argsSelectForCompare, null, (_t, { args: [node] }) => {
     const ref = need(node);
     setSelected(ref);
     return ref;
   });
 
-  c.command(Commands.argsCompareWithSelected, (node?: unknown) => {
+  command(Commands.argsCompareWithSelected, null, (_t, { args: [node] }) => {
     if (!selected)
-      throw new KnownGoodError('settings', 'Select a checkpoint for compare first (right-click → Select for Compare)');
+      throw new KnownGoodError('usage', 'Select a checkpoint for compare first (right-click → Select for Compare)');
     return diff(selected, need(node));
   });
 
-  c.command(Commands.argsCompare, (node?: unknown, nodes?: unknown) => {
+  command(Commands.argsCompare, null, (_t, { args: [node, nodes] }) => {
     const pair = pairOf(node, nodes);
     if (!pair)
-      throw new KnownGoodError(
-        'settings',
-        'Compare Args: select two checkpoints (Ctrl/Cmd+click), then right-click one',
-      );
+      throw new KnownGoodError('usage', 'Compare Args: select two checkpoints (Ctrl/Cmd+click), then right-click one');
     return diff(pair[0], pair[1]);
   });
 
-  c.command(Commands.argsCompareWithPrevious, async (node?: unknown) => {
+  command(Commands.argsCompareWithPrevious, null, async (_t, { args: [node] }) => {
     const ref = need(node);
     const prev = previousOf(node);
     if (!prev) {
@@ -156,7 +174,7 @@ export function registerArgs(c: Container): void {
     return diff(prev, ref);
   });
 
-  c.command(Commands.argsShowChanged, async (node?: unknown, nodes?: unknown) => {
+  command(Commands.argsShowChanged, null, async (_t, { args: [node, nodes] }) => {
     const pair = pairOf(node, nodes);
     if (pair) return changed(pair[0], pair[1]);
     // from a diff editor's title: its two sides
@@ -171,10 +189,11 @@ export function registerArgs(c: Container): void {
     const prev = previousOf(node);
     if (prev) return changed(prev, ref);
     throw new KnownGoodError(
-      'settings',
+      'usage',
       `Show Changed Args Only: select a checkpoint for compare first, or pick one with an earlier step`,
     );
   });
 
   void executeCommand('setContext', HAS_SELECTION, false);
+  return { open, openDiff: diff };
 }

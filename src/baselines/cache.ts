@@ -7,12 +7,13 @@ import {
   type BackupResult,
   type CachePlan,
 } from '../core/baselines/cacheArchive';
-import { shortTime, timeAgo } from '../core/baselines/documents';
-import { formatBytes } from '../core/baselines/render';
+import { shortTime } from '../core/baselines/documents';
+import { formatBytes, timeAgo } from '../core/util/format';
 import { KnownGoodError } from '../core/errors';
 import type { HostSpec } from '../core/hosts';
 import { showInfo, showQuickPick, showWarning } from '../window';
-import { baselineSettings, hostFromArg, pickHost, withCancellableProgress, type BaselinesFeature } from './common';
+import type { TargetOf } from '../core/runs/targets';
+import { withCancellableProgress, type BaselinesFeature } from './common';
 import { BaselineCommands } from './ids';
 
 /**
@@ -21,22 +22,18 @@ import { BaselineCommands } from './ids';
  * first, in a modal dialog that says what goes where.
  */
 export function registerCacheCommands(f: BaselinesFeature): void {
-  const { c } = f;
+  const { command, hosts, log } = f;
 
-  async function hostAndPlan(
-    arg: unknown,
-    placeHolder: string,
-  ): Promise<{ spec: HostSpec; plan: CachePlan } | undefined> {
-    const spec = hostFromArg(c, arg) ?? (await pickHost(c, placeHolder));
-    if (!spec) return undefined;
+  async function hostAndPlan(t: TargetOf<'host'>): Promise<{ spec: HostSpec; plan: CachePlan } | undefined> {
+    const spec = hosts.get(t.hostId);
     const root = spec.roots[0];
     if (!root)
       throw new KnownGoodError(
         'settings',
         `${spec.name} has no checkpoint root: archives go to <first root>/.known-good/`,
       );
-    const session = c.registry.session(spec);
-    const { cacheDirs } = baselineSettings(c);
+    const session = hosts.session(spec);
+    const { cacheDirs } = f.settings.current.baselines;
     const plan = await withCancellableProgress(
       `Looking at the compile caches on ${spec.name}`,
       async (signal) => (await session.probes.run(cacheArchiveProbe(root, cacheDirs), { signal })).value,
@@ -44,8 +41,9 @@ export function registerCacheCommands(f: BaselinesFeature): void {
     return plan && { spec, plan };
   }
 
-  c.command(BaselineCommands.backupCache, async (arg: unknown): Promise<BackupResult | undefined> => {
-    const got = await hostAndPlan(arg, 'Back up the compile caches of which host?');
+  const backupOn = { kinds: ['host'], pick: 'Back up the compile caches of which host?' } as const;
+  command(BaselineCommands.backupCache, backupOn, async (t): Promise<BackupResult | undefined> => {
+    const got = await hostAndPlan(t);
     if (!got) return undefined;
     const { spec, plan } = got;
     const backup = planBackup(plan, new Date());
@@ -61,7 +59,7 @@ export function registerCacheCommands(f: BaselinesFeature): void {
       if (go !== 'Archive Anyway') return undefined;
     }
     const what = backup.caches.map((x) => `${x.name} (${x.files ?? '?'} files)`).join(', ');
-    const session = c.registry.session(spec);
+    const session = hosts.session(spec);
     const result = await withCancellableProgress(
       `Archiving ${what}, ${formatBytes(backup.totalBytes)}, on ${spec.name}`,
       (signal, report) =>
@@ -75,15 +73,16 @@ export function registerCacheCommands(f: BaselinesFeature): void {
       void showInfo(`Cache backup on ${spec.name} cancelled: tar was stopped and its partial file removed.`);
       return undefined;
     }
-    c.log.info(`${spec.name}: archived ${what} to ${result.archive}`);
+    log.info(`${spec.name}: archived ${what} to ${result.archive}`);
     const size = result.manifest.archiveBytes !== null ? ` (${formatBytes(result.manifest.archiveBytes)})` : '';
     const msg = `Archived ${what} to ${result.archive}${size}.`;
     void (result.warning ? showWarning(`${msg} ${result.warning}`, {}) : showInfo(msg));
     return result;
   });
 
-  c.command(BaselineCommands.restoreCache, async (arg: unknown) => {
-    const got = await hostAndPlan(arg, 'Restore a compile cache archive on which host?');
+  const restoreOn = { kinds: ['host'], pick: 'Restore a compile cache archive on which host?' } as const;
+  command(BaselineCommands.restoreCache, restoreOn, async (t) => {
+    const got = await hostAndPlan(t);
     if (!got) return undefined;
     const { spec, plan } = got;
     const archives = archivesOf(plan);
@@ -133,7 +132,7 @@ export function registerCacheCommands(f: BaselinesFeature): void {
       'Restore',
     );
     if (answer !== 'Restore') return undefined;
-    const session = c.registry.session(spec);
+    const session = hosts.session(spec);
     const done = await withCancellableProgress(`Restoring ${a.name} on ${spec.name}`, async (signal, report) => {
       await restoreArchive(session.transport, { ...a, manifest }, plan.tar.gnu, {
         signal,
@@ -145,7 +144,7 @@ export function registerCacheCommands(f: BaselinesFeature): void {
       void showInfo(`Restore on ${spec.name} cancelled: tar was stopped; files already extracted stay.`);
       return undefined;
     }
-    c.log.info(`${spec.name}: restored ${a.path}`);
+    log.info(`${spec.name}: restored ${a.path}`);
     void showInfo(`Restored ${manifest.caches.map((x) => x.name).join(' and ')} from ${a.name} on ${spec.name}.`);
     return a.path;
   });

@@ -1,4 +1,5 @@
 import * as vscode from 'vscode';
+import type { CaptureOutcome, CompareOutcome } from '../api';
 import { z } from 'zod';
 import { captureSnapshot, saveBaseline } from '../core/baselines/capture';
 import { baselineDescription, defaultLabel, diffDocuments, shortTime } from '../core/baselines/documents';
@@ -7,16 +8,10 @@ import type { EnvRef } from '../core/baselines/uri';
 import { KnownGoodError } from '../core/errors';
 import type { HostSpec } from '../core/hosts';
 import { showInfo, showInputBox, showQuickPick, showWarning } from '../window';
-import {
-  baselineSettings,
-  hostFromArg,
-  pickHost,
-  storeHostOf,
-  withCancellableProgress,
-  type BaselinesFeature,
-} from './common';
+import type { TargetOf } from '../core/runs/targets';
+import { withCancellableProgress, type BaselinesFeature } from './common';
 import { envUri } from './content';
-import { BaselineCommands, SECTION_ID } from './ids';
+import { BaselineCommands } from './ids';
 
 /** A baseline with the host it belongs to. */
 interface HostBaseline {
@@ -25,62 +20,31 @@ interface HostBaseline {
   stored: StoredBaseline;
 }
 
-export interface CaptureOutcome {
-  hostId: string;
-  id: string;
-  label: string;
-  file: string;
-  remotePath?: string;
-  remoteWarning?: string;
-}
-
-export interface CompareOutcome {
-  unchanged: boolean;
-  differingLines: number;
-  headline: string;
-  left: string;
-  right: string;
-}
-
-const sectionArg = z.object({
-  kind: z.literal('section'),
-  section: z.literal(SECTION_ID),
-  hostId: z.string(),
-  key: z.string(),
-});
-/** From tests and from other commands (Compare Now after a capture). */
-const refArg = z.object({ hostId: z.string(), baselineId: z.string(), label: z.string().optional() });
 const labelArg = z.object({ label: z.string().min(1) });
 
 export function registerBaselineCommands(f: BaselinesFeature): void {
-  const { c, store, section, content } = f;
+  const { command, hosts, log, store, section, content } = f;
 
-  const refresh = (hostId: string) => c.tree.refresh(section.groupNode(hostId));
+  const refresh = (hostId: string) => f.refresh(section.groupNode(hostId));
 
-  /** The baseline a command was invoked on (tree node or `{ hostId, baselineId }`), if any. */
-  async function baselineFromArg(arg: unknown): Promise<HostBaseline | undefined> {
-    if (sectionArg.safeParse(arg).success) {
-      const it = section.item(arg);
-      if (it?.kind !== 'baseline') return undefined;
-      const spec = c.registry.find(it.hostId);
-      if (!spec) throw new KnownGoodError('not-found', `host ${it.hostId} is no longer configured`);
-      return { spec, storeHost: it.storeHost, stored: await store.get(it.storeHost, it.baseline.id) };
-    }
-    const ref = refArg.safeParse(arg);
-    if (!ref.success) return undefined;
-    const spec = c.registry.find(ref.data.hostId);
-    const storeHost = spec && storeHostOf(c, spec.id);
-    if (!spec || !storeHost) throw new KnownGoodError('not-found', `host ${ref.data.hostId} is no longer configured`);
-    return { spec, storeHost, stored: await store.get(storeHost, ref.data.baselineId) };
+  /** The baseline a target names (a Baselines node, or `{ hostId, baselineId }` from tests and Compare Now). */
+  async function baselineOf(t: TargetOf<'baseline'>): Promise<HostBaseline> {
+    const spec = hosts.get(t.hostId);
+    const storeHost = f.storeKeyOf(spec);
+    return { spec, storeHost, stored: await store.get(storeHost, t.baselineId) };
   }
 
-  async function baselinesOf(hosts: readonly HostSpec[]): Promise<HostBaseline[]> {
+  async function baselinesOf(among: readonly HostSpec[]): Promise<HostBaseline[]> {
     const out: HostBaseline[] = [];
-    for (const spec of hosts) {
-      const storeHost = storeHostOf(c, spec.id);
-      if (!storeHost) continue;
+    for (const spec of among) {
+      let storeHost: string;
+      try {
+        storeHost = f.storeKeyOf(spec);
+      } catch {
+        continue;
+      }
       const { baselines, problems } = await store.list(storeHost);
-      for (const p of problems) c.log.warn(`baseline ${p.file}: ${p.message}`);
+      for (const p of problems) log.warn(`baseline ${p.file}: ${p.message}`);
       for (const stored of baselines) out.push({ spec, storeHost, stored });
     }
     return out;
@@ -118,7 +82,7 @@ export function registerBaselineCommands(f: BaselinesFeature): void {
     const l = envUri({ view: 'diff', side: 'left', left, right, name: names[0] });
     const r = envUri({ view: 'diff', side: 'right', left, right, name: names[1] });
     await vscode.commands.executeCommand('vscode.diff', l, r, title, { preview: false });
-    c.log.info(`${title}: ${docs.summaryText.trimEnd().replace(/\n/g, ' | ')}`);
+    log.info(`${title}: ${docs.summaryText.trimEnd().replace(/\n/g, ' | ')}`);
     // The summary already heads both sides of the diff; the notification says the verdict in one line and offers
     // the same summary as a rendered page, so nothing steals focus from the diff itself.
     const notify = docs.drift.unchanged ? showInfo(docs.headline) : showWarning(docs.headline, {}, 'Show Summary');
@@ -139,8 +103,8 @@ export function registerBaselineCommands(f: BaselinesFeature): void {
   }
 
   async function compareWithNow(b: HostBaseline): Promise<CompareOutcome | undefined> {
-    const session = c.registry.session(b.spec);
-    const settings = baselineSettings(c);
+    const session = hosts.session(b.spec);
+    const settings = f.settings.current.baselines;
     const snapshot = await withCancellableProgress(`Capturing the environment of ${b.spec.name} now`, (signal) =>
       captureSnapshot(session, { ...settings, signal }),
     );
@@ -159,10 +123,10 @@ export function registerBaselineCommands(f: BaselinesFeature): void {
     );
   }
 
-  c.command(BaselineCommands.capture, async (arg: unknown, second: unknown): Promise<CaptureOutcome | undefined> => {
-    const spec = hostFromArg(c, arg) ?? (await pickHost(c, 'Capture the environment of which host?'));
-    if (!spec) return undefined;
-    const given = labelArg.safeParse(second);
+  const captureOn = { kinds: ['host'], pick: 'Capture the environment of which host?' } as const;
+  command(BaselineCommands.capture, captureOn, async (t, call): Promise<CaptureOutcome | undefined> => {
+    const spec = hosts.get(t.hostId);
+    const given = labelArg.safeParse(call.extra);
     const typed = given.success
       ? given.data.label
       : await showInputBox({
@@ -174,8 +138,8 @@ export function registerBaselineCommands(f: BaselinesFeature): void {
         });
     const label = typed?.trim();
     if (!label) return undefined;
-    const session = c.registry.session(spec);
-    const settings = baselineSettings(c);
+    const session = hosts.session(spec);
+    const settings = f.settings.current.baselines;
     const saved = await withCancellableProgress(`Capturing the environment of ${spec.name}`, async (signal, report) => {
       report('reading versions, packages, GPUs, variables, scripts and caches…');
       const snapshot = await captureSnapshot(session, { ...settings, signal });
@@ -185,10 +149,10 @@ export function registerBaselineCommands(f: BaselinesFeature): void {
     if (!saved) return undefined;
     const { baseline, file } = saved.stored;
     refresh(spec.id);
-    c.log.info(
+    log.info(
       `baseline "${label}" of ${spec.name} saved to ${file}${saved.remotePath ? `, copy at ${saved.remotePath}` : ''}`,
     );
-    if (saved.remoteWarning) c.log.warn(saved.remoteWarning);
+    if (saved.remoteWarning) log.warn(saved.remoteWarning);
     const msg = `Saved baseline "${label}" of ${spec.name}${saved.remotePath ? ` (copy next to the runs: ${saved.remotePath})` : ''}.`;
     const shown = saved.remoteWarning
       ? showWarning(`${msg} ${saved.remoteWarning}`, {}, 'Compare Now')
@@ -207,27 +171,29 @@ export function registerBaselineCommands(f: BaselinesFeature): void {
     };
   });
 
-  c.command(BaselineCommands.compare, async (arg: unknown): Promise<CompareOutcome | undefined> => {
-    let b = await baselineFromArg(arg);
-    if (!b) {
-      const host = hostFromArg(c, arg);
-      b = await pickBaseline(
-        'Compare the environment now with which baseline?',
-        await baselinesOf(host ? [host] : c.registry.hosts()),
-      );
-    }
+  command(BaselineCommands.compare, { kinds: ['baseline', 'host'] }, async (t): Promise<CompareOutcome | undefined> => {
+    const b =
+      t?.kind === 'baseline'
+        ? await baselineOf(t)
+        : await pickBaseline(
+            'Compare the environment now with which baseline?',
+            await baselinesOf(t ? [hosts.get(t.hostId)] : hosts.all()),
+          );
     return b && compareWithNow(b);
   });
 
-  c.command(
+  command(
     BaselineCommands.compareTwo,
-    async (arg: unknown, selected: unknown): Promise<CompareOutcome | undefined> => {
+    { kinds: ['baseline'] },
+    async (t, call): Promise<CompareOutcome | undefined> => {
       const chosen: HostBaseline[] = [];
-      for (const s of Array.isArray(selected) ? selected : [arg]) {
-        const b = await baselineFromArg(s);
-        if (b && !chosen.some((x) => x.stored.baseline.id === b.stored.baseline.id)) chosen.push(b);
+      const given = call.selectedNodes.length ? call.selection : t ? [t] : [];
+      for (const s of given) {
+        if (s.kind !== 'baseline') continue;
+        const b = await baselineOf(s);
+        if (!chosen.some((x) => x.stored.baseline.id === b.stored.baseline.id)) chosen.push(b);
       }
-      const all = chosen.length >= 2 ? [] : await baselinesOf(c.registry.hosts());
+      const all = chosen.length >= 2 ? [] : await baselinesOf(hosts.all());
       while (chosen.length < 2) {
         const rest = all.filter((x) => !chosen.some((y) => y.stored.baseline.id === x.stored.baseline.id));
         const b = await pickBaseline(
@@ -257,10 +223,8 @@ export function registerBaselineCommands(f: BaselinesFeature): void {
     },
   );
 
-  c.command(BaselineCommands.open, async (arg: unknown) => {
-    const b =
-      (await baselineFromArg(arg)) ??
-      (await pickBaseline('Open which baseline?', await baselinesOf(c.registry.hosts())));
+  command(BaselineCommands.open, { kinds: ['baseline'] }, async (t) => {
+    const b = t ? await baselineOf(t) : await pickBaseline('Open which baseline?', await baselinesOf(hosts.all()));
     if (!b) return undefined;
     const uri = envUri({
       view: 'open',
@@ -271,10 +235,10 @@ export function registerBaselineCommands(f: BaselinesFeature): void {
     return uri.toString();
   });
 
-  c.command(BaselineCommands.rename, async (arg: unknown, second: unknown) => {
-    const b = await baselineFromArg(arg);
-    if (!b) throw new KnownGoodError('settings', 'Rename Baseline works on a baseline in Remote Runs');
-    const given = labelArg.safeParse(second);
+  command(BaselineCommands.rename, { kinds: ['baseline'] }, async (t, call) => {
+    if (!t) throw new KnownGoodError('usage', 'Rename Baseline works on a baseline in Remote Runs');
+    const b = await baselineOf(t);
+    const given = labelArg.safeParse(call.extra);
     const label = (
       given.success
         ? given.data.label
@@ -290,9 +254,9 @@ export function registerBaselineCommands(f: BaselinesFeature): void {
     return saved.file;
   });
 
-  c.command(BaselineCommands.delete, async (arg: unknown) => {
-    const b = await baselineFromArg(arg);
-    if (!b) throw new KnownGoodError('settings', 'Delete Baseline works on a baseline in Remote Runs');
+  command(BaselineCommands.delete, { kinds: ['baseline'] }, async (t) => {
+    if (!t) throw new KnownGoodError('usage', 'Delete Baseline works on a baseline in Remote Runs');
+    const b = await baselineOf(t);
     const answer = await showWarning(
       `Delete baseline "${b.stored.baseline.label}" of ${b.spec.name}?`,
       {

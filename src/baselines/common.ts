@@ -1,62 +1,35 @@
 import * as vscode from 'vscode';
-import { z } from 'zod';
-import { parseBaselineSettings, type BaselineSettings } from '../core/baselines/settings';
 import type { BaselineStore } from '../core/baselines/store';
-import { isKnownGoodError, KnownGoodError } from '../core/errors';
+import { isKnownGoodError } from '../core/errors';
 import type { HostSpec } from '../core/hosts';
-import type { Container } from '../container';
-import { getConfiguration, showQuickPick, withProgress } from '../window';
+import type { RegisterCommand } from '../shared/commands';
+import type { Hosts } from '../shared/hosts';
+import type { SettingsAccess } from '../shared/settings';
+import type { TreeSection } from '../shared/treeSection';
+import { withProgress } from '../window';
 import type { EnvContentProvider } from './content';
 import type { BaselinesSection } from './section';
 
-/** What the baselines commands share: built once in registerBaselines. */
-export interface BaselinesFeature {
-  c: Container;
+/** What the baselines feature needs from the extension (built once by the container). */
+export interface BaselinesDeps {
+  command: RegisterCommand;
+  track(d: vscode.Disposable): void;
+  hosts: Hosts;
+  log: Pick<vscode.LogOutputChannel, 'info' | 'warn' | 'error'>;
+  settings: SettingsAccess;
   store: BaselineStore;
+  /** The store's key for a host (its transport id, the same whichever name the host has in settings). */
+  storeKeyOf(host: HostSpec): string;
+  /** Places the Baselines node under each host of Remote Runs. */
+  registerSection(section: TreeSection): vscode.Disposable;
+  /** Re-renders a node of Remote Runs (no remote call); the whole tree without one. */
+  refresh(node?: unknown): void;
+}
+
+/** What the baselines commands share: the deps and what registerBaselines built once. */
+export interface BaselinesFeature extends BaselinesDeps {
   section: BaselinesSection;
   content: EnvContentProvider;
-}
-
-export function baselineSettings(c: Container): BaselineSettings {
-  const cfg = getConfiguration('knownGood');
-  const s = parseBaselineSettings((k) => cfg.get(k));
-  for (const p of s.problems) c.log.warn(p);
-  return s;
-}
-
-/** The store's key for a host: its transport id, the same whichever name the host has in settings. */
-export function storeHostOf(c: Container, hostId: string): string | undefined {
-  try {
-    return c.registry.session(hostId).transport.id;
-  } catch {
-    return undefined;
-  }
-}
-
-const hostNodeArg = z.object({ kind: z.literal('host'), host: z.object({ id: z.string() }) });
-const hostIdArg = z.object({ hostId: z.string() });
-
-/** The host a command was invoked on: a host node, any node under a host, or `{ hostId }` (tests, other commands). */
-export function hostFromArg(c: Container, arg: unknown): HostSpec | undefined {
-  const h = hostNodeArg.safeParse(arg);
-  const id = h.success ? h.data.host.id : hostIdArg.safeParse(arg).data?.hostId;
-  if (id === undefined) return undefined;
-  const spec = c.registry.find(id);
-  if (!spec) throw new KnownGoodError('not-found', `host ${id} is no longer configured`);
-  return spec;
-}
-
-export async function pickHost(c: Container, placeHolder: string): Promise<HostSpec | undefined> {
-  const items = c.registry.hosts().map((host) => ({
-    label: host.name,
-    description: host.ssh
-      ? `${host.ssh.user}@${host.ssh.host}${host.ssh.port === 22 ? '' : `:${host.ssh.port}`}`
-      : 'local',
-    detail: host.roots.length ? `roots: ${host.roots.join(', ')}` : 'no checkpoint roots',
-    host,
-  }));
-  const pick = await showQuickPick(items, { placeHolder, matchOnDescription: true, ignoreFocusOut: true });
-  return pick?.host;
 }
 
 export type Report = (message: string, fraction?: number) => void;

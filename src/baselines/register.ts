@@ -1,20 +1,31 @@
-import { join } from 'node:path';
-import { BaselineStore } from '../core/baselines/store';
-import type { Container } from '../container';
 import { registerCacheCommands } from './cache';
 import { registerBaselineCommands } from './commands';
-import { storeHostOf } from './common';
 import { registerEnvContent } from './content';
+import type { BaselinesDeps } from './common';
 import { BaselinesSection } from './section';
+import { saveSnapshot, type BaselinesApi } from './save';
 
-/** Environment baselines: the Baselines node under each host, the knownGood-env: documents, the commands. */
-export function registerBaselines(c: Container): void {
-  const store = new BaselineStore(join(c.context.globalStorageUri.fsPath, 'baselines'));
-  const { provider: content, disposable } = registerEnvContent(store);
-  c.track(disposable);
-  const section = new BaselinesSection(store, (hostId) => storeHostOf(c, hostId));
-  c.track(c.tree.registerSection(section));
-  const feature = { c, store, section, content };
+export type { BaselinesDeps } from './common';
+export type { BaselinesApi } from './save';
+
+/**
+ * Environment baselines: the Baselines node under each host, the knownGood-env: documents, the commands. Returns
+ * what other features may ask of baselines (save a snapshot as one), wired by the container.
+ */
+export function registerBaselines(d: BaselinesDeps): BaselinesApi {
+  const { provider: content, disposable } = registerEnvContent(d.store);
+  d.track(disposable);
+  const section = new BaselinesSection(d.store, (hostId) => {
+    const spec = d.hosts.find(hostId);
+    try {
+      return spec && d.storeKeyOf(spec);
+    } catch {
+      return undefined;
+    }
+  });
+  d.track(d.registerSection(section));
+  const feature = { ...d, section, content };
   registerBaselineCommands(feature);
   registerCacheCommands(feature);
+  return { save: (host, snapshot, label) => saveSnapshot(feature, host, snapshot, label) };
 }

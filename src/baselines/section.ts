@@ -3,7 +3,8 @@ import * as vscode from 'vscode';
 import { baselineDescription, shortTime } from '../core/baselines/documents';
 import type { Baseline, BaselineStore } from '../core/baselines/store';
 import type { HostSpec } from '../core/hosts';
-import type { SectionNode, TreeSection } from '../tree/section';
+import type { CommandTarget } from '../core/runs/targets';
+import type { SectionNode, TreeSection } from '../shared/treeSection';
 import { BaselineCommands, SECTION_ID } from './ids';
 
 /** What a node of this section stands for; kept here, keyed by node, so `data` needs no cast. */
@@ -31,7 +32,13 @@ export class BaselinesSection implements TreeSection {
   hostNodes(host: HostSpec): SectionNode[] {
     let g = this.groups.get(host.id);
     if (!g) {
-      g = { kind: 'section', section: SECTION_ID, hostId: host.id, key: 'baselines' };
+      g = {
+        kind: 'section',
+        section: SECTION_ID,
+        hostId: host.id,
+        key: 'baselines',
+        target: { kind: 'host', hostId: host.id },
+      };
       this.groups.set(host.id, g);
       this.items.set(g, { kind: 'group', hostId: host.id });
     }
@@ -56,7 +63,11 @@ export class BaselinesSection implements TreeSection {
     const { baselines, problems } = await this.store.list(storeHost);
     const out: SectionNode[] = [];
     const add = (key: string, item: BaselineItem) => {
-      const n: SectionNode = { kind: 'section', section: SECTION_ID, hostId: node.hostId, key };
+      const target: CommandTarget =
+        item.kind === 'baseline'
+          ? { kind: 'baseline', hostId: node.hostId, baselineId: item.baseline.id }
+          : { kind: 'host', hostId: node.hostId };
+      const n: SectionNode = { kind: 'section', section: SECTION_ID, hostId: node.hostId, key, target };
       this.items.set(n, item);
       out.push(n);
     };

@@ -1,13 +1,13 @@
 import * as vscode from 'vscode';
-import type { Container } from '../container';
-import { formatLive, liveTargetOf, LiveThroughput, type LiveState } from '../core/terminal/liveThroughput';
+import type { BenchDeps } from './register';
+import { formatLive, liveTargetOf, LiveThroughput, type LiveState } from '../core/metrics/liveThroughput';
 import { createStatusBarItem } from '../window';
 
 /**
  * The status-bar item of a selected run: newest step and tokens/s from its metrics jsonl. It polls only while the
  * Remote Runs view is visible and a run (or its log) is selected, and hides otherwise.
  */
-export function registerLiveThroughput(c: Container): LiveThroughput {
+export function registerLiveThroughput(c: BenchDeps): LiveThroughput {
   const item = c.track(createStatusBarItem('knownGood.liveThroughput', vscode.StatusBarAlignment.Left, 50));
   item.name = 'Known Good: live throughput';
   const render = (s: LiveState) => {
@@ -16,7 +16,7 @@ export function registerLiveThroughput(c: Container): LiveThroughput {
       return;
     }
     item.text = `$(pulse) ${formatLive(s)}`;
-    const where = `${s.target.path} on ${c.registry.find(s.target.hostId)?.name ?? s.target.hostId}`;
+    const where = `${s.target.path} on ${c.hosts.find(s.target.hostId)?.name ?? s.target.hostId}`;
     item.tooltip =
       s.kind === 'error'
         ? `${where}\n${s.message}`
@@ -27,12 +27,12 @@ export function registerLiveThroughput(c: Container): LiveThroughput {
     item.show();
   };
   const live = new LiveThroughput({
-    runnerFor: (hostId) => c.registry.session(hostId).probes,
+    runnerFor: (hostId) => c.hosts.session(hostId).probes,
     intervalMs: 3000,
     onState: render,
   });
   c.track({ dispose: () => live.dispose() });
-  const view = c.treeView;
+  const view = c.view;
   const follow = () => {
     const sel = view.selection;
     live.follow(sel.length === 1 ? liveTargetOf(sel[0]) : undefined);

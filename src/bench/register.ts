@@ -1,18 +1,17 @@
 import * as vscode from 'vscode';
-import type { Container } from '../container';
+import type { BenchRunOutcome } from '../api';
 import { throughputBenchProbe, type BenchConfig, type BenchResult } from '../core/bench/benchProbe';
-import { compareThroughput, formatRate } from '../core/bench/compare';
+import { benchDocUri, formatRate } from '../core/bench/compare';
 import {
-  customBenchmarkSchema,
+  customBenchmarkOf,
   throughputFromJsonl,
   throughputFromOutput,
   type ThroughputReading,
 } from '../core/bench/customBenchmark';
-import type { Baseline, BaselineStore, ThroughputResult } from '../core/baselines/store';
+import type { BaselineStore, ThroughputResult } from '../core/baselines/store';
 import { KnownGoodError, messageOf } from '../core/errors';
 import type { HostSpec } from '../core/hosts';
-import { describeIssues } from '../core/probes/probe';
-import { newNonce } from '../core/probes/runner';
+import { newNonce } from '../core/util/nonce';
 import {
   BENCH_PRESETS,
   benchRecord,
@@ -20,17 +19,12 @@ import {
   comparisonDocument,
   customRecord,
   parseBenchConfig,
-  resultLabel,
   sampleOf,
-} from '../core/terminal/bench';
+} from '../core/bench/records';
 import { probeTerminalCommand, shellTerminalCommand } from '../core/terminal/command';
-import { parseFramedResult, terminalName } from '../core/terminal/probes';
-import type { RunnerExit } from '../core/terminal/runner';
-import { baselineStore } from '../terminal/register';
-import { runInTerminal } from '../terminal/run';
-import { hostFor, targetOf } from '../terminal/target';
+import { parseFramedResult, terminalName } from '../core/probes/catalogue';
+import { runInTerminal } from '../shared/terminal';
 import {
-  getConfiguration,
   registerTextDocumentContentProvider,
   showInfo,
   showInputBox,
@@ -38,6 +32,11 @@ import {
   showTextDocument,
 } from '../window';
 import { registerLiveThroughput } from './live';
+import { benchReferences, keepResult, type BenchReference } from '../core/bench/references';
+import type { CustomBenchmark } from '../core/bench/customBenchmark';
+import type { RegisterCommand } from '../shared/commands';
+import type { Hosts } from '../shared/hosts';
+import type { SettingsAccess } from '../shared/settings';
 import { whyFailed } from '../core/transport/collect';
 
 export const BenchCommands = {
@@ -45,8 +44,6 @@ export const BenchCommands = {
   runCustom: 'knownGood.bench.runCustom',
   compare: 'knownGood.bench.compareWithBaseline',
 } as const;
-
-const SCHEME = 'knownGood-bench';
 
 /** Read-only comparison documents, by URI. */
 class ComparisonDocuments implements vscode.TextDocumentContentProvider {
@@ -62,19 +59,6 @@ class ComparisonDocuments implements vscode.TextDocumentContentProvider {
   }
 }
 
-export interface BenchRunOutcome {
-  terminalName: string;
-  exit: RunnerExit;
-  tokensPerSec?: number;
-  /** Where the result was kept. */
-  file?: string;
-  result?: ThroughputResult;
-  /** `4.3K tok/s now vs 12.8K tok/s at baseline "good-run" (0.34×)` when there is a reference. */
-  comparison?: string;
-  error?: string;
-  screen: string;
-}
-
 /** Optional arguments (tests, other commands): `{ config: 'tiny' | {...}, label, compile }`. */
 interface BenchArgs {
   config?: string | BenchConfig;
@@ -87,13 +71,36 @@ function argsOf(v: unknown): BenchArgs {
   return typeof v === 'object' && v !== null && !Array.isArray(v) ? v : {};
 }
 
-export function registerBench(c: Container): void {
+/** What the benchmark commands and live throughput need from the extension. */
+export interface BenchDeps {
+  command: RegisterCommand;
+  track<T extends vscode.Disposable>(d: T): T;
+  hosts: Hosts;
+  log: Pick<vscode.LogOutputChannel, 'info' | 'error'>;
+  settings: SettingsAccess;
+  /** Results are kept with the host's baselines. */
+  store: BaselineStore;
+  storeKeyOf(host: HostSpec): string;
+  /** Remote Runs: live throughput follows its selection while it is visible. */
+  view: Pick<vscode.TreeView<unknown>, 'selection' | 'visible' | 'onDidChangeSelection' | 'onDidChangeVisibility'>;
+}
+
+export function registerBench(d: BenchDeps): void {
   const docs = new ComparisonDocuments();
-  c.track(registerTextDocumentContentProvider(SCHEME, docs));
-  c.command(BenchCommands.run, (node?: unknown, extra?: unknown) => runBench(c, node, argsOf(extra)));
-  c.command(BenchCommands.runCustom, (node?: unknown, extra?: unknown) => runCustom(c, node, argsOf(extra)));
-  c.command(BenchCommands.compare, (node?: unknown, extra?: unknown) => compare(c, docs, node, argsOf(extra)));
-  registerLiveThroughput(c);
+  d.track(registerTextDocumentContentProvider(benchDocUri.scheme, docs));
+  const on = (placeHolder: string) => ({ kinds: ['host'], pick: placeHolder }) as const;
+  d.command(BenchCommands.run, on('Run the throughput benchmark on which host?'), (t, call) =>
+    runBench(d, d.hosts.get(t.hostId), argsOf(call.extra)),
+  );
+  d.command(BenchCommands.runCustom, { kinds: ['host'] }, async (t, call) => {
+    const bench = customBenchmarkOf(d.settings.current.benchmark);
+    const host = t ? d.hosts.get(t.hostId) : await d.hosts.pick('Run your benchmark command on which host?');
+    return host && runCustom(d, bench, host, argsOf(call.extra));
+  });
+  d.command(BenchCommands.compare, on('Compare the throughput of which host?'), (t, call) =>
+    compare(d, docs, d.hosts.get(t.hostId), argsOf(call.extra)),
+  );
+  registerLiveThroughput(d);
 }
 
 async function pickConfig(): Promise<BenchConfig | undefined> {
@@ -125,71 +132,16 @@ async function pickConfig(): Promise<BenchConfig | undefined> {
   return text ? parseBenchConfig(text) : undefined;
 }
 
-function hostKey(c: Container, host: HostSpec): string {
-  return c.registry.session(host).transport.id;
-}
-
-/** The reference a new result is compared with: the newest result kept with a baseline, else none. */
-async function referenceFor(
-  c: Container,
-  host: HostSpec,
-  exceptId: string,
-): Promise<{ result: ThroughputResult; label: string } | undefined> {
-  const refs = (await references(c, host)).filter((r) => r.result.id !== exceptId && r.isBaseline);
-  return refs[0];
-}
-
 /** Keeps a result with the host's baselines and compares it with the reference result, if there is one. */
 async function keepAndCompare(
-  c: Container,
+  d: BenchDeps,
   host: HostSpec,
   record: Parameters<BaselineStore['appendResult']>[1],
 ): Promise<{ kept: { file: string; result: ThroughputResult }; comparison?: string }> {
-  const kept = await baselineStore(c).appendResult(hostKey(c, host), record);
-  const ref = await referenceFor(c, host, kept.result.id);
-  if (!ref) return { kept };
-  return {
-    kept,
-    comparison: compareThroughput(sampleOf(kept.result)!, { ...sampleOf(ref.result)!, label: ref.label }).text,
-  };
+  return keepResult(d.store, d.storeKeyOf(host), record);
 }
 
-interface Reference {
-  result: ThroughputResult;
-  label: string;
-  isBaseline: boolean;
-}
-
-/** Every result of a host a new one can be compared with, newest first; those kept with a baseline first. */
-async function references(c: Container, host: HostSpec): Promise<Reference[]> {
-  const store = baselineStore(c);
-  const key = hostKey(c, host);
-  const baselines: Baseline[] = (await store.list(key)).baselines.map((b) => b.baseline);
-  const out: Reference[] = [];
-  const seen = new Set<string>();
-  for (const b of baselines) {
-    for (const t of [...(b.throughput ?? [])].reverse()) {
-      if (seen.has(t.id) || !sampleOf(t)) continue;
-      seen.add(t.id);
-      out.push({ result: t, label: b.label, isBaseline: true });
-    }
-  }
-  const results = (await store.listResults(key)).results.map((r) => r.result).reverse();
-  for (const r of results) {
-    if (seen.has(r.id) || !sampleOf(r)) continue;
-    seen.add(r.id);
-    out.push({
-      result: r,
-      label: resultLabel(r, baselines),
-      isBaseline: r.baselineId !== null && baselines.some((b) => b.id === r.baselineId),
-    });
-  }
-  return out.sort((a, b) => Number(b.isBaseline) - Number(a.isBaseline));
-}
-
-async function runBench(c: Container, node: unknown, args: BenchArgs): Promise<BenchRunOutcome | undefined> {
-  const host = await hostFor(c, targetOf(node), 'Run the throughput benchmark on which host?');
-  if (!host) return undefined;
+async function runBench(d: BenchDeps, host: HostSpec, args: BenchArgs): Promise<BenchRunOutcome | undefined> {
   const config =
     args.config !== undefined
       ? typeof args.config === 'string'
@@ -197,7 +149,7 @@ async function runBench(c: Container, node: unknown, args: BenchArgs): Promise<B
         : parseBenchConfig(JSON.stringify(args.config), args.compile)
       : await pickConfig();
   if (!config) return undefined;
-  const session = c.registry.session(host);
+  const session = d.hosts.session(host);
   const call = throughputBenchProbe(config);
   const nonce = newNonce();
   const name = terminalName('Throughput benchmark', host.name);
@@ -215,9 +167,9 @@ async function runBench(c: Container, node: unknown, args: BenchArgs): Promise<B
           args.label ??
           `${formatRate(bench.tokensPerSec.median)} tok/s ${new Date().toISOString().slice(0, 16).replace('T', ' ')}`;
         ({ kept, comparison } = await keepAndCompare(
-          c,
+          d,
           host,
-          benchRecord(bench, { hostId: hostKey(c, host), hostLabel: host.name, label }),
+          benchRecord(bench, { hostId: d.storeKeyOf(host), hostLabel: host.name, label }),
         ));
         const lines = [...benchSummary(bench), `kept with the baselines of ${host.name} as "${label}"`];
         if (comparison) lines.push(comparison);
@@ -247,32 +199,13 @@ async function runBench(c: Container, node: unknown, args: BenchArgs): Promise<B
   };
 }
 
-/** `knownGood.benchmark.*` settings, parsed by the core schema. */
-function customSettings() {
-  const cfg = getConfiguration('knownGood.benchmark');
-  const command = cfg.get<string>('command')?.trim();
-  if (!command)
-    throw new KnownGoodError(
-      'settings',
-      'set knownGood.benchmark.command first (e.g. cd /workspace && python train.py --max-steps 30)',
-    );
-  const regex = cfg.get<string>('throughputRegex')?.trim();
-  const jsonl = cfg.get<string>('throughputJsonl')?.trim();
-  const key = cfg.get<string>('throughputKey')?.trim() || 'tok_per_s';
-  const r = customBenchmarkSchema.safeParse({
-    command,
-    ...(regex ? { regex } : {}),
-    ...(jsonl ? { jsonl: { path: jsonl, key } } : {}),
-  });
-  if (!r.success) throw new KnownGoodError('settings', `knownGood.benchmark: ${describeIssues(r.error)}`);
-  return r.data;
-}
-
-async function runCustom(c: Container, node: unknown, args: BenchArgs): Promise<BenchRunOutcome | undefined> {
-  const bench = customSettings();
-  const host = await hostFor(c, targetOf(node), 'Run your benchmark command on which host?');
-  if (!host) return undefined;
-  const session = c.registry.session(host);
+async function runCustom(
+  d: BenchDeps,
+  bench: CustomBenchmark,
+  host: HostSpec,
+  args: BenchArgs,
+): Promise<BenchRunOutcome | undefined> {
+  const session = d.hosts.session(host);
   const name = terminalName('Benchmark command', host.name);
   let kept: { file: string; result: ThroughputResult } | undefined;
   let comparison: string | undefined;
@@ -306,10 +239,10 @@ async function runCustom(c: Container, node: unknown, args: BenchArgs): Promise<
           args.label ??
           `${formatRate(reading.tokensPerSec)} tok/s (own command) ${new Date().toISOString().slice(0, 16).replace('T', ' ')}`;
         ({ kept, comparison } = await keepAndCompare(
-          c,
+          d,
           host,
           customRecord(reading, {
-            hostId: hostKey(c, host),
+            hostId: d.storeKeyOf(host),
             hostLabel: host.name,
             label,
             command: bench.command,
@@ -342,14 +275,12 @@ async function runCustom(c: Container, node: unknown, args: BenchArgs): Promise<
 
 /** Opens the comparison of the newest result with a reference as a read-only document; resolves to its text. */
 async function compare(
-  c: Container,
+  d: BenchDeps,
   docs: ComparisonDocuments,
-  node: unknown,
+  host: HostSpec,
   args: BenchArgs,
 ): Promise<{ uri: string; text: string } | undefined> {
-  const host = await hostFor(c, targetOf(node), 'Compare the throughput of which host?');
-  if (!host) return undefined;
-  const all = await references(c, host);
+  const all = await benchReferences(d.store, d.storeKeyOf(host));
   const newest = [...all].sort((a, b) => b.result.at.localeCompare(a.result.at))[0];
   if (!newest)
     throw new KnownGoodError(
@@ -359,7 +290,7 @@ async function compare(
   const others = all.filter((r) => r.result.id !== newest.result.id);
   if (!others.length)
     throw new KnownGoodError('not-found', `only one benchmark result for ${host.name}: nothing to compare it with yet`);
-  let ref: Reference | undefined;
+  let ref: BenchReference | undefined;
   if (args.reference !== undefined) {
     ref = others.find((r) => r.result.id === args.reference || r.label === args.reference);
     if (!ref) throw new KnownGoodError('not-found', `no kept result ${args.reference} for ${host.name}`);
@@ -377,9 +308,7 @@ async function compare(
   }
   if (!ref) return undefined;
   const text = comparisonDocument(newest, ref, host.name);
-  // Labels such as `12.8K tok/s …` hold slashes: one path segment, so the tab shows the whole title.
-  const title = `${host.name} throughput vs ${ref.label}`.replace(/[\\/:*?"<>|]/g, '_');
-  const uri = vscode.Uri.from({ scheme: SCHEME, path: `/${title}.md` });
+  const uri = vscode.Uri.from(benchDocUri.to({ title: `${host.name} throughput vs ${ref.label}` }));
   docs.put(uri, text);
   await showTextDocument(uri, { preview: true });
   return { uri: uri.toString(), text };

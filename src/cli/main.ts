@@ -1,11 +1,8 @@
-import { readFileSync } from 'node:fs';
-import { homedir } from 'node:os';
-import { join } from 'node:path';
 import { KnownGoodError, messageOf } from '../core/errors';
 import { localHost, resolveEndpoint, type HostSpec } from '../core/hosts';
 import { HostRegistry, type HostSession } from '../core/registry';
 import { containerSchema, type ContainerSettings } from '../core/settings';
-import { parseSshConfig } from '../core/sshConfig';
+import { parseSshConfig, readUserSshConfig } from '../core/sshConfig';
 import { defaultKnownHostsFile } from '../core/transport/ssh';
 import { cliCommands } from './commands';
 import { checkArgvUtf8, exitAfterFlush, guardOutput, parseTimeout, printableLines } from './output';
@@ -114,12 +111,7 @@ export function hostFromCli(host: string, options: CliOptions): HostSpec {
   if (host === 'local') {
     return { ...localHost([], options.python), ...(options.container ? { container: options.container } : {}) };
   }
-  let configText: string | undefined;
-  try {
-    configText = readFileSync(join(homedir(), '.ssh', 'config'), 'utf8');
-  } catch {
-    configText = undefined;
-  }
+  const configText = readUserSshConfig();
   const ssh = resolveEndpoint(
     host,
     parseSshConfig(configText),

@@ -16,6 +16,8 @@ export type ErrorCode =
   | 'probe-failed'
   | 'bad-output'
   | 'settings'
+  /** The person asked for something the command cannot do as invoked ("select two checkpoints first"). */
+  | 'usage'
   | 'not-found'
   | 'permission-denied'
   | 'internal';
@@ -33,6 +35,25 @@ export class KnownGoodError extends Error {
 
 export function isKnownGoodError(e: unknown, code?: ErrorCode): e is KnownGoodError {
   return e instanceof KnownGoodError && (code === undefined || e.code === code);
+}
+
+/**
+ * How the VS Code layer shows a failure, decided by its code alone: `information` for usage mistakes, `silent` for
+ * cancels, `connection` (an error with Retry and Show Log) when the host could not be reached or did not answer in
+ * time, `error` for the rest.
+ */
+export type Presentation = 'information' | 'silent' | 'connection' | 'error';
+
+const PRESENTATION: Partial<Record<ErrorCode, Presentation>> = {
+  usage: 'information',
+  cancelled: 'silent',
+  unreachable: 'connection',
+  timeout: 'connection',
+  'connection-lost': 'connection',
+};
+
+export function presentationOf(e: unknown): Presentation {
+  return e instanceof KnownGoodError ? (PRESENTATION[e.code] ?? 'error') : 'error';
 }
 
 /** A message for any thrown value, without a stack trace. */

@@ -116,6 +116,16 @@ export function resolveHosts(
   return out;
 }
 
+/** `user@host`, `user@host:2222`: how an SSH endpoint is written everywhere (messages, pickers, the tree). */
+export function sshAddress(e: Pick<SshEndpoint, 'user' | 'host' | 'port'>): string {
+  return `${e.user}@${e.host}${e.port === 22 ? '' : `:${e.port}`}`;
+}
+
+/** A host's address for pickers and descriptions: its `user@host[:port]`, or `local`. */
+export function hostAddress(h: Pick<HostSpec, 'ssh'>): string {
+  return h.ssh ? sshAddress(h.ssh) : 'local';
+}
+
 /** For messages: `gpu-box`, `gpu-box (container 200)`. */
 export function hostLabel(h: Pick<HostSpec, 'name' | 'container'>): string {
   if (!h.container) return h.name;

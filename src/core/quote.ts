@@ -1,3 +1,4 @@
+import { KnownGoodError } from './errors';
 /**
  * The one quoting function. Every word that reaches a remote shell (the login shell that sshd runs a command with,
  * or `sh -c` inside a container) goes through `shellQuote`. POSIX single quotes keep every byte literal except the
@@ -5,7 +6,7 @@
  */
 export function shellQuote(word: string): string {
   if (word.includes('\0')) {
-    throw new Error('a command word cannot contain a NUL byte');
+    throw new KnownGoodError('internal', 'a command word cannot contain a NUL byte');
   }
   if (word !== '' && /^[A-Za-z0-9_@%+=:,./-]+$/.test(word) && !word.startsWith('-') && !word.startsWith('=')) {
     // Plain words stay readable in the terminal and logs; nothing in this set is special to sh.
@@ -16,6 +17,6 @@ export function shellQuote(word: string): string {
 
 /** A command line for a POSIX shell that runs exactly `argv`, word for word. */
 export function shellJoin(argv: readonly string[]): string {
-  if (argv.length === 0) throw new Error('empty command');
+  if (argv.length === 0) throw new KnownGoodError('internal', 'empty command');
   return argv.map(shellQuote).join(' ');
 }

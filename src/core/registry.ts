@@ -1,3 +1,4 @@
+import { KnownGoodError } from './errors';
 import { hostLabel, type HostSpec } from './hosts';
 import { ProbeRunner } from './probes/runner';
 import { ContainerTransport } from './transport/container';
@@ -60,7 +61,8 @@ export class HostRegistry {
 
   session(hostOrId: HostSpec | string): HostSession {
     const spec = typeof hostOrId === 'string' ? this.find(hostOrId) : hostOrId;
-    if (!spec) throw new Error(`unknown host ${typeof hostOrId === 'string' ? hostOrId : hostOrId.id}`);
+    if (!spec)
+      throw new KnownGoodError('not-found', `unknown host ${typeof hostOrId === 'string' ? hostOrId : hostOrId.id}`);
     const key = JSON.stringify(spec);
     const cur = this.sessions.get(spec.id);
     if (cur && cur.key === key) return cur.session;

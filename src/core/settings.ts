@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import { describeIssues } from './probes/probe';
+import { parseBaselineSettings, type BaselineSettings } from './baselines/settings';
+import { describeIssues } from './util/zod';
 
 export const containerSchema = z
   .object({
@@ -62,7 +63,21 @@ export function parseHostsSetting(raw: unknown): ParsedHosts {
 
 const rootsSchema = z.array(z.string().min(1));
 
-/** The settings the core needs, read once per change and parsed here (never cast). */
+/** Where checkpoints are looked for when a host names no roots (`knownGood.defaultRoots`'s default). */
+export const DEFAULT_ROOTS: readonly string[] = ['/workspace/checkpoints'];
+
+/** `knownGood.benchmark.*` as typed (trimmed, empty → undefined); core/bench validates it when a run needs it. */
+export interface BenchmarkSettings {
+  command: string | undefined;
+  throughputRegex: string | undefined;
+  throughputJsonl: string | undefined;
+  throughputKey: string;
+}
+
+/**
+ * Every `knownGood.*` setting, read once per configuration change and parsed here (never cast): a bad value falls
+ * back to its default and is reported in `problems`, named by key; the other settings still apply.
+ */
 export interface KnownGoodSettings {
   hosts: HostSettings[];
   defaultRoots: string[];
@@ -70,30 +85,66 @@ export interface KnownGoodSettings {
   connectTimeoutMs: number;
   commandTimeoutMs: number;
   includeSshConfigHosts: boolean;
+  /** Roots of "This machine" (undefined: defaultRoots). */
+  localRoots: string[] | undefined;
+  /** Interpreter of "This machine" (undefined: python3). */
+  localPython: string | undefined;
+  /** `knownGood.sortSteps` is not "oldestFirst". */
+  newestFirst: boolean;
+  maxEntries: number;
+  maxOpenBytes: number;
+  /** 0: off. */
+  autoRefreshSeconds: number;
+  allowTorchLoad: boolean;
+  baselines: Omit<BaselineSettings, 'problems'>;
+  benchmark: BenchmarkSettings;
   problems: string[];
 }
 
 export function parseSettings(get: (key: string) => unknown): KnownGoodSettings {
   const parsed = parseHostsSetting(get('hosts'));
   const problems = [...parsed.problems];
-  const num = (key: string, dflt: number): number => {
+  const num = (key: string, dflt: number, min = Number.MIN_VALUE, what = 'a positive number of seconds'): number => {
     const v = get(key);
     if (v === undefined || v === null) return dflt;
-    if (typeof v === 'number' && Number.isFinite(v) && v > 0) return v;
-    problems.push(`knownGood.${key}: expected a positive number of seconds, got ${JSON.stringify(v)}`);
+    if (typeof v === 'number' && Number.isFinite(v) && v >= min) return v;
+    problems.push(`knownGood.${key}: expected ${what}, got ${JSON.stringify(v)}`);
     return dflt;
   };
+  const text = (key: string): string | undefined => {
+    const v = get(key);
+    return typeof v === 'string' && v.trim() ? v.trim() : undefined;
+  };
   const rootsRaw = get('defaultRoots');
-  const roots = rootsSchema.safeParse(rootsRaw ?? ['/workspace/checkpoints']);
+  const roots = rootsSchema.safeParse(rootsRaw ?? DEFAULT_ROOTS);
   if (!roots.success) problems.push(`knownGood.defaultRoots: ${describeIssues(roots.error)}`);
-  const kh = get('knownHostsFile');
-  return {
+  const local = get('localRoots');
+  const localRoots =
+    Array.isArray(local) && local.length && local.every((x) => typeof x === 'string') ? local : undefined;
+  const { problems: baselineProblems, ...baselines } = parseBaselineSettings(get);
+  const settings: KnownGoodSettings = {
     hosts: parsed.hosts,
-    defaultRoots: roots.success ? roots.data : ['/workspace/checkpoints'],
-    knownHostsFile: typeof kh === 'string' && kh.trim() ? kh.trim() : undefined,
+    defaultRoots: roots.success ? roots.data : [...DEFAULT_ROOTS],
+    knownHostsFile: text('knownHostsFile'),
     connectTimeoutMs: num('connectTimeoutSeconds', 15) * 1000,
     commandTimeoutMs: num('commandTimeoutSeconds', 60) * 1000,
     includeSshConfigHosts: get('includeSshConfigHosts') !== false,
+    localRoots,
+    localPython: text('localPython'),
+    newestFirst: get('sortSteps') !== 'oldestFirst',
+    maxEntries: num('maxEntries', 5000, 1, 'a positive number of entries'),
+    maxOpenBytes: num('maxOpenBytes', 4 * 1024 * 1024, 1, 'a positive number of bytes'),
+    autoRefreshSeconds: num('autoRefreshSeconds', 0, 0, 'a number of seconds (0: off)'),
+    allowTorchLoad: get('allowTorchLoad') === true,
+    baselines,
+    benchmark: {
+      command: text('benchmark.command'),
+      throughputRegex: text('benchmark.throughputRegex'),
+      throughputJsonl: text('benchmark.throughputJsonl'),
+      throughputKey: text('benchmark.throughputKey') ?? 'tok_per_s',
+    },
     problems,
   };
+  problems.push(...baselineProblems);
+  return settings;
 }

@@ -1,5 +1,16 @@
 import SSHConfig from 'ssh-config';
+import { readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
+import { join } from 'node:path';
+
+/** The text of ~/.ssh/config, or undefined when there is none (or it cannot be read). */
+export function readUserSshConfig(): string | undefined {
+  try {
+    return readFileSync(join(homedir(), '.ssh', 'config'), 'utf8');
+  } catch {
+    return undefined;
+  }
+}
 
 export interface SshConfigHost {
   alias: string;

@@ -1,6 +1,5 @@
 import * as vscode from 'vscode';
 import { DASHBOARD_VIEW_TYPE } from '../constants';
-import type { Container } from '../container';
 import { parseDashboardState } from '../core/dashboard/protocol';
 import {
   isMetricsLog,
@@ -11,10 +10,11 @@ import {
   sourceOfRun,
   type RunSource,
 } from '../core/dashboard/sources';
-import type { RunsNode } from '../core/runs/model';
+import { KnownGoodError } from '../core/errors';
+import { decodeTarget, runsNodeOf } from '../core/runs/targets';
 import { createWebviewPanel, showQuickPick } from '../window';
 import { DashboardPanel, webviewOptions, type PanelOptions, type PanelProbe } from './panel';
-import { ContainerServices, type DashboardServices } from './services';
+import { ContainerServices, type DashboardDeps, type DashboardServices } from './services';
 
 /** A run named without a tree node: by other extensions, tests and the restored panels. */
 export interface DashboardTarget {
@@ -36,19 +36,8 @@ export interface DashboardTestApi {
   ): Promise<PanelProbe>;
 }
 
-function isTarget(x: unknown): x is DashboardTarget {
-  if (typeof x !== 'object' || x === null) return false;
-  const t = x as Record<string, unknown>;
-  return typeof t['hostId'] === 'string' && typeof t['logPath'] === 'string';
-}
-
-function isRunsNode(x: unknown): x is RunsNode {
-  if (typeof x !== 'object' || x === null) return false;
-  const k = (x as { kind?: unknown }).kind;
-  return k === 'host' || k === 'root' || k === 'run' || k === 'checkpoint' || k === 'folder' || k === 'file';
-}
-
 const basename = (p: string) => p.slice(p.lastIndexOf('/') + 1) || p;
+const usage = () => new KnownGoodError('usage', 'Open Dashboard: pick a run, a metrics log or a host');
 
 /** What the dashboard reads, for messages that say none was found. */
 const LOG_KINDS = '*.jsonl, metrics.csv, trainer_state.json or events.out.tfevents.*';
@@ -61,8 +50,8 @@ export class DashboardManager implements vscode.Disposable, DashboardTestApi {
   private readonly open_: DashboardPanel[] = [];
   private readonly services: DashboardServices;
 
-  constructor(private readonly c: Container) {
-    this.services = new ContainerServices(c);
+  constructor(private readonly d: DashboardDeps) {
+    this.services = new ContainerServices(d);
   }
 
   panels(): readonly PanelProbe[] {
@@ -97,61 +86,54 @@ export class DashboardManager implements vscode.Disposable, DashboardTestApi {
     this.show(sources);
   }
 
-  private async fromArgument(n: unknown): Promise<RunSource> {
-    if (isTarget(n)) return this.fromTarget(n);
-    if (!isRunsNode(n)) throw new Error('Open Dashboard: pick a run, a metrics log or a host');
+  private async fromArgument(arg: unknown): Promise<RunSource> {
+    const n = runsNodeOf(arg);
+    if (!n) {
+      // Not a tree node: `{ hostId, logPath }` from other extensions and tests.
+      const t = decodeTarget(arg);
+      if (t?.kind === 'log') return this.fromTarget({ hostId: t.hostId, logPath: t.path, label: t.label });
+      throw usage();
+    }
     switch (n.kind) {
       case 'host': {
-        const listing = await this.c.tree.ensureListing(n.host.id);
-        if (!listing) throw new Error(`Could not list ${n.host.label}`);
+        const listing = await this.d.ensureListing(n.host.id);
+        if (!listing) throw new KnownGoodError('not-found', `Could not list ${n.host.label}`);
         const newest = runsWithLogs(n.host.id, listing)[0];
-        if (!newest) throw new Error(`No run with a metrics log (${LOG_KINDS}) on ${n.host.label}`);
+        if (!newest) throw new KnownGoodError('not-found', `No run with a metrics log (${LOG_KINDS}) on ${n.host.label}`);
         return newest;
       }
       case 'root': {
         const s = n.listing.entry ? sourceOfRun(n.hostId, n.listing, n.listing.entry) : undefined;
-        if (!s) throw new Error(`No metrics log (${LOG_KINDS}) directly in ${n.remotePath}`);
+        if (!s) throw new KnownGoodError('not-found', `No metrics log (${LOG_KINDS}) directly in ${n.remotePath}`);
         return s;
       }
       case 'run':
       case 'folder': {
         const s = sourceOfRun(n.hostId, n.root, n.entry);
-        if (!s) throw new Error(`No metrics log (${LOG_KINDS}) in ${n.remotePath}`);
+        if (!s) throw new KnownGoodError('not-found', `No metrics log (${LOG_KINDS}) in ${n.remotePath}`);
         return s;
       }
       case 'file':
-        if (!isMetricsLog(n.entry)) throw new Error(`${n.entry.name} is not a metrics log the dashboard reads`);
+        if (!isMetricsLog(n.entry))
+          throw new KnownGoodError('usage', `${n.entry.name} is not a metrics log the dashboard reads`);
         return sourceOfLog(n.hostId, n.root, n.entry);
       default:
-        throw new Error('Open Dashboard: pick a run, a metrics log or a host');
+        throw usage();
     }
   }
 
   private async fromTarget(t: DashboardTarget): Promise<RunSource> {
-    if (!this.c.registry.find(t.hostId)) throw new Error(`unknown host ${t.hostId}`);
-    const listing = await this.c.tree.ensureListing(t.hostId).catch(() => undefined);
+    if (!this.d.hosts.find(t.hostId)) throw new KnownGoodError('not-found', `unknown host ${t.hostId}`);
+    const listing = await this.d.ensureListing(t.hostId).catch(() => undefined);
     return sourceOfPath(t.hostId, listing, t.logPath, t.label);
   }
 
   /** Palette: a host, then one of its runs with a metrics log (newest first). */
   private async pick(): Promise<RunSource | undefined> {
-    const hosts = this.c.registry.hosts();
-    const host =
-      hosts.length === 1
-        ? hosts[0]
-        : (
-            await showQuickPick(
-              hosts.map((h) => ({
-                label: h.name,
-                description: h.ssh ? `${h.ssh.user}@${h.ssh.host}` : 'local',
-                host: h,
-              })),
-              { title: 'Open Dashboard: host', placeHolder: 'Which host?' },
-            )
-          )?.host;
+    const host = await this.d.hosts.pick('Open Dashboard: which host?');
     if (!host) return undefined;
     const runs = showQuickPick(
-      this.c.tree.ensureListing(host.id).then((listing) =>
+      this.d.ensureListing(host.id).then((listing) =>
         (listing ? runsWithLogs(host.id, listing) : []).map((s) => ({
           label: s.label,
           description: s.log?.mtime ? new Date(s.log.mtime * 1000).toLocaleString() : '',
@@ -179,12 +161,7 @@ export class DashboardManager implements vscode.Disposable, DashboardTestApi {
     const title = sources.length === 1 ? `Dashboard: ${sources[0]!.label}` : `Dashboard: ${sources.length} runs`;
     const p =
       panel ??
-      createWebviewPanel(
-        DASHBOARD_VIEW_TYPE,
-        title,
-        vscode.ViewColumn.Active,
-        webviewOptions(this.c.context.extensionUri),
-      );
+      createWebviewPanel(DASHBOARD_VIEW_TYPE, title, vscode.ViewColumn.Active, webviewOptions(this.d.extensionUri));
     if (panel) panel.title = title;
     const d = new DashboardPanel(p, this.services, sources, (x) => this.forget(x), options);
     this.open_.push(d);
@@ -203,8 +180,8 @@ export class DashboardManager implements vscode.Disposable, DashboardTestApi {
       const targets: DashboardTarget[] = [];
       for (const r of state?.runs ?? []) {
         const byId = parseRunId(r.id);
-        const hostId = byId?.hostId ?? this.c.registry.hosts().find((h) => h.name === r.host)?.id;
-        if (hostId && this.c.registry.find(hostId))
+        const hostId = byId?.hostId ?? this.d.hosts.all().find((h) => h.name === r.host)?.id;
+        if (hostId && this.d.hosts.find(hostId))
           targets.push({ hostId, logPath: byId?.logPath ?? r.path, label: r.label });
       }
       if (!targets.length) {

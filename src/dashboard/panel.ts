@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import * as vscode from 'vscode';
 import {
   parseHostMessage,
@@ -14,6 +13,7 @@ import { seriesFromReduction } from '../core/dashboard/fromReduction';
 import { ProgressiveRuns, sideByHost, type LoadedRun } from '../core/dashboard/progressive';
 import { runCheckpoints, runId, type CheckpointSource, type RunSource } from '../core/dashboard/sources';
 import { messageOf } from '../core/errors';
+import { newNonce } from '../core/util/nonce';
 import { metricsReduceProbe } from '../core/metrics/metricsProbe';
 import { DASHBOARD_SCRIPT, DASHBOARD_STYLES, dashboardHtml } from '../../webview/src/html';
 import type { DashboardServices } from './services';
@@ -32,11 +32,6 @@ export interface PanelOptions {
    * (on a fast disk the exact read of a test-sized log beats the page's ready).
    */
   beforeExact?: (() => Promise<void>) | undefined;
-}
-
-/** A fresh nonce per page: 24 random bytes as base64 (32 characters). */
-export function newNonce(): string {
-  return randomBytes(24).toString('base64');
 }
 
 export function webviewOptions(extensionUri: vscode.Uri): vscode.WebviewOptions & vscode.WebviewPanelOptions {
@@ -133,7 +128,8 @@ export class DashboardPanel implements vscode.Disposable, PanelProbe {
     const dist = vscode.Uri.joinPath(services.extensionUri, 'dist', 'webview');
     webview.html = dashboardHtml({
       cspSource: webview.cspSource,
-      nonce: newNonce(),
+      // A fresh nonce per page: 24 random bytes (32 characters).
+      nonce: newNonce(24),
       scriptUri: webview.asWebviewUri(vscode.Uri.joinPath(dist, DASHBOARD_SCRIPT)).toString(),
       cssUris: DASHBOARD_STYLES.map((f) => webview.asWebviewUri(vscode.Uri.joinPath(dist, f)).toString()),
       title: panel.title,

@@ -1,21 +1,19 @@
-import { join } from 'node:path';
-import * as vscode from 'vscode';
-import type { Container } from '../container';
+import type * as vscode from 'vscode';
+import { checkpointOfNode, type CheckpointRef as ArgsCheckpoint } from '../core/args/target';
 import { captureSnapshot } from '../core/baselines/capture';
 import type { EnvSnapshot } from '../core/baselines/envProbe';
-import { parseBaselineSettings } from '../core/baselines/settings';
-import { BaselineStore } from '../core/baselines/store';
+import type { BaselineStore } from '../core/baselines/store';
 import type { BenchPoint, DriftSummary } from '../core/dashboard/protocol';
 import { benchHistory, driftSummary } from '../core/dashboard/sources';
-import { messageOf } from '../core/errors';
+import { KnownGoodError, messageOf } from '../core/errors';
+import type { HostSpec } from '../core/hosts';
 import type { ProbeRunnerLike } from '../core/probes/probe';
 import type { RootListing, RunEntry } from '../core/runs/listRuns';
 import { entryNode } from '../core/runs/model';
-import { executeCommand, getConfiguration } from '../window';
-
-/** The args commands (src/args/) the checkpoint buttons run, with the tree's own checkpoint nodes. */
-export const ARGS_OPEN = 'knownGood.args.open';
-export const ARGS_COMPARE = 'knownGood.args.compare';
+import type { RunsListing } from '../core/runs/listRuns';
+import type { Hosts } from '../shared/hosts';
+import type { SettingsAccess } from '../shared/settings';
+import { showError } from '../window';
 
 /** How long the first init waits for a snapshot of "now" before it compares the two newest baselines instead. */
 const NOW_BUDGET_MS = 2500;
@@ -39,37 +37,56 @@ export interface DashboardServices {
   diffArgs(checkpoints: CheckpointRef[]): Promise<void>;
 }
 
+/** What the dashboard needs from the extension (built once by the container). */
+export interface DashboardDeps {
+  readonly extensionUri: vscode.Uri;
+  readonly log: Pick<vscode.LogOutputChannel, 'info' | 'warn' | 'error'>;
+  readonly hosts: Hosts;
+  readonly settings: SettingsAccess;
+  /** The host's listing (shared with Remote Runs: one listing per host, loaded once). */
+  ensureListing(hostId: string): Promise<RunsListing | undefined>;
+  readonly store: BaselineStore;
+  storeKeyOf(host: HostSpec): string;
+  /** The args feature's capability (the checkpoint buttons). */
+  readonly args: {
+    open(ref: ArgsCheckpoint): Promise<unknown>;
+    openDiff(a: ArgsCheckpoint, b: ArgsCheckpoint): Promise<unknown>;
+  };
+}
+
+function argsRefOf(c: CheckpointRef): ArgsCheckpoint {
+  const ref = checkpointOfNode(entryNode(c.hostId, c.root, c.entry, false));
+  if (!ref) throw new KnownGoodError('usage', `${c.entry.name} is not a checkpoint`);
+  return ref;
+}
+
 export class ContainerServices implements DashboardServices {
   private readonly nowCache = new Map<string, { at: number; snapshot: Promise<EnvSnapshot> }>();
 
-  constructor(private readonly c: Container) {}
+  constructor(private readonly d: DashboardDeps) {}
 
   get extensionUri(): vscode.Uri {
-    return this.c.context.extensionUri;
+    return this.d.extensionUri;
   }
 
-  get log(): vscode.LogOutputChannel {
-    return this.c.log;
+  get log(): DashboardDeps['log'] {
+    return this.d.log;
   }
 
   probes(hostId: string): ProbeRunnerLike {
-    return this.c.registry.session(hostId).probes;
+    return this.d.hosts.session(hostId).probes;
   }
 
   hostLabel(hostId: string): string {
-    return this.c.registry.find(hostId)?.name ?? hostId;
-  }
-
-  private store(): BaselineStore {
-    return new BaselineStore(join(this.c.context.globalStorageUri.fsPath, 'baselines'));
+    return this.d.hosts.find(hostId)?.name ?? hostId;
   }
 
   async sideData(hostId: string | undefined): Promise<{ drift: DriftSummary | null; bench: BenchPoint[] }> {
-    const spec = hostId ? this.c.registry.find(hostId) : undefined;
+    const spec = hostId ? this.d.hosts.find(hostId) : undefined;
     if (!spec) return { drift: null, bench: [] };
-    const store = this.store();
-    // Baselines are kept by the transport's id (src/baselines storeHostOf); the host's settings id is tried too.
-    const ids = [...new Set([this.c.registry.session(spec).transport.id, spec.id])];
+    const store = this.d.store;
+    // Baselines are kept by the store key (the transport's id); the host's settings id is tried too.
+    const ids = [...new Set([this.d.storeKeyOf(spec), spec.id])];
     let baselines: Awaited<ReturnType<BaselineStore['list']>>['baselines'] = [];
     let results: Awaited<ReturnType<BaselineStore['listResults']>>['results'] = [];
     for (const id of ids) {
@@ -95,9 +112,8 @@ export class ContainerServices implements DashboardServices {
     let cached = this.nowCache.get(hostId);
     if (!cached || Date.now() - cached.at > NOW_CACHE_MS) {
       // The options the baselines feature captures with (scripts, variables, caches), so only real changes show.
-      const cfg = getConfiguration('knownGood');
-      const settings = parseBaselineSettings((k) => cfg.get(k));
-      const snapshot = captureSnapshot(this.c.registry.session(hostId), settings);
+      const settings = this.d.settings.current.baselines;
+      const snapshot = captureSnapshot(this.d.hosts.session(hostId), settings);
       cached = { at: Date.now(), snapshot };
       this.nowCache.set(hostId, cached);
       snapshot.catch(() => this.nowCache.delete(hostId));
@@ -116,21 +132,25 @@ export class ContainerServices implements DashboardServices {
     }
   }
 
-  private async needCommand(id: string): Promise<void> {
-    const all = await vscode.commands.getCommands(true);
-    if (!all.includes(id)) throw new Error(`${id} is not available (the checkpoint args feature is not loaded)`);
+  /** As a command would: a failure is logged and shown, not posted to the page. */
+  private async report(what: string, run: () => Promise<unknown>): Promise<void> {
+    try {
+      await run();
+    } catch (e) {
+      this.d.log.error(`${what}: ${messageOf(e)}`);
+      void showError(messageOf(e));
+    }
   }
 
   async openArgs(hostId: string, root: RootListing, entry: RunEntry): Promise<void> {
-    await this.needCommand(ARGS_OPEN);
-    // The same node the Remote Runs tree passes when a checkpoint is clicked.
-    await executeCommand(ARGS_OPEN, entryNode(hostId, root, entry, false));
+    await this.report('dashboard: open args', () => this.d.args.open(argsRefOf({ hostId, root, entry })));
   }
 
   async diffArgs(checkpoints: CheckpointRef[]): Promise<void> {
-    await this.needCommand(ARGS_COMPARE);
-    const nodes = checkpoints.map((c) => entryNode(c.hostId, c.root, c.entry, false));
-    // As a multi-selection in the tree: (clicked node, selected nodes), older first.
-    await executeCommand(ARGS_COMPARE, nodes[0], nodes);
+    // The lower step on the left, as Compare Args on a selection of two does.
+    const [x, y] = checkpoints as [CheckpointRef, CheckpointRef];
+    const [a, b] =
+      x.entry.step !== undefined && y.entry.step !== undefined && y.entry.step < x.entry.step ? [y, x] : [x, y];
+    await this.report('dashboard: compare args', () => this.d.args.openDiff(argsRefOf(a), argsRefOf(b)));
   }
 }

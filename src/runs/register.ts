@@ -1,92 +1,72 @@
 import * as vscode from 'vscode';
-import type { Container } from '../container';
-import { parseUserHostPort } from '../core/hosts';
+import { parseUserHostPort, sshAddress } from '../core/hosts';
+import type { HostRegistry } from '../core/registry';
 import { findPythonsProbe } from '../core/probes/hostProbes';
 import { fromRemoteFileUri, REMOTE_FILE_SCHEME } from '../core/remote/readFile';
-import { newestCheckpoint, type EntryNode, type HostNode, type MessageNode, type RootNode } from '../core/runs/model';
+import { newestCheckpoint } from '../core/runs/model';
 import type { HostSettings } from '../core/settings';
 import { Commands } from '../constants';
-import { getConfiguration, showInfo, showInputBox, showQuickPick, showWarning, withProgress } from '../window';
+import type { RegisterCommand } from '../shared/commands';
+import type { Hosts } from '../shared/hosts';
+import type { SettingsAccess } from '../shared/settings';
+import { showInfo, showInputBox, showQuickPick, showWarning, withProgress } from '../window';
 import { RemoteFileProvider, remoteFileUri } from './remoteFiles';
 
-type AnyNode = HostNode | RootNode | EntryNode | MessageNode | undefined;
-
-function hostIdOf(node: unknown): string | undefined {
-  if (!node || typeof node !== 'object') return undefined;
-  const n = node as { kind?: string; hostId?: string; host?: { id?: string }; id?: string };
-  if (n.kind === 'host') return n.host?.id;
-  if (typeof n.hostId === 'string') return n.hostId;
-  if (n.kind === 'message' && typeof n.id === 'string') {
-    // Message ids start with the parent's id: ["host","<id>"]#code
-    const m = /^\["host","((?:[^"\\]|\\.)*)"\]/.exec(n.id);
-    return m ? (JSON.parse(`"${m[1]!}"`) as string) : undefined;
-  }
-  return undefined;
-}
-
-async function updateHosts(change: (hosts: HostSettings[]) => HostSettings[]): Promise<void> {
-  const cfg = getConfiguration('knownGood');
-  const cur = cfg.inspect<unknown[]>('hosts')?.globalValue ?? [];
-  const next = change(cur as HostSettings[]);
-  await cfg.update('hosts', next, vscode.ConfigurationTarget.Global);
+/** What Remote Runs' own commands need from the extension. */
+export interface RunsDeps {
+  command: RegisterCommand;
+  track(d: vscode.Disposable): void;
+  hosts: Hosts;
+  registry: Pick<HostRegistry, 'disconnect'>;
+  settings: SettingsAccess;
+  tree: {
+    reload(hostId?: string): void;
+    ensureListing(hostId: string): Promise<import('../core/runs/listRuns').RunsListing | undefined>;
+    resolvePath(hostId: string, ids: string[]): Promise<unknown>;
+  };
+  reveal(node: unknown): Thenable<void>;
 }
 
 /** Remote Runs: the tree's own commands (hosts, roots, files). */
-export function registerRuns(c: Container): void {
-  const tree = c.tree;
-  const registry = c.registry;
-  c.track(vscode.workspace.registerTextDocumentContentProvider(REMOTE_FILE_SCHEME, new RemoteFileProvider(registry)));
+export function registerRuns(d: RunsDeps): void {
+  const { command, tree, hosts, settings } = d;
+  const updateHosts = (change: (hosts: HostSettings[]) => HostSettings[]) => settings.updateHosts(change);
+  d.track(vscode.workspace.registerTextDocumentContentProvider(REMOTE_FILE_SCHEME, new RemoteFileProvider(hosts)));
 
-  c.command(Commands.refresh, (node?: unknown) => tree.reload(hostIdOf(node)));
-  c.command(Commands.retry, (node?: unknown) => tree.reload(hostIdOf(node)));
-  c.command(Commands.connect, (node?: unknown) => {
-    const id = hostIdOf(node);
-    if (id) return tree.ensureListing(id);
-    return undefined;
-  });
-  c.command(Commands.disconnect, (node?: unknown) => {
-    const id = hostIdOf(node);
-    if (!id) return;
-    registry.disconnect(id);
-    tree.reload(id);
+  const any = { kinds: ['host'] } as const;
+  command(Commands.refresh, any, (t) => tree.reload(t?.hostId));
+  command(Commands.retry, any, (t) => tree.reload(t?.hostId));
+  command(Commands.connect, any, (t) => (t ? tree.ensureListing(t.hostId) : undefined));
+  command(Commands.disconnect, any, (t) => {
+    if (!t) return;
+    d.registry.disconnect(t.hostId);
+    tree.reload(t.hostId);
   });
 
-  c.command(Commands.copyPath, async (node?: AnyNode) => {
-    if (!node) return;
+  command(Commands.copyPath, { kinds: ['host', 'root', 'run', 'checkpoint', 'log'] }, async (t) => {
+    if (!t) return;
     let text: string | undefined;
-    if (
-      node.kind === 'root' ||
-      node.kind === 'run' ||
-      node.kind === 'checkpoint' ||
-      node.kind === 'folder' ||
-      node.kind === 'file'
-    ) {
-      text = node.remotePath;
-    } else if (node.kind === 'host') {
-      const spec = registry.find(node.host.id);
-      text = spec?.ssh
-        ? `${spec.ssh.user}@${spec.ssh.host}${spec.ssh.port === 22 ? '' : `:${spec.ssh.port}`}`
-        : spec?.name;
+    if (t.kind === 'host') {
+      const spec = hosts.find(t.hostId);
+      text = spec?.ssh ? sshAddress(spec.ssh) : spec?.name;
+    } else {
+      text = t.path;
     }
     if (text) await vscode.env.clipboard.writeText(text);
   });
 
-  c.command(Commands.openFile, async (node?: EntryNode) => {
-    if (!node || node.kind !== 'file') return;
-    const maxBytes = getConfiguration('knownGood').get<number>('maxOpenBytes') ?? 4 * 1024 * 1024;
-    const uri = remoteFileUri({
-      hostId: node.hostId,
-      path: node.remotePath,
-      ...(node.remotePathB64 ? { pathB64: node.remotePathB64 } : {}),
-      maxBytes,
-    });
+  command(Commands.openFile, { kinds: ['log'] }, async (t, { node }) => {
+    if (!t) return;
+    const maxBytes = settings.current.maxOpenBytes;
+    const b64 = node?.kind === 'file' ? node.remotePathB64 : undefined;
+    const uri = remoteFileUri({ hostId: t.hostId, path: t.path, ...(b64 ? { pathB64: b64 } : {}), maxBytes });
     const doc = await vscode.workspace.openTextDocument(uri);
-    if (/\.jsonl$/i.test(node.remotePath))
+    if (/\.jsonl$/i.test(t.path))
       await vscode.languages.setTextDocumentLanguage(doc, 'jsonl').then(undefined, () => undefined);
     await vscode.window.showTextDocument(doc, { preview: true });
   });
 
-  c.command(Commands.loadMore, async () => {
+  command(Commands.loadMore, null, async () => {
     const editor = vscode.window.activeTextEditor;
     if (!editor || editor.document.uri.scheme !== REMOTE_FILE_SCHEME) {
       void showInfo('Open a remote file from Remote Runs first.');
@@ -97,22 +77,22 @@ export function registerRuns(c: Container): void {
     await vscode.window.showTextDocument(doc, { preview: true });
   });
 
-  c.command(Commands.revealNewest, async (node?: unknown) => {
-    const ids = hostIdOf(node) ? [hostIdOf(node)!] : registry.hosts().map((h) => h.id);
+  command(Commands.revealNewest, any, async (t) => {
+    const ids = t ? [t.hostId] : hosts.all().map((h) => h.id);
     for (const hostId of ids) {
       const listing = await tree.ensureListing(hostId);
       const newest = listing && newestCheckpoint(listing, hostId);
       if (!newest) continue;
       const target = await tree.resolvePath(hostId, newest.ids);
       if (target) {
-        await c.treeView.reveal(target, { select: true, focus: true, expand: true });
+        await d.reveal(target);
         return;
       }
     }
     void showInfo('No checkpoint found in the listed roots.');
   });
 
-  c.command(Commands.addHost, async () => {
+  command(Commands.addHost, null, async () => {
     const target = await showInputBox({
       title: 'Add Host (1/4)',
       prompt: 'An ~/.ssh/config alias, or user@host[:port]',
@@ -138,7 +118,7 @@ export function registerRuns(c: Container): void {
       ignoreFocusOut: true,
     });
     if (python === undefined) return;
-    const defaults = getConfiguration('knownGood').get<string[]>('defaultRoots') ?? ['/workspace/checkpoints'];
+    const defaults = settings.current.defaultRoots;
     const roots = await showInputBox({
       title: 'Add Host (4/4): checkpoint roots',
       prompt: 'Comma-separated folders on the remote',
@@ -162,8 +142,8 @@ export function registerRuns(c: Container): void {
     await updateHosts((hosts) => [...hosts.filter((h) => h.name !== name), entry]);
   });
 
-  c.command(Commands.removeHost, async (node?: HostNode) => {
-    const spec = node && registry.find(node.host.id);
+  command(Commands.removeHost, { kinds: ['host'] }, async (t) => {
+    const spec = t && hosts.find(t.hostId);
     if (!spec) return;
     if (spec.source !== 'settings') {
       void showInfo(
@@ -183,11 +163,11 @@ export function registerRuns(c: Container): void {
   });
 
   const setRoots = async (hostId: string, change: (roots: string[]) => string[]) => {
-    const spec = registry.find(hostId);
+    const spec = hosts.find(hostId);
     if (!spec) return;
     const next = change(spec.roots);
     if (spec.source === 'local') {
-      await getConfiguration('knownGood').update('localRoots', next, vscode.ConfigurationTarget.Global);
+      await settings.setLocalRoots(next);
     } else if (spec.source === 'settings') {
       await updateHosts((hosts) => hosts.map((h) => (h.name === spec.name ? { ...h, roots: next } : h)));
     } else {
@@ -197,9 +177,7 @@ export function registerRuns(c: Container): void {
     tree.reload(hostId);
   };
 
-  c.command(Commands.addRoot, async (node?: unknown) => {
-    const hostId = hostIdOf(node) ?? (await pickHost(c));
-    if (!hostId) return;
+  command(Commands.addRoot, { kinds: ['host'], pick: 'Add a checkpoint root to which host?' }, async ({ hostId }) => {
     const root = await showInputBox({
       title: 'Add Checkpoint Root',
       prompt: 'Folder on the remote, e.g. /workspace/checkpoints',
@@ -209,17 +187,15 @@ export function registerRuns(c: Container): void {
     await setRoots(hostId, (roots) => [...roots.filter((r) => r !== root.trim()), root.trim()]);
   });
 
-  c.command(Commands.removeRoot, async (node?: RootNode) => {
-    if (!node || node.kind !== 'root') return;
+  command(Commands.removeRoot, { kinds: ['root'] }, async (t, { node }) => {
+    if (!t || node?.kind !== 'root') return;
     const root = node.listing.root;
-    await setRoots(node.hostId, (roots) => roots.filter((r) => r !== root));
+    await setRoots(t.hostId, (roots) => roots.filter((r) => r !== root));
   });
 
-  c.command(Commands.selectPython, async (node?: unknown) => {
-    const hostId = hostIdOf(node) ?? (await pickHost(c));
-    const spec = hostId ? registry.find(hostId) : undefined;
-    if (!spec) return;
-    const session = registry.session(spec);
+  command(Commands.selectPython, { kinds: ['host'], pick: 'Select the Python of which host?' }, async ({ hostId }) => {
+    const spec = hosts.get(hostId);
+    const session = hosts.session(spec);
     const found = await withProgress(
       {
         location: vscode.ProgressLocation.Notification,
@@ -254,18 +230,8 @@ export function registerRuns(c: Container): void {
     } else if (spec.source === 'ssh-config') {
       await updateHosts((hosts) => [...hosts, { name: spec.name, host: spec.name, python: pick.path }]);
     } else {
-      await getConfiguration('knownGood').update('localPython', pick.path, vscode.ConfigurationTarget.Global);
+      await settings.setLocalPython(pick.path);
     }
     void showInfo(`${spec.name} now uses ${pick.path}.`);
   });
-}
-
-export async function pickHost(c: Container): Promise<string | undefined> {
-  const hosts = c.registry.hosts();
-  if (hosts.length === 1) return hosts[0]!.id;
-  const pick = await showQuickPick(
-    hosts.map((h) => ({ label: h.name, description: h.ssh ? `${h.ssh.user}@${h.ssh.host}` : 'local', id: h.id })),
-    { title: 'Known Good: pick a host', ignoreFocusOut: true },
-  );
-  return pick?.id;
 }

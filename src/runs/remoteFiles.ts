@@ -1,5 +1,5 @@
 import * as vscode from 'vscode';
-import type { HostRegistry } from '../core/registry';
+import type { HostSession } from '../core/registry';
 import {
   fromRemoteFileUri,
   readFileProbe,
@@ -18,7 +18,7 @@ export function remoteFileUri(ref: RemoteFileRef): vscode.Uri {
  * says how much was left out; "Load More" reopens with twice as much.
  */
 export class RemoteFileProvider implements vscode.TextDocumentContentProvider {
-  constructor(private readonly registry: HostRegistry) {}
+  constructor(private readonly registry: { session(hostId: string): HostSession }) {}
 
   async provideTextDocumentContent(uri: vscode.Uri, token: vscode.CancellationToken): Promise<string> {
     const ref = fromRemoteFileUri(uri);

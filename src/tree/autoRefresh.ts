@@ -1,7 +1,7 @@
 import * as vscode from 'vscode';
 import type { HostRegistry } from '../core/registry';
 import { listRunsProbe } from '../core/runs/listRuns';
-import type { RemoteRunsProvider } from './provider';
+import type { Listings } from '../core/runs/listings';
 
 /**
  * While Remote Runs is visible and `knownGood.autoRefreshSeconds` > 0, new checkpoints appear by themselves: each
@@ -15,16 +15,13 @@ export class AutoRefresh implements vscode.Disposable {
 
   constructor(
     private readonly view: vscode.TreeView<unknown>,
-    private readonly tree: RemoteRunsProvider,
+    private readonly listings: Pick<Listings, 'listing' | 'reload'>,
     private readonly registry: HostRegistry,
     private readonly seconds: () => number,
+    settingsChanged: vscode.Event<unknown>,
   ) {
     this.subs.push(view.onDidChangeVisibility(() => this.schedule()));
-    this.subs.push(
-      vscode.workspace.onDidChangeConfiguration(
-        (e) => e.affectsConfiguration('knownGood.autoRefreshSeconds') && this.schedule(),
-      ),
-    );
+    this.subs.push(settingsChanged(() => this.schedule()));
     this.schedule();
   }
 
@@ -42,13 +39,13 @@ export class AutoRefresh implements vscode.Disposable {
     try {
       await Promise.all(
         this.registry.hosts().map(async (host) => {
-          const listing = this.tree.listing(host.id);
+          const listing = this.listings.listing(host.id);
           if (!listing) return;
           try {
             const r = await this.registry.session(host).probes.run(listRunsProbe(host.roots, { signatureOnly: true }));
             const before = listing.roots.map((x) => `${x.path}\u0000${x.status}\u0000${x.signature ?? ''}`).join('\n');
             const now = r.value.roots.map((x) => `${x.path}\u0000${x.status}\u0000${x.signature ?? ''}`).join('\n');
-            if (before !== now) this.tree.reload(host.id);
+            if (before !== now) this.listings.reload(host.id);
           } catch {
             /* the next full listing shows the error */
           }

@@ -1,22 +1,21 @@
 import * as vscode from 'vscode';
+import { Commands } from '../constants';
 import { messageOf } from '../core/errors';
-import type { HostSpec } from '../core/hosts';
+import { sshAddress, type HostSpec } from '../core/hosts';
 import type { HostRegistry } from '../core/registry';
-import { listRunsProbe, type RunsListing } from '../core/runs/listRuns';
+import type { Listings } from '../core/runs/listings';
+import type { RunsListing } from '../core/runs/listRuns';
 import {
   childrenOf,
-  graftListing,
   hostChildren,
   hostNode,
-  remoteNow,
   type EntryNode,
   type HostInfo,
   type HostNode,
-  type HostState,
   type MessageNode,
   type RunsNode,
 } from '../core/runs/model';
-import type { SectionNode, TreeSection } from './section';
+import type { SectionNode, TreeSection } from '../shared/treeSection';
 
 export type TreeNode = RunsNode | SectionNode | SettingsProblemNode;
 interface SettingsProblemNode {
@@ -25,21 +24,8 @@ interface SettingsProblemNode {
   label: string;
 }
 
-interface HostEntry {
-  state: HostState;
-  listing?: RunsListing;
-  receivedAt?: number;
-  error?: string;
-  loading?: Promise<void>;
-  /** Folders past the listing's depth, listed on expansion: node id → grafted entry. */
-  grafts: Map<string, EntryNode['entry']>;
-}
-
 export interface ProviderOptions {
   newestFirst(): boolean;
-  depth(): number;
-  maxEntries(): number;
-  log(line: string): void;
 }
 
 /**
@@ -51,16 +37,23 @@ export interface ProviderOptions {
 export class RemoteRunsProvider implements vscode.TreeDataProvider<TreeNode>, vscode.Disposable {
   private readonly changed = new vscode.EventEmitter<TreeNode | undefined>();
   readonly onDidChangeTreeData = this.changed.event;
-  private readonly state = new Map<string, HostEntry>();
   private readonly hostNodes = new Map<string, HostNode>();
   private readonly parents = new Map<string, TreeNode | undefined>();
   private readonly sections: TreeSection[] = [];
 
+  private readonly unsubscribe: () => void;
+
   constructor(
     private readonly registry: HostRegistry,
+    /** The listings of every host (src/core/runs/listings.ts): this view only maps them to tree items. */
+    readonly listings: Listings,
     private readonly problems: () => string[],
     private readonly options: ProviderOptions,
-  ) {}
+  ) {
+    this.unsubscribe = listings.onDidChange((hostId) =>
+      this.changed.fire(hostId === undefined ? undefined : this.hostNodes.get(hostId)),
+    );
+  }
 
   registerSection(section: TreeSection): vscode.Disposable {
     this.sections.push(section);
@@ -79,43 +72,21 @@ export class RemoteRunsProvider implements vscode.TreeDataProvider<TreeNode>, vs
 
   /** Forget listings (of one host, or all) and list again when shown. */
   reload(hostId?: string): void {
-    if (hostId) {
-      this.state.delete(hostId);
-      this.changed.fire(this.hostNodes.get(hostId));
-    } else {
-      this.state.clear();
-      this.changed.fire(undefined);
-    }
+    this.listings.reload(hostId);
   }
 
   listing(hostId: string): RunsListing | undefined {
-    return this.state.get(hostId)?.listing;
+    return this.listings.listing(hostId);
   }
 
   /** Lists a host now (or waits for the listing in flight) and returns it. */
-  async ensureListing(hostId: string): Promise<RunsListing | undefined> {
-    const host = this.registry.find(hostId);
-    if (!host) return undefined;
-    const st = this.entry(hostId);
-    if (!st.listing && !st.loading) this.load(host);
-    await st.loading;
-    return this.state.get(hostId)?.listing;
-  }
-
-  private entry(hostId: string): HostEntry {
-    let st = this.state.get(hostId);
-    if (!st) {
-      st = { state: 'disconnected', grafts: new Map() };
-      this.state.set(hostId, st);
-    }
-    return st;
+  ensureListing(hostId: string): Promise<RunsListing | undefined> {
+    return this.listings.ensure(hostId);
   }
 
   private hostInfo(host: HostSpec): HostInfo {
-    const st = this.state.get(host.id);
-    const where = host.ssh
-      ? `${host.ssh.user}@${host.ssh.host}${host.ssh.port === 22 ? '' : `:${host.ssh.port}`}`
-      : undefined;
+    const st = this.listings.get(host.id);
+    const where = host.ssh ? sshAddress(host.ssh) : undefined;
     const container = host.container
       ? host.container.kind === 'custom'
         ? 'container'
@@ -128,52 +99,6 @@ export class RemoteRunsProvider implements vscode.TreeDataProvider<TreeNode>, vs
       ...(where || container ? { detail: [where, container].filter(Boolean).join(' · ') } : {}),
       ...(st?.error ? { error: st.error } : {}),
     };
-  }
-
-  /**
-   * Lists a host's roots. `quiet` when called from getChildren: firing a change for the node VS Code is fetching
-   * children of makes it fetch them twice at once ("Element with id … is already registered"); the loading row
-   * returned with the children already shows the state.
-   */
-  private load(host: HostSpec, quiet = false): void {
-    const st = this.entry(host.id);
-    const session = this.registry.session(host);
-    st.state = session.connected && host.ssh ? 'listing' : host.ssh ? 'connecting' : 'listing';
-    st.error = undefined;
-    if (host.roots.length === 0) {
-      // Nothing to list: no probe, and the model says "No checkpoint roots: add one".
-      st.listing = { roots: [], depth: 0, maxEntries: 0, now: Date.now() / 1000, user: null, elapsedMs: 0 };
-      st.receivedAt = Date.now();
-      st.state = 'connected';
-      if (!quiet) this.fireHost(host.id);
-      return;
-    }
-    if (!quiet) this.fireHost(host.id);
-    st.loading = (async () => {
-      try {
-        const r = await session.probes.run(
-          listRunsProbe(host.roots, { depth: this.options.depth(), maxEntries: this.options.maxEntries() }),
-        );
-        st.listing = r.value;
-        st.receivedAt = Date.now();
-        st.grafts.clear();
-        st.state = 'connected';
-        this.options.log(
-          `${host.name}: listed ${host.roots.length} root(s) in ${r.value.elapsedMs} ms (python ${r.python.executable})`,
-        );
-      } catch (e) {
-        st.state = 'error';
-        st.error = messageOf(e);
-        this.options.log(`${host.name}: ${st.error}`);
-      } finally {
-        st.loading = undefined;
-        this.fireHost(host.id);
-      }
-    })();
-  }
-
-  private fireHost(hostId: string): void {
-    this.changed.fire(this.hostNodes.get(hostId));
   }
 
   private nodeOfHost(host: HostSpec): HostNode {
@@ -230,14 +155,14 @@ export class RemoteRunsProvider implements vscode.TreeDataProvider<TreeNode>, vs
             ? new vscode.ThemeColor('problemsWarningIcon.foreground')
             : undefined;
       t.iconPath = new vscode.ThemeIcon(node.icon, color);
-      if (node.action === 'retry') t.command = { command: 'knownGood.hosts.retry', title: 'Retry', arguments: [node] };
+      if (node.action === 'retry') t.command = { command: Commands.retry, title: 'Retry', arguments: [node] };
     } else {
       t.iconPath = new vscode.ThemeIcon(node.icon);
     }
     if (node.kind === 'checkpoint') {
-      t.command = { command: 'knownGood.args.open', title: 'Open Args', arguments: [node] };
+      t.command = { command: Commands.argsOpen, title: 'Open Args', arguments: [node] };
     } else if (node.kind === 'file' && /\bopenable\b/.test(node.contextValue)) {
-      t.command = { command: 'knownGood.remote.openFile', title: 'Open', arguments: [node] };
+      t.command = { command: Commands.openFile, title: 'Open', arguments: [node] };
     }
     if (node.kind === 'host') {
       const spec = this.registry.find(node.host.id);
@@ -279,9 +204,8 @@ export class RemoteRunsProvider implements vscode.TreeDataProvider<TreeNode>, vs
       case 'host': {
         const host = this.registry.find(node.host.id);
         if (!host) return [];
-        const st = this.entry(host.id);
-        if (!st.listing && !st.loading && st.state !== 'error') this.load(host, true);
-        const kids: TreeNode[] = hostChildren(this.hostInfo(host), st.listing);
+        this.listings.startIfIdle(host);
+        const kids: TreeNode[] = hostChildren(this.hostInfo(host), this.listings.listing(host.id));
         for (const s of this.sections) kids.push(...s.hostNodes(host));
         return this.remember(node, kids);
       }
@@ -290,7 +214,7 @@ export class RemoteRunsProvider implements vscode.TreeDataProvider<TreeNode>, vs
       default: {
         const opts = this.modelOptions(node.hostId);
         if (node.kind !== 'root' && (node.kind === 'run' || node.kind === 'folder' || node.kind === 'checkpoint')) {
-          const grafted = this.state.get(node.hostId)?.grafts.get(node.id);
+          const grafted = this.listings.graft(node.hostId, node.id);
           if (grafted) return this.remember(node, childrenOf({ ...node, entry: grafted, needsListing: false }, opts));
           if (node.needsListing) return this.remember(node, await this.listFolder(node));
         }
@@ -300,29 +224,20 @@ export class RemoteRunsProvider implements vscode.TreeDataProvider<TreeNode>, vs
   }
 
   private modelOptions(hostId: string) {
-    const st = this.state.get(hostId);
-    return {
-      newestFirst: this.options.newestFirst(),
-      ...(st?.listing && st.receivedAt ? { now: remoteNow(st.listing, st.receivedAt) } : {}),
-    };
+    const now = this.listings.remoteNow(hostId);
+    return { newestFirst: this.options.newestFirst(), ...(now !== undefined ? { now } : {}) };
   }
 
   /** One remote call for a folder that was past the listing's depth. */
   private async listFolder(node: EntryNode): Promise<RunsNode[]> {
-    const host = this.registry.find(node.hostId);
-    if (!host) return [];
     try {
-      const r = await this.registry
-        .session(host)
-        .probes.run(listRunsProbe([node.remotePath], { depth: 2, maxEntries: this.options.maxEntries() }));
-      const sub = r.value.roots[0];
-      if (!sub) return [];
-      const grafted = graftListing(node.entry, sub);
-      this.entry(node.hostId).grafts.set(node.id, grafted);
+      const grafted = await this.listings.listFolder(node.hostId, node.id, node.entry, node.remotePath);
+      if (!grafted) return [];
       return childrenOf({ ...node, entry: grafted, needsListing: false }, this.modelOptions(node.hostId));
     } catch (e) {
       const m: MessageNode = {
         kind: 'message',
+        hostId: node.hostId,
         id: `${node.id}#error`,
         label: messageOf(e),
         icon: 'error',
@@ -350,6 +265,7 @@ export class RemoteRunsProvider implements vscode.TreeDataProvider<TreeNode>, vs
   }
 
   dispose(): void {
+    this.unsubscribe();
     this.changed.dispose();
   }
 }

@@ -5,7 +5,8 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import { envSnapshotArgs, envSnapshotProbe, type EnvSnapshot } from '../../src/core/baselines/envProbe';
 import { buildChange, computeDrift, renderDriftMarkdown, renderDriftText } from '../../src/core/baselines/drift';
-import { naturalCompare, renderSnapshot, SECTIONS } from '../../src/core/baselines/render';
+import { renderSnapshot, SECTIONS } from '../../src/core/baselines/render';
+import { naturalCompare } from '../../src/core/util/format';
 import {
   BaselineStore,
   fileTime,

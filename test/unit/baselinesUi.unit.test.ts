@@ -10,7 +10,8 @@ import {
   tarExtractArgv,
   type CachePlan,
 } from '../../src/core/baselines/cacheArchive';
-import { defaultLabel, diffDocuments, snapshotDocument, timeAgo } from '../../src/core/baselines/documents';
+import { defaultLabel, diffDocuments, snapshotDocument } from '../../src/core/baselines/documents';
+import { timeAgo } from '../../src/core/util/format';
 import { remoteWriteArgv, REMOTE_WRITE_SCRIPT } from '../../src/core/baselines/remote';
 import { parseBaselineSettings } from '../../src/core/baselines/settings';
 import { ENV_SCHEME, fromEnvUri, toEnvUri, type EnvDoc } from '../../src/core/baselines/uri';

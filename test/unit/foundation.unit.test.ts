@@ -45,6 +45,40 @@ test('settings: numbers and defaults', () => {
   assert.match(s.problems[0]!, /knownGood\.connectTimeoutSeconds/);
 });
 
+test('settings: one parse for every knownGood.* key, bad values reported by key', () => {
+  const d = parseSettings(() => undefined);
+  assert.deepEqual(d.defaultRoots, ['/workspace/checkpoints']);
+  assert.equal(d.newestFirst, true);
+  assert.equal(d.maxEntries, 5000);
+  assert.equal(d.maxOpenBytes, 4 * 1024 * 1024);
+  assert.equal(d.autoRefreshSeconds, 0);
+  assert.equal(d.allowTorchLoad, false);
+  assert.equal(d.localRoots, undefined);
+  assert.equal(d.benchmark.command, undefined);
+  assert.equal(d.benchmark.throughputKey, 'tok_per_s');
+  assert.deepEqual(d.baselines, { copyToRemote: true, scriptGlobs: [], extraVariables: [], cacheDirs: [] });
+  assert.deepEqual(d.problems, []);
+  const values: Record<string, unknown> = {
+    sortSteps: 'oldestFirst',
+    maxEntries: 'many',
+    autoRefreshSeconds: 30,
+    localRoots: ['/x'],
+    localPython: ' /opt/py/bin/python ',
+    'benchmark.command': '  python train.py ',
+    'env.extraVariables': 'MY_VAR',
+  };
+  const s = parseSettings((k) => values[k]);
+  assert.equal(s.newestFirst, false);
+  assert.equal(s.maxEntries, 5000);
+  assert.equal(s.autoRefreshSeconds, 30);
+  assert.deepEqual(s.localRoots, ['/x']);
+  assert.equal(s.localPython, '/opt/py/bin/python');
+  assert.equal(s.benchmark.command, 'python train.py');
+  assert.equal(s.problems.length, 2);
+  assert.match(s.problems[0]!, /^knownGood\.maxEntries/);
+  assert.match(s.problems[1]!, /^knownGood\.env\.extraVariables/);
+});
+
 test('ssh config: Host entries without wildcards, first match wins, ProxyJump resolved', () => {
   const cfg = parseSshConfig(
     [

@@ -4,15 +4,8 @@ import { mkdirSync, mkdtempSync, rmSync, utimesSync, writeFileSync } from 'node:
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import {
-  decodeLenient,
-  formatAge,
-  formatBytes,
-  formatExactBytes,
-  naturalCompare,
-  parseStep,
-  printableName,
-} from '../../src/core/runs/format';
+import { decodeLenient, parseStep, printableName } from '../../src/core/runs/format';
+import { formatAge, formatBytes, formatExactBytes, naturalCompare } from '../../src/core/util/format';
 import {
   entryProblem,
   listRunsProbe,

@@ -10,11 +10,11 @@ import { BaselineStore } from '../../src/core/baselines/store';
 import { parsePythonJson } from '../../src/core/json';
 import type { ProbeCall, ProbeOutcome, ProbeRunnerLike } from '../../src/core/probes/probe';
 import { oneShotProgram } from '../../src/core/probes/sources';
-import { benchRecord, comparisonDocument, parseBenchConfig } from '../../src/core/terminal/bench';
+import { benchRecord, comparisonDocument, parseBenchConfig } from '../../src/core/bench/records';
 import { probeTerminalCommand, TERMINAL_LOADER } from '../../src/core/terminal/command';
 import { FrameFilter } from '../../src/core/terminal/frame';
-import { formatLive, liveTargetOf, LiveThroughput, type LiveState } from '../../src/core/terminal/liveThroughput';
-import { parseFramedResult, PROBES, terminalName } from '../../src/core/terminal/probes';
+import { formatLive, liveTargetOf, LiveThroughput, type LiveState } from '../../src/core/metrics/liveThroughput';
+import { parseFramedResult, PROBES, terminalName } from '../../src/core/probes/catalogue';
 
 const N = 'abc123';
 const framed = (doc: string) => `\r\n@@KNOWN-GOOD-BEGIN ${N}@@\r\n${doc}\r\n@@KNOWN-GOOD-END ${N}@@\r\n`;

@@ -1,8 +1,8 @@
 import { throughputBenchProbe } from '../../core/bench/benchProbe';
-import { newNonce } from '../../core/probes/runner';
-import { benchSummary, parseBenchConfig } from '../../core/terminal/bench';
+import { newNonce } from '../../core/util/nonce';
+import { benchSummary, parseBenchConfig } from '../../core/bench/records';
 import { probeTerminalCommand } from '../../core/terminal/command';
-import { parseFramedResult } from '../../core/terminal/probes';
+import { parseFramedResult } from '../../core/probes/catalogue';
 import { TerminalRunner } from '../../core/terminal/runner';
 import type { CliCommand } from './types';
 import { printableTree } from '../output';

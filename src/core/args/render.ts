@@ -1,4 +1,4 @@
-import { formatBytes, formatExactBytes } from '../runs/format';
+import { formatBytes, formatExactBytes } from '../util/format';
 import { redactText, redactTree } from '../redact';
 import { isArgEnum, isArgRef, type ArgValue, type CkptArgs } from './argsProbe';
 

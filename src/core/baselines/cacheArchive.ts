@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { KnownGoodError } from '../errors';
 import { defineProbe } from '../probes/probe';
 import type { ProcessHandle, Transport } from '../transport/types';
-import { formatBytes } from './render';
+import { formatBytes } from '../util/format';
 import { writeRemoteFileAtomic } from './remote';
 import { fileTime } from './store';
 import { whyFailed } from '../transport/collect';

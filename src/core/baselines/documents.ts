@@ -1,3 +1,4 @@
+import { timeAgo } from '../util/format';
 import {
   computeDrift,
   driftBullets,
@@ -32,20 +33,6 @@ export function shortTime(iso: string): string {
   const t = Date.parse(iso);
   if (Number.isNaN(t)) return iso;
   return new Date(t).toISOString().slice(0, 16).replace('T', ' ') + ' UTC';
-}
-
-/** `just now`, `5 min ago`, `3 h ago`, `2 days ago`, `in the future` (clock skew). */
-export function timeAgo(iso: string, now: number = Date.now()): string {
-  const t = Date.parse(iso);
-  if (Number.isNaN(t)) return 'unknown time';
-  const s = Math.round((now - t) / 1000);
-  if (s < -60) return 'in the future';
-  if (s < 60) return 'just now';
-  if (s < 3600) return `${Math.floor(s / 60)} min ago`;
-  if (s < 86400) return `${Math.floor(s / 3600)} h ago`;
-  const d = Math.floor(s / 86400);
-  if (d < 60) return `${d} day${d === 1 ? '' : 's'} ago`;
-  return `${Math.floor(d / 30)} months ago`;
 }
 
 /** What the tree shows next to a baseline's label: `3 h ago · torch 2.10.0+cu130`. */

@@ -1,5 +1,6 @@
 import type { CacheInfo, EnvSnapshot, GpuInfo } from './envProbe';
-import { formatBytes, lineMap, naturalCompare } from './render';
+import { formatBytes, naturalCompare } from '../util/format';
+import { lineMap } from './render';
 
 /**
  * What changed between a baseline and now, in the order a person asks: torch and triton first, then the rest of the

@@ -1,3 +1,4 @@
+import { formatBytes, naturalCompare } from '../util/format';
 import type { EnvSnapshot } from './envProbe';
 
 /**
@@ -37,16 +38,6 @@ export interface RenderedSnapshot {
   volatile: RenderedLine[];
 }
 
-const GiB = 1024 ** 3;
-
-export function formatBytes(n: number | null | undefined): string {
-  if (n === null || n === undefined) return 'unknown';
-  if (n >= GiB) return `${(n / GiB).toFixed(1)} GiB`;
-  if (n >= 1024 ** 2) return `${(n / 1024 ** 2).toFixed(1)} MiB`;
-  if (n >= 1024) return `${(n / 1024).toFixed(1)} KiB`;
-  return `${n} B`;
-}
-
 function isoTime(seconds: number | null | undefined): string {
   if (seconds === null || seconds === undefined || !Number.isFinite(seconds)) return 'none';
   return new Date(seconds * 1000).toISOString().replace(/\.\d{3}Z$/, 'Z');
@@ -68,26 +59,6 @@ function valueText(v: unknown): string {
   if (typeof v === 'number' || typeof v === 'boolean') return String(v);
   if (Array.isArray(v)) return v.length ? v.map(valueText).join(', ') : 'none';
   return JSON.stringify(v);
-}
-
-/** Ordering that puts gpu.2 before gpu.10 and does not depend on the locale. */
-export function naturalCompare(a: string, b: string): number {
-  const re = /(\d+)|(\D+)/g;
-  const pa = a.match(re) ?? [];
-  const pb = b.match(re) ?? [];
-  for (let i = 0; i < Math.min(pa.length, pb.length); i++) {
-    const x = pa[i]!;
-    const y = pb[i]!;
-    if (x === y) continue;
-    const dx = /^\d/.test(x);
-    const dy = /^\d/.test(y);
-    if (dx && dy) {
-      const d = Number(x) - Number(y);
-      if (d !== 0) return d;
-    }
-    return x < y ? -1 : 1;
-  }
-  return pa.length - pb.length;
 }
 
 class Lines {

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { describeIssues } from '../probes/probe';
+import { describeIssues } from '../util/zod';
 
 /** The baselines settings, parsed (never cast): bad values fall back to the default and are reported by name. */
 export interface BaselineSettings {

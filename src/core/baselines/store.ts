@@ -4,7 +4,7 @@ import { join, posix } from 'node:path';
 import { z } from 'zod';
 import { KnownGoodError, messageOf } from '../errors';
 import { parsePythonJson } from '../json';
-import { describeIssues } from '../probes/probe';
+import { describeIssues } from '../util/zod';
 import { envSnapshotSchema, type EnvSnapshot } from './envProbe';
 
 /*
@@ -115,6 +115,8 @@ export async function writeFileAtomic(path: string, data: string | Buffer, exclu
         const code = (e as NodeJS.ErrnoException).code;
         if (code !== 'EPERM' && code !== 'ENOTSUP' && code !== 'EOPNOTSUPP') throw e;
         // A file system without hard links: names are unique (id + revision), so check, then rename.
+        // An errno-shaped error, as fs.link throws it, for the caller's EEXIST handling.
+        // eslint-disable-next-line no-restricted-syntax
         if (await exists(path)) throw Object.assign(new Error(`${path} exists`), { code: 'EEXIST' });
         await fs.rename(tmp, path);
       }

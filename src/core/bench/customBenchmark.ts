@@ -1,6 +1,8 @@
 import { z } from 'zod';
 import { parsePythonJson } from '../json';
 import { KnownGoodError } from '../errors';
+import { describeIssues } from '../util/zod';
+import type { BenchmarkSettings } from '../settings';
 
 /*
  * `knownGood.benchmark`: the user's own training command and how to read its throughput, from its output with a
@@ -23,6 +25,23 @@ export const customBenchmarkSchema = z
     message: 'set regex or jsonl to say where the throughput is',
   });
 export type CustomBenchmark = z.infer<typeof customBenchmarkSchema>;
+
+/** The user's benchmark from `knownGood.benchmark.*` (parsed by core/settings), checked when a run needs it. */
+export function customBenchmarkOf(settings: BenchmarkSettings): CustomBenchmark {
+  const { command, throughputRegex: regex, throughputJsonl: jsonl, throughputKey: key } = settings;
+  if (!command)
+    throw new KnownGoodError(
+      'settings',
+      'set knownGood.benchmark.command first (e.g. cd /workspace && python train.py --max-steps 30)',
+    );
+  const r = customBenchmarkSchema.safeParse({
+    command,
+    ...(regex ? { regex } : {}),
+    ...(jsonl ? { jsonl: { path: jsonl, key } } : {}),
+  });
+  if (!r.success) throw new KnownGoodError('settings', `knownGood.benchmark: ${describeIssues(r.error)}`);
+  return r.data;
+}
 
 export interface ThroughputReading {
   /** Median of the last `lastN` values. */
@@ -52,7 +71,7 @@ export function parseHumanNumber(text: string): number | undefined {
 }
 
 export function median(values: readonly number[]): number {
-  if (values.length === 0) throw new Error('median of nothing');
+  if (values.length === 0) throw new KnownGoodError('internal', 'median of nothing');
   const s = [...values].sort((a, b) => a - b);
   const mid = Math.floor(s.length / 2);
   return s.length % 2 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;

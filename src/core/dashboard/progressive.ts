@@ -2,7 +2,7 @@
 // preview (the probe samples evenly spaced windows of a large log; a small one it reads whole), then, for the runs
 // whose preview was sampled, the exact read that replaces it. Following reads from an exact read's nextOffset only.
 // Pure (the probe is a function passed in), so it is tested in Node; src/dashboard/panel.ts adapts it.
-import { messageOf } from '../errors';
+import { KnownGoodError, messageOf } from '../errors';
 import type { MetricsReduceOptions, MetricsReduction } from '../metrics/metricsProbe';
 import { appendReduction, runDataFromReduction } from './fromReduction';
 import type { HostSide, RunData } from './protocol';
@@ -122,7 +122,7 @@ export class ProgressiveRuns {
           try {
             const r = await this.o.reduce(run.src, { x: X });
             // An exact read never carries a sample; if the helper sent one anyway, following from it would be wrong.
-            if (r.sample !== null) throw new Error('the exact read came back sampled');
+            if (r.sample !== null) throw new KnownGoodError('bad-output', 'the exact read came back sampled');
             run.data = runDataFromReduction(run.data.run, r);
             run.nextOffset = r.nextOffset;
             run.exact = 'done';

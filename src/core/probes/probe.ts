@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { KnownGoodError } from '../errors';
+import { describeIssues } from '../util/zod';
 
 /** Which Python produced a result: every result names it. */
 export const interpreterSchema = z.object({ executable: z.string(), version: z.string() });
@@ -31,14 +32,6 @@ export interface ProbeOutcome<R> {
 /** Runs probes on one host (one-shot, or through the resident helper). */
 export interface ProbeRunnerLike {
   run<R>(call: ProbeCall<R>, options?: { timeoutMs?: number; signal?: AbortSignal }): Promise<ProbeOutcome<R>>;
-}
-
-/** Formats zod issues as `path: message` lines, for errors that name the probe. */
-export function describeIssues(error: z.ZodError): string {
-  return error.issues
-    .slice(0, 5)
-    .map((i) => `${i.path.length ? i.path.join('.') : '(root)'}: ${i.message}`)
-    .join('; ');
 }
 
 export function defineProbe<A extends unknown[], S extends z.ZodType>(

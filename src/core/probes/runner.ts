@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { newNonce } from '../util/nonce';
 import { KnownGoodError, isKnownGoodError, messageOf } from '../errors';
 import { asciiJson, parsePythonJson } from '../json';
 import type { ProcessHandle, Transport } from '../transport/types';
@@ -28,10 +28,6 @@ const envelopeSchema = z.union([
 export interface RunOptions {
   timeoutMs?: number;
   signal?: AbortSignal;
-}
-
-export function newNonce(): string {
-  return randomBytes(9).toString('base64url');
 }
 
 /** The framed JSON document in a probe's stdout; whatever a login shell printed around it is ignored. */
@@ -381,7 +377,7 @@ function withTimeout<T>(p: Promise<T>, ms: number, onTimeout: () => Error): Prom
       },
       (e: unknown) => {
         clearTimeout(t);
-        reject(e instanceof Error ? e : new Error(messageOf(e)));
+        reject(e instanceof Error ? e : new KnownGoodError('internal', messageOf(e)));
       },
     );
   });

@@ -1,3 +1,4 @@
+import { KnownGoodError } from '../errors';
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -12,7 +13,7 @@ export function pythonDir(): string {
     if (existsSync(join(dir, 'python', 'kg_common.py'))) return join(dir, 'python');
     dir = dirname(dir);
   }
-  throw new Error(`python/ probes folder not found above ${__dirname}`);
+  throw new KnownGoodError('internal', `python/ probes folder not found above ${__dirname}`);
 }
 
 export interface ProbeSource {
@@ -24,7 +25,7 @@ export interface ProbeSource {
 const cache = new Map<string, ProbeSource>();
 
 export function probeSource(name: string): ProbeSource {
-  if (!/^[a-z_][a-z0-9_]*$/.test(name)) throw new Error(`bad probe name ${JSON.stringify(name)}`);
+  if (!/^[a-z_][a-z0-9_]*$/.test(name)) throw new KnownGoodError('internal', `bad probe name ${JSON.stringify(name)}`);
   let s = cache.get(name);
   if (!s) {
     const source = readFileSync(join(pythonDir(), `${name}.py`), 'utf8');

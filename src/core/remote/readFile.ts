@@ -1,6 +1,8 @@
 import { z } from 'zod';
+import { KnownGoodError } from '../errors';
 import { defineProbe } from '../probes/probe';
-import { formatBytes } from '../runs/format';
+import { defineDocUri, type UriParts } from '../util/docUri';
+import { formatBytes } from '../util/format';
 
 export const readFileSchema = z.object({
   path: z.string(),
@@ -45,39 +47,35 @@ export function renderFileText(r: ReadFileResult, moreHint: string): string {
 }
 
 /** The `knownGood-remote:` URI of a remote file, as plain parts: a pure codec (no vscode). */
-export interface RemoteFileRef {
-  hostId: string;
-  path: string;
+const remoteFileRefSchema = z.object({
+  hostId: z.string().min(1),
+  path: z.string(),
   /** Exact bytes of the path when it is not UTF-8. */
-  pathB64?: string;
-  maxBytes: number;
-}
+  pathB64: z.string().min(1).optional(),
+  maxBytes: z.number().finite().positive(),
+});
+export type RemoteFileRef = z.infer<typeof remoteFileRefSchema>;
 
 export const REMOTE_FILE_SCHEME = 'knownGood-remote';
 
-export function toRemoteFileUri(ref: RemoteFileRef): {
-  scheme: string;
-  authority: string;
-  path: string;
-  query: string;
-} {
-  const q = new URLSearchParams({ host: ref.hostId, bytes: String(ref.maxBytes) });
-  if (ref.pathB64) q.set('b64', ref.pathB64);
+const remoteFileUri = defineDocUri<RemoteFileRef>(REMOTE_FILE_SCHEME, {
+  schema: remoteFileRefSchema,
   // The path keeps its name so the editor tab and language detection (".jsonl", ".log") work.
-  return {
-    scheme: REMOTE_FILE_SCHEME,
-    authority: '',
-    path: ref.path.startsWith('/') ? ref.path : `/${ref.path}`,
-    query: q.toString(),
-  };
+  encode: (ref) => ({ path: ref.path, fields: { host: ref.hostId, bytes: String(ref.maxBytes), b64: ref.pathB64 } }),
+  decode: (fields, path) => ({
+    hostId: fields.get('host'),
+    path,
+    maxBytes: Number(fields.get('bytes')),
+    ...(fields.get('b64') ? { pathB64: fields.get('b64') } : {}),
+  }),
+});
+
+export function toRemoteFileUri(ref: RemoteFileRef): UriParts {
+  return remoteFileUri.to(ref);
 }
 
 export function fromRemoteFileUri(uri: { path: string; query: string }): RemoteFileRef {
-  const q = new URLSearchParams(uri.query);
-  const hostId = q.get('host');
-  const bytes = Number(q.get('bytes'));
-  if (!hostId || !Number.isFinite(bytes) || bytes <= 0)
-    throw new Error(`not a Known Good remote file URI: ${uri.query}`);
-  const b64 = q.get('b64');
-  return { hostId, path: uri.path, maxBytes: bytes, ...(b64 ? { pathB64: b64 } : {}) };
+  const ref = remoteFileUri.parse({ scheme: REMOTE_FILE_SCHEME, path: uri.path, query: uri.query });
+  if (!ref) throw new KnownGoodError('internal', `not a Known Good remote file URI: ${uri.query}`);
+  return ref;
 }

@@ -1,53 +1,4 @@
-/** Sizes, ages and step numbers as the Remote Runs tree and `known-good ls` show them. */
-
-const UNITS = ['KB', 'MB', 'GB', 'TB', 'PB', 'EB'] as const;
-
-/** 1024-based, one decimal below 100: `512 B`, `2.1 GB`, `24.3 GB`, `512 MB`. */
-export function formatBytes(bytes: number): string {
-  if (!Number.isFinite(bytes) || bytes < 0) return '?';
-  if (bytes < 1024) return `${Math.round(bytes)} B`;
-  let v = bytes / 1024;
-  let u = 0;
-  while (u < UNITS.length - 1 && roundShown(v) >= 1024) {
-    v /= 1024;
-    u++;
-  }
-  const shown = roundShown(v);
-  return `${shown < 100 ? shown.toFixed(1) : String(shown)} ${UNITS[u]}`;
-}
-
-function roundShown(v: number): number {
-  return v < 100 ? Math.round(v * 10) / 10 : Math.round(v);
-}
-
-/** `2,254,857,830 bytes`, for tooltips where the exact number matters. */
-export function formatExactBytes(bytes: number): string {
-  return `${Math.round(bytes).toLocaleString('en-US')} ${bytes === 1 ? 'byte' : 'bytes'}`;
-}
-
-/**
- * How long ago `ms` was, seen from `now` (both epoch milliseconds, on the same clock): `just now`, `42 s ago`,
- * `12 min ago`, `3 h ago`, `5 d ago`, `4 mo ago`, `2 y ago`. A time a little ahead of `now` (clock skew between
- * this machine and the remote) still reads `just now`; one far ahead says so.
- */
-export function formatAge(ms: number, now: number): string {
-  const s = Math.floor((now - ms) / 1000);
-  if (s < -120) return 'in the future';
-  if (s < 10) return 'just now';
-  if (s < 60) return `${s} s ago`;
-  const min = Math.floor(s / 60);
-  if (min < 60) return `${min} min ago`;
-  const h = Math.floor(min / 60);
-  if (h < 48) return `${h} h ago`;
-  const d = Math.floor(h / 24);
-  if (d < 60) return `${d} d ago`;
-  if (d < 730) return `${Math.floor(d / 30.44)} mo ago`;
-  return `${Math.floor(d / 365.25)} y ago`;
-}
-
-export function formatIso(ms: number): string {
-  return new Date(ms).toISOString();
-}
+/** Step numbers and printable names as the Remote Runs tree and `known-good ls` show them. */
 
 // Same rules as python/list_runs.py parse_step: the keyword says which number in the name is the step.
 const STEP_RES = [
@@ -74,25 +25,6 @@ export function parseStep(name: string): { step?: number; epoch?: number } {
   const e = EPOCH_RE.exec(name);
   if (e) out.epoch = Number(e[1]);
   return out;
-}
-
-/** Name order with numbers compared as numbers: `step_9` < `step_10` < `step_100`. */
-export function naturalCompare(a: string, b: string): number {
-  const pa = a.split(/(\d+)/);
-  const pb = b.split(/(\d+)/);
-  const n = Math.min(pa.length, pb.length);
-  for (let i = 0; i < n; i++) {
-    const x = pa[i]!;
-    const y = pb[i]!;
-    if (x === y) continue;
-    if (i % 2 === 1) {
-      const d = Number(x) - Number(y);
-      if (d !== 0) return d;
-      return x.length - y.length;
-    }
-    return x < y ? -1 : 1;
-  }
-  return pa.length - pb.length;
 }
 
 /**

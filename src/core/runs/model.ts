@@ -1,4 +1,5 @@
-import { formatAge, formatBytes, formatExactBytes, formatIso, naturalCompare, printableName } from './format';
+import { formatAge, formatBytes, formatExactBytes, formatIso, naturalCompare } from '../util/format';
+import { printableName } from './format';
 import type { RootListing, RunEntry, RunsListing } from './listRuns';
 
 /*
@@ -66,6 +67,8 @@ export interface EntryNode extends NodeBase {
 export type MessageSeverity = 'info' | 'warning' | 'error' | 'loading' | 'more';
 export interface MessageNode extends NodeBase {
   kind: 'message';
+  /** The host the message is about (its parent's host): commands invoked on it (Retry, Add Root) act there. */
+  hostId: string;
   severity: MessageSeverity;
   /** What the message offers: `retry` (host failed), `addRoot` (root missing), `listFolder` (cut or unlisted). */
   action?: 'retry' | 'addRoot';
@@ -234,6 +237,7 @@ export function hostNode(host: HostInfo): HostNode {
 }
 
 function message(
+  hostId: string,
   parentId: string,
   code: string,
   severity: MessageSeverity,
@@ -245,6 +249,7 @@ function message(
   ];
   return {
     kind: 'message',
+    hostId,
     id: `${parentId}#${code}`,
     label,
     tooltip: extra.tooltip ?? label,
@@ -264,16 +269,19 @@ export function hostChildren(host: HostInfo, listing: RunsListing | undefined): 
   const hid = idOf('host', host.id);
   if (host.state === 'error') {
     return [
-      message(hid, 'error', 'error', host.error ?? 'failed', { action: 'retry', tooltip: host.error ?? 'failed' }),
+      message(host.id, hid, 'error', 'error', host.error ?? 'failed', {
+        action: 'retry',
+        tooltip: host.error ?? 'failed',
+      }),
     ];
   }
-  if (host.state === 'connecting') return [message(hid, 'loading', 'loading', 'Connecting…')];
+  if (host.state === 'connecting') return [message(host.id, hid, 'loading', 'loading', 'Connecting…')];
   if (!listing) {
-    if (host.state === 'disconnected') return [message(hid, 'disconnected', 'info', 'Not connected')];
-    return [message(hid, 'loading', 'loading', 'Listing checkpoint roots…')];
+    if (host.state === 'disconnected') return [message(host.id, hid, 'disconnected', 'info', 'Not connected')];
+    return [message(host.id, hid, 'loading', 'loading', 'Listing checkpoint roots…')];
   }
   if (listing.roots.length === 0)
-    return [message(hid, 'no-roots', 'info', 'No checkpoint roots: add one', { action: 'addRoot' })];
+    return [message(host.id, hid, 'no-roots', 'info', 'No checkpoint roots: add one', { action: 'addRoot' })];
   return listing.roots.map((r) => rootNode(host.id, r));
 }
 
@@ -341,17 +349,17 @@ function rootMessages(node: RootNode): MessageNode[] {
   const text = l.message || ROOT_STATUS_TEXT[l.status];
   switch (l.status) {
     case 'missing':
-      return [message(node.id, 'missing', 'warning', capitalise(text), { action: 'addRoot' })];
+      return [message(node.hostId, node.id, 'missing', 'warning', capitalise(text), { action: 'addRoot' })];
     case 'denied':
-      return [message(node.id, 'denied', 'error', capitalise(text))];
+      return [message(node.hostId, node.id, 'denied', 'error', capitalise(text))];
     case 'not-a-directory':
-      return [message(node.id, 'not-dir', 'warning', capitalise(text), { action: 'addRoot' })];
+      return [message(node.hostId, node.id, 'not-dir', 'warning', capitalise(text), { action: 'addRoot' })];
     case 'error':
-      return [message(node.id, 'error', 'error', text)];
+      return [message(node.hostId, node.id, 'error', 'error', text)];
     case 'empty':
-      return [message(node.id, 'empty', 'info', 'Empty: no runs or checkpoints yet')];
+      return [message(node.hostId, node.id, 'empty', 'info', 'Empty: no runs or checkpoints yet')];
     case 'no-checkpoints':
-      return [message(node.id, 'no-checkpoints', 'info', capitalise(text))];
+      return [message(node.hostId, node.id, 'no-checkpoints', 'info', capitalise(text))];
     case 'ok':
       return [];
   }
@@ -504,12 +512,12 @@ function entryChildren(
   options: ModelOptions,
 ): RunsNode[] {
   const out: RunsNode[] = [];
-  if (parent.error) out.push(message(parentId, 'error', 'error', capitalise(parent.error)));
+  if (parent.error) out.push(message(hostId, parentId, 'error', 'error', capitalise(parent.error)));
   const kids = sortEntries(parent.children ?? [], inCheckpoint, options.newestFirst ?? true);
   for (const c of kids) out.push(entryNode(hostId, root, c, inCheckpoint, options));
   if (parent.omitted) {
     out.push(
-      message(parentId, 'omitted', 'more', `${parent.omitted.toLocaleString('en-US')} more not shown`, {
+      message(hostId, parentId, 'omitted', 'more', `${parent.omitted.toLocaleString('en-US')} more not shown`, {
         tooltip: `This folder holds ${parent.omitted.toLocaleString('en-US')} more entries than the listing keeps (knownGood max entries); the newest steps are kept.`,
       }),
     );

@@ -31,7 +31,7 @@ export function splitWords(text: string): string[] {
       inWord = true;
     }
   }
-  if (quote) throw new Error(`unterminated ${quote} in container command: ${text}`);
+  if (quote) throw new KnownGoodError('settings', `unterminated ${quote} in container command: ${text}`);
   if (inWord) words.push(cur);
   return words;
 }

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import type { Duplex, Readable } from 'node:stream';
 import { Client, utils, type AuthenticationType, type ClientChannel, type ConnectConfig } from 'ssh2';
 import { isKnownGoodError, KnownGoodError, messageOf } from '../errors';
-import type { SshEndpoint } from '../hosts';
+import { sshAddress as endpointName, type SshEndpoint } from '../hosts';
 import { appendKnownHost, checkHostKey, fingerprint, keyTypeOf, knownHostsName, readKnownHosts } from '../knownHosts';
 import { shellJoin } from '../quote';
 import { abortableStart, collect } from './collect';
@@ -53,10 +53,6 @@ export function defaultKnownHostsFile(): string {
 
 export function defaultIdentityFiles(): string[] {
   return ['id_ed25519', 'id_ecdsa', 'id_rsa'].map((n) => join(homedir(), '.ssh', n));
-}
-
-function endpointName(e: SshEndpoint): string {
-  return `${e.user}@${e.host}${e.port === 22 ? '' : `:${e.port}`}`;
 }
 
 /** A slot in the channel queue: `seq` keeps its place when it has to queue again. */

@@ -3,23 +3,8 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync 
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import * as vscode from 'vscode';
+import type { CaptureOutcome, CompareOutcome } from '../../../src/api';
 import { activated, rows, setSetting, testSshHost, waitFor, type KnownGoodApi } from './helpers';
-
-interface CaptureOutcome {
-  hostId: string;
-  id: string;
-  label: string;
-  file: string;
-  remotePath?: string;
-  remoteWarning?: string;
-}
-interface CompareOutcome {
-  unchanged: boolean;
-  differingLines: number;
-  headline: string;
-  left: string;
-  right: string;
-}
 
 async function baselineRows(api: KnownGoodApi, hostName: string) {
   const host = (await rows(api)).find((r) => r.label === hostName);

@@ -2,7 +2,7 @@
 // for the extension to see them.
 import * as assert from 'node:assert/strict';
 import * as vscode from 'vscode';
-import type { KnownGoodApi } from '../../../src/container';
+import type { KnownGoodTestApi as KnownGoodApi } from '../../../src/api';
 import type { TreeNode } from '../../../src/tree/provider';
 
 export type { KnownGoodApi, TreeNode };
@@ -15,7 +15,7 @@ export function extension(): vscode.Extension<unknown> {
   return ext;
 }
 
-/** What activate() returns: the KnownGoodApi test hooks (src/container.ts). */
+/** What activate() returns under test (ExtensionMode.Test): the test hooks of src/api.ts. */
 export async function activated(): Promise<KnownGoodApi> {
   return (await extension().activate()) as KnownGoodApi;
 }

@@ -3,27 +3,8 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as vscode from 'vscode';
+import type { BenchRunOutcome, ProbeRunOutcome } from '../../../src/api';
 import { activated, setSetting, testSshHost, waitFor } from './helpers';
-
-/** What knownGood.probes.run and knownGood.bench.* resolve to (src/terminal/register.ts, src/bench/register.ts). */
-interface ProbeRunOutcome {
-  terminalName: string;
-  probe: string;
-  exit: { exitCode: number | null; early: boolean };
-  result?: unknown;
-  error?: string;
-  screen: string;
-}
-interface BenchRunOutcome {
-  terminalName: string;
-  exit: { exitCode: number | null };
-  tokensPerSec?: number;
-  file?: string;
-  result?: { id: string; label?: string };
-  comparison?: string;
-  error?: string;
-  screen: string;
-}
 
 describe('Terminal: Run Probe… and the throughput benchmark', function () {
   this.timeout(240_000);

@@ -1,5 +1,6 @@
 import type * as vscode from 'vscode';
 import type { HostSpec } from '../core/hosts';
+import type { CommandTarget } from '../core/runs/targets';
 
 /**
  * A feature's own nodes in Remote Runs (e.g. "Baselines" under each host). The feature owns its nodes; the
@@ -12,6 +13,8 @@ export interface SectionNode {
   hostId: string;
   /** Unique within the section and host; becomes part of TreeItem.id. */
   key: string;
+  /** What a command invoked on this node acts on (decoded by src/core/runs/targets.ts). */
+  target: CommandTarget;
   data?: unknown;
 }
 

@@ -1,8 +1,8 @@
-import { benchConfigSchema, describeBenchConfig, type BenchConfig, type BenchResult } from '../bench/benchProbe';
-import { compareThroughput, describeDifferences, formatRate, type ThroughputSample } from '../bench/compare';
-import type { ThroughputReading } from '../bench/customBenchmark';
+import { benchConfigSchema, describeBenchConfig, type BenchConfig, type BenchResult } from './benchProbe';
+import { compareThroughput, describeDifferences, formatRate, type ThroughputSample } from './compare';
+import type { ThroughputReading } from './customBenchmark';
 import type { Baseline, ThroughputResult } from '../baselines/store';
-import { describeIssues } from '../probes/probe';
+import { describeIssues } from '../util/zod';
 import { KnownGoodError } from '../errors';
 
 /*

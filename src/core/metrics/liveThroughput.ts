@@ -1,6 +1,6 @@
 import { formatRate } from '../bench/compare';
 import { messageOf } from '../errors';
-import { IncrementalLogReader, type LatestProgress } from '../metrics/logTail';
+import { IncrementalLogReader, type LatestProgress } from './logTail';
 import type { ProbeRunnerLike } from '../probes/probe';
 
 /*

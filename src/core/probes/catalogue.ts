@@ -2,11 +2,11 @@ import { z } from 'zod';
 import { ckptArgsProbe } from '../args/argsProbe';
 import { renderArgsDocument } from '../args/render';
 import { envSnapshotProbe, type EnvSnapshot } from '../baselines/envProbe';
-import { formatBytes } from '../baselines/render';
+import { formatBytes } from '../util/format';
 import { KnownGoodError } from '../errors';
 import { parsePythonJson } from '../json';
-import { defineProbe, type ProbeCall, type ProbeOutcome } from '../probes/probe';
-import { probeOutcome } from '../probes/runner';
+import { defineProbe, type ProbeCall, type ProbeOutcome } from './probe';
+import { probeOutcome } from './runner';
 import { listRunsProbe } from '../runs/listRuns';
 import { renderTextTree } from '../runs/textTree';
 

@@ -13,9 +13,6 @@ export interface TerminalRun {
   done: Promise<RunnerExit>;
 }
 
-/** The runs started from this window, newest last (the extension-host tests read their screens through the API). */
-export const recentRuns: { name: string; pty: RunnerPseudoterminal; runner: TerminalRunner }[] = [];
-
 /** Opens `Known Good: … @ host` running `command` on the host: a pty over SSH, a child process on This machine. */
 export function runInTerminal(
   name: string,
@@ -27,7 +24,5 @@ export function runInTerminal(
   const pty = new RunnerPseudoterminal(runner);
   const terminal = createTerminal({ name, pty, iconPath: new vscode.ThemeIcon('beaker') });
   terminal.show(true);
-  recentRuns.push({ name, pty, runner });
-  if (recentRuns.length > 20) recentRuns.shift();
   return { terminal, runner, pty, done: runner.exited };
 }

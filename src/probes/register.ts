@@ -1,11 +1,9 @@
-import { join } from 'node:path';
-import type { Container } from '../container';
+import type * as vscode from 'vscode';
 import { envSnapshotProbe, type EnvSnapshot } from '../core/baselines/envProbe';
-import { saveBaseline } from '../core/baselines/capture';
-import { BaselineStore } from '../core/baselines/store';
 import { messageOf } from '../core/errors';
 import type { HostSpec } from '../core/hosts';
-import { newNonce } from '../core/probes/runner';
+import type { TargetOf } from '../core/runs/targets';
+import { newNonce } from '../core/util/nonce';
 import { probeTerminalCommand } from '../core/terminal/command';
 import {
   parseFramedResult,
@@ -14,35 +12,30 @@ import {
   terminalName,
   type ProbeChoice,
   type ProbeContext,
-} from '../core/terminal/probes';
-import type { RunnerExit } from '../core/terminal/runner';
+} from '../core/probes/catalogue';
+import type { ProbeRunOutcome } from '../api';
+import type { RegisterCommand } from '../shared/commands';
+import type { Hosts } from '../shared/hosts';
+import { runInTerminal } from '../shared/terminal';
 import { showInfo, showInputBox, showQuickPick } from '../window';
-import { runInTerminal } from './run';
-import { hostFor, targetOf } from './target';
 
 export const TerminalCommands = {
   runProbe: 'knownGood.probes.run',
 } as const;
 
-/** What "Run Probe…" resolves to (the extension-host tests read it through executeCommand). */
-export interface ProbeRunOutcome {
-  terminalName: string;
-  probe: string;
-  exit: RunnerExit;
-  /** The probe's parsed result, when the run printed one. */
-  result?: unknown;
-  error?: string;
-  /** What the terminal showed. */
-  screen: string;
+/** What Run Probe needs: hosts, the log, and the baselines capability for a snapshot's "Save as Baseline". */
+export interface ProbesDeps {
+  command: RegisterCommand;
+  hosts: Hosts;
+  log: Pick<vscode.LogOutputChannel, 'info' | 'error'>;
+  baselines: { save(host: HostSpec, snapshot: EnvSnapshot, label: string): Promise<string> };
 }
 
-export function baselineStore(c: Container): BaselineStore {
-  return new BaselineStore(join(c.context.globalStorageUri.fsPath, 'baselines'));
-}
-
-export function registerTerminal(c: Container): void {
-  c.command(TerminalCommands.runProbe, (node?: unknown, second?: unknown) =>
-    runProbe(c, node, typeof second === 'string' ? second : undefined),
+export function registerProbes(d: ProbesDeps): void {
+  d.command(
+    TerminalCommands.runProbe,
+    { kinds: ['host', 'root', 'run', 'checkpoint'], pick: 'Run the probe on which host?' },
+    (target, call) => runProbe(d, target, typeof call.extra === 'string' ? call.extra : undefined),
   );
 }
 
@@ -55,20 +48,18 @@ async function pickProbe(): Promise<ProbeChoice | undefined> {
 }
 
 async function runProbe(
-  c: Container,
-  node: unknown,
+  d: ProbesDeps,
+  target: TargetOf<'host' | 'root' | 'run' | 'checkpoint'>,
   probeId: string | undefined,
 ): Promise<ProbeRunOutcome | undefined> {
-  const target = targetOf(node);
-  const host = await hostFor(c, target, 'Run the probe on which host?');
-  if (!host) return undefined;
+  const host = d.hosts.get(target.hostId);
   const choice = probeId !== undefined ? probeChoice(probeId) : await pickProbe();
   if (!choice) return undefined;
   const ctx: ProbeContext = {
     hostLabel: host.name,
     roots: host.roots,
-    ...(target.folder !== undefined ? { folder: target.folder } : {}),
-    ...(target.checkpoint !== undefined ? { checkpoint: target.checkpoint } : {}),
+    ...(target.kind === 'root' || target.kind === 'run' ? { folder: target.path } : {}),
+    ...(target.kind === 'checkpoint' ? { checkpoint: target.path } : {}),
   };
   if (choice.needs === 'checkpoint' && ctx.checkpoint === undefined) {
     const path = await showInputBox({
@@ -88,16 +79,16 @@ async function runProbe(
     if (!path) return undefined;
     ctx.folder = path;
   }
-  return runProbeInTerminal(c, host, choice, ctx);
+  return runProbeInTerminal(d, host, choice, ctx);
 }
 
-export async function runProbeInTerminal(
-  c: Container,
+async function runProbeInTerminal(
+  d: ProbesDeps,
   host: HostSpec,
   choice: ProbeChoice,
   ctx: ProbeContext,
 ): Promise<ProbeRunOutcome> {
-  const session = c.registry.session(host);
+  const session = d.hosts.session(host);
   const call = choice.call(ctx);
   const nonce = newNonce();
   const name = terminalName(choice.label, host.name);
@@ -117,8 +108,8 @@ export async function runProbeInTerminal(
     },
   });
   const exit = await run.done;
-  c.log.info(`${name}: exit ${exit.exitCode ?? exit.exitSignal ?? exit.error ?? '?'}${error ? `, ${error}` : ''}`);
-  if (result !== undefined) handOver(c, host, choice, result);
+  d.log.info(`${name}: exit ${exit.exitCode ?? exit.exitSignal ?? exit.error ?? '?'}${error ? `, ${error}` : ''}`);
+  if (result !== undefined) handOver(d, host, choice, result);
   return {
     terminalName: name,
     probe: call.probe,
@@ -130,7 +121,7 @@ export async function runProbeInTerminal(
 }
 
 /** The result goes on to the feature that owns it: an environment snapshot can become a baseline. */
-function handOver(c: Container, host: HostSpec, choice: ProbeChoice, result: unknown): void {
+function handOver(d: ProbesDeps, host: HostSpec, choice: ProbeChoice, result: unknown): void {
   if (choice.id !== 'envSnapshot') return;
   const snapshot: EnvSnapshot = envSnapshotProbe().parse(result);
   void (async () => {
@@ -141,20 +132,6 @@ function handOver(c: Container, host: HostSpec, choice: ProbeChoice, result: unk
       value: `known good ${new Date().toISOString().slice(0, 10)}`,
     });
     if (!label) return;
-    await saveSnapshotAsBaseline(c, host, snapshot, label);
-  })().catch((e: unknown) => c.log.error(`Save as Baseline: ${messageOf(e)}`));
-}
-
-export async function saveSnapshotAsBaseline(
-  c: Container,
-  host: HostSpec,
-  snapshot: EnvSnapshot,
-  label: string,
-): Promise<string> {
-  const { stored: saved } = await saveBaseline(baselineStore(c), c.registry.session(host), snapshot, label, {
-    copyToRemote: false,
-  });
-  c.log.info(`baseline "${label}" of ${host.name} saved to ${saved.file}`);
-  c.tree.refresh();
-  return saved.file;
+    await d.baselines.save(host, snapshot, label);
+  })().catch((e: unknown) => d.log.error(`Save as Baseline: ${messageOf(e)}`));
 }

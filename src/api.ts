@@ -1,0 +1,75 @@
+import type { ThroughputResult } from './core/baselines/store';
+import type { HostRegistry } from './core/registry';
+import type { KnownGoodSettings } from './core/settings';
+import type { DashboardTestApi } from './dashboard/manager';
+import type { RemoteRunsProvider } from './tree/provider';
+import type { RunnerExit } from './core/terminal/runner';
+
+/*
+ * What Known Good's commands resolve to (through executeCommand) and what activate() returns. Types only: the
+ * extension-host tests import them from here, so a change to an outcome shows as a type error in the tests too.
+ */
+
+/** `knownGood.probes.run`. */
+export interface ProbeRunOutcome {
+  terminalName: string;
+  probe: string;
+  exit: RunnerExit;
+  /** The probe's parsed result, when the run printed one. */
+  result?: unknown;
+  error?: string;
+  /** What the terminal showed. */
+  screen: string;
+}
+
+/** `knownGood.bench.run` and `knownGood.bench.runCustom`. */
+export interface BenchRunOutcome {
+  terminalName: string;
+  exit: RunnerExit;
+  tokensPerSec?: number;
+  /** Where the result was kept. */
+  file?: string;
+  result?: ThroughputResult;
+  /** `4.3K tok/s now vs 12.8K tok/s at baseline "good-run" (0.34×)` when there is a reference. */
+  comparison?: string;
+  error?: string;
+  screen: string;
+}
+
+/** `knownGood.baselines.capture`. */
+export interface CaptureOutcome {
+  hostId: string;
+  id: string;
+  label: string;
+  file: string;
+  remotePath?: string;
+  remoteWarning?: string;
+}
+
+/** `knownGood.baselines.compare` and `knownGood.baselines.compareTwo`. */
+export interface CompareOutcome {
+  unchanged: boolean;
+  differingLines: number;
+  headline: string;
+  left: string;
+  right: string;
+}
+
+/**
+ * What activate() returns to other extensions: nothing yet. The services behind the commands are not an API; a
+ * public surface, when there is one, gets its own types here.
+ */
+// eslint-disable-next-line @typescript-eslint/no-empty-object-type
+export interface KnownGoodApi {}
+
+/**
+ * What activate() returns while VS Code runs the extension's own tests (ExtensionMode.Test), and only then: the
+ * host registry, the parsed settings, Remote Runs' data provider and the open dashboards.
+ */
+export interface KnownGoodTestApi extends KnownGoodApi {
+  readonly registry: HostRegistry;
+  settings(): KnownGoodSettings;
+  readonly tree: RemoteRunsProvider;
+  /** The open dashboards (what they received and posted). */
+  readonly dashboard: DashboardTestApi;
+}

@@ -1,0 +1,167 @@
+import { messageOf } from '../errors';
+import type { HostSpec } from '../hosts';
+import type { ProbeRunnerLike } from '../probes/probe';
+import { listRunsProbe, type RunsListing } from './listRuns';
+import { graftListing, remoteNow, type HostState } from './model';
+import type { RunEntry } from './listRuns';
+
+/*
+ * The runs listing of each host, owned here and not by a view: one listing per host (one probe call through the
+ * host's resident helper), the load in flight, folders listed later and grafted in, the last error and the remote
+ * clock. Remote Runs, the dashboard, the runs commands and auto-refresh all read the same listings; the CLI can use
+ * them too (nothing here knows VS Code).
+ */
+
+export interface HostListing {
+  state: HostState;
+  listing?: RunsListing;
+  /** When the listing arrived (this machine's clock), for ages on the remote's clock. */
+  receivedAt?: number;
+  error?: string;
+  loading?: Promise<void>;
+  /** Folders past the listing's depth, listed on expansion: node id → grafted entry. */
+  grafts: Map<string, RunEntry>;
+}
+
+export interface ListingsDeps {
+  find(hostId: string): HostSpec | undefined;
+  session(host: HostSpec): { readonly connected: boolean; readonly probes: ProbeRunnerLike };
+  depth(): number;
+  maxEntries(): number;
+  log(line: string): void;
+}
+
+/** Undefined: every host changed. */
+export type ListingsListener = (hostId: string | undefined) => void;
+
+export class Listings {
+  private readonly state = new Map<string, HostListing>();
+  private readonly listeners = new Set<ListingsListener>();
+
+  constructor(private readonly deps: ListingsDeps) {}
+
+  /** Called with the host whose listing state changed; returns the unsubscribe. */
+  onDidChange(listener: ListingsListener): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  private fire(hostId: string | undefined): void {
+    for (const l of this.listeners) l(hostId);
+  }
+
+  /** The host's listing state, if it was ever asked for. */
+  get(hostId: string): Readonly<HostListing> | undefined {
+    return this.state.get(hostId);
+  }
+
+  listing(hostId: string): RunsListing | undefined {
+    return this.state.get(hostId)?.listing;
+  }
+
+  /** The remote's "now" in epoch seconds for ages, when the host has a listing. */
+  remoteNow(hostId: string): number | undefined {
+    const st = this.state.get(hostId);
+    return st?.listing && st.receivedAt ? remoteNow(st.listing, st.receivedAt) : undefined;
+  }
+
+  /** Forget listings (of one host, or all): the next ask lists again. */
+  reload(hostId?: string): void {
+    if (hostId) this.state.delete(hostId);
+    else this.state.clear();
+    this.fire(hostId);
+  }
+
+  /** Lists a host now (or waits for the listing in flight) and returns it. */
+  async ensure(hostId: string): Promise<RunsListing | undefined> {
+    const host = this.deps.find(hostId);
+    if (!host) return undefined;
+    const st = this.entry(hostId);
+    if (!st.listing && !st.loading) this.load(host);
+    await st.loading;
+    return this.state.get(hostId)?.listing;
+  }
+
+  /** Starts listing a host unless it has a listing, is listing, or failed (Retry reloads it). */
+  startIfIdle(host: HostSpec): void {
+    const st = this.entry(host.id);
+    if (!st.listing && !st.loading && st.state !== 'error') this.load(host, true);
+  }
+
+  private entry(hostId: string): HostListing {
+    let st = this.state.get(hostId);
+    if (!st) {
+      st = { state: 'disconnected', grafts: new Map() };
+      this.state.set(hostId, st);
+    }
+    return st;
+  }
+
+  /**
+   * Lists a host's roots. `quiet`: no change event at the start (a view asking for the host's children shows the
+   * loading row it gets back; firing for that node then would make it ask twice at once).
+   */
+  private load(host: HostSpec, quiet = false): void {
+    const st = this.entry(host.id);
+    const session = this.deps.session(host);
+    st.state = session.connected && host.ssh ? 'listing' : host.ssh ? 'connecting' : 'listing';
+    st.error = undefined;
+    if (host.roots.length === 0) {
+      // Nothing to list: no probe, and the model says "No checkpoint roots: add one".
+      st.listing = { roots: [], depth: 0, maxEntries: 0, now: Date.now() / 1000, user: null, elapsedMs: 0 };
+      st.receivedAt = Date.now();
+      st.state = 'connected';
+      if (!quiet) this.fire(host.id);
+      return;
+    }
+    if (!quiet) this.fire(host.id);
+    st.loading = (async () => {
+      try {
+        const r = await session.probes.run(
+          listRunsProbe(host.roots, { depth: this.deps.depth(), maxEntries: this.deps.maxEntries() }),
+        );
+        st.listing = r.value;
+        st.receivedAt = Date.now();
+        st.grafts.clear();
+        st.state = 'connected';
+        this.deps.log(
+          `${host.name}: listed ${host.roots.length} root(s) in ${r.value.elapsedMs} ms (python ${r.python.executable})`,
+        );
+      } catch (e) {
+        st.state = 'error';
+        st.error = messageOf(e);
+        this.deps.log(`${host.name}: ${st.error}`);
+      } finally {
+        st.loading = undefined;
+        this.fire(host.id);
+      }
+    })();
+  }
+
+  /** A folder grafted in earlier (by node id), if any. */
+  graft(hostId: string, nodeId: string): RunEntry | undefined {
+    return this.state.get(hostId)?.grafts.get(nodeId);
+  }
+
+  /**
+   * One remote call for a folder that was past the listing's depth: its entry with the new children grafted in,
+   * kept for the next expansion; undefined when the folder is gone. Failures propagate.
+   */
+  async listFolder(
+    hostId: string,
+    nodeId: string,
+    folder: RunEntry,
+    remotePath: string,
+  ): Promise<RunEntry | undefined> {
+    const host = this.deps.find(hostId);
+    if (!host) return undefined;
+    const r = await this.deps
+      .session(host)
+      .probes.run(listRunsProbe([remotePath], { depth: 2, maxEntries: this.deps.maxEntries() }));
+    const sub = r.value.roots[0];
+    if (!sub) return undefined;
+    const grafted = graftListing(folder, sub);
+    this.entry(hostId).grafts.set(nodeId, grafted);
+    return grafted;
+  }
+}

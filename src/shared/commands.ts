@@ -1,0 +1,122 @@
+import * as vscode from 'vscode';
+import { messageOf, presentationOf } from '../core/errors';
+import type { RunsNode } from '../core/runs/model';
+import {
+  decodeTarget,
+  narrowTarget,
+  runsNodeOf,
+  type CommandTarget,
+  type TargetKind,
+  type TargetOf,
+} from '../core/runs/targets';
+import { showError, showInfo } from '../window';
+import type { Hosts } from './hosts';
+
+/** What a handler gets besides its target: the raw call, for the few that need more than the target. */
+export interface CommandCall {
+  /** Every argument VS Code (or a caller of executeCommand) passed. */
+  readonly args: readonly unknown[];
+  /** The Remote Runs node it was invoked on, when it was one (for handlers that need the listing behind it). */
+  readonly node: RunsNode | undefined;
+  /** The tree's multi-selection (its second argument) decoded, in selection order; empty otherwise. */
+  readonly selection: readonly CommandTarget[];
+  /** The tree's selected nodes, as given (parallel to `selection`). */
+  readonly selectedNodes: readonly unknown[];
+  /** The second argument when it is not a selection: options from tests and other commands (`{ label }`, …). */
+  readonly extra: unknown;
+}
+
+export interface Accepts<K extends TargetKind> {
+  /** The target kinds the command acts on; a target of another kind becomes its host when `host` is accepted. */
+  kinds: readonly K[];
+  /** Without a target: ask for a host with this placeholder (the one host picker), and cancel quietly on Escape. */
+  pick?: string;
+}
+
+export type CommandRunner<K extends TargetKind> = (target: TargetOf<K> | undefined, call: CommandCall) => unknown;
+export type PickedRunner<K extends TargetKind> = (target: TargetOf<K | 'host'>, call: CommandCall) => unknown;
+
+/** How features register commands: `command(id, accepts, run)`; the container decodes, picks and presents failures. */
+export interface RegisterCommand {
+  <K extends TargetKind>(id: string, accepts: Accepts<K> & { pick: string }, run: PickedRunner<K>): void;
+  <K extends TargetKind>(id: string, accepts: Accepts<K> | null, run: CommandRunner<K>): void;
+}
+
+export interface CommandHostDeps {
+  hosts: Hosts;
+  log: Pick<vscode.LogOutputChannel, 'info' | 'warn' | 'error' | 'show'>;
+  track(d: vscode.Disposable): void;
+}
+
+/** Decodes a call's arguments into a CommandCall (exported for the unit tests of the decoding). */
+export function callOf(args: readonly unknown[]): { target: CommandTarget | undefined; call: CommandCall } {
+  const [first, second] = args;
+  const selectedNodes = Array.isArray(second) ? second : [];
+  const selection = selectedNodes.map(decodeTarget).filter((t): t is CommandTarget => t !== undefined);
+  const target = decodeTarget(first);
+  return {
+    target,
+    call: {
+      args,
+      node: runsNodeOf(first),
+      selection,
+      selectedNodes,
+      extra: Array.isArray(second) ? undefined : second,
+    },
+  };
+}
+
+/**
+ * The container's `command`: registers `id`, decodes its arguments once into a typed target, falls back to the host
+ * picker where the command asks for it, and presents failures by their error code (src/core/errors.ts): usage
+ * mistakes as information, cancels silently, lost connections and timeouts as errors with Retry and Show Log.
+ */
+export function commandRegistrar(deps: CommandHostDeps): RegisterCommand {
+  const register = <K extends TargetKind>(
+    id: string,
+    accepts: Accepts<K> | null,
+    run: (target: TargetOf<K> | TargetOf<'host'> | undefined, call: CommandCall) => unknown,
+  ): void => {
+    const invoke = async (...args: unknown[]): Promise<unknown> => {
+      try {
+        const { target, call } = callOf(args);
+        let t: TargetOf<K> | TargetOf<'host'> | undefined = accepts ? narrowTarget(target, accepts.kinds) : undefined;
+        if (!t && accepts?.pick) {
+          const host = await deps.hosts.pick(accepts.pick);
+          if (!host) return undefined;
+          t = { kind: 'host', hostId: host.id };
+        }
+        return await run(t, call);
+      } catch (e) {
+        present(id, e, () => void invoke(...args));
+        return undefined;
+      }
+    };
+    deps.track(vscode.commands.registerCommand(id, invoke));
+  };
+
+  const present = (id: string, e: unknown, retry: () => void): void => {
+    const message = messageOf(e);
+    const how = presentationOf(e);
+    if (how === 'silent') {
+      deps.log.info(`${id}: ${message}`);
+      return;
+    }
+    if (how === 'information') {
+      deps.log.info(`${id}: ${message}`);
+      void showInfo(message);
+      return;
+    }
+    deps.log.error(`${id}: ${message}`);
+    if (how === 'connection') {
+      void showError(message, 'Retry', 'Show Log').then((choice) => {
+        if (choice === 'Retry') retry();
+        else if (choice === 'Show Log') deps.log.show();
+      });
+      return;
+    }
+    void showError(message);
+  };
+
+  return register as RegisterCommand;
+}
