@@ -99,7 +99,8 @@ export class DashboardManager implements vscode.Disposable, DashboardTestApi {
         const listing = await this.d.ensureListing(n.host.id);
         if (!listing) throw new KnownGoodError('not-found', `Could not list ${n.host.label}`);
         const newest = runsWithLogs(n.host.id, listing)[0];
-        if (!newest) throw new KnownGoodError('not-found', `No run with a metrics log (${LOG_KINDS}) on ${n.host.label}`);
+        if (!newest)
+          throw new KnownGoodError('not-found', `No run with a metrics log (${LOG_KINDS}) on ${n.host.label}`);
         return newest;
       }
       case 'root': {
