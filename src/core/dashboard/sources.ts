@@ -1,7 +1,7 @@
 // What the dashboard panel shows beside the plots, found in data the extension already has: the run's metrics log
 // and checkpoints (from the Remote Runs listing), the host's baseline drift and its benchmark history (from the
 // baseline store). Pure, so it is tested in Node; src/dashboard/ only adapts it.
-import { computeDrift, renderDriftText } from '../baselines/drift';
+import { computeDrift, driftCount, renderDriftText } from '../baselines/drift';
 import type { EnvSnapshot } from '../baselines/envProbe';
 import type { Baseline, ThroughputResult } from '../baselines/store';
 import type { RootListing, RunEntry, RunsListing } from '../runs/listRuns';
@@ -310,7 +310,7 @@ export function driftSummary(
   return {
     baseline: now ? newest.label : `${previous?.label ?? ''} → ${newest.label}`,
     capturedAt: newest.capturedAt,
-    changes: d.differingLines,
+    changes: driftCount(d),
     text,
   };
 }
