@@ -201,7 +201,7 @@ function cacheDrift(x: CacheInfo | undefined, y: CacheInfo | undefined): CacheDr
   if (!existed) return fb > 0 ? { ...base, change: 'appeared' } : undefined;
   if (!exists) return fa > 0 ? { ...base, change: 'disappeared' } : undefined;
   if (fa > 0 && fb === 0) return { ...base, change: 'emptied' };
-  if (fb > fa || (y!.bytes ?? 0) > (x!.bytes ?? 0) * 1.1) return { ...base, change: 'grown' };
+  if (fb > fa || (y.bytes ?? 0) > (x.bytes ?? 0) * 1.1) return { ...base, change: 'grown' };
   if (fb < fa) return { ...base, change: 'shrunk' };
   return undefined;
 }
