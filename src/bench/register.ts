@@ -1,7 +1,7 @@
 import * as vscode from 'vscode';
 import type { Container } from '../container';
 import { throughputBenchProbe, type BenchConfig, type BenchResult } from '../core/bench/benchProbe';
-import { compareThroughput, formatRate } from '../core/bench/compare';
+import { compareThroughput, comparisonChoice, formatRate } from '../core/bench/compare';
 import {
   customBenchmarkSchema,
   throughputFromJsonl,
@@ -349,16 +349,12 @@ async function compare(
 ): Promise<{ uri: string; text: string } | undefined> {
   const host = await hostFor(c, targetOf(node), 'Compare the throughput of which host?');
   if (!host) return undefined;
-  const all = await references(c, host);
-  const newest = [...all].sort((a, b) => b.result.at.localeCompare(a.result.at))[0];
-  if (!newest)
-    throw new KnownGoodError(
-      'not-found',
-      `no benchmark result kept for ${host.name} yet: run "Known Good: Run Throughput Benchmark" first`,
-    );
-  const others = all.filter((r) => r.result.id !== newest.result.id);
-  if (!others.length)
-    throw new KnownGoodError('not-found', `only one benchmark result for ${host.name}: nothing to compare it with yet`);
+  const choice = comparisonChoice(await references(c, host), host.name);
+  if (choice.kind === 'info') {
+    void showInfo(choice.message);
+    return undefined;
+  }
+  const { newest, others } = choice;
   let ref: Reference | undefined;
   if (args.reference !== undefined) {
     ref = others.find((r) => r.result.id === args.reference || r.label === args.reference);
