@@ -6,7 +6,7 @@ import type { EnvSnapshot } from '../core/baselines/envProbe';
 import { parseBaselineSettings } from '../core/baselines/settings';
 import { BaselineStore } from '../core/baselines/store';
 import type { BenchPoint, DriftSummary } from '../core/dashboard/protocol';
-import { benchHistory, driftSummary } from '../core/dashboard/sources';
+import { benchHistory, benchReferenceOf, driftSummary, markBenchReference } from '../core/dashboard/sources';
 import { messageOf } from '../core/errors';
 import type { ProbeRunnerLike } from '../core/probes/probe';
 import type { RootListing, RunEntry } from '../core/runs/listRuns';
@@ -37,6 +37,8 @@ export interface DashboardServices {
   sideData(hostId: string | undefined): Promise<{ drift: DriftSummary | null; bench: BenchPoint[] }>;
   openArgs(hostId: string, root: RootListing, entry: RunEntry): Promise<void>;
   diffArgs(checkpoints: CheckpointRef[]): Promise<void>;
+  /** Marks a benchmark result of the host as its known-good reference (null unmarks). */
+  markReference(hostId: string, resultId: string | null): Promise<void>;
 }
 
 export class ContainerServices implements DashboardServices {
@@ -64,6 +66,12 @@ export class ContainerServices implements DashboardServices {
     return new BaselineStore(join(this.c.context.globalStorageUri.fsPath, 'baselines'));
   }
 
+  async markReference(hostId: string, resultId: string | null): Promise<void> {
+    const spec = this.c.registry.find(hostId);
+    if (!spec) throw new Error(`unknown host ${hostId}`);
+    await markBenchReference(this.store(), [this.c.registry.session(spec).transport.id, spec.id], resultId);
+  }
+
   async sideData(hostId: string | undefined): Promise<{ drift: DriftSummary | null; bench: BenchPoint[] }> {
     const spec = hostId ? this.c.registry.find(hostId) : undefined;
     if (!spec) return { drift: null, bench: [] };
@@ -80,6 +88,7 @@ export class ContainerServices implements DashboardServices {
     const bench = benchHistory(
       results.map((r) => r.result),
       list[0],
+      await benchReferenceOf(store, ids),
     );
     if (!list.length) return { drift: null, bench };
     const now = await this.now(spec.id);
