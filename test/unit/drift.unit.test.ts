@@ -124,3 +124,23 @@ void describe('the count in the headline is the number of bullets', () => {
     );
   });
 });
+
+void describe('snapshot values people read', () => {
+  it('cgroup v1 "no limit" (9223372036854771712) and v2 "max" read unlimited; a real limit gets its size', async () => {
+    const { cgroupValue, renderSnapshot } = await import('../../src/core/baselines/render');
+    assert.equal(cgroupValue('memoryLimitV1', '9223372036854771712'), 'unlimited (9223372036854771712)');
+    assert.equal(cgroupValue('memoryMax', 'max'), 'unlimited (max)');
+    assert.equal(cgroupValue('cpuMax', 'max 100000'), 'unlimited (max 100000)');
+    assert.equal(cgroupValue('memoryMax', '8589934592'), '8.0 GiB (8589934592)');
+    assert.equal(cgroupValue('cpuMax', '200000 100000'), '200000 100000');
+    const s = cloneSnapshot(h200KnownGood);
+    s.host.cgroup = { memoryLimitV1: '9223372036854771712' };
+    assert.match(renderSnapshot(s).text, /memoryLimitV1: unlimited \(9223372036854771712\)/);
+  });
+
+  it('times in the snapshot document are readable local times, not ISO', async () => {
+    const { renderSnapshot } = await import('../../src/core/baselines/render');
+    const text = renderSnapshot(h200KnownGood).text;
+    assert.doesNotMatch(text, /\d{4}-\d\d-\d\dT\d\d:\d\d/);
+  });
+});
