@@ -179,12 +179,13 @@ export function renderArgsDiffSide(a: ArgsDiffSide, b: ArgsDiffSide, side: 'a' |
   ] as const) {
     for (const w of s.result.warnings) if (w.startsWith('UNSAFE')) lines.push(`// ⚠ ${letter}: ${w}`);
   }
-  lines.push(sideFacts('A', a), sideFacts('B', b));
+  // what the diff amounts to first (it is read before the long paths below it)
   lines.push(
     n === 0
       ? `// args identical (${d.same} ${d.same === 1 ? 'key' : 'keys'})`
       : `// args: ${d.changed.length} changed, ${d.added.length} added, ${d.removed.length} removed (${d.same} the same)`,
   );
+  lines.push(sideFacts('A', a), sideFacts('B', b));
   for (const [letter, s] of [
     ['A', a],
     ['B', b],
