@@ -832,7 +832,7 @@ export class SshPool {
   }
 
   /** The digest of everything a connection to `e` depends on. */
-  key(e: SshEndpoint): string {
+  private key(e: SshEndpoint): string {
     const o = this.options;
     const files = [...identityFilesOf(e), ...(o.defaultIdentityFiles ?? defaultIdentityFiles())];
     const agent = o.agent ?? process.env['SSH_AUTH_SOCK'] ?? '';
