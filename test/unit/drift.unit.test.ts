@@ -144,3 +144,22 @@ void describe('snapshot values people read', () => {
     assert.doesNotMatch(text, /\d{4}-\d\d-\d\dT\d\d:\d\d/);
   });
 });
+
+void describe('the dashboard drift text', () => {
+  it('names the time of "now" readably, not as ISO', async () => {
+    const { driftSummary } = await import('../../src/core/dashboard/sources');
+    const { baselineSchema } = await import('../../src/core/baselines/store');
+    const base = baselineSchema.parse({
+      schema: 1,
+      id: 'b1',
+      label: 'good run',
+      host: 'local',
+      capturedAt: '2026-01-01T00:00:00Z',
+      snapshot: h200KnownGood,
+    });
+    const d = driftSummary([base], h200Now)!;
+    assert.doesNotMatch(d.text, /\d{4}-\d\d-\d\dT\d\d:/);
+    assert.match(d.text, /now \(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \(UTC/);
+    assert.equal(d.changes, driftCount(computeDrift(h200KnownGood, h200Now)));
+  });
+});

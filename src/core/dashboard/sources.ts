@@ -6,6 +6,7 @@ import type { EnvSnapshot } from '../baselines/envProbe';
 import type { Baseline, BaselineStore, ThroughputResult } from '../baselines/store';
 import { KnownGoodError } from '../errors';
 import type { RootListing, RunEntry, RunsListing } from '../runs/listRuns';
+import { formatLocalTime } from '../runs/format';
 import { trainingStep } from '../runs/model';
 import type { BenchPoint, Checkpoint, DriftSummary } from './protocol';
 
@@ -294,7 +295,8 @@ export function driftSummary(
   let base: EnvSnapshot = newest.snapshot;
   if (now) {
     other = now;
-    nowTitle = `now (${now.capturedAt})`;
+    const at = Date.parse(now.capturedAt);
+    nowTitle = `now (${Number.isNaN(at) ? now.capturedAt : formatLocalTime(at)})`;
     if (base.deep && !other.deep) {
       base = { ...base, deep: false };
       delete (base as { deepInfo?: unknown }).deepInfo;
