@@ -89,8 +89,8 @@ def main(argv):
         raise kg_common.ProbeError("cannot read %s: %s" % (path, e.strerror or e), "unreadable")
     try:
         import torch  # pyright: ignore[reportMissingImports] (on the GPU box only)
-    except ImportError:
-        raise kg_common.ProbeError("torch is not installed for this Python", "no-torch")
+    except ImportError as e:
+        raise kg_common.ProbeError(kg_common.no_torch_message(e), "no-torch")
     try:
         top = _load(torch, path, unsafe)
     except Exception as e:  # torch raises many types; the user needs one line, not a traceback

@@ -21,6 +21,19 @@ import tempfile
 FRAME = None
 
 
+# The way forward when torch is missing: the interpreter is usually the wrong one (a venv not chosen), not torch.
+NO_TORCH_HINT = (
+    'Choose the interpreter that has torch with "Known Good: Select Remote Python" (it sets the host\'s "python" '
+    'in the knownGood.hosts setting; knownGood.localPython for This machine), or install torch for this one.'
+)
+
+
+def no_torch_message(error=None):
+    """`torch is not installed for /usr/bin/python3 (No module named 'torch'). Choose …`"""
+    detail = " (%s)" % error if error else ""
+    return "torch is not installed for %s%s. %s" % (sys.executable, detail, NO_TORCH_HINT)
+
+
 class ProbeError(Exception):
     """A failure the user can act on: reported as one line, no traceback."""
 

@@ -213,7 +213,7 @@ def main(argv):
     try:
         import torch  # pyright: ignore[reportMissingImports] (on the GPU box only)
     except ImportError as e:
-        raise kg_common.ProbeError("torch is not installed for %s (%s)" % (sys.executable, e), "no-torch")
+        raise kg_common.ProbeError(kg_common.no_torch_message(e), "no-torch")
 
     warnings = []
     if a.device == "cuda" and not torch.cuda.is_available():

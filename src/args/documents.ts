@@ -38,6 +38,8 @@ export class ArgsDocuments implements vscode.TextDocumentContentProvider, vscode
     const ref = refOf(spec);
     try {
       if (spec.view === 'changed' && spec.other) return await this.reader.changed(refOf(spec.other), ref);
+      if (spec.view === 'left' && spec.other) return await this.reader.diffSide(ref, refOf(spec.other), 'a');
+      if (spec.view === 'right' && spec.other) return await this.reader.diffSide(refOf(spec.other), ref, 'b');
       return await this.reader.document(ref);
     } catch (e) {
       const message = messageOf(e);

@@ -116,8 +116,9 @@ export function registerArgs(c: ArgsDeps): ArgsApi {
 
   const diff = async (a: CheckpointRef, b: CheckpointRef): Promise<{ left: vscode.Uri; right: vscode.Uri }> => {
     if (sameRef(a, b)) throw new KnownGoodError('usage', `${a.label}: pick another checkpoint to compare with`);
-    const left = argsUri({ ...a, view: 'args' });
-    const right = argsUri({ ...b, view: 'args' });
+    // diff sides, not the plain args documents: their shared header keeps the diff to args only
+    const left = argsUri({ ...a, view: 'left', other: b });
+    const right = argsUri({ ...b, view: 'right', other: a });
     docs.reload(left);
     docs.reload(right);
     const title = argsDiffTitle({ host: hostLabel(a.hostId), ...a }, { host: hostLabel(b.hostId), ...b });

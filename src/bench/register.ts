@@ -1,7 +1,7 @@
 import * as vscode from 'vscode';
 import type { BenchRunOutcome } from '../api';
 import { throughputBenchProbe, type BenchConfig, type BenchResult } from '../core/bench/benchProbe';
-import { benchDocUri, formatRate } from '../core/bench/compare';
+import { benchDocUri, comparisonChoice, formatRate } from '../core/bench/compare';
 import {
   customBenchmarkOf,
   throughputFromJsonl,
@@ -280,16 +280,12 @@ async function compare(
   host: HostSpec,
   args: BenchArgs,
 ): Promise<{ uri: string; text: string } | undefined> {
-  const all = await benchReferences(d.store, d.storeKeyOf(host));
-  const newest = [...all].sort((a, b) => b.result.at.localeCompare(a.result.at))[0];
-  if (!newest)
-    throw new KnownGoodError(
-      'not-found',
-      `no benchmark result kept for ${host.name} yet: run "Known Good: Run Throughput Benchmark" first`,
-    );
-  const others = all.filter((r) => r.result.id !== newest.result.id);
-  if (!others.length)
-    throw new KnownGoodError('not-found', `only one benchmark result for ${host.name}: nothing to compare it with yet`);
+  const choice = comparisonChoice(await benchReferences(d.store, d.storeKeyOf(host)), host.name);
+  if (choice.kind === 'info') {
+    void showInfo(choice.message);
+    return undefined;
+  }
+  const { newest, others } = choice;
   let ref: BenchReference | undefined;
   if (args.reference !== undefined) {
     ref = others.find((r) => r.result.id === args.reference || r.label === args.reference);

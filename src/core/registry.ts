@@ -41,6 +41,9 @@ export class HostRegistry {
       if (!spec || JSON.stringify(spec) !== s.key) {
         s.session.probes.dispose();
         this.sessions.delete(id);
+        // Its connection was made with the old options (a wrong key, user or port): close it unless still used.
+        const old = s.session.spec.ssh;
+        if (old && !specs.some((h) => h.ssh && JSON.stringify(h.ssh) === JSON.stringify(old))) this.pool.release(old);
       }
     }
   }

@@ -202,6 +202,18 @@ export class DashboardPanel implements vscode.Disposable, PanelProbe {
           [this.checkpoint(m.a), this.checkpoint(m.b)].map((c) => ({ hostId: c.hostId, root: c.root, entry: c.entry })),
         );
         return;
+      case 'markReference': {
+        await this.services.markReference(m.host, m.result);
+        const hosts = await sideByHost(
+          this.sources,
+          (id) => this.services.hostLabel(id),
+          (id) => this.services.sideData(id),
+          (line) => this.services.log.warn(line),
+        );
+        this.side = hosts;
+        this.post({ type: 'side', hosts });
+        return;
+      }
     }
   }
 

@@ -4,7 +4,7 @@ import { captureSnapshot } from '../core/baselines/capture';
 import type { EnvSnapshot } from '../core/baselines/envProbe';
 import type { BaselineStore } from '../core/baselines/store';
 import type { BenchPoint, DriftSummary } from '../core/dashboard/protocol';
-import { benchHistory, driftSummary } from '../core/dashboard/sources';
+import { benchHistory, benchReferenceOf, driftSummary, markBenchReference } from '../core/dashboard/sources';
 import { KnownGoodError, messageOf } from '../core/errors';
 import type { HostSpec } from '../core/hosts';
 import type { ProbeRunnerLike } from '../core/probes/probe';
@@ -35,6 +35,8 @@ export interface DashboardServices {
   sideData(hostId: string | undefined): Promise<{ drift: DriftSummary | null; bench: BenchPoint[] }>;
   openArgs(hostId: string, root: RootListing, entry: RunEntry): Promise<void>;
   diffArgs(checkpoints: CheckpointRef[]): Promise<void>;
+  /** Marks a benchmark result of the host as its known-good reference (null unmarks). */
+  markReference(hostId: string, resultId: string | null): Promise<void>;
 }
 
 /** What the dashboard needs from the extension (built once by the container). */
@@ -81,6 +83,12 @@ export class ContainerServices implements DashboardServices {
     return this.d.hosts.find(hostId)?.name ?? hostId;
   }
 
+  async markReference(hostId: string, resultId: string | null): Promise<void> {
+    const spec = this.d.hosts.find(hostId);
+    if (!spec) throw new KnownGoodError('not-found', `unknown host ${hostId}`);
+    await markBenchReference(this.d.store, [this.d.storeKeyOf(spec), spec.id], resultId);
+  }
+
   async sideData(hostId: string | undefined): Promise<{ drift: DriftSummary | null; bench: BenchPoint[] }> {
     const spec = hostId ? this.d.hosts.find(hostId) : undefined;
     if (!spec) return { drift: null, bench: [] };
@@ -97,6 +105,7 @@ export class ContainerServices implements DashboardServices {
     const bench = benchHistory(
       results.map((r) => r.result),
       list[0],
+      await benchReferenceOf(store, ids),
     );
     if (!list.length) return { drift: null, bench };
     const now = await this.now(spec.id);

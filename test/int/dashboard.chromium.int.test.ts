@@ -557,7 +557,7 @@ void test('a preview shows its note until the exact data replaces it (choices an
     /No baseline recorded for this host/,
   );
   assert.match(await page.locator('.kg-drift .kg-host-part[data-host="gpu-box"] .kg-drift-text').innerText(), /torch/);
-  assert.match(await page.locator('.kg-bench .kg-host-part[data-host="lab-2"]').innerText(), /baseline 9300|9100/);
+  assert.match(await page.locator('.kg-bench .kg-host-part[data-host="lab-2"]').innerText(), /known-good 9100/);
   for (const host of ['gpu-box', 'lab-2']) {
     const px = await nonTransparent(page, `.kg-bench .kg-host-part[data-host="${host}"] canvas`);
     assert.ok(px > 500, `bench plot of ${host} nearly empty: ${px} px`);
@@ -596,6 +596,64 @@ void test('a preview shows its note until the exact data replaces it (choices an
   for (const m of await posted(page)) assert.ok(parseWebviewMessage(m).ok, JSON.stringify(m));
   const violations = await page.evaluate(() => (window as unknown as { __violations: string[] }).__violations);
   assert.deepEqual(violations, [], 'CSP violations');
+  assert.deepEqual(problems, []);
+  await context.close();
+});
+
+void test('benchmark: one point, marking a result known-good; checkpoints on the plots; the drift text wraps', async () => {
+  const { context, page, problems } = await openDashboard();
+  await applyTheme(page, 'vscode-dark', DARK);
+  const run = init.runs[0]!;
+  const long = `  PATH: ${Array.from({ length: 12 }, (_v, i) => `+/opt/toolchain-${i}/very/long/folder/bin`).join(', ')}`;
+  const side = (marked: boolean) => [
+    {
+      host: 'gpu-box',
+      label: 'gpu-box',
+      drift: { ...init.drift!, text: `1 difference between the baseline and now\n${long}` },
+      bench: [{ id: 'r1', time: 1830000000, tokPerS: 12800, label: 'first run', baseline: marked }],
+    },
+  ];
+  // No checkpoints first: the loss plot's pixels without markers.
+  await page.evaluate((m) => window.postMessage(m, '*'), {
+    ...init,
+    runs: [run],
+    checkpoints: [],
+    hosts: side(false),
+  });
+  await page.waitForSelector('.kg-bench-canvas canvas');
+  await page.waitForSelector('.kg-plot[data-series="loss"] canvas');
+  const lossCanvas = '.kg-plot[data-series="loss"] canvas';
+  const plain = await nonTransparent(page, lossCanvas);
+
+  // One benchmark point: drawn inside the chart, and offered to be marked.
+  const bench = page.locator('.kg-bench .kg-host-part[data-host="gpu-box"]');
+  assert.match(await bench.innerText(), /no known-good result marked: mark one below/);
+  assert.ok((await countColor(page, '.kg-bench-canvas canvas', DARK['--vscode-charts-blue']!)) > 10, 'point drawn');
+  await page.locator('vscode-button[data-action="mark-reference"]').click();
+  const marks = (await posted(page)).filter((m) => m.type === 'markReference');
+  assert.deepEqual(marks, [{ type: 'markReference', host: 'gpu-box', result: 'r1' }]);
+  assert.ok(parseWebviewMessage(marks[0]).ok);
+  // The host answers with the side data, the result now marked.
+  await page.evaluate((m) => window.postMessage(m, '*'), { type: 'side', hosts: side(true) });
+  await page.waitForSelector('vscode-button[data-action="unmark-reference"]');
+  assert.match(await bench.innerText(), /known-good 12800 \(first run\)/);
+  assert.ok(
+    (await countColor(page, '.kg-bench-canvas canvas', DARK['--vscode-charts-green']!)) > 20,
+    'the known-good point is not marked on the chart',
+  );
+
+  // The drift text wraps inside its column instead of running off the right edge.
+  const drift = page.locator('.kg-drift-text');
+  const overflow = await drift.evaluate((e) => e.scrollWidth - e.clientWidth);
+  assert.ok(overflow <= 1, `the drift text overflows by ${overflow} px`);
+  assert.doesNotMatch(await page.locator('.kg-drift').innerText(), /\d{4}-\d\d-\d\dT\d\d:/, 'a raw ISO time is shown');
+
+  // With the checkpoints: a dashed marker per checkpoint on the plot.
+  await page.evaluate((m) => window.postMessage(m, '*'), { ...init, runs: [run], hosts: side(true) });
+  await page.waitForTimeout(300);
+  const withMarks = await nonTransparent(page, lossCanvas);
+  assert.ok(withMarks > plain + 200, `no checkpoint markers drawn: ${plain} → ${withMarks} px`);
+  await page.screenshot({ path: join(ARTIFACTS, 'dashboard-bench-one-point.png'), fullPage: true });
   assert.deepEqual(problems, []);
   await context.close();
 });

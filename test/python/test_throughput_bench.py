@@ -66,6 +66,10 @@ class ThroughputBenchTest(unittest.TestCase):
             else:
                 sys.modules["torch"] = saved
         self.assertIn("torch is not installed for %s" % sys.executable, str(ctx.exception))
+        # the way forward, not a dead end: the command and the setting that pick another interpreter
+        self.assertIn('"Known Good: Select Remote Python"', str(ctx.exception))
+        self.assertIn("knownGood.hosts", str(ctx.exception))
+        self.assertIn("knownGood.localPython", str(ctx.exception))
         self.assertEqual(ctx.exception.code, "no-torch")
 
     def test_bad_arguments(self):

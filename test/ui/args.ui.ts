@@ -84,6 +84,9 @@ scenario(
     await inserted.first().waitFor({ timeout: 15_000 });
     const original = plain(await diff.locator('.editor.original .view-lines').textContent());
     assert.match(original, /"lr":\s*0\.0003/);
+    // one header on both sides: the only changed line is the lr line, not the paths, sizes or read times
+    assert.match(original, /\/\/ args: 1 changed, 0 added, 0 removed/);
+    assert.equal(await diff.locator('.editor.modified .view-overlays .line-insert').count(), 1, 'changed lines');
     await page.waitForTimeout(300);
     await vs.screenshot('args-diff');
 

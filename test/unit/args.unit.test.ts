@@ -14,6 +14,7 @@ import {
   stableJson,
 } from '../../src/core/args/render';
 import { ArgsCache } from '../../src/core/args/cache';
+import { formatLocalTime } from '../../src/core/util/format';
 
 // What python/ckpt_args.py prints for a small checkpoint (NaN/Infinity as Python writes them).
 const SAMPLE = `{"format": "torch-zip", "path": "/ckpt/run1/step_600.pt", "bytes": 1234, "key": "args",
@@ -89,7 +90,7 @@ void test('document: header then args; unsafe warnings stand out', () => {
   assert.ok(lines.includes('// path:     /ckpt/run1/step_600.pt'));
   assert.ok(lines.includes('// format:   torch-zip, key "args" (argparse.Namespace)'));
   assert.ok(lines.includes('// step:     600'));
-  assert.ok(lines.includes('// captured: 2025-01-02T03:04:05.000Z'));
+  assert.ok(lines.includes(`// captured: ${formatLocalTime(at.getTime())}`), 'a readable local time, not ISO');
   assert.ok(lines.includes('  "lr": 0.01,'));
   assert.ok(lines.includes('  "scale": NaN,'));
   const hostile = { ...sample(), unsafeGlobals: ['posix.system'], warnings: ['UNSAFE: calls posix.system'] };

@@ -15,6 +15,7 @@ import {
   writeFileAtomic,
 } from '../../src/core/baselines/store';
 import { cloneSnapshot, cpuBoxPartial, h200KnownGood, h200Now } from '../fixtures/env';
+import { formatLocalTime } from '../../src/core/util/format';
 
 /** The same machine captured again: only values that move on their own differ. */
 function recapture(s: EnvSnapshot): EnvSnapshot {
@@ -41,7 +42,11 @@ void describe('canonical rendering', () => {
     assert.equal(again.text, a.text);
     assert.equal(b.text, a.text);
     assert.notEqual(b.volatileText, a.volatileText);
-    assert.match(a.volatileText, /^snapshot\.capturedAt: 2026-11-02T09:14:31Z$/m);
+    // a readable local time, not ISO
+    assert.ok(
+      a.volatileText.includes(`snapshot.capturedAt: ${formatLocalTime(Date.parse('2026-11-02T09:14:31Z'))}\n`),
+      a.volatileText,
+    );
     assert.match(a.volatileText, /^host\.memory\.available: /m);
     assert.match(a.volatileText, /^gpu\.0\.pcie\.link\.gen\.current: 1$/m);
     assert.doesNotMatch(a.text, /capturedAt|available|2026-11-02|pcie\.link\.gen\.current|\.mtime|\.newest/);

@@ -411,3 +411,46 @@ void test('follow: appended buckets extend the run, re-read ones are dropped, ex
   const c = coarsen({ key: 'k', x: [1, 2, 3], min: [0, -5, 1], max: [1, 2, 9], last: [1, 2, 3] }, 2);
   assert.deepEqual(c, { key: 'k', x: [2, 3], min: [-5, 1], max: [2, 9], last: [2, 3] });
 });
+
+void test('benchmark chart range: one point gets a day either side, not years', async () => {
+  const { benchTimeRange, benchValueRange } = await import('../../webview/src/data');
+  const t = Date.UTC(2028, 5, 1) / 1000;
+  assert.deepEqual(benchTimeRange(t, t), [t - 86_400, t + 86_400]);
+  const [lo, hi] = benchTimeRange(t, t + 10 * 86_400);
+  assert.ok(lo < t && lo > t - 86_400 && hi > t + 10 * 86_400 && hi < t + 11 * 86_400);
+  assert.deepEqual(benchValueRange(12800, 12800), [11520, 14080]);
+  assert.deepEqual(benchValueRange(0, 0), [0, 1]);
+});
+
+void test('checkpoint marks: at their step, their time, or hours since the run started', async () => {
+  const { checkpointMarks } = await import('../../webview/src/data');
+  const init = loadInitFixture();
+  const run = init.runs[0]!;
+  const mine = init.checkpoints.filter((c) => c.run === run.run.id);
+  const steps = checkpointMarks(init.checkpoints, [run], 'step');
+  assert.deepEqual(
+    steps.map((m) => m.x),
+    mine.map((c) => c.step),
+  );
+  const times = checkpointMarks(init.checkpoints, [run], 'time');
+  assert.deepEqual(
+    times.map((m) => m.x),
+    mine.map((c) => c.mtime),
+  );
+  const origin = Math.min(...run.series.map((s) => s.t?.[0] ?? Infinity));
+  assert.equal(checkpointMarks(init.checkpoints, [run], 'relative')[0]!.x, (mine[0]!.mtime! - origin) / 3600);
+});
+
+void test('readable times in the dashboard: local date and time, not ISO', async () => {
+  const { readableTime } = await import('../../webview/src/data');
+  const saved = process.env['TZ'];
+  try {
+    process.env['TZ'] = 'Europe/Berlin';
+    assert.equal(readableTime('2025-01-10T08:00:00Z'), '2025-01-10 09:00');
+    assert.equal(readableTime(1736496000), '2025-01-10 09:00');
+    assert.equal(readableTime('not a time'), 'not a time');
+  } finally {
+    if (saved === undefined) delete process.env['TZ'];
+    else process.env['TZ'] = saved;
+  }
+});

@@ -15,12 +15,14 @@ import {
 import { badge, button, checkbox, dataGrid, divider, dropdown, slider } from './components';
 import {
   buildPlotModel,
+  checkpointMarks,
   detectSeries,
   formatValue,
   hasWallTime,
   mergeWindow,
   previewNote,
   previousCheckpoints,
+  readableTime,
   runTimeOrigin,
   sideHosts,
   stepWindow,
@@ -367,8 +369,15 @@ export class Dashboard {
     this.els.plots.querySelector('.kg-empty')?.remove();
     for (const key of keys) {
       const model = buildPlotModel(this.runs, key, this.axis, this.smoothing, this.override);
+      const inPlot = new Set(model.runs.map((r) => r.runId));
+      const marks = checkpointMarks(
+        this.checkpoints.filter((c) => c.run === undefined || inPlot.has(c.run)),
+        this.runs,
+        this.axis,
+      );
       const existing = this.plots.get(key);
       if (existing) {
+        existing.plot.setMarks(marks);
         existing.plot.update(model, this.zoom);
         this.els.plots.append(existing.card);
         continue;
@@ -379,10 +388,18 @@ export class Dashboard {
       const canvasHost = h('div', 'kg-plot-canvas');
       card.append(title, canvasHost);
       this.els.plots.append(card);
-      const plot = new SeriesPlot(canvasHost, model, this.axis, theme, {
-        onZoom: (min, max) => this.onUserZoom(key, min, max),
-        onReset: () => this.resetZoom(),
-      });
+      const plot = new SeriesPlot(
+        canvasHost,
+        model,
+        this.axis,
+        theme,
+        {
+          onZoom: (min, max) => this.onUserZoom(key, min, max),
+          onReset: () => this.resetZoom(),
+        },
+        undefined,
+        marks,
+      );
       if (this.zoom) plot.setWindow(this.zoom.min, this.zoom.max);
       this.plots.set(key, { card, plot });
     }
@@ -470,11 +487,7 @@ export class Dashboard {
       const meta = h(
         'span',
         'kg-muted',
-        c.step != null
-          ? `step ${formatValue(c.step)}`
-          : c.mtime != null
-            ? new Date(c.mtime * 1000).toLocaleString()
-            : '',
+        c.step != null ? `step ${formatValue(c.step)}` : c.mtime != null ? readableTime(c.mtime) : '',
       );
       const before = prev.get(c.path);
       const open = button('Open Args', () => this.host.post({ type: 'openArgs', path: c.path }), {
@@ -525,13 +538,46 @@ export class Dashboard {
         group.append(h('p', 'kg-empty', 'No baseline recorded for this host.'));
         return [group];
       }
-      const sub = h('p', 'kg-muted', `${d.baseline}${d.capturedAt ? ` · ${d.capturedAt}` : ''}`);
+      const sub = h('p', 'kg-muted', `${d.baseline}${d.capturedAt ? ` · ${readableTime(d.capturedAt)}` : ''}`);
       sub.append(' ', badge(d.changes === 0 ? 'no drift' : `${d.changes} changed`));
       group.append(sub, h('pre', 'kg-drift-text', d.text));
       return [group];
     });
     if (parts.length === 0) parts.push(h('p', 'kg-empty', 'No baseline recorded for this host.'));
     this.els.drift.replaceChildren(heading, ...parts);
+  }
+
+  /** The newest results of a host, each with the button that marks it as the known-good reference (or unmarks it). */
+  private benchList(x: HostSide): HTMLElement {
+    const list = h('ul', 'kg-bench-list');
+    const newest = x.bench
+      .filter((b) => b.id !== undefined)
+      .slice()
+      .sort((a, b) => b.time - a.time)
+      .slice(0, 6);
+    for (const b of newest) {
+      const li = h('li', 'kg-bench-item');
+      li.dataset.result = b.id;
+      const text = h(
+        'span',
+        'kg-bench-label',
+        `${formatValue(b.tokPerS)} tok/s · ${readableTime(b.time)}${b.label ? ` · ${b.label}` : ''}`,
+      );
+      text.title = b.label ?? '';
+      const mark = b.baseline
+        ? button('Unmark', () => this.host.post({ type: 'markReference', host: x.host, result: null }), {
+            action: 'unmark-reference',
+            title: 'This result is the known-good reference; unmark it',
+          })
+        : button('Mark known-good', () => this.host.post({ type: 'markReference', host: x.host, result: b.id! }), {
+            action: 'mark-reference',
+            title: 'Use this result as the known-good reference the others are compared with',
+          });
+      if (b.baseline) li.append(badge('known-good'));
+      li.append(text, mark);
+      list.append(li);
+    }
+    return list;
   }
 
   private renderBench(): void {
@@ -558,11 +604,13 @@ export class Dashboard {
         'p',
         'kg-muted',
         base
-          ? `tokens/s; baseline ${formatValue(base.tokPerS)} (${base.label ?? new Date(base.time * 1000).toLocaleDateString()})`
-          : 'tokens/s; no baseline marked',
+          ? `tokens/s; known-good ${formatValue(base.tokPerS)} (${base.label ?? readableTime(base.time)})`
+          : x.bench.some((b) => b.id !== undefined)
+            ? 'tokens/s; no known-good result marked: mark one below'
+            : 'tokens/s; no known-good result marked',
       );
       const canvasHost = h('div', 'kg-bench-canvas');
-      group.append(sub, canvasHost, divider());
+      group.append(sub, canvasHost, this.benchList(x), divider());
       draw.push({ host: canvasHost, x });
     }
     if (parts.length === 0) parts.push(h('p', 'kg-empty', 'No benchmarks yet.'));

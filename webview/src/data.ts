@@ -1,5 +1,6 @@
 // The dashboard's data handling, kept free of the DOM so it runs (and is tested) in plain Node.
 import type {
+  Checkpoint,
   HostSide,
   InitMessage,
   RunData,
@@ -345,4 +346,77 @@ export function previewNote(run: RunInfo, named: boolean): string | undefined {
     ? 'the whole log could not be read, so spikes between the samples may be missing.'
     : 'reading the whole log…';
   return `Preview${who}: sampled ${sampledShare(s.bytes, s.of)} of ${file} — ${tail}`;
+}
+
+/** Seconds in a day: the padding around a benchmark history of one point (or of points at one time). */
+const DAY_S = 86_400;
+
+/**
+ * The x range of the benchmark chart (Unix seconds), from the first and last point. uPlot's own range for a single
+ * time value spans years (it adds 86400/ms, meant as a day, which is 2.7 years with seconds); one point, or several
+ * at one time, get a day either side, and a real span gets 5% either side so the end points are not on the frame.
+ */
+export function benchTimeRange(min: number | null | undefined, max: number | null | undefined): [number, number] {
+  if (min == null || max == null || !Number.isFinite(min) || !Number.isFinite(max)) {
+    const now = Date.now() / 1000;
+    return [now - DAY_S, now + DAY_S];
+  }
+  if (max - min < 1) return [min - DAY_S, max + DAY_S];
+  const pad = (max - min) * 0.05;
+  return [min - pad, max + pad];
+}
+
+/** The y range of the benchmark chart: a lone value (or equal ones) gets ±10% around it instead of uPlot's guess. */
+export function benchValueRange(min: number | null | undefined, max: number | null | undefined): [number, number] {
+  if (min == null || max == null || !Number.isFinite(min) || !Number.isFinite(max)) return [0, 1];
+  const pad = max - min > 0 ? (max - min) * 0.1 : Math.abs(max) * 0.1 || 1;
+  return [Math.max(0, min - pad), max + pad];
+}
+
+/** A checkpoint's place on a plot's x axis. */
+export interface CheckpointMark {
+  x: number;
+  label: string;
+  run?: string;
+}
+
+/**
+ * Where the checkpoints of the shown runs fall on the chosen axis: at their step, or at their modification time
+ * (hours since the run's start on the relative axis). A checkpoint without that value is not marked.
+ */
+export function checkpointMarks(
+  checkpoints: readonly Checkpoint[],
+  runs: readonly RunData[],
+  axis: XAxis,
+): CheckpointMark[] {
+  const byId = new Map(runs.map((r) => [r.run.id, r]));
+  const out: CheckpointMark[] = [];
+  for (const c of checkpoints) {
+    const run = c.run !== undefined ? byId.get(c.run) : undefined;
+    if (c.run !== undefined && !run) continue;
+    let x: number | null | undefined;
+    if (axis === 'step') x = c.step;
+    else if (c.mtime != null) {
+      if (axis === 'time') x = c.mtime;
+      else {
+        const origin = run ? runTimeOrigin(run) : undefined;
+        x = origin !== undefined ? (c.mtime - origin) / 3600 : undefined;
+      }
+    }
+    if (x == null || !Number.isFinite(x)) continue;
+    out.push({ x, label: c.label, ...(c.run !== undefined ? { run: c.run } : {}) });
+  }
+  return out.sort((a, b) => a.x - b.x);
+}
+
+/**
+ * A time as people read it, in the viewer's time zone: `2026-01-02 14:02` for a Unix-seconds number or an ISO string
+ * (anything else is returned as it came).
+ */
+export function readableTime(value: string | number): string {
+  const ms = typeof value === 'number' ? value * 1000 : Date.parse(value);
+  if (!Number.isFinite(ms)) return String(value);
+  const d = new Date(ms);
+  const two = (n: number) => String(n).padStart(2, '0');
+  return `${d.getFullYear()}-${two(d.getMonth() + 1)}-${two(d.getDate())} ${two(d.getHours())}:${two(d.getMinutes())}`;
 }

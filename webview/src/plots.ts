@@ -2,7 +2,15 @@
 // on one canvas, and was made for long time series: it stays interactive at 100k+ points where SVG and DOM-per-point
 // libraries stall. It needs no eval and sets styles only through the CSSOM, so it runs under the dashboard's CSP.
 import uPlot from 'uplot';
-import { formatValue, withAlpha, yExtent, type PlotModel } from './data';
+import {
+  benchTimeRange,
+  benchValueRange,
+  formatValue,
+  withAlpha,
+  yExtent,
+  type CheckpointMark,
+  type PlotModel,
+} from './data';
 import type { BenchPoint, XAxis } from '../../src/core/dashboard/protocol';
 import type { Theme } from './theme';
 
@@ -72,6 +80,8 @@ export class SeriesPlot {
     private readonly theme: Theme,
     private readonly events: SeriesPlotEvents,
     private readonly height = 220,
+    /** Checkpoints on this plot's x axis: a dashed vertical line each, behind the lines. */
+    private marks: readonly CheckpointMark[] = [],
   ) {
     this.model = model;
     this.create();
@@ -127,7 +137,12 @@ export class SeriesPlot {
       legend: { show: true, live: true },
       cursor: { drag: { x: true, y: false, setScale: true }, sync: { key: 'known-good' } },
       hooks: {
-        drawAxes: [(u) => this.drawBands(u)],
+        drawAxes: [
+          (u) => {
+            this.drawCheckpoints(u);
+            this.drawBands(u);
+          },
+        ],
         setScale: [
           (u, key) => {
             if (key !== 'x' || this.quiet) return;
@@ -148,6 +163,47 @@ export class SeriesPlot {
     } finally {
       this.quiet = false;
     }
+  }
+
+  /** Checkpoints as thin dashed vertical lines (labelled when there is room), under the bands and lines. */
+  private drawCheckpoints(u: uPlot): void {
+    if (this.marks.length === 0) return;
+    const ctx = u.ctx;
+    const dpr = devicePixelRatio || 1;
+    const min = u.scales.x?.min ?? -Infinity;
+    const max = u.scales.x?.max ?? Infinity;
+    const shown = this.marks.filter((m) => m.x >= min && m.x <= max);
+    ctx.save();
+    ctx.beginPath();
+    ctx.rect(u.bbox.left, u.bbox.top, u.bbox.width, u.bbox.height);
+    ctx.clip();
+    ctx.strokeStyle = withAlpha(this.theme.axis, 0.7);
+    ctx.fillStyle = this.theme.axis;
+    ctx.lineWidth = dpr;
+    ctx.setLineDash([3 * dpr, 3 * dpr]);
+    ctx.font = this.theme.font.replace(/^(\d+)px/, (_m, px: string) => `${Number(px) * 0.85 * dpr}px`);
+    ctx.textBaseline = 'top';
+    ctx.textAlign = 'left';
+    let lastLabelEnd = -Infinity;
+    for (const m of shown) {
+      const x = Math.round(u.valToPos(m.x, 'x', true)) + 0.5;
+      ctx.beginPath();
+      ctx.moveTo(x, u.bbox.top);
+      ctx.lineTo(x, u.bbox.top + u.bbox.height);
+      ctx.stroke();
+      const width = ctx.measureText(m.label).width;
+      if (x + 3 * dpr > lastLabelEnd && x + width < u.bbox.left + u.bbox.width) {
+        ctx.fillText(m.label, x + 3 * dpr, u.bbox.top + 2 * dpr);
+        lastLabelEnd = x + 3 * dpr + width + 6 * dpr;
+      }
+    }
+    ctx.restore();
+  }
+
+  /** New checkpoint marks (the checkpoints list or the axis changed). */
+  setMarks(marks: readonly CheckpointMark[]): void {
+    this.marks = marks;
+    this.plot?.redraw(false);
   }
 
   /** The min/max band of each run, under the lines: drawn in drawAxes, which runs before the series. */
@@ -221,7 +277,7 @@ export class SeriesPlot {
   }
 }
 
-/** Benchmark history: tokens/s per benchmark over time, the baseline's value as a dashed line and a ringed point. */
+/** Benchmark history: tokens/s per benchmark over time, the known-good value as a dashed line and a ringed point. */
 export function createBenchPlot(host: HTMLElement, points: readonly BenchPoint[], theme: Theme): () => void {
   const sorted = points.slice().sort((a, b) => a.time - b.time);
   const base = sorted.find((p) => p.baseline);
@@ -229,7 +285,18 @@ export function createBenchPlot(host: HTMLElement, points: readonly BenchPoint[]
   const opts: uPlot.Options = {
     width: Math.max(200, host.clientWidth),
     height: 160,
-    scales: { x: { time: true } },
+    scales: {
+      // From the data, not uPlot's min/max: for one point uPlot passes min + 86400/ms, which with seconds (ms 1e-3)
+      // is 2.7 years, not a day.
+      x: {
+        time: true,
+        range: (u) => {
+          const xs = u.data[0];
+          return benchTimeRange(xs[0], xs[xs.length - 1]);
+        },
+      },
+      y: { range: (_u, min, max) => benchValueRange(min, max) },
+    },
     series: [
       {},
       {
@@ -270,7 +337,7 @@ export function createBenchPlot(host: HTMLElement, points: readonly BenchPoint[]
           ctx.stroke();
           ctx.font = theme.font.replace(/^(\d+)px/, (_m, px: string) => `${Number(px) * dpr}px`);
           ctx.textBaseline = 'bottom';
-          ctx.fillText('baseline', Math.min(x + 8 * dpr, u.bbox.left + u.bbox.width - 60 * dpr), y - 4 * dpr);
+          ctx.fillText('known-good', Math.min(x + 8 * dpr, u.bbox.left + u.bbox.width - 70 * dpr), y - 4 * dpr);
           ctx.restore();
         },
       ],

@@ -3,7 +3,7 @@ import type { ProbeCall, ProbeOutcome } from '../probes/probe';
 import { ckptArgsProbe, type CkptArgs } from './argsProbe';
 import { ArgsCache, argsCacheKey, type ArgsCacheKey } from './cache';
 import { ckptArgsTorchProbe, ckptStatProbe, type CkptStat } from './moreProbes';
-import { changedArgs, renderArgsDocument } from './render';
+import { changedArgs, renderArgsDiffSide, renderArgsDocument } from './render';
 import type { CheckpointRef } from './target';
 
 /** What the reader needs of a host: a name for people and its probe runner (resident helper + one-shot). */
@@ -131,6 +131,19 @@ export class ArgsReader {
   async document(ref: CheckpointRef): Promise<string> {
     const r = await this.read(ref);
     return renderArgsDocument(r.result, { host: r.host, capturedAt: r.capturedAt, label: ref.label });
+  }
+
+  /**
+   * One side of the args diff of `a` (left) and `b` (right): both sides share one header, so only args differ.
+   * Both reads share the cache and in-flight calls, so the two sides cost one read each.
+   */
+  async diffSide(a: CheckpointRef, b: CheckpointRef, side: 'a' | 'b'): Promise<string> {
+    const [ra, rb] = await Promise.all([this.read(a), this.read(b)]);
+    return renderArgsDiffSide(
+      { result: ra.result, meta: { host: ra.host, capturedAt: ra.capturedAt, label: a.label } },
+      { result: rb.result, meta: { host: rb.host, capturedAt: rb.capturedAt, label: b.label } },
+      side,
+    );
   }
 
   /** "Show Changed Args Only": what changed from `a` to `b`. */

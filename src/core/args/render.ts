@@ -1,4 +1,4 @@
-import { formatBytes, formatExactBytes } from '../util/format';
+import { formatBytes, formatExactBytes, formatLocalTime } from '../util/format';
 import { redactText, redactTree } from '../redact';
 import { isArgEnum, isArgRef, type ArgValue, type CkptArgs } from './argsProbe';
 
@@ -137,13 +137,66 @@ export function renderArgsDocument(r: CkptArgs, meta: ArgsDocMeta): string {
   if (r.tensors.count > 0) {
     lines.push(`// tensors:  ${r.tensors.count} (${formatBytes(r.tensors.bytes)}), not read`);
   }
-  lines.push(`// captured: ${meta.capturedAt.toISOString()}`);
+  lines.push(`// captured: ${formatLocalTime(meta.capturedAt.getTime())}`);
   for (const w of r.warnings) if (!w.startsWith('UNSAFE')) lines.push(`// note: ${redactText(w)}`);
   if (hasEnumByValue(r.args)) {
     lines.push('// note: {"$enum": CLASS, "value": V} is an enum member pickled by value: its name is not in the file');
   }
   // The probe redacts on the host; again here for args that came another way (an older probe, a cache).
   lines.push(stableJson(redactTree(r.args)));
+  return lines.join('\n') + '\n';
+}
+
+/** One side of an args diff: what was read and where. */
+export interface ArgsDiffSide {
+  result: CkptArgs;
+  meta: ArgsDocMeta;
+}
+
+/** One line of facts about one side: `A: step_600 (gpu-box) /ckpt/step_600.pt, 1.2 GiB, 120 tensors, read …`. */
+function sideFacts(letter: 'A' | 'B', s: ArgsDiffSide): string {
+  const r = s.result;
+  const facts = [`${s.meta.label ?? checkpointLabel(r.path)} (${s.meta.host}) ${r.path}`];
+  if (r.format !== 'hf-folder' && r.format !== 'peft') facts.push(formatBytes(r.bytes));
+  if (r.tensors.count > 0) facts.push(`${r.tensors.count} tensors`);
+  if (r.step !== null) facts.push(`step ${r.step}`);
+  facts.push(`read ${formatLocalTime(s.meta.capturedAt.getTime())}`);
+  return `// ${letter}: ${facts.join(', ')}`;
+}
+
+/**
+ * One side of the args diff editor. Both sides get the SAME header, naming both checkpoints and what differs, so the
+ * diff shows only args: per-side facts (path, size, tensors, read time) would otherwise be changes of their own and
+ * Next Change would stop on them. Identical args say so in one line.
+ */
+export function renderArgsDiffSide(a: ArgsDiffSide, b: ArgsDiffSide, side: 'a' | 'b'): string {
+  const d = diffArgs(a.result.args, b.result.args);
+  const n = d.changed.length + d.added.length + d.removed.length;
+  const lines: string[] = [];
+  for (const [letter, s] of [
+    ['A', a],
+    ['B', b],
+  ] as const) {
+    for (const w of s.result.warnings) if (w.startsWith('UNSAFE')) lines.push(`// ⚠ ${letter}: ${w}`);
+  }
+  // what the diff amounts to first (it is read before the long paths below it)
+  lines.push(
+    n === 0
+      ? `// args identical (${d.same} ${d.same === 1 ? 'key' : 'keys'})`
+      : `// args: ${d.changed.length} changed, ${d.added.length} added, ${d.removed.length} removed (${d.same} the same)`,
+  );
+  lines.push(sideFacts('A', a), sideFacts('B', b));
+  for (const [letter, s] of [
+    ['A', a],
+    ['B', b],
+  ] as const) {
+    for (const w of s.result.warnings) if (!w.startsWith('UNSAFE')) lines.push(`// note ${letter}: ${redactText(w)}`);
+  }
+  if (hasEnumByValue(a.result.args) || hasEnumByValue(b.result.args)) {
+    lines.push('// note: {"$enum": CLASS, "value": V} is an enum member pickled by value: its name is not in the file');
+  }
+  const own = side === 'a' ? a : b;
+  lines.push(stableJson(redactTree(own.result.args)));
   return lines.join('\n') + '\n';
 }
 

@@ -11,7 +11,11 @@ import { checkpointLabel } from './render';
  */
 export const ARGS_SCHEME = 'knownGood';
 
-export type ArgsView = 'args' | 'changed';
+/**
+ * `args`: one checkpoint's args; `changed`: the changed-only text of a pair; `left`/`right`: one side of the args
+ * diff editor (`other` is the other side), whose header is the same on both sides so the diff shows only args.
+ */
+export type ArgsView = 'args' | 'changed' | 'left' | 'right';
 
 /** One checkpoint on one host. */
 export interface ArgsRef {
@@ -46,15 +50,16 @@ function displayName(ref: ArgsRef | undefined): string {
 }
 
 export function toArgsUri(spec: ArgsUriSpec): UriParts {
-  if (spec.view === 'changed' && !spec.other)
-    throw new KnownGoodError('settings', 'a changed-args document needs two checkpoints');
+  if (spec.view !== 'args' && !spec.other)
+    throw new KnownGoodError('settings', `a ${spec.view}-args document needs two checkpoints`);
   const doc: Record<string, unknown> = { v: VERSION, h: spec.hostId, p: spec.path, w: spec.view };
   if (spec.label !== undefined) doc['l'] = spec.label;
   if (spec.other)
     doc['o'] = [spec.other.hostId, spec.other.path, ...(spec.other.label !== undefined ? [spec.other.label] : [])];
   const query = Buffer.from(JSON.stringify(doc), 'utf8').toString('base64url');
   const name = displayName(spec);
-  const path = spec.view === 'args' ? `/${name} args.jsonc` : `/${displayName(spec.other)} ↔ ${name} changed args.txt`;
+  const path =
+    spec.view === 'changed' ? `/${displayName(spec.other)} ↔ ${name} changed args.txt` : `/${name} args.jsonc`;
   return { scheme: ARGS_SCHEME, authority: '', path, query };
 }
 
@@ -75,7 +80,7 @@ export function fromArgsUri(uri: Pick<UriParts, 'scheme' | 'query'>): ArgsUriSpe
   if (d['v'] !== VERSION) throw bad(`version ${String(d['v'])}`);
   const { h, p, w, o, l } = d;
   if (typeof h !== 'string' || typeof p !== 'string') throw bad('host or path missing');
-  if (w !== 'args' && w !== 'changed') throw bad(`view ${String(w)}`);
+  if (w !== 'args' && w !== 'changed' && w !== 'left' && w !== 'right') throw bad(`view ${String(w)}`);
   if (l !== undefined && typeof l !== 'string') throw bad('label');
   const spec: ArgsUriSpec = { hostId: h, path: p, view: w, ...(l !== undefined ? { label: l } : {}) };
   if (o !== undefined) {
@@ -85,7 +90,7 @@ export function fromArgsUri(uri: Pick<UriParts, 'scheme' | 'query'>): ArgsUriSpe
     const [oh, op, ol] = o;
     spec.other = { hostId: oh!, path: op!, ...(ol !== undefined ? { label: ol } : {}) };
   }
-  if (w === 'changed' && !spec.other) throw bad('changed view without the other side');
+  if (w !== 'args' && !spec.other) throw bad(`${w} view without the other side`);
   return spec;
 }
 

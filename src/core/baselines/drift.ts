@@ -181,6 +181,11 @@ function diffScripts(a: EnvSnapshot, b: EnvSnapshot): Drift['scripts'] {
   return out;
 }
 
+/**
+ * How one compile cache changed. "appeared"/"disappeared" are about the folder itself (absent on one side), never a
+ * folder that exists on both sides and went from empty to filled ("grown") or from filled to empty ("emptied").
+ * An empty folder that appeared or disappeared is no change worth a line.
+ */
 function cacheDrift(x: CacheInfo | undefined, y: CacheInfo | undefined): CacheDrift | undefined {
   const name = (y ?? x)!.name;
   const path = (y ?? x)!.path;
@@ -188,14 +193,17 @@ function cacheDrift(x: CacheInfo | undefined, y: CacheInfo | undefined): CacheDr
   const bytes = { from: x?.exists ? x.bytes : null, to: y?.exists ? y.bytes : null };
   if (x?.error || y?.error) return undefined;
   const base = { name, path, files, bytes };
-  const had = !!x?.exists && (x.files ?? 0) > 0;
-  const has = !!y?.exists && (y.files ?? 0) > 0;
   if (x && y && x.path !== y.path) return { ...base, change: 'moved' };
-  if (had && !has) return { ...base, change: y?.exists ? 'emptied' : 'disappeared' };
-  if (!had && has) return { ...base, change: 'appeared' };
-  if (!had || !has) return undefined;
-  if ((y.files ?? 0) > (x.files ?? 0) || (y.bytes ?? 0) > (x.bytes ?? 0) * 1.1) return { ...base, change: 'grown' };
-  if ((y.files ?? 0) < (x.files ?? 0)) return { ...base, change: 'shrunk' };
+  const existed = !!x?.exists;
+  const exists = !!y?.exists;
+  const fa = x?.files ?? 0;
+  const fb = y?.files ?? 0;
+  if (!existed && !exists) return undefined;
+  if (!existed) return fb > 0 ? { ...base, change: 'appeared' } : undefined;
+  if (!exists) return fa > 0 ? { ...base, change: 'disappeared' } : undefined;
+  if (fa > 0 && fb === 0) return { ...base, change: 'emptied' };
+  if (fb > fa || (y.bytes ?? 0) > (x.bytes ?? 0) * 1.1) return { ...base, change: 'grown' };
+  if (fb < fa) return { ...base, change: 'shrunk' };
   return undefined;
 }
 
@@ -288,6 +296,27 @@ export function computeDrift(baseline: EnvSnapshot, now: EnvSnapshot): Drift {
 
 // ------------------------------------------------------------------------------------------------ rendering
 
+/** Variables that hold a `:`-separated list of folders: compared entry by entry. */
+export function isPathList(name: string): boolean {
+  return /(^|_)PATH$/.test(name) || name === 'LD_PRELOAD' || /_DIRS$/.test(name);
+}
+
+/** `PATH: +/opt/new/bin, −/usr/local/cuda-12/bin` (entries added and removed; order only: "reordered"). */
+export function pathListChange(e: EnvChange): string {
+  const split = (s: string | undefined) => (s === undefined ? [] : s.split(':').filter((x) => x !== ''));
+  const a = split(e.from);
+  const b = split(e.to);
+  if (e.kind === 'added') return `${e.name} added (${listed(b, (x) => x)})`;
+  if (e.kind === 'removed') return `${e.name} removed (was ${listed(a, (x) => x)})`;
+  const sa = new Set(a);
+  const sb = new Set(b);
+  const added = b.filter((x) => !sa.has(x));
+  const removed = a.filter((x) => !sb.has(x));
+  const bits = [...added.map((x) => `+${x}`), ...removed.map((x) => `−${x}`)];
+  if (bits.length === 0) return `${e.name} reordered`;
+  return `${e.name}: ${listed(bits, (x) => x)}`;
+}
+
 const MAX_ITEMS = 8;
 
 function v(x: string | number | null | undefined): string {
@@ -358,15 +387,21 @@ export function driftBullets(d: Drift): [string, string][] {
   if (gpuBits.length) out.push(['GPUs', gpuBits.join('; ')]);
 
   if (d.env.length) {
-    out.push([
-      'env',
-      listed(d.env, (e) => {
-        if (e.redacted) return `${e.name} ${e.kind} (secret)`;
-        if (e.kind === 'added') return `${e.name}=${v(e.to)} added`;
-        if (e.kind === 'removed') return `${e.name} removed (was ${v(e.from)})`;
-        return `${e.name} ${v(e.from)} → ${v(e.to)}`;
-      }),
-    ]);
+    // Plain settings (NCCL_P2P_DISABLE=1) first: a long PATH must not push them out of sight.
+    const plain = d.env.filter((e) => e.redacted || !isPathList(e.name));
+    const paths = d.env.filter((e) => !e.redacted && isPathList(e.name));
+    const bits: string[] = [];
+    if (plain.length)
+      bits.push(
+        listed(plain, (e) => {
+          if (e.redacted) return `${e.name} ${e.kind} (secret)`;
+          if (e.kind === 'added') return `${e.name}=${v(e.to)} added`;
+          if (e.kind === 'removed') return `${e.name} removed (was ${v(e.from)})`;
+          return `${e.name} ${v(e.from)} → ${v(e.to)}`;
+        }),
+      );
+    for (const e of paths) bits.push(pathListChange(e));
+    out.push(['env', bits.join('; ')]);
   }
 
   const s = d.scripts;
@@ -380,17 +415,19 @@ export function driftBullets(d: Drift): [string, string][] {
 
   const py = d.python;
   const pyBits: string[] = [];
-  if (py.version) pyBits.push(`${v(py.version.from)} → ${v(py.version.to)}`);
   if (py.executable) pyBits.push(`interpreter ${v(py.executable.from)} → ${v(py.executable.to)}`);
   else if (py.prefix) pyBits.push(`prefix ${v(py.prefix.from)} → ${v(py.prefix.to)}`);
-  if (pyBits.length) out.push(['python', pyBits.join('; ')]);
+  if (py.version) pyBits.push(`${v(py.version.from)} → ${v(py.version.to)}`);
+  // Another interpreter (a venv not activated, a conda env) explains most other lines (every package "changed"):
+  // it comes first, after only a swapped torch build.
+  if (pyBits.length) out.splice(build ? 1 : 0, 0, ['python', pyBits.join('; ')]);
 
   const hostBits = Object.entries(d.host).map(([k, c]) => `${k} ${v(c.from)} → ${v(c.to)}`);
   if (hostBits.length) out.push(['host', hostBits.join('; ')]);
 
   if (d.errors.length) {
     out.push([
-      'not compared',
+      NOT_COMPARED,
       listed(d.errors, (e) => `${e.part} failed on ${e.side === 'now' ? 'now' : 'the baseline'}`),
     ]);
   }
@@ -402,23 +439,36 @@ export interface DriftTitles {
   now: string;
 }
 
+const NOT_COMPARED = 'not compared';
+const MINOR: [string, string] = ['other', 'only minor lines differ: see the diff'];
+
+/** The bullets a summary shows: driftBullets, or one "minor lines" bullet when only those differ. */
+function summaryBullets(d: Drift): [string, string][] {
+  const bullets = driftBullets(d);
+  if (!d.unchanged && !bullets.some(([label]) => label !== NOT_COMPARED)) bullets.unshift(MINOR);
+  return bullets;
+}
+
+/** How many differences the summary lists: one per bullet ("not compared" is none), so the headline matches. */
+export function driftCount(d: Drift): number {
+  return d.unchanged ? 0 : summaryBullets(d).filter(([label]) => label !== NOT_COMPARED).length;
+}
+
 function headline(d: Drift, titles: DriftTitles): string {
   if (d.unchanged) return `No drift: ${titles.now} matches ${titles.baseline}`;
-  const n = d.differingLines;
+  const n = driftCount(d);
   return `${n} difference${n === 1 ? '' : 's'} between ${titles.baseline} and ${titles.now}`;
 }
 
 export function renderDriftMarkdown(d: Drift, titles: DriftTitles = { baseline: 'the baseline', now: 'now' }): string {
   const lines = [`**${mdEscape(headline(d, titles))}**`, ''];
-  for (const [label, text] of driftBullets(d)) lines.push(`- **${mdEscape(label)}**: ${mdEscape(text)}`);
-  if (!d.unchanged && driftBullets(d).length === 0) lines.push('- only minor lines differ: see the diff below');
+  for (const [label, text] of summaryBullets(d)) lines.push(`- **${mdEscape(label)}**: ${mdEscape(text)}`);
   return lines.join('\n') + '\n';
 }
 
 export function renderDriftText(d: Drift, titles: DriftTitles = { baseline: 'the baseline', now: 'now' }): string {
   const lines = [headline(d, titles)];
-  for (const [label, text] of driftBullets(d)) lines.push(`  ${label}: ${text}`);
-  if (!d.unchanged && driftBullets(d).length === 0) lines.push('  only minor lines differ: see the diff');
+  for (const [label, text] of summaryBullets(d)) lines.push(`  ${label}: ${text}`);
   return lines.join('\n') + '\n';
 }
 

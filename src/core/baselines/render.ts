@@ -1,5 +1,6 @@
 import { formatBytes, naturalCompare } from '../util/format';
 import type { EnvSnapshot } from './envProbe';
+import { formatLocalTime } from '../util/format';
 
 /**
  * The canonical text of a snapshot: fixed sections, then sorted `key: value` lines, so that two captures of an
@@ -40,7 +41,22 @@ export interface RenderedSnapshot {
 
 function isoTime(seconds: number | null | undefined): string {
   if (seconds === null || seconds === undefined || !Number.isFinite(seconds)) return 'none';
-  return new Date(seconds * 1000).toISOString().replace(/\.\d{3}Z$/, 'Z');
+  return formatLocalTime(seconds * 1000);
+}
+
+/**
+ * A cgroup limit as people read it. cgroup v1 writes "no limit" as the largest page-aligned counter
+ * (9223372036854771712 with 4 KiB pages) and v2 as `max`: both read `unlimited`; a real memory limit gets its size.
+ */
+export function cgroupValue(key: string, raw: string): string {
+  const v = raw.trim();
+  if (/^max(\s|$)/.test(v)) return `unlimited (${v})`;
+  if (/^memory/i.test(key) && /^\d+$/.test(v)) {
+    const n = BigInt(v);
+    if (n >= 2n ** 62n) return `unlimited (${v})`;
+    return `${formatBytes(Number(n))} (${v})`;
+  }
+  return v;
 }
 
 /** A key part as written: quoted when it could break the `key: value` line (control characters, `: `, edges). */
@@ -105,7 +121,7 @@ function renderHost(s: EnvSnapshot, l: Lines): void {
     l.add('host', `${k}.total`, d.error ?? formatBytes(d.totalBytes));
     l.vol('host', `${k}.free`, formatBytes(d.freeBytes));
   }
-  for (const [k, v] of Object.entries(h.cgroup)) l.add('host', `host.cgroup.${keyPart(k)}`, v);
+  for (const [k, v] of Object.entries(h.cgroup)) l.add('host', `host.cgroup.${keyPart(k)}`, cgroupValue(k, v));
   const c = h.container;
   l.add('host', 'host.container', c ? (c.detected ? (c.kind ?? 'yes') : 'no') : null);
   if (c?.evidence.length) l.add('host', 'host.container.evidence', c.evidence.slice().sort());
@@ -239,7 +255,8 @@ export function renderLines(s: EnvSnapshot): { lines: RenderedLine[]; volatile: 
   const l = new Lines();
   l.add('snapshot', 'snapshot.schema', s.schema);
   l.add('snapshot', 'snapshot.deep', s.deep);
-  l.vol('snapshot', 'snapshot.capturedAt', s.capturedAt);
+  const at = Date.parse(s.capturedAt);
+  l.vol('snapshot', 'snapshot.capturedAt', Number.isNaN(at) ? s.capturedAt : formatLocalTime(at));
   l.vol('snapshot', 'snapshot.tookMs', s.tookMs);
   for (const [k, v] of Object.entries(s.timings)) l.vol('snapshot', `snapshot.timing.${keyPart(k)}`, v);
   renderHost(s, l);

@@ -25,6 +25,10 @@ export const throughputResultSchema = z.looseObject({
 });
 export type ThroughputResult = z.infer<typeof throughputResultSchema>;
 
+/** Which benchmark result of a host is its known-good reference. */
+export const benchReferenceSchema = z.object({ resultId: z.string().min(1), markedAt: z.string() });
+export type BenchReference = z.infer<typeof benchReferenceSchema>;
+
 export const baselineSchema = z.object({
   schema: z.literal(BASELINE_SCHEMA),
   id: z.string().regex(/^[A-Za-z0-9_-]+$/),
@@ -292,6 +296,37 @@ export class BaselineStore {
       if (m && m[1] === id) out.push({ revision: Number(m[2]), file: join(this.hostDir(hostId), name) });
     }
     return out.sort((a, b) => a.revision - b.revision);
+  }
+
+  private referenceFile(hostId: string): string {
+    return join(this.hostDir(hostId), 'reference.json');
+  }
+
+  /**
+   * Marks one benchmark result as the host's known-good reference (null: unmark). Kept in `<host folder>/reference.json`,
+   * replaced atomically: the dashboard's chart and "Compare Throughput" read it.
+   */
+  async setReference(hostId: string, resultId: string | null): Promise<void> {
+    if (resultId === null) {
+      await fs.rm(this.referenceFile(hostId), { force: true });
+      return;
+    }
+    const { results } = await this.listResults(hostId);
+    if (!results.some((r) => r.result.id === resultId))
+      throw new KnownGoodError('not-found', `no benchmark result ${resultId} kept for ${hostId}`);
+    await fs.mkdir(this.hostDir(hostId), { recursive: true });
+    const value: BenchReference = { resultId, markedAt: new Date().toISOString() };
+    await writeFileAtomic(this.referenceFile(hostId), JSON.stringify(value) + '\n');
+  }
+
+  /** The result marked as known-good, or null (none marked, or an unreadable mark: reported as none). */
+  async reference(hostId: string): Promise<BenchReference | null> {
+    try {
+      const r = benchReferenceSchema.safeParse(JSON.parse(await fs.readFile(this.referenceFile(hostId), 'utf8')));
+      return r.success ? r.data : null;
+    } catch {
+      return null;
+    }
   }
 
   /** A benchmark result (issue 7), in its own file next to the host's baselines. */

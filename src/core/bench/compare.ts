@@ -108,3 +108,33 @@ export function describeDifferences(diffs: readonly FieldDifference[]): string[]
   const show = (v: unknown): string => (typeof v === 'string' ? v : (JSON.stringify(v) ?? 'none'));
   return diffs.map((d) => `${d.field}: ${show(d.now)} (baseline ${show(d.baseline)})`);
 }
+
+/**
+ * What "Compare Throughput with Baseline" can do with the results kept for a host. Too few results is not a failure:
+ * `info` carries a message the adapter shows as information (with the way forward), not as an error.
+ */
+export type ComparisonChoice<R> =
+  { kind: 'info'; code: 'no-results' | 'only-one'; message: string } | { kind: 'choose'; newest: R; others: R[] };
+
+export function comparisonChoice<R extends { result: { id: string; at: string } }>(
+  all: readonly R[],
+  hostName: string,
+): ComparisonChoice<R> {
+  const newest = [...all].sort((a, b) => b.result.at.localeCompare(a.result.at))[0];
+  if (!newest)
+    return {
+      kind: 'info',
+      code: 'no-results',
+      message: `No benchmark result kept for ${hostName} yet: run "Known Good: Run Throughput Benchmark" first.`,
+    };
+  const others = all.filter((r) => r.result.id !== newest.result.id);
+  if (!others.length)
+    return {
+      kind: 'info',
+      code: 'only-one',
+      message:
+        `Only one benchmark result for ${hostName} so far: run "Known Good: Run Throughput Benchmark" again ` +
+        `(after a change, or on the known-good set-up) to have something to compare it with.`,
+    };
+  return { kind: 'choose', newest, others };
+}

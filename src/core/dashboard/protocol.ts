@@ -89,11 +89,13 @@ export const driftSummarySchema = z.object({
 export type DriftSummary = z.infer<typeof driftSummarySchema>;
 
 export const benchPointSchema = z.object({
+  /** The stored result's id: what `markReference` names. Absent for a point that cannot be marked. */
+  id: z.string().optional(),
   /** Unix seconds. */
   time: finite,
   tokPerS: finite,
   label: z.string().optional(),
-  /** The run recorded as the host's baseline; the chart marks it. */
+  /** The host's known-good reference (marked from the dashboard, else recorded with its baseline); the chart marks it. */
   baseline: z.boolean().default(false),
 });
 export type BenchPoint = z.infer<typeof benchPointSchema>;
@@ -187,6 +189,13 @@ export const toggleFollowMessageSchema = z.object({ type: z.literal('toggleFollo
 /** The series now shown; the host may remember it and reduce only these when following. */
 export const selectSeriesMessageSchema = z.object({ type: z.literal('selectSeries'), keys: z.array(z.string()) });
 
+/** Marks benchmark result `result` of host `host` (HostSide.host) as its known-good reference; null unmarks. */
+export const markReferenceMessageSchema = z.object({
+  type: z.literal('markReference'),
+  host: z.string().min(1),
+  result: z.string().min(1).nullable(),
+});
+
 export const webviewMessageSchema = z.discriminatedUnion('type', [
   readyMessageSchema,
   requestRangeMessageSchema,
@@ -194,6 +203,7 @@ export const webviewMessageSchema = z.discriminatedUnion('type', [
   diffArgsMessageSchema,
   toggleFollowMessageSchema,
   selectSeriesMessageSchema,
+  markReferenceMessageSchema,
 ]);
 export type WebviewMessage = z.infer<typeof webviewMessageSchema>;
 

@@ -1,10 +1,12 @@
 // What the dashboard panel shows beside the plots, found in data the extension already has: the run's metrics log
 // and checkpoints (from the Remote Runs listing), the host's baseline drift and its benchmark history (from the
 // baseline store). Pure, so it is tested in Node; src/dashboard/ only adapts it.
-import { computeDrift, renderDriftText } from '../baselines/drift';
+import { computeDrift, driftCount, renderDriftText } from '../baselines/drift';
 import type { EnvSnapshot } from '../baselines/envProbe';
-import type { Baseline, ThroughputResult } from '../baselines/store';
+import type { Baseline, BaselineStore, ThroughputResult } from '../baselines/store';
+import { KnownGoodError } from '../errors';
 import type { RootListing, RunEntry, RunsListing } from '../runs/listRuns';
+import { formatLocalTime } from '../util/format';
 import { trainingStep } from '../runs/model';
 import type { BenchPoint, Checkpoint, DriftSummary } from './protocol';
 
@@ -248,11 +250,19 @@ function resultLabel(r: ThroughputResult): string | undefined {
 }
 
 /**
- * The host's benchmark history, oldest first. The results recorded with the newest baseline (`baseline.throughput`)
- * are marked as the baseline; they are added when the results folder does not hold them.
+ * The host's benchmark history, oldest first. The result marked as the known-good reference (`referenceId`, set from
+ * the dashboard) is the baseline; without one, the results recorded with the newest baseline (`baseline.throughput`)
+ * are, and they are added when the results folder does not hold them. Every point carries its result's id, so the
+ * dashboard can mark another.
  */
-export function benchHistory(results: readonly ThroughputResult[], baseline: Baseline | undefined): BenchPoint[] {
-  const marked = new Set((baseline?.throughput ?? []).map((t) => t.id));
+export function benchHistory(
+  results: readonly ThroughputResult[],
+  baseline: Baseline | undefined,
+  referenceId: string | null = null,
+): BenchPoint[] {
+  const ids = new Set(results.map((r) => r.id));
+  const useReference = referenceId !== null && ids.has(referenceId);
+  const marked = new Set(useReference ? [referenceId] : (baseline?.throughput ?? []).map((t) => t.id));
   const all = new Map<string, ThroughputResult>();
   for (const r of results) all.set(r.id, r);
   for (const r of baseline?.throughput ?? []) if (!all.has(r.id)) all.set(r.id, r);
@@ -262,8 +272,8 @@ export function benchHistory(results: readonly ThroughputResult[], baseline: Bas
     const ms = Date.parse(r.at);
     if (tok === undefined || Number.isNaN(ms)) continue;
     const isBase = marked.has(r.id);
-    const label = isBase ? `baseline "${baseline?.label ?? ''}"` : resultLabel(r);
-    out.push({ time: ms / 1000, tokPerS: tok, baseline: isBase, ...(label ? { label } : {}) });
+    const label = isBase && !useReference ? `baseline "${baseline?.label ?? ''}"` : resultLabel(r);
+    out.push({ id: r.id, time: ms / 1000, tokPerS: tok, baseline: isBase, ...(label ? { label } : {}) });
   }
   return out.sort((a, b) => a.time - b.time);
 }
@@ -285,7 +295,8 @@ export function driftSummary(
   let base: EnvSnapshot = newest.snapshot;
   if (now) {
     other = now;
-    nowTitle = `now (${now.capturedAt})`;
+    const at = Date.parse(now.capturedAt);
+    nowTitle = `now (${Number.isNaN(at) ? now.capturedAt : formatLocalTime(at)})`;
     if (base.deep && !other.deep) {
       base = { ...base, deep: false };
       delete (base as { deepInfo?: unknown }).deepInfo;
@@ -310,7 +321,39 @@ export function driftSummary(
   return {
     baseline: now ? newest.label : `${previous?.label ?? ''} → ${newest.label}`,
     capturedAt: newest.capturedAt,
-    changes: d.differingLines,
+    changes: driftCount(d),
     text,
   };
+}
+
+/** The known-good reference of a host whose results are stored under any of `storeIds` (the first one marked). */
+export async function benchReferenceOf(store: BaselineStore, storeIds: readonly string[]): Promise<string | null> {
+  for (const id of storeIds) {
+    const r = await store.reference(id);
+    if (r) return r.resultId;
+  }
+  return null;
+}
+
+/**
+ * Marks result `resultId` as the host's known-good reference, under the store id that holds it (results are kept by
+ * transport id, older ones by settings id); null unmarks under every id.
+ */
+export async function markBenchReference(
+  store: BaselineStore,
+  storeIds: readonly string[],
+  resultId: string | null,
+): Promise<void> {
+  if (resultId === null) {
+    for (const id of storeIds) await store.setReference(id, null);
+    return;
+  }
+  for (const id of storeIds) {
+    const { results } = await store.listResults(id);
+    if (!results.some((r) => r.result.id === resultId)) continue;
+    for (const other of storeIds) if (other !== id) await store.setReference(other, null);
+    await store.setReference(id, resultId);
+    return;
+  }
+  throw new KnownGoodError('not-found', `no benchmark result ${resultId} is kept for this host`);
 }

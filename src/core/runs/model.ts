@@ -1,4 +1,4 @@
-import { formatAge, formatBytes, formatExactBytes, formatIso, naturalCompare } from '../util/format';
+import { formatAge, formatBytes, formatExactBytes, formatLocalTime, naturalCompare } from '../util/format';
 import { printableName } from './format';
 import type { RootListing, RunEntry, RunsListing } from './listRuns';
 
@@ -163,7 +163,7 @@ function tooltipOf(entry: RunEntry, where: { remotePath: string; remotePathB64?:
         : `${formatExactBytes(entry.size)} (${formatBytes(entry.size)})`,
     );
   }
-  if (entry.mtime !== null) lines.push(`modified ${formatIso(entry.mtime * 1000)}`);
+  if (entry.mtime !== null) lines.push(`modified ${formatLocalTime(entry.mtime * 1000)}`);
   if (entry.kind === 'symlink')
     lines.push(`link to ${entry.target ?? '?'}${entry.targetKind === 'missing' ? ' (missing)' : ''}`);
   if (entry.omitted)
@@ -327,7 +327,7 @@ export function rootNode(hostId: string, listing: RootListing): RootNode {
   }
   const tooltip = [printableName(listing.path), listing.message || ROOT_STATUS_TEXT[listing.status]];
   if (listing.entry && listing.status !== 'empty') tooltip.push(`${formatExactBytes(listing.entry.size)} listed`);
-  if (listing.entry?.mtime) tooltip.push(`modified ${formatIso(listing.entry.mtime * 1000)}`);
+  if (listing.entry?.mtime) tooltip.push(`modified ${formatLocalTime(listing.entry.mtime * 1000)}`);
   return {
     kind: 'root',
     id: nodeId(hostId, listing.path, ''),

@@ -1,4 +1,5 @@
-import { constants as fsConstants, existsSync, type Stats } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { constants as fsConstants, existsSync, statSync, type Stats } from 'node:fs';
 import { open, type FileHandle } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
@@ -265,6 +266,8 @@ export class SshConnection {
   private sessions = { open: 0, lastClose: 0 };
   /** Connections made so far (for tests and the log). */
   connects = 0;
+  /** Replaced in the pool: close as soon as no command of ours runs on it. */
+  private retiring = false;
 
   constructor(
     readonly endpoint: SshEndpoint,
@@ -624,6 +627,7 @@ export class SshConnection {
               sessions.open--;
               sessions.lastClose = Date.now();
               closed({ code, signal: sig, connected: !!this.client });
+              if (this.retiring && sessions.open === 0) this.close();
             });
             resolve(ch);
           },
@@ -729,27 +733,43 @@ export class SshConnection {
   }
 
   close(): void {
+    this.retiring = false;
     this.client?.end();
     this.client = undefined;
   }
+
+  /** Replaced by a connection with other options: closes now if nothing runs on it, else when the last command ends. */
+  closeWhenIdle(): void {
+    if (this.sessions.open === 0 && !this.connecting) this.close();
+    else this.retiring = true;
+  }
 }
 
-/** Runs argv on one SSH connection from the pool. */
+/**
+ * Runs argv on the pool's connection for one endpoint. The connection is looked up at every call, so a key file
+ * fixed since the last call (same path, new contents) is used by the next one.
+ */
 export class SshTransport implements Transport {
   readonly id: string;
   constructor(
-    private readonly connection: SshConnection,
+    private readonly pool: SshPool,
+    private readonly endpoint: SshEndpoint,
     readonly label: string,
   ) {
-    this.id = `ssh:${connection.name}`;
+    this.id = `ssh:${endpointName(endpoint)}`;
+  }
+
+  private get connection(): SshConnection {
+    return this.pool.connection(this.endpoint);
   }
 
   async exec(argv: readonly string[], options: ExecOptions = {}): Promise<ExecResult> {
     // Connecting has its own timeout (paused while a person answers a prompt); the command's starts after it and
     // covers the wait for a channel too.
-    await this.connection.ready();
+    const connection = this.connection;
+    await connection.ready();
     const res = await collect(
-      (signal) => this.connection.open(argv, undefined, signal),
+      (signal) => connection.open(argv, undefined, signal),
       options,
       () => `${argv[0]} on ${this.label}`,
     );
@@ -771,35 +791,96 @@ export class SshTransport implements Transport {
   }
 }
 
-/** One connection per endpoint (user@host:port, via the same jump), shared by every transport and operation. */
+/** What identifies a key file's contents without reading it (a FIFO named by mistake must not block here). */
+function fileFingerprint(file: string): string {
+  try {
+    const st = statSync(file, { throwIfNoEntry: false });
+    return st ? `${st.dev}:${st.ino}:${st.size}:${st.mtimeMs}:${st.ctimeMs}` : 'absent';
+  } catch (e) {
+    return `unreadable ${(e as NodeJS.ErrnoException).code ?? ''}`;
+  }
+}
+
+/** Every setting that decides how an endpoint connects, jump hosts included (stable: fixed field order). */
+function endpointSettings(e: SshEndpoint): unknown {
+  return [e.user, e.host, e.port, e.alias, e.identityFiles, e.proxyJump ? endpointSettings(e.proxyJump) : null];
+}
+
+function identityFilesOf(e: SshEndpoint): string[] {
+  return [...e.identityFiles, ...(e.proxyJump ? identityFilesOf(e.proxyJump) : [])];
+}
+
+/**
+ * One connection per set of connection options, shared by every transport and operation. The key is a digest of all
+ * of them: user, host, port, alias, identity files (path and the file's identity, size and times, so a key file
+ * replaced in place counts as a change), the jump chain, and the pool's default key files and agent. A changed option
+ * therefore never reuses a connection (or a failed attempt) made with the old ones; the connection made with the old
+ * contents of the same settings is replaced (closed once its running commands end).
+ */
 export class SshPool {
   private readonly connections = new Map<string, SshConnection>();
+  /** For each endpoint's settings, the key of the connection made for them last. */
+  private readonly latest = new Map<string, string>();
   constructor(private readonly options: SshOptions) {}
 
+  private settingsKey(e: SshEndpoint): string {
+    return JSON.stringify(endpointSettings(e));
+  }
+
+  /** The digest of everything a connection to `e` depends on. */
   private key(e: SshEndpoint): string {
-    return `${endpointName(e)}${e.proxyJump ? ` via ${this.key(e.proxyJump)}` : ''}`;
+    const o = this.options;
+    const files = [...identityFilesOf(e), ...(o.defaultIdentityFiles ?? defaultIdentityFiles())];
+    const agent = o.agent ?? process.env['SSH_AUTH_SOCK'] ?? '';
+    const facts = [endpointSettings(e), files.map((f) => [f, fileFingerprint(f)]), agent];
+    return createHash('sha256').update(JSON.stringify(facts)).digest('hex').slice(0, 32);
   }
 
   connection(e: SshEndpoint): SshConnection {
     const k = this.key(e);
+    const settings = this.settingsKey(e);
     let c = this.connections.get(k);
     if (!c) {
+      const before = this.latest.get(settings);
+      if (before !== undefined) this.retire(before);
       c = new SshConnection(e, this.options, this);
       this.connections.set(k, c);
     }
+    this.latest.set(settings, k);
     return c;
   }
 
   transport(e: SshEndpoint, label: string): SshTransport {
-    return new SshTransport(this.connection(e), label);
+    return new SshTransport(this, e, label);
   }
 
+  /** Connections in the pool now (for tests and the log). */
+  get size(): number {
+    return this.connections.size;
+  }
+
+  /** These settings are no longer used (a host was removed or changed in settings): close their connection. */
+  release(e: SshEndpoint): void {
+    const settings = this.settingsKey(e);
+    const k = this.latest.get(settings);
+    this.latest.delete(settings);
+    if (k !== undefined) this.retire(k);
+  }
+
+  private retire(k: string): void {
+    const c = this.connections.get(k);
+    this.connections.delete(k);
+    c?.closeWhenIdle();
+  }
+
+  /** Closes every connection to the endpoint's user@host:port, whatever the key it was made with. */
   disconnect(e: SshEndpoint): void {
-    this.connections.get(this.key(e))?.close();
+    for (const c of this.connections.values()) if (c.name === endpointName(e)) c.close();
   }
 
   dispose(): void {
     for (const c of this.connections.values()) c.close();
     this.connections.clear();
+    this.latest.clear();
   }
 }

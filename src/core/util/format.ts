@@ -49,6 +49,24 @@ export function formatAge(ms: number, now: number): string {
   return `${Math.floor(d / 365.25)} y ago`;
 }
 
+const two = (n: number) => String(n).padStart(2, '0');
+
+/**
+ * A time as people read it, in this machine's time zone with its offset: `2026-12-01 14:02:33 (UTC+01:00)`.
+ * The offset keeps it unambiguous (a remote's time and this one's can differ); an invalid time reads `unknown`.
+ */
+export function formatLocalTime(ms: number): string {
+  const d = new Date(ms);
+  if (!Number.isFinite(d.getTime())) return 'unknown';
+  const off = -d.getTimezoneOffset();
+  const sign = off < 0 ? '-' : '+';
+  const zone = off === 0 ? 'UTC' : `UTC${sign}${two(Math.floor(Math.abs(off) / 60))}:${two(Math.abs(off) % 60)}`;
+  return (
+    `${d.getFullYear()}-${two(d.getMonth() + 1)}-${two(d.getDate())} ` +
+    `${two(d.getHours())}:${two(d.getMinutes())}:${two(d.getSeconds())} (${zone})`
+  );
+}
+
 export function formatIso(ms: number): string {
   return new Date(ms).toISOString();
 }

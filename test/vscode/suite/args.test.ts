@@ -73,7 +73,10 @@ describe('checkpoint args', () => {
     const right = await textOf(diff.modified);
     assert.match(left, /"lr": 0\.0003,/);
     assert.match(right, /"lr": 0\.00015,/);
-    assert.match(right, /^\/\/ Known Good: args of step_690$/m);
+    // one header on both sides (both checkpoints named), so only args differ
+    assert.match(right, /^\/\/ B: step_690 \(This machine\) /m);
+    const header = (t: string) => t.split('\n').filter((l) => l.startsWith('//'));
+    assert.deepEqual(header(left), header(right));
   });
 
   it('Compare Args on two selected checkpoints and Show Changed Args Only', async () => {
@@ -107,7 +110,7 @@ describe('checkpoint args', () => {
 
     await vscode.commands.executeCommand('knownGood.args.compareWithPrevious', s690.node);
     const diff = await waitFor('a knownGood diff tab', () => diffTabs()[0]);
-    assert.match(await textOf(diff.original), /^\/\/ Known Good: args of step_600$/m);
+    assert.match(await textOf(diff.original), /^\/\/ A: step_600 \(This machine\) /m);
     assert.match(await textOf(diff.modified), /"lr": 0\.00015,/);
   });
 

@@ -1,7 +1,7 @@
 import * as assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import * as vscode from 'vscode';
 import { childrenOf, rootNode, type EntryNode } from '../../../src/core/runs/model';
 import { activated, setSetting, waitFor, type KnownGoodApi } from './helpers';
@@ -108,6 +108,35 @@ describe('Dashboard', () => {
     const inits = panel.posted.filter((t) => t === 'init').length;
     panel.simulate({ type: 'ready', version: 1 });
     await waitFor('a second init', () => (panel.posted.filter((t) => t === 'init').length > inits ? true : undefined));
+  });
+
+  it('marks a benchmark result known-good from the dashboard: stored beside the results, sent back marked', async function () {
+    this.timeout(180_000);
+    const api = await activated();
+    const panel = api.dashboard.panels().find((p) => p.title === 'Dashboard: run-a');
+    assert.ok(panel);
+    // A real benchmark on This machine (Debian's torch, CPU), kept in the store as usual.
+    const out = await vscode.commands.executeCommand<{ file?: string; error?: string; screen?: string }>(
+      'knownGood.bench.run',
+      { hostId: 'local' },
+      { config: '{"device": "cpu", "layers": 1, "steps": 3, "warmup": 1}', label: 'dashboard ref' },
+    );
+    assert.ok(out?.file, out?.error ?? out?.screen);
+    const id = basename(out.file, '.json');
+    const before = panel.posted.length;
+    const dropped = panel.dropped;
+    panel.simulate({ type: 'markReference', host: 'local', result: id });
+    const side = await waitFor(
+      'the side data, marked',
+      () => (panel.posted.length > before && panel.lastPosted?.type === 'side' ? panel.lastPosted : undefined),
+      60_000,
+    );
+    const point = side.hosts[0]?.bench.find((b) => b.id === id);
+    assert.ok(point, JSON.stringify(side.hosts));
+    assert.equal(point.baseline, true);
+    assert.ok(existsSync(join(dirname(dirname(out.file)), 'reference.json')), 'the mark is not stored');
+    assert.equal(panel.dropped, dropped, 'the message was dropped');
+    await vscode.commands.executeCommand('workbench.action.terminal.killAll');
   });
 
   it('follows the log: appended lines arrive as runData', async () => {
