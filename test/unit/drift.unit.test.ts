@@ -131,7 +131,7 @@ void describe('snapshot values people read', () => {
     assert.equal(cgroupValue('memoryLimitV1', '9223372036854771712'), 'unlimited (9223372036854771712)');
     assert.equal(cgroupValue('memoryMax', 'max'), 'unlimited (max)');
     assert.equal(cgroupValue('cpuMax', 'max 100000'), 'unlimited (max 100000)');
-    assert.equal(cgroupValue('memoryMax', '8589934592'), '8.0 GiB (8589934592)');
+    assert.equal(cgroupValue('memoryMax', '8589934592'), '8.0 GB (8589934592)'); // the one formatBytes (core/util/format)
     assert.equal(cgroupValue('cpuMax', '200000 100000'), '200000 100000');
     const s = cloneSnapshot(h200KnownGood);
     s.host.cgroup = { memoryLimitV1: '9223372036854771712' };
