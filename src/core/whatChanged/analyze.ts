@@ -354,6 +354,7 @@ function argsDrafts(
   const flats = readable.map((a) => ({ fact: a, flat: flattenArgs(a.args) }));
   const out: Draft[] = [];
   const ckByLabel = new Map(facts.checkpoints.map((c) => [c.label, c]));
+  const nowPaths = dataPathsOf(na.args);
   for (const key of [...new Set([...fa.keys(), ...fb.keys()])].sort()) {
     const va = fa.get(key);
     const vb = fb.get(key);
@@ -389,8 +390,8 @@ function argsDrafts(
     ];
     const detailBits = [`${key} was ${showValue(va)} at ${ref.label} and is ${showValue(vb)} at ${now.label}`];
     if (transitions.length > 1) detailBits.push(`it changed ${transitions.length} times between the checkpoints read`);
-    for (const v of [vb]) {
-      const path = typeof v === 'string' ? fingerprints.get(v) : undefined;
+    for (const p of [nowPaths.get(key)]) {
+      const path = p !== undefined ? fingerprints.get(p) : undefined;
       if (path) {
         evidence.push({ kind: 'file', title: path.path, hostId: facts.host.id, path: path.path });
         detailBits.push(describeFingerprint(path));
@@ -830,7 +831,7 @@ function zoom(cp: Changepoint, s: ReducedSeries | undefined): { from: number; to
   const lo = s?.x[0] ?? cp.segmentBefore[0];
   const hi = s?.x[s.x.length - 1] ?? cp.segmentAfter[1];
   const span = Math.max((hi - lo) * 0.1, cp.firstAfter - cp.at);
-  return { from: Math.max(lo, cp.at - span), to: Math.min(hi, cp.firstAfter + span) };
+  return { from: Math.max(lo, Math.floor(cp.at - span)), to: Math.min(hi, Math.ceil(cp.firstAfter + span)) };
 }
 
 function suspectTail(report: WhatChangedReport, main: { key: string; cp: Changepoint } | undefined): string {
