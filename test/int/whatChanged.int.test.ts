@@ -95,6 +95,7 @@ void describe('What changed? over a real sshd', () => {
   let baseEnv: string;
   let transport: Transport;
   const runners: ProbeRunner[] = [];
+  let storyRun = '';
 
   /** A fresh runner: a new login, which reads the remote environment as it is now. */
   function host(): WhatChangedHost & { runner: ProbeRunner } {
@@ -220,6 +221,7 @@ void describe('What changed? over a real sshd', () => {
     assert.ok(md.startsWith(`**${report.headline}**`), md);
     assert.match(md, /1\. \*\*dataset openwebtext-10k → openwebtext-dedup-v2\*\* — score \d+ \(args, at the shift\)/);
     assert.match(md, /`tok_s` at step 600: 12\.8K → 4\.3K \(0\.34×/);
+    storyRun = run;
     // the data fingerprints are kept for the next report
     assert.equal(
       readdirSync(join(store.hostDir(transport.id), 'what-changed')).filter((n) => n.startsWith('data-')).length,
@@ -330,5 +332,34 @@ void describe('What changed? over a real sshd', () => {
       report.unknown.some((u) => u.fact.startsWith('listing of ')),
       JSON.stringify(report.unknown),
     );
+  });
+
+  void it('the CLI: known-good why local RUN gives the same headline, as Markdown and as --json, exit 1', () => {
+    assert.ok(storyRun, 'runs after the story');
+    const home = mkdtempSync(join(tmpdir(), 'kg-why-home-'));
+    try {
+      const cli = (...argv: string[]) =>
+        spawnSync(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...argv], {
+          encoding: 'utf8',
+          env: { ...process.env, HOME: home },
+        });
+      const json = cli('why', 'local', storyRun, '--json');
+      assert.equal(json.status, 1, json.stderr);
+      const doc = JSON.parse(json.stdout) as { headline: string; suspects: { title: string }[] };
+      assert.equal(
+        doc.headline,
+        '4.3K tok/s now vs 12.8K at step_600 (0.34×); changed at step 600: dataset openwebtext-10k → openwebtext-dedup-v2 (args, step_600 → step_700)',
+      );
+      const text = cli('why', `local:${storyRun}`);
+      assert.equal(text.status, 1, text.stderr);
+      assert.ok(text.stdout.startsWith(`**${doc.headline}**\n`), text.stdout);
+      // no baseline in this HOME: said, not skipped over
+      assert.match(text.stdout, /- environment at the reference: no baseline saved for this host/);
+      const bad = cli('why', 'local', 'relative/run');
+      assert.equal(bad.status, 2);
+      assert.match(bad.stderr, /must be an absolute path/);
+    } finally {
+      rmSync(home, { recursive: true, force: true });
+    }
   });
 });
