@@ -91,10 +91,11 @@ function epochOf(iso: string): number | null {
   return Number.isNaN(t) ? null : t / 1000;
 }
 
+/** The checkpoint of a time: the last saved by then, else (a reference older than every checkpoint) the earliest. */
 function lastCheckpointAtOrBefore(cks: readonly CheckpointFact[], time: number): CheckpointFact | undefined {
   let best: CheckpointFact | undefined;
   for (const c of cks) if (c.mtime !== null && c.mtime <= time) best = c;
-  return best;
+  return best ?? cks[0];
 }
 
 /** The known-good reference, in the order of preference; the reason is part of the answer. */
