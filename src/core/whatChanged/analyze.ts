@@ -259,6 +259,14 @@ function windowOf(cp: Changepoint, cks: readonly CheckpointFact[], series: Reduc
   };
 }
 
+/**
+ * A change somewhere in steps (from, to] lands on the shift: the shift lies in (at, firstAfter], or in the bucket
+ * before when that bucket mixed both levels, so the two intervals overlap.
+ */
+function atShift(from: number, to: number, cp: Changepoint): boolean {
+  return from < cp.firstAfter && to > cp.at - (cp.firstAfter - cp.at);
+}
+
 interface Draft {
   source: SuspectSource;
   category: SuspectCategory | 'cosmetic';
@@ -288,12 +296,13 @@ function scoreOf(
     const s = d.when.steps;
     const t = d.when.time;
     if (s) {
-      if (s.from <= main.cp.at && s.to >= main.cp.firstAfter) {
+      const lo = main.cp.at - (main.cp.firstAfter - main.cp.at);
+      if (atShift(s.from, s.to, main.cp)) {
         coincides = true;
         reasons.push({ points: COINCIDES_POINTS, why: `changed between steps ${s.from} and ${s.to}, where ${at}` });
       } else if (s.from >= main.cp.firstAfter) {
         reasons.push({ points: AFTER_SHIFT_POINTS, why: `changed after the shift (from step ${s.from} on; ${at})` });
-      } else if (s.to <= main.cp.at) {
+      } else if (s.to <= lo) {
         reasons.push({ points: AFTER_SHIFT_POINTS, why: `changed before the shift and the level held (${at})` });
       }
     } else if (t && win.time) {
@@ -367,7 +376,7 @@ function argsDrafts(
         transitions.push({ from: flats[i - 1]!.fact, to: flats[i]!.fact });
     }
     const at =
-      (main && transitions.find((t) => t.from.step <= main.cp.at && t.to.step >= main.cp.firstAfter)) ??
+      (main && transitions.find((t) => atShift(t.from.step, t.to.step, main.cp))) ??
       transitions[transitions.length - 1];
     const [sa, sb] = showPair(va, vb);
     const title = `${key} ${sa} → ${sb}`;
