@@ -61,5 +61,6 @@ export interface WhatChangedFacts {
   probe: WhatChangedProbeResult | null;
   dataHistory: DataRecord[];
   unknown: UnknownFact[];
-  gathered: { roundTrips: number; requests: number; elapsedMs: number };
+  /** `roundMs`: how long each round took (local reads included in the first). */
+  gathered: { roundTrips: number; requests: number; elapsedMs: number; roundMs?: number[] };
 }

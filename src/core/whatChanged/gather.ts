@@ -79,7 +79,8 @@ function settle<T>(p: Promise<T>): Promise<{ ok: true; value: T } | { ok: false;
 /**
  * Gathers the facts in three rounds of requests sent together through the host's resident helper (each round is
  * one round trip plus the slowest request's work; nothing imports torch):
- * 1. the run's listing and the environment snapshot (the local baselines, results and marks are read meanwhile);
+ * 1. the run's listing and the environment snapshot (the local baselines, results and marks are read before; the
+ *    snapshot goes on beside round 2, which needs only the listing);
  * 2. the metrics log reduced on the host and the args of every checkpoint (an even sample of at most 100);
  * 3. what_changed.py on the paths those args name, the git checkouts of the run and the scripts, and torch's
  *    version.py (when that torch was installed), with git's "changed since" at the reference time.
@@ -118,24 +119,21 @@ export async function gatherFacts(
   // ---- round 1
   const uniq = (xs: Iterable<string>) => [...new Set(xs)];
   const scriptGlobs = uniq([...(options.scriptGlobs ?? []), ...baselines.flatMap((b) => b.snapshot.scripts.patterns)]);
-  const [listing, envNow] = await Promise.all([
-    call(listRunsProbe([run], { depth: 3 })),
-    call(
-      envSnapshotProbe({
-        scripts: scriptGlobs,
-        cacheDirs: options.cacheDirs ?? [],
-        extraVars: uniq([
-          ...(options.extraVariables ?? []),
-          ...baselines.flatMap((b) => b.snapshot.env.extraRequested),
-        ]),
-      }),
-    ),
-  ]);
+  // The snapshot is not needed before round 3: it runs on beside round 2 (it is the slowest request of round 1).
+  const envP = call(
+    envSnapshotProbe({
+      scripts: scriptGlobs,
+      cacheDirs: options.cacheDirs ?? [],
+      extraVars: uniq([...(options.extraVariables ?? []), ...baselines.flatMap((b) => b.snapshot.env.extraRequested)]),
+    }),
+  );
+  const listing = await call(listRunsProbe([run], { depth: 3 }));
+
   let rounds = 1;
+  const roundMs = [Math.round(performance.now() - started)];
   if (!listing.ok) unknown.push({ fact: `listing of ${run}`, why: listing.why });
   else if (listing.value.roots[0]?.status !== 'ok')
     unknown.push({ fact: `listing of ${run}`, why: listing.value.roots[0]?.message ?? 'not listed' });
-  if (!envNow.ok) unknown.push({ fact: 'environment now', why: envNow.why });
   const remoteNow = listing.ok ? listing.value.now : Date.now() / 1000;
   const { checkpoints, log } = listing.ok ? checkpointsOf(listing.value) : { checkpoints: [], log: undefined };
   if (listing.ok && !checkpoints.length)
@@ -157,6 +155,7 @@ export async function gatherFacts(
       ...toRead.map((c) => call(ckptArgsProbe(c.argsPath))),
     ]);
     rounds++;
+    roundMs.push(Math.round(performance.now() - started - roundMs.reduce((a, b) => a + b, 0)));
     reduction = r;
     argsFacts = toRead.map((c, i) => {
       const a = args[i]!;
@@ -170,6 +169,8 @@ export async function gatherFacts(
   const logFact = log && reduction?.ok ? { path: log, reduction: reduction.value } : null;
 
   // ---- round 3: needs the reference (from the changepoints) and the paths the args name
+  const envNow = await envP;
+  if (!envNow.ok) unknown.push({ fact: 'environment now', why: envNow.why });
   const envSnapshot: EnvSnapshot | null = envNow.ok ? envNow.value : null;
   const partial = {
     checkpoints,
@@ -191,6 +192,7 @@ export async function gatherFacts(
     whatChangedProbe({ paths: [...paths], git: gitTargets, stats, ...(ref.time !== null ? { since: ref.time } : {}) }),
   );
   rounds++;
+  roundMs.push(Math.round(performance.now() - started - roundMs.reduce((a, b) => a + b, 0)));
   let probe: WhatChangedProbeResult | null = null;
   if (facts.ok) probe = facts.value;
   else unknown.push({ fact: 'data fingerprints and git state', why: facts.why });
@@ -216,7 +218,7 @@ export async function gatherFacts(
     probe,
     dataHistory,
     unknown,
-    gathered: { roundTrips: rounds, requests, elapsedMs: Math.round(performance.now() - started) },
+    gathered: { roundTrips: rounds, requests, elapsedMs: Math.round(performance.now() - started), roundMs },
   };
 }
 

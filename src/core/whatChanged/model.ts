@@ -155,5 +155,12 @@ export interface WhatChangedReport {
   /** Differences seen but not ranked: cosmetic ones, and every one when nothing needs explaining. */
   unranked: (CosmeticChange | Suspect)[];
   unknown: UnknownFact[];
-  gathered: { roundTrips: number; requests: number; elapsedMs: number; checkpointsRead: number; checkpoints: number };
+  gathered: {
+    roundTrips: number;
+    requests: number;
+    elapsedMs: number;
+    roundMs?: number[];
+    checkpointsRead: number;
+    checkpoints: number;
+  };
 }
