@@ -566,10 +566,6 @@ function envDrafts(facts: WhatChangedFacts, base: { baseline: Baseline; why: str
     );
   const hostBits = Object.entries(drift.host).map(([k, c]) => `${k} ${c.from ?? 'none'} → ${c.to ?? 'none'}`);
   if (hostBits.length) add('host', hostBits[0]!, hostBits.join('; '));
-  for (const e of drift.errors) {
-    // reported as unknown by the caller
-    void e;
-  }
   return out;
 }
 
@@ -664,7 +660,7 @@ function dataDrafts(
 
 function benchOf(facts: WhatChangedFacts, refTime: number | null): ThroughputSummary['bench'] {
   const valid = facts.bench
-    .filter((r) => typeof r['tokensPerSec'] === 'number' && (r['tokensPerSec'] as number) > 0)
+    .filter((r) => typeof r['tokensPerSec'] === 'number' && r['tokensPerSec'] > 0)
     .sort((a, b) => a.at.localeCompare(b.at));
   if (!valid.length) return null;
   const pick = (r: ThroughputResult | undefined) =>
