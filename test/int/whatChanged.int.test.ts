@@ -97,8 +97,10 @@ void describe('What changed? over a real sshd', () => {
   const runners: ProbeRunner[] = [];
   let storyRun = '';
 
-  /** A fresh runner: a new login, which reads the remote environment as it is now. */
+  /** A fresh runner: a new login, which reads the remote environment as it is now. The previous runners end. */
   function host(): WhatChangedHost & { runner: ProbeRunner } {
+    // the earlier ones are done: each helper holds a session of the connection (sshd allows 10)
+    for (const r of runners.splice(0)) r.dispose();
     const runner = new ProbeRunner(transport, { python: 'python3', timeoutMs: 60000 });
     runners.push(runner);
     return { id: transport.id, label: 'test-sshd', probes: runner, runner };
@@ -294,6 +296,33 @@ void describe('What changed? over a real sshd', () => {
     );
     assert.equal(report.throughput.bench?.ratio?.toFixed(2), '0.34');
     assert.ok(report.suspects.findIndex((s) => s.title === 'NCCL_DEBUG=INFO added') > 0, md);
+
+    // on the host alone (no run): the benchmark pair is the evidence; the torch build still leads
+    const onHost = await whatChanged(host(), null, { store });
+    const hostMd = renderWhatChangedMarkdown(onHost);
+    assert.equal(onHost.verdict, 'regression', hostMd);
+    assert.equal(onHost.run, null);
+    assert.equal(onHost.suspects[0]?.category, 'torch-build', hostMd);
+    assert.equal(onHost.suspects[0]?.coincides, false);
+    assert.match(
+      onHost.headline,
+      /^benchmark 4\.4K tok\/s now vs 12\.9K at .* \(0\.34×\); first suspect: torch 2\.11\.0\+cu128/,
+    );
+    assert.ok(onHost.unknown.some((u) => u.why === 'no run given: the host only'));
+  });
+
+  void it('on a checkpoint before the drop: later steps are left out, and there is nothing to explain', async () => {
+    assert.ok(storyRun, 'runs after the story');
+    const report = await whatChanged(host(), storyRun, { nowCheckpoint: 'step_500' });
+    assert.equal(report.now.checkpoint?.label, 'step_500');
+    assert.equal(report.gathered.checkpoints, 5);
+    assert.equal(report.verdict, 'steady', report.headline);
+    assert.deepEqual(report.suspects, []);
+    const tp = report.changepoints.series.find((s) => s.key === 'tok_s');
+    assert.ok(tp && tp.changepoints.length === 0);
+    // on step_700 the drop is there again
+    const after = await whatChanged(host(), storyRun, { nowCheckpoint: 'step_700' });
+    assert.equal(after.suspects[0]?.title, 'dataset openwebtext-10k → openwebtext-dedup-v2', after.headline);
   });
 
   void it('nothing to explain: no changepoint and no drop says so, and ranks nothing', async () => {

@@ -667,7 +667,8 @@ function benchOf(facts: WhatChangedFacts, refTime: number | null): ThroughputSum
     r ? { id: r.id, at: r.at, tokensPerSec: r['tokensPerSec'] as number } : null;
   const marked = facts.marks.benchId ? valid.find((r) => r.id === facts.marks.benchId) : undefined;
   const byRef = refTime !== null ? [...valid].reverse().find((r) => (epochOf(r.at) ?? Infinity) <= refTime) : undefined;
-  const reference = pick(marked ?? byRef);
+  // no reference time (a host without runs): the earliest result kept is the reference
+  const reference = pick(marked ?? (refTime === null ? valid[0] : byRef));
   const latest = valid[valid.length - 1]!;
   const now = reference && latest.id === reference.id ? null : pick(latest);
   return { reference, now, ratio: reference && now ? now.tokensPerSec / reference.tokensPerSec : null };
@@ -709,7 +710,8 @@ export function analyze(facts: WhatChangedFacts, generatedAt = new Date()): What
     const nowLevel = levelAt(Infinity);
     logTp = { key: tp.key, reference, now: nowLevel, ratio: reference ? nowLevel / reference : null };
   }
-  if (!facts.log) unknown.push({ fact: 'metrics log', why: `no train log found in ${facts.run}` });
+  if (!facts.log && facts.run !== null && !unknown.some((u) => u.fact.startsWith('metrics log')))
+    unknown.push({ fact: 'metrics log', why: `no train log found in ${facts.run}` });
   const bench = benchOf(facts, ref0.time);
   const dropped =
     (logTp?.ratio != null && logTp.ratio < DROP_RATIO) || (bench?.ratio != null && bench.ratio < DROP_RATIO);

@@ -44,8 +44,8 @@ export interface DataRecord {
 
 export interface WhatChangedFacts {
   host: { id: string; label: string };
-  /** The run folder on the remote. */
-  run: string;
+  /** The run folder on the remote; null for a host (environment and benchmarks only). */
+  run: string | null;
   /** Epoch seconds on the remote's clock when the facts were gathered. */
   remoteNow: number;
   /** Ascending by step. */

@@ -30,6 +30,8 @@ export interface WhatChangedOptions {
   scriptGlobs?: readonly string[];
   extraVariables?: readonly string[];
   cacheDirs?: readonly string[];
+  /** "What changed?" on a checkpoint (its label or path): it is "now"; later checkpoints and log lines are left out. */
+  nowCheckpoint?: string;
   /** Checkpoints whose args are read (an even sample beyond; default 100). */
   maxCheckpointsRead?: number;
   /** Keep the data fingerprints taken now for later reports (default true with a store). */
@@ -88,7 +90,7 @@ function settle<T>(p: Promise<T>): Promise<{ ok: true; value: T } | { ok: false;
  */
 export async function gatherFacts(
   host: WhatChangedHost,
-  run: string,
+  run: string | null,
   options: WhatChangedOptions = {},
 ): Promise<WhatChangedFacts> {
   const started = performance.now();
@@ -109,7 +111,7 @@ export async function gatherFacts(
     options.store ? options.store.list(host.id) : Promise.resolve({ baselines: [], problems: [] }),
     options.store ? options.store.listResults(host.id) : Promise.resolve({ results: [], problems: [] }),
     wcStore ? wcStore.marks(host.id) : Promise.resolve<KnownGoodMarks>({}),
-    wcStore ? wcStore.dataHistory(host.id, run) : Promise.resolve<DataRecord[]>([]),
+    wcStore && run !== null ? wcStore.dataHistory(host.id, run) : Promise.resolve<DataRecord[]>([]),
   ]);
   const baselines: Baseline[] = baselineList.baselines.map((b) => b.baseline);
   for (const p of [...baselineList.problems, ...results.problems])
@@ -127,17 +129,32 @@ export async function gatherFacts(
       extraVars: uniq([...(options.extraVariables ?? []), ...baselines.flatMap((b) => b.snapshot.env.extraRequested)]),
     }),
   );
-  const listing = await call(listRunsProbe([run], { depth: 3 }));
+  // A host with no run: the environment and the benchmarks only.
+  const listing = run !== null ? await call(listRunsProbe([run], { depth: 3 })) : undefined;
 
   let rounds = 1;
   const roundMs = [Math.round(performance.now() - started)];
-  if (!listing.ok) unknown.push({ fact: `listing of ${run}`, why: listing.why });
-  else if (listing.value.roots[0]?.status !== 'ok')
+  if (listing && !listing.ok) unknown.push({ fact: `listing of ${run}`, why: listing.why });
+  else if (listing?.ok && listing.value.roots[0]?.status !== 'ok')
     unknown.push({ fact: `listing of ${run}`, why: listing.value.roots[0]?.message ?? 'not listed' });
-  const remoteNow = listing.ok ? listing.value.now : Date.now() / 1000;
-  const { checkpoints, log } = listing.ok ? checkpointsOf(listing.value) : { checkpoints: [], log: undefined };
-  if (listing.ok && !checkpoints.length)
+  const remoteNow = listing?.ok ? listing.value.now : Date.now() / 1000;
+  const found = listing?.ok ? checkpointsOf(listing.value) : { checkpoints: [], log: undefined };
+  const log = found.log;
+  let checkpoints = found.checkpoints;
+  let upTo: number | undefined;
+  if (options.nowCheckpoint !== undefined) {
+    // "What changed?" on a checkpoint: it is "now"; later checkpoints and log lines are left out.
+    const at = checkpoints.find((c) => c.label === options.nowCheckpoint || c.path === options.nowCheckpoint);
+    if (at) {
+      upTo = at.step;
+      checkpoints = checkpoints.filter((c) => c.step <= at.step);
+    } else if (listing?.ok) {
+      unknown.push({ fact: `checkpoint ${options.nowCheckpoint}`, why: `not found in ${run}: the latest is taken` });
+    }
+  }
+  if (listing?.ok && !checkpoints.length)
     unknown.push({ fact: 'checkpoints', why: `no checkpoint with a step in ${run}` });
+  if (run === null) unknown.push({ fact: 'metrics log and checkpoints', why: 'no run given: the host only' });
 
   // ---- round 2
   const toRead = sampleCheckpoints(checkpoints, options.maxCheckpointsRead ?? 100);
@@ -151,7 +168,16 @@ export async function gatherFacts(
   let argsFacts: ArgsFact[] = [];
   if (log || toRead.length) {
     const [r, ...args] = await Promise.all([
-      log ? call(metricsReduceProbe({ path: log, x: 'step', buckets: 2000 })) : Promise.resolve(undefined),
+      log
+        ? call(
+            metricsReduceProbe({
+              path: log,
+              x: 'step',
+              buckets: 2000,
+              ...(upTo !== undefined ? { window: { from: 0, to: upTo } } : {}),
+            }),
+          )
+        : Promise.resolve(undefined),
       ...toRead.map((c) => call(ckptArgsProbe(c.argsPath))),
     ]);
     rounds++;
@@ -186,7 +212,10 @@ export async function gatherFacts(
     const isEdge = a.label === ref.checkpoint?.label || a.label === checkpoints[checkpoints.length - 1]?.label;
     if (isEdge) for (const p of dataPathsOf(a.args).values()) paths.add(p);
   }
-  const gitTargets = uniq([run, ...(envSnapshot?.scripts.files.map((f) => posix.dirname(f.path)) ?? [])]);
+  const gitTargets = uniq([
+    ...(run !== null ? [run] : []),
+    ...(envSnapshot?.scripts.files.map((f) => posix.dirname(f.path)) ?? []),
+  ]);
   const stats = envSnapshot?.torch.location ? [`${envSnapshot.torch.location}/version.py`] : [];
   const facts = await call(
     whatChangedProbe({ paths: [...paths], git: gitTargets, stats, ...(ref.time !== null ? { since: ref.time } : {}) }),
@@ -197,7 +226,7 @@ export async function gatherFacts(
   if (facts.ok) probe = facts.value;
   else unknown.push({ fact: 'data fingerprints and git state', why: facts.why });
 
-  if (wcStore && probe && options.keepData !== false) {
+  if (wcStore && probe && run !== null && options.keepData !== false) {
     try {
       await wcStore.saveData(host.id, run, { at: probe.now, paths: probe.paths });
     } catch (e) {
@@ -223,12 +252,13 @@ export async function gatherFacts(
 }
 
 /**
- * "Known Good: What Changed?" on a run: the entry point an adapter (command, webview) and the CLI call. Resolves to
- * the report model; `renderWhatChangedMarkdown` (render.ts) shows it.
+ * "Known Good: What Changed?": the entry point an adapter (command, webview) and the CLI call. On a run: `run` is its
+ * folder; on a checkpoint: its run folder and `nowCheckpoint`; on a host: `run` null (environment and benchmarks
+ * only). Resolves to the report model; `renderWhatChangedMarkdown` (render.ts) shows it.
  */
 export async function whatChanged(
   host: WhatChangedHost,
-  run: string,
+  run: string | null,
   options: WhatChangedOptions = {},
 ): Promise<WhatChangedReport> {
   return analyze(await gatherFacts(host, run, options));

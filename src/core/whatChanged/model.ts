@@ -144,7 +144,8 @@ export interface WhatChangedReport {
    */
   verdict: 'regression' | 'steady' | 'unknown';
   host: { id: string; label: string };
-  run: string;
+  /** null: a report on the host (environment and benchmarks only). */
+  run: string | null;
   generatedAt: string;
   reference: ReferencePoint;
   now: { checkpoint: CheckpointLink | null; time: number | null; envCapturedAt: string | null; log: string | null };

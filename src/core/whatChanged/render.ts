@@ -61,7 +61,9 @@ function suspectLines(s: Suspect, i: number): string[] {
 export function renderWhatChangedMarkdown(r: WhatChangedReport): string {
   const out: string[] = [`**${mdEscape(r.headline)}**`, ''];
   const ref = r.reference;
-  out.push(`- host ${code(r.host.label)}, run ${code(r.run)}`);
+  out.push(
+    `- host ${code(r.host.label)}${r.run !== null ? `, run ${code(r.run)}` : ' (no run: environment and benchmarks)'}`,
+  );
   out.push(`- reference: **${mdEscape(ref.label)}** — ${mdEscape(ref.why)}`);
   if (ref.baseline)
     out.push(
