@@ -9,7 +9,7 @@ import { BaselineStore } from '../../src/core/baselines/store';
 import { ProbeRunner } from '../../src/core/probes/runner';
 import { SshPool } from '../../src/core/transport/ssh';
 import type { Transport } from '../../src/core/transport/types';
-import { whatChanged, type WhatChangedHost } from '../../src/core/whatChanged/gather';
+import { keepDataFingerprints, whatChanged, type WhatChangedHost } from '../../src/core/whatChanged/gather';
 import { renderWhatChangedMarkdown } from '../../src/core/whatChanged/render';
 import { endpointOf, recordingPrompts, sshOptions } from '../support/hosts';
 import { requireTorch, TORCH_PYTHON } from '../support/require';
@@ -160,6 +160,8 @@ void describe('What changed? over a real sshd', () => {
       { scriptGlobs: [join(code, '*.py')], extraVariables: [], cacheDirs: [] },
     );
     assert.equal(snap.scripts.files.length, 1);
+    // the data the newest checkpoint names, kept beside the baseline (dataset inside data_dir, and data_dir)
+    assert.equal(await keepDataFingerprints(early, run, store), 2);
     await store.save({
       label: 'before',
       host: transport.id,
@@ -227,7 +229,7 @@ void describe('What changed? over a real sshd', () => {
     // the data fingerprints are kept for the next report
     assert.equal(
       readdirSync(join(store.hostDir(transport.id), 'what-changed')).filter((n) => n.startsWith('data-')).length,
-      1,
+      2,
     );
   });
 

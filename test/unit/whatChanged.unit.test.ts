@@ -1,7 +1,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { parseEnvSnapshot, type EnvSnapshotInput } from '../../src/core/baselines/envProbe';
-import type { Baseline } from '../../src/core/baselines/store';
+import { BaselineStore, type Baseline } from '../../src/core/baselines/store';
 import type { MetricsReduction } from '../../src/core/metrics/metricsProbe';
 import { analyze, dataPathsOf, flattenArgs } from '../../src/core/whatChanged/analyze';
 import { argCategory, envCategory, throughputRank } from '../../src/core/whatChanged/categories';
@@ -9,6 +12,7 @@ import type { WhatChangedFacts } from '../../src/core/whatChanged/facts';
 import { whatChangedProbe } from '../../src/core/whatChanged/factsProbe';
 import { sampleCheckpoints } from '../../src/core/whatChanged/gather';
 import { renderWhatChangedMarkdown } from '../../src/core/whatChanged/render';
+import { WhatChangedStore } from '../../src/core/whatChanged/store';
 
 /*
  * The analysis on facts written by hand: what ranks, what never ranks, which reference is picked, and what the
@@ -258,4 +262,99 @@ void test('a run with very many checkpoints: an even sample with the first and t
     '--stat=/v.py',
     '--since=5',
   ]);
+});
+
+void test('data changed in place at the shift: compared with the fingerprint kept before, it coincides', () => {
+  const fp = (hash: string, files: number, newest: number) => ({
+    path: '/data/owt',
+    exists: true,
+    kind: 'dir' as const,
+    size: 100 * files,
+    mtime: T0 - 100,
+    files,
+    newestMtime: newest,
+    hash,
+    truncated: false,
+    error: null,
+  });
+  const base = facts();
+  for (const a of base.args) Object.assign(a.args as object, { data_dir: '/data', dataset: 'owt' });
+  const r = analyze({
+    ...base,
+    dataHistory: [{ at: T0 + 100, paths: [fp('aaa', 4, T0 - 100)] }],
+    probe: { now: T0 + 20000, paths: [fp('bbb', 5, T0 + 4005)], git: [], stats: [], elapsedMs: 1 },
+  });
+  const data = r.suspects.find((s) => s.source === 'data');
+  assert.ok(data, JSON.stringify(r.suspects.map((s) => s.title)));
+  assert.equal(data.title, 'data /data/owt changed');
+  assert.equal(data.coincides, true);
+  assert.equal(data.score, 70);
+  assert.match(data.detail, /at the reference: 4 files, 400 bytes, hash aaa; now: 5 files, 500 bytes, hash bbb/);
+  // the same data, unchanged since the kept fingerprint: nothing
+  const same = analyze({
+    ...base,
+    dataHistory: [{ at: T0 + 100, paths: [fp('aaa', 4, T0 - 100)] }],
+    probe: { now: T0 + 20000, paths: [fp('aaa', 4, T0 - 100)], git: [], stats: [], elapsedMs: 1 },
+  });
+  assert.ok(!same.suspects.some((s) => s.source === 'data'));
+});
+
+void test('a benchmark result marked known-good is the reference, ahead of everything', () => {
+  const bench = [
+    {
+      id: 'r1',
+      at: new Date((T0 + 50) * 1000).toISOString(),
+      kind: 'throughput',
+      baselineId: null,
+      tokensPerSec: 9000,
+    },
+    {
+      id: 'r2',
+      at: new Date((T0 + 2500) * 1000).toISOString(),
+      kind: 'throughput',
+      baselineId: null,
+      tokensPerSec: 12800,
+    },
+    {
+      id: 'r3',
+      at: new Date((T0 + 19000) * 1000).toISOString(),
+      kind: 'throughput',
+      baselineId: null,
+      tokensPerSec: 4300,
+    },
+  ];
+  const r = analyze(facts({ bench, marks: { benchId: 'r2' } }));
+  assert.equal(r.reference.kind, 'marked-bench');
+  assert.equal(r.reference.checkpoint?.label, 'step_200');
+  assert.equal(r.throughput.bench?.reference?.id, 'r2');
+  assert.equal(r.throughput.bench?.now?.id, 'r3');
+});
+
+void test('marks and kept data fingerprints survive a round trip through the store', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'kg-why-store-'));
+  try {
+    const store = new WhatChangedStore(new BaselineStore(dir));
+    assert.deepEqual(await store.marks('ssh:u@h:22'), {});
+    await store.mark('ssh:u@h:22', { baselineId: 'b1' });
+    await store.mark('ssh:u@h:22', { benchId: 'r9' });
+    assert.deepEqual(await store.marks('ssh:u@h:22'), { baselineId: 'b1', benchId: 'r9' });
+    const p = {
+      path: '/d',
+      exists: true,
+      kind: 'file' as const,
+      size: 1,
+      mtime: 2,
+      files: null,
+      newestMtime: null,
+      hash: 'h',
+      truncated: false,
+      error: null,
+    };
+    await store.saveData('ssh:u@h:22', '/run', { at: 100, paths: [p] });
+    await store.saveData('ssh:u@h:22', '/other', { at: 200, paths: [p] });
+    assert.equal(await store.saveData('ssh:u@h:22', '/run', { at: 300, paths: [] }), undefined);
+    assert.deepEqual(await store.dataHistory('ssh:u@h:22', '/run'), [{ at: 100, paths: [p] }]);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });

@@ -223,7 +223,7 @@ export function dataPathsOf(args: ArgValue | null): Map<string, string> {
   const out = new Map<string, string>();
   for (const [k, v] of flat) {
     if (typeof v !== 'string' || !PATHISH_KEY.test(k.split('.').pop() ?? k)) continue;
-    if (argCategory(k, v, v) === 'cosmetic') continue;
+    if (argCategory(k, null, null) === 'cosmetic') continue; // by its key: data in /tmp is still data
     if (v.startsWith('/')) out.set(k, v);
     else if (base && /^[\w.-]+(\/[\w.-]+)*$/.test(v) && !v.includes('..') && typeof base[1] === 'string') {
       out.set(k, `${base[1].replace(/\/+$/, '')}/${v}`);

@@ -263,3 +263,29 @@ export async function whatChanged(
 ): Promise<WhatChangedReport> {
   return analyze(await gatherFacts(host, run, options));
 }
+
+/**
+ * Keeps the fingerprints of the data a run's newest checkpoint names, for later reports to compare with: what an
+ * adapter calls beside "Capture Environment Baseline" so that the data is kept with the baseline. Two round trips
+ * (listing and args, then the fingerprints); resolves to the number of paths kept.
+ */
+export async function keepDataFingerprints(
+  host: WhatChangedHost,
+  run: string,
+  store: BaselineStore,
+  options: Pick<WhatChangedOptions, 'timeoutMs' | 'signal'> = {},
+): Promise<number> {
+  const opts = {
+    ...(options.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {}),
+    ...(options.signal ? { signal: options.signal } : {}),
+  };
+  const listing = await host.probes.run(listRunsProbe([run], { depth: 3 }), opts);
+  const newest = checkpointsOf(listing.value).checkpoints.pop();
+  if (!newest) return 0;
+  const args = await host.probes.run(ckptArgsProbe(newest.argsPath), opts);
+  const paths = [...new Set(dataPathsOf(args.value.args).values())];
+  if (!paths.length) return 0;
+  const probe = await host.probes.run(whatChangedProbe({ paths }), opts);
+  await new WhatChangedStore(store).saveData(host.id, run, { at: probe.value.now, paths: probe.value.paths });
+  return probe.value.paths.length;
+}
