@@ -115,12 +115,25 @@ def fingerprint(path):
     return out
 
 
+# git runs commands a repository configures for some operations: core.fsmonitor on status (turned off here), and
+# clean/process filters when status must compare content (checked for first, see git_state). Status takes no index
+# lock (GIT_OPTIONAL_LOCKS=0): a training job's own git calls are never blocked by this probe.
+_GIT_ENV = dict(os.environ, GIT_OPTIONAL_LOCKS="0", GIT_TERMINAL_PROMPT="0")
+
+
 def _git(cwd, *args):
-    r = subprocess.run(["git", "-C", cwd] + list(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                       timeout=GIT_TIMEOUT_S)
+    r = subprocess.run(["git", "-c", "core.fsmonitor=false", "-c", "core.untrackedCache=false", "-C", cwd] + list(args),
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=GIT_TIMEOUT_S, env=_GIT_ENV)
     if r.returncode != 0:
         raise RuntimeError((r.stderr.decode("utf-8", "replace").strip().splitlines() or ["git failed"])[-1])
     return r.stdout.decode("utf-8", "replace")
+
+
+def _git_filters(top):
+    """Content filters the repository's configuration names (their commands would run on status)."""
+    r = subprocess.run(["git", "-C", top, "config", "--get-regexp", r"^filter\..*\.(clean|process)$"],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=GIT_TIMEOUT_S, env=_GIT_ENV)
+    return [line.split(" ", 1)[0] for line in r.stdout.decode("utf-8", "replace").splitlines() if line.strip()]
 
 
 def git_state(path, since):
@@ -148,9 +161,14 @@ def git_state(path, since):
             out["head"], out["headTime"] = head[0], float(head[1])
         branch = _git(top, "rev-parse", "--abbrev-ref", "HEAD").strip()
         out["branch"] = None if branch == "HEAD" else branch
-        status = _git(top, "status", "--porcelain", "--untracked-files=no").splitlines()
-        out["dirty"] = bool(status)
-        out["dirtyFiles"] = sorted(line[3:] for line in status)[:MAX_LISTED]
+        filters = _git_filters(top)
+        if filters:
+            out["error"] = ("uncommitted changes not checked: the repository configures %s, which git status would "
+                            "run" % ", ".join(filters[:3]))
+        else:
+            status = _git(top, "status", "--porcelain", "--untracked-files=no").splitlines()
+            out["dirty"] = bool(status)
+            out["dirtyFiles"] = sorted(line[3:] for line in status)[:MAX_LISTED]
         if since is not None:
             log = _git(top, "log", "--since=@%d" % int(since), "--format=@%H", "--name-only")
             commits = [line for line in log.splitlines() if line.startswith("@")]

@@ -113,6 +113,28 @@ class Git(unittest.TestCase):
         self.assertEqual(g["commitsSince"], 1)
         self.assertEqual(g["changedSince"], ["data.py"])
 
+    def test_a_repository_that_configures_commands_gets_none_of_them_run(self):
+        git(self.d, "init", "-q")
+        marker = os.path.join(self.d, "..", os.path.basename(self.d) + "-PWNED")
+        with open(os.path.join(self.d, ".gitattributes"), "w") as f:
+            f.write("*.py filter=evil\n")
+        with open(os.path.join(self.d, "train.py"), "w") as f:
+            f.write("print(1)\n")
+        git(self.d, "add", ".")
+        git(self.d, "commit", "-q", "-m", "one")
+        git(self.d, "config", "filter.evil.clean", "touch %s; cat" % marker)
+        git(self.d, "config", "core.fsmonitor", "touch %s; false" % marker)
+        os.utime(os.path.join(self.d, "train.py"), (1, 1))  # stale stat info: status would have to re-clean it
+        try:
+            g = run("--git", self.d)["git"][0]
+            self.assertFalse(os.path.exists(marker), "a command of the repository ran")
+            self.assertEqual(len(g["head"]), 40)
+            self.assertIsNone(g["dirty"])
+            self.assertIn("filter.evil.clean", g["error"])
+        finally:
+            if os.path.exists(marker):
+                os.remove(marker)
+
     def test_outside_a_checkout_and_without_git_the_reason_is_given(self):
         g = run("--git", self.d)["git"][0]
         self.assertEqual(g["error"], "not in a git checkout")
