@@ -358,3 +358,21 @@ void test('marks and kept data fingerprints survive a round trip through the sto
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+void test('a compile cache emptied since the baseline is a suspect; one not measured now is unknown, not lost', () => {
+  const cache = (name: string, path: string, files: number, exists = true) => ({
+    name,
+    path,
+    exists,
+    files,
+    bytes: files * 1000,
+  });
+  const then = snapshot(T0 + 150, { caches: [cache('inductor', '/tmp/ti', 500), cache('custom1', '/cc', 10)] });
+  const now = snapshot(T0 + 20000, { caches: [cache('inductor', '/tmp/ti', 0)] });
+  const r = analyze(facts({ env: { now, baselines: [baseline('b', 'before', T0 + 150, then)] } }));
+  const lost = r.suspects.find((s) => s.category === 'compile-cache');
+  assert.ok(lost, JSON.stringify(r.suspects.map((s) => s.title)));
+  assert.equal(lost.title, 'inductor compile cache emptied (500 → 0 files)');
+  assert.ok(!r.suspects.some((s) => s.title.startsWith('custom1')));
+  assert.ok(r.unknown.some((u) => u.fact === 'compile cache custom1 (/cc)'));
+});

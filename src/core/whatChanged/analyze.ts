@@ -429,7 +429,12 @@ function describeFingerprint(f: DataFingerprint): string {
   return `${f.path} now: ${bits.join(', ')}`;
 }
 
-function envDrafts(facts: WhatChangedFacts, base: { baseline: Baseline; why: string }, drift: Drift): Draft[] {
+function envDrafts(
+  facts: WhatChangedFacts,
+  base: { baseline: Baseline; why: string },
+  drift: Drift,
+  unknown: UnknownFact[],
+): Draft[] {
   const now = facts.env.now!;
   const b = base.baseline;
   const bTime = epochOf(b.capturedAt);
@@ -544,7 +549,16 @@ function envDrafts(facts: WhatChangedFacts, base: { baseline: Baseline; why: str
       });
     }
   }
+  const measured = new Set(now.caches.map((c) => c.name));
   for (const c of drift.caches) {
+    // a cache the baseline had and this snapshot did not look at is not known to be lost
+    if (!measured.has(c.name)) {
+      unknown.push({
+        fact: `compile cache ${c.name} (${c.path})`,
+        why: 'not measured now (not among the cache folders given)',
+      });
+      continue;
+    }
     const lost = c.change === 'emptied' || c.change === 'disappeared' || c.change === 'moved';
     out.push({
       source: 'caches',
@@ -726,7 +740,7 @@ export function analyze(facts: WhatChangedFacts, generatedAt = new Date()): What
   drafts.push(...argsDr);
   if (facts.env.now && base) {
     const drift = computeDrift(base.baseline.snapshot, facts.env.now);
-    drafts.push(...envDrafts(facts, base, drift));
+    drafts.push(...envDrafts(facts, base, drift, unknown));
     for (const e of drift.errors)
       unknown.push({ fact: `environment: ${e.part} (${e.side})`, why: e.message ?? 'failed' });
   } else if (!base) {

@@ -125,7 +125,13 @@ export async function gatherFacts(
   const envP = call(
     envSnapshotProbe({
       scripts: scriptGlobs,
-      cacheDirs: options.cacheDirs ?? [],
+      // custom caches are named by position (custom1, …): the newest baseline's, in its order, unless given
+      cacheDirs:
+        options.cacheDirs ??
+        (baselines[0]?.snapshot.caches ?? [])
+          .filter((c) => /^custom\d+$/.test(c.name))
+          .sort((a, b) => Number(a.name.slice(6)) - Number(b.name.slice(6)))
+          .map((c) => c.path),
       extraVars: uniq([...(options.extraVariables ?? []), ...baselines.flatMap((b) => b.snapshot.env.extraRequested)]),
     }),
   );
