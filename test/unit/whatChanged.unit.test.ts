@@ -376,3 +376,14 @@ void test('a compile cache emptied since the baseline is a suspect; one not meas
   assert.ok(!r.suspects.some((s) => s.title.startsWith('custom1')));
   assert.ok(r.unknown.some((u) => u.fact === 'compile cache custom1 (/cc)'));
 });
+
+void test('a log without a throughput series never claims "no drop"', () => {
+  const reduction = log(() => 2.5);
+  reduction.series[0]!.key = 'loss';
+  const r = analyze(facts({ log: { path: '/r/metrics.jsonl', reduction } }));
+  assert.equal(r.verdict, 'steady');
+  assert.match(
+    r.headline,
+    /^No throughput measured \(no tok\/s series, no benchmark pair\) and no changepoint in metrics\.jsonl/,
+  );
+});

@@ -875,7 +875,13 @@ export function headline(report: WhatChangedReport, main: { key: string; cp: Cha
   if (report.verdict === 'steady') {
     const n = report.unranked.length;
     const what = report.now.log ? `no changepoint in ${report.now.log.split('/').pop()}` : 'no metrics log';
-    return `No throughput drop and ${what}: nothing to explain${n ? `; ${n} difference${n === 1 ? '' : 's'} since ${ref} listed, not ranked` : ''}`;
+    const listed = n ? `; ${n} difference${n === 1 ? '' : 's'} since ${ref} listed, not ranked` : '';
+    // say what the "no drop" rests on: a log without tok/s and no benchmark pair cannot show one
+    const drop =
+      t.log || t.bench?.ratio != null
+        ? 'No throughput drop'
+        : 'No throughput measured (no tok/s series, no benchmark pair)';
+    return `${drop} and ${what}: nothing to explain${listed}`;
   }
   if (t.log && t.log.ratio !== null && (t.dropped || t.log.ratio < DROP_RATIO || t.log.ratio > 1 / DROP_RATIO)) {
     const unit = throughputRank(t.log.key) === 3 ? ' tok/s' : ` ${t.log.key}`;
