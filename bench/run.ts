@@ -13,6 +13,7 @@ import { benchLiveThroughput } from './cases/liveThroughput';
 import { benchMetrics } from './cases/metrics';
 import { benchMetricsSsh } from './cases/metricsSsh';
 import { benchTensorboard } from './cases/tensorboard';
+import { benchWhatChanged } from './cases/whatChanged';
 
 type Case = { name: string; run: (ctx: BenchContext) => Promise<BenchResult | BenchResult[]> };
 
@@ -26,6 +27,7 @@ const cases: Case[] = [
   { name: 'args', run: benchArgs },
   { name: 'env', run: () => benchEnvSnapshot() },
   { name: 'live', run: benchLiveThroughput },
+  { name: 'what-changed', run: benchWhatChanged },
 ];
 
 function fmt(ms: number): string {

@@ -1,0 +1,208 @@
+"""Facts for "What changed?" that no other probe gathers: data paths fingerprinted, git state, file times.
+
+Usage: python3 what_changed.py [--path P]... [--git DIR]... [--stat P]... [--since EPOCH]
+
+stdlib only, never imports torch.  Every fact that cannot be gathered says why (``error``), it is never left out:
+
+- ``--path P``: a file or folder the training args name (dataset, data_dir, tokenizer, ...).  Fingerprint: exists,
+  kind, size, mtime, and for a file a hash of its first and last MiB (a changed dataset of the same size shows), for
+  a folder the file count, total size, newest mtime and a hash of the sorted (relative path, size, mtime) list,
+  walked up to MAX_WALK entries (``truncated`` beyond).
+- ``--git DIR``: the git checkout DIR lies in (if any): top level, HEAD, branch, dirty flag and files, and the files
+  changed by commits since ``--since`` (epoch seconds).  git missing or no checkout: ``error`` says which.
+- ``--stat P``: size and mtime only (e.g. torch/version.py, whose mtime is when that torch was installed).
+"""
+import argparse
+import hashlib
+import os
+import stat
+import subprocess
+import time
+
+import kg_common
+
+MiB = 1024 * 1024
+MAX_WALK = 200000
+MAX_LISTED = 200
+GIT_TIMEOUT_S = 10.0
+
+
+class _ArgParser(argparse.ArgumentParser):
+    def error(self, message):
+        raise kg_common.ProbeError("what_changed: " + message, "bad-args")
+
+
+def _parse_args(argv):
+    p = _ArgParser(prog="what_changed.py", add_help=True)
+    p.add_argument("--path", action="append", default=[], metavar="P")
+    p.add_argument("--git", action="append", default=[], metavar="DIR")
+    p.add_argument("--stat", action="append", default=[], metavar="P")
+    p.add_argument("--since", type=float, default=None, metavar="EPOCH")
+    return p.parse_args(argv)
+
+
+def _msg(e):
+    if isinstance(e, OSError) and e.strerror:
+        return e.strerror
+    return "%s: %s" % (type(e).__name__, e)
+
+
+def _ends_hash(path, size):
+    """sha256 of the first and the last MiB (the whole file when it is at most 2 MiB)."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        h.update(f.read(MiB))
+        if size > 2 * MiB:
+            f.seek(size - MiB)
+            h.update(f.read(MiB))
+        elif size > MiB:
+            h.update(f.read())
+    return h.hexdigest()[:16]
+
+
+def fingerprint(path):
+    out = {"path": path, "exists": False, "kind": None, "size": None, "mtime": None, "files": None,
+           "newestMtime": None, "hash": None, "truncated": False, "error": None}
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        out["error"] = "not found"
+        return out
+    except OSError as e:
+        out["error"] = _msg(e)
+        return out
+    out["exists"] = True
+    out["mtime"] = st.st_mtime
+    if stat.S_ISREG(st.st_mode):
+        out["kind"] = "file"
+        out["size"] = st.st_size
+        try:
+            out["hash"] = _ends_hash(path, st.st_size)
+        except OSError as e:
+            out["error"] = _msg(e)
+        return out
+    if not stat.S_ISDIR(st.st_mode):
+        out["kind"] = "other"
+        return out
+    out["kind"] = "dir"
+    h = hashlib.sha256()
+    files = size = seen = 0
+    newest = st.st_mtime
+    unreadable = 0
+    for top, dirs, names in os.walk(path, onerror=lambda e: None):
+        dirs.sort()
+        for name in sorted(names):
+            seen += 1
+            if seen > MAX_WALK:
+                out["truncated"] = True
+                break
+            p = os.path.join(top, name)
+            try:
+                s = os.lstat(p)
+            except OSError:
+                unreadable += 1
+                continue
+            files += 1
+            size += s.st_size
+            newest = max(newest, s.st_mtime)
+            h.update(("%s\0%d\0%d\n" % (os.path.relpath(p, path), s.st_size, int(s.st_mtime))).encode("utf-8",
+                                                                                                     "replace"))
+        if out["truncated"]:
+            break
+    out.update(files=files, size=size, newestMtime=newest, hash=h.hexdigest()[:16])
+    if unreadable:
+        out["error"] = "%d entries could not be read" % unreadable
+    return out
+
+
+# git runs commands a repository configures for some operations: core.fsmonitor on status (turned off here), and
+# clean/process filters when status must compare content (checked for first, see git_state). Status takes no index
+# lock (GIT_OPTIONAL_LOCKS=0): a training job's own git calls are never blocked by this probe.
+_GIT_ENV = dict(os.environ, GIT_OPTIONAL_LOCKS="0", GIT_TERMINAL_PROMPT="0")
+
+
+def _git(cwd, *args):
+    r = subprocess.run(["git", "-c", "core.fsmonitor=false", "-c", "core.untrackedCache=false", "-C", cwd] + list(args),
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=GIT_TIMEOUT_S, env=_GIT_ENV)
+    if r.returncode != 0:
+        raise RuntimeError((r.stderr.decode("utf-8", "replace").strip().splitlines() or ["git failed"])[-1])
+    return r.stdout.decode("utf-8", "replace")
+
+
+def _git_filters(top):
+    """Content filters the repository's configuration names (their commands would run on status)."""
+    r = subprocess.run(["git", "-C", top, "config", "--get-regexp", r"^filter\..*\.(clean|process)$"],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=GIT_TIMEOUT_S, env=_GIT_ENV)
+    return [line.split(" ", 1)[0] for line in r.stdout.decode("utf-8", "replace").splitlines() if line.strip()]
+
+
+def git_state(path, since):
+    out = {"path": path, "repo": None, "head": None, "branch": None, "dirty": None, "dirtyFiles": [],
+           "changedSince": [], "commitsSince": None, "headTime": None, "error": None}
+    d = path if os.path.isdir(path) else os.path.dirname(path) or "."
+    if not os.path.isdir(d):
+        out["error"] = "%s not found" % d
+        return out
+    try:
+        top = _git(d, "rev-parse", "--show-toplevel").strip()
+    except FileNotFoundError:
+        out["error"] = "git is not installed"
+        return out
+    except subprocess.TimeoutExpired:
+        out["error"] = "git timed out"
+        return out
+    except RuntimeError as e:
+        out["error"] = "not in a git checkout" if "not a git repository" in str(e) else str(e)
+        return out
+    out["repo"] = top
+    try:
+        head = _git(top, "log", "-1", "--format=%H %ct").split()
+        if head:
+            out["head"], out["headTime"] = head[0], float(head[1])
+        branch = _git(top, "rev-parse", "--abbrev-ref", "HEAD").strip()
+        out["branch"] = None if branch == "HEAD" else branch
+        filters = _git_filters(top)
+        if filters:
+            out["error"] = ("uncommitted changes not checked: the repository configures %s, which git status would "
+                            "run" % ", ".join(filters[:3]))
+        else:
+            status = _git(top, "status", "--porcelain", "--untracked-files=no").splitlines()
+            out["dirty"] = bool(status)
+            out["dirtyFiles"] = sorted(line[3:] for line in status)[:MAX_LISTED]
+        if since is not None:
+            log = _git(top, "log", "--since=@%d" % int(since), "--format=@%H", "--name-only")
+            commits = [line for line in log.splitlines() if line.startswith("@")]
+            files = sorted(set(line for line in log.splitlines() if line and not line.startswith("@")))
+            out["commitsSince"] = len(commits)
+            out["changedSince"] = files[:MAX_LISTED]
+    except subprocess.TimeoutExpired:
+        out["error"] = "git timed out"
+    except (RuntimeError, OSError, ValueError) as e:
+        out["error"] = str(e)
+    return out
+
+
+def plain_stat(path):
+    try:
+        st = os.stat(path)
+        return {"path": path, "exists": True, "size": st.st_size, "mtime": st.st_mtime, "error": None}
+    except FileNotFoundError:
+        return {"path": path, "exists": False, "size": None, "mtime": None, "error": "not found"}
+    except OSError as e:
+        return {"path": path, "exists": False, "size": None, "mtime": None, "error": _msg(e)}
+
+
+def main(argv):
+    a = _parse_args(argv)
+    started = time.time()
+    return {
+        "now": started,
+        "paths": [fingerprint(p) for p in a.path],
+        "git": [git_state(p, a.since) for p in a.git],
+        "stats": [plain_stat(p) for p in a.stat],
+        "elapsedMs": round((time.time() - started) * 1000, 1),
+    }
+
+
+if __name__ == "__main__":
+    kg_common.run(main)

@@ -1,0 +1,898 @@
+import type { ArgValue } from '../args/argsProbe';
+import { computeDrift, buildChange, type Drift } from '../baselines/drift';
+import type { Baseline, ThroughputResult } from '../baselines/store';
+import { formatRate } from '../bench/compare';
+import type { ReducedSeries } from '../metrics/metricsProbe';
+import {
+  argCategory,
+  CATEGORY_TEXT,
+  CATEGORY_WEIGHT,
+  envCategory,
+  packageCategory,
+  throughputRank,
+} from './categories';
+import { findChangepoints, type Changepoint } from './changepoints';
+import type { DataFingerprint } from './factsProbe';
+import type { ArgsFact, CheckpointFact, WhatChangedFacts } from './facts';
+import type {
+  ChangeTime,
+  CheckpointLink,
+  CosmeticChange,
+  EvidenceLink,
+  ReferencePoint,
+  SeriesChangepoints,
+  Suspect,
+  SuspectCategory,
+  SuspectSource,
+  ThroughputSummary,
+  UnknownFact,
+  WhatChangedReport,
+} from './model';
+
+/** A throughput this much lower (or less) than the reference is a drop. */
+export const DROP_RATIO = 0.9;
+/** Points for a change that lands where a metric shifted, and against one known to come after the shift. */
+export const COINCIDES_POINTS = 50;
+export const AFTER_SHIFT_POINTS = -25;
+/** Series shorter than this are not searched for changepoints. */
+const MIN_POINTS = 20;
+
+export const CHANGEPOINT_WHY =
+  'binary segmentation on the bucket means (the largest shift first; σ from the median absolute first difference; ' +
+  'a shift is kept when it saves more than max(20, 3 ln n)·σ², is at least 3% of the level, spans at least 1% of ' +
+  'the points on each side, and is a jump rather than a slope)';
+
+// ------------------------------------------------------------------------------------------------ changepoints
+
+export function seriesChangepoints(series: readonly ReducedSeries[]): SeriesChangepoints[] {
+  const out: SeriesChangepoints[] = [];
+  for (const s of series) {
+    if (s.x.length < MIN_POINTS) continue;
+    const r = findChangepoints(s.x, s.last);
+    out.push({
+      key: s.key,
+      throughput: throughputRank(s.key) > 0,
+      points: r.points,
+      noise: r.noise,
+      changepoints: r.changepoints,
+    });
+  }
+  return out.sort(
+    (a, b) => throughputRank(b.key) - throughputRank(a.key) || Number(b.throughput) - Number(a.throughput),
+  );
+}
+
+/** The changepoint that defines "the" shift: the largest on the throughput series, else the clearest on any. */
+export function mainChangepoint(series: readonly SeriesChangepoints[]): { key: string; cp: Changepoint } | undefined {
+  const size = (c: Changepoint) => (c.ratio !== null && c.ratio > 0 ? Math.abs(Math.log(c.ratio)) : c.sigmas);
+  const tp = series.find((s) => s.throughput && s.changepoints.length);
+  if (tp) {
+    const cp = [...tp.changepoints].sort((a, b) => size(b) - size(a))[0]!;
+    return { key: tp.key, cp };
+  }
+  let best: { key: string; cp: Changepoint } | undefined;
+  for (const s of series)
+    for (const cp of s.changepoints) if (!best || cp.sigmas > best.cp.sigmas) best = { key: s.key, cp };
+  return best;
+}
+
+// ------------------------------------------------------------------------------------------------ reference
+
+function link(c: CheckpointFact): CheckpointLink {
+  return { label: c.label, path: c.argsPath, step: c.step };
+}
+
+function isoOf(epoch: number | null): string {
+  return epoch === null ? 'unknown time' : new Date(epoch * 1000).toISOString().replace(/\.\d{3}Z$/, 'Z');
+}
+
+function epochOf(iso: string): number | null {
+  const t = Date.parse(iso);
+  return Number.isNaN(t) ? null : t / 1000;
+}
+
+/** The checkpoint of a time: the last saved by then, else (a reference older than every checkpoint) the earliest. */
+function lastCheckpointAtOrBefore(cks: readonly CheckpointFact[], time: number): CheckpointFact | undefined {
+  let best: CheckpointFact | undefined;
+  for (const c of cks) if (c.mtime !== null && c.mtime <= time) best = c;
+  return best ?? cks[0];
+}
+
+/** The known-good reference, in the issue's order of preference; the reason is part of the answer. */
+export function pickReference(
+  facts: Pick<WhatChangedFacts, 'checkpoints' | 'env' | 'bench' | 'marks' | 'chosenBaselineId'>,
+  main: { key: string; cp: Changepoint } | undefined,
+): Omit<ReferencePoint, 'baseline'> {
+  const cks = facts.checkpoints;
+  const markedBench = facts.marks.benchId ? facts.bench.find((b) => b.id === facts.marks.benchId) : undefined;
+  if (markedBench) {
+    const time = epochOf(markedBench.at);
+    const c = time !== null ? lastCheckpointAtOrBefore(cks, time) : undefined;
+    return {
+      kind: 'marked-bench',
+      label: `benchmark ${markedBench.id}`,
+      why: `the benchmark result marked known-good (${markedBench.at})`,
+      checkpoint: c ? link(c) : null,
+      time,
+    };
+  }
+  const markedId = facts.chosenBaselineId ?? facts.marks.baselineId;
+  const marked = markedId ? facts.env.baselines.find((b) => b.id === markedId) : undefined;
+  if (marked) {
+    const time = epochOf(marked.capturedAt);
+    const c = time !== null ? lastCheckpointAtOrBefore(cks, time) : undefined;
+    return {
+      kind: 'marked-baseline',
+      label: `baseline ${JSON.stringify(marked.label)}`,
+      why: `${facts.chosenBaselineId ? 'the baseline asked for' : 'the baseline marked known-good'} (captured ${marked.capturedAt})`,
+      checkpoint: c ? link(c) : null,
+      time,
+    };
+  }
+  if (main) {
+    const before = [...cks].reverse().find((c) => c.step <= main.cp.at);
+    if (before) {
+      return {
+        kind: 'changepoint',
+        label: before.label,
+        why: `the last checkpoint before ${main.key} shifted at step ${main.cp.at}`,
+        checkpoint: link(before),
+        time: before.mtime,
+      };
+    }
+  }
+  const first = cks[0];
+  if (first) {
+    return {
+      kind: 'earliest',
+      label: first.label,
+      why: main
+        ? `no checkpoint before the shift at step ${main.cp.at}: the earliest checkpoint`
+        : 'no benchmark or baseline marked known-good and no changepoint: the earliest checkpoint',
+      checkpoint: link(first),
+      time: first.mtime,
+    };
+  }
+  return {
+    kind: 'none',
+    label: 'none',
+    why: 'no checkpoint, no marked baseline or benchmark',
+    checkpoint: null,
+    time: null,
+  };
+}
+
+/** The environment baseline to compare now with: the marked one, else the newest captured by the reference time. */
+export function pickBaseline(
+  facts: Pick<WhatChangedFacts, 'env' | 'marks' | 'chosenBaselineId'>,
+  refTime: number | null,
+): { baseline: Baseline; why: string } | undefined {
+  const all = facts.env.baselines; // newest first
+  const wanted = facts.chosenBaselineId ?? facts.marks.baselineId;
+  const marked = wanted ? all.find((b) => b.id === wanted) : undefined;
+  if (marked) return { baseline: marked, why: facts.chosenBaselineId ? 'asked for' : 'marked known-good' };
+  if (!all.length) return undefined;
+  if (refTime !== null) {
+    const before = all.find((b) => (epochOf(b.capturedAt) ?? Infinity) <= refTime);
+    if (before) return { baseline: before, why: 'the newest captured by the reference time' };
+  }
+  return {
+    baseline: all[all.length - 1]!,
+    why: 'the oldest there is (captured after the reference: changes before it are not seen)',
+  };
+}
+
+// ------------------------------------------------------------------------------------------------ args
+
+/** Nested args as dotted keys → values (arrays and enums compared whole). */
+export function flattenArgs(v: ArgValue | null, prefix = '', out = new Map<string, ArgValue>()): Map<string, ArgValue> {
+  if (v !== null && typeof v === 'object' && !Array.isArray(v) && !('$enum' in v) && !('$ref' in v)) {
+    for (const [k, x] of Object.entries(v)) flattenArgs(x, prefix ? `${prefix}.${k}` : k, out);
+  } else if (prefix) out.set(prefix, v);
+  return out;
+}
+
+function same(a: ArgValue | undefined, b: ArgValue | undefined): boolean {
+  return JSON.stringify(a ?? null) === JSON.stringify(b ?? null) && (a === undefined) === (b === undefined);
+}
+
+export function showValue(v: ArgValue | undefined): string {
+  if (v === undefined) return '(absent)';
+  if (typeof v === 'string') return v.length > 80 ? `${v.slice(0, 77)}…` : v;
+  const s = JSON.stringify(v);
+  return s.length > 80 ? `${s.slice(0, 77)}…` : s;
+}
+
+/** `a/b/openwebtext-10k` → `openwebtext-10k` when both sides are paths that differ in their last part. */
+function showPair(a: ArgValue | undefined, b: ArgValue | undefined): [string, string] {
+  if (typeof a === 'string' && typeof b === 'string' && a.includes('/') && b.includes('/')) {
+    const ba = a.split('/').filter(Boolean).pop() ?? a;
+    const bb = b.split('/').filter(Boolean).pop() ?? b;
+    if (ba !== bb) return [ba, bb];
+  }
+  return [showValue(a), showValue(b)];
+}
+
+const PATHISH_KEY = /data|dataset|corpus|tokeni[sz]er|vocab|shard|train_file|val_file|eval_file|path|dir|root/i;
+const DIR_KEY = /^(data_?(dir|root|path)|dataset_?(dir|root)|root)$/i;
+
+/** Remote paths the args name (absolute, or a name inside data_dir), for fingerprints. */
+export function dataPathsOf(args: ArgValue | null): Map<string, string> {
+  const flat = flattenArgs(args);
+  const base = [...flat].find(([k, v]) => DIR_KEY.test(k.split('.').pop() ?? k) && typeof v === 'string');
+  const out = new Map<string, string>();
+  for (const [k, v] of flat) {
+    if (typeof v !== 'string' || !PATHISH_KEY.test(k.split('.').pop() ?? k)) continue;
+    if (argCategory(k, null, null) === 'cosmetic') continue; // by its key: data in /tmp is still data
+    if (v.startsWith('/')) out.set(k, v);
+    else if (base && /^[\w.-]+(\/[\w.-]+)*$/.test(v) && !v.includes('..') && typeof base[1] === 'string') {
+      out.set(k, `${base[1].replace(/\/+$/, '')}/${v}`);
+    }
+  }
+  return out;
+}
+
+// ------------------------------------------------------------------------------------------------ analysis
+
+interface Window {
+  steps: { from: number; to: number };
+  time: { from: number; to: number } | null;
+}
+
+/** Where (in steps) and when (in remote time) a changepoint happened, as the checkpoints and the log tell. */
+function windowOf(cp: Changepoint, cks: readonly CheckpointFact[], series: ReducedSeries | undefined): Window {
+  const a = [...cks].reverse().find((c) => c.step <= cp.at);
+  const b = cks.find((c) => c.step >= cp.firstAfter);
+  let from = a?.mtime ?? null;
+  let to = b?.mtime ?? null;
+  if (series?.t) {
+    const i = series.x.indexOf(cp.at);
+    const j = series.x.indexOf(cp.firstAfter);
+    const ta = i >= 0 ? series.t[i] : undefined;
+    const tb = j >= 0 ? series.t[j] : undefined;
+    if (ta !== undefined) from = from === null ? ta : Math.min(from, ta);
+    if (tb !== undefined) to = to === null ? tb : Math.max(to, tb);
+  }
+  return {
+    steps: { from: a?.step ?? cp.at, to: b?.step ?? cp.firstAfter },
+    time: from !== null && to !== null ? { from, to } : null,
+  };
+}
+
+/**
+ * A change somewhere in steps (from, to] lands on the shift: the shift lies in (at, firstAfter], or in the bucket
+ * before when that bucket mixed both levels, so the two intervals overlap.
+ */
+function atShift(from: number, to: number, cp: Changepoint): boolean {
+  return from < cp.firstAfter && to > cp.at - (cp.firstAfter - cp.at);
+}
+
+interface Draft {
+  source: SuspectSource;
+  category: SuspectCategory | 'cosmetic';
+  title: string;
+  detail: string;
+  when: ChangeTime;
+  evidence: EvidenceLink[];
+  cosmeticWhy?: string;
+}
+
+function scoreOf(
+  d: Draft,
+  main: { key: string; cp: Changepoint } | undefined,
+  win: Window | undefined,
+): Pick<Suspect, 'score' | 'reasons' | 'coincides'> {
+  const cat = d.category as SuspectCategory;
+  const reasons = [
+    {
+      points: CATEGORY_WEIGHT[cat],
+      why: `${CATEGORY_TEXT[cat]} (known to move throughput: weight ${CATEGORY_WEIGHT[cat]})`,
+    },
+  ];
+  if (cat === 'other') reasons[0]!.why = `${CATEGORY_TEXT[cat]} (weight ${CATEGORY_WEIGHT[cat]})`;
+  let coincides = false;
+  if (main && win) {
+    const at = `${main.key} shifted at step ${main.cp.at} (${formatLevel(main.cp.before)} → ${formatLevel(main.cp.after)})`;
+    const s = d.when.steps;
+    const t = d.when.time;
+    if (s) {
+      const lo = main.cp.at - (main.cp.firstAfter - main.cp.at);
+      if (atShift(s.from, s.to, main.cp)) {
+        coincides = true;
+        reasons.push({ points: COINCIDES_POINTS, why: `changed between steps ${s.from} and ${s.to}, where ${at}` });
+      } else if (s.from >= main.cp.firstAfter) {
+        reasons.push({ points: AFTER_SHIFT_POINTS, why: `changed after the shift (from step ${s.from} on; ${at})` });
+      } else if (s.to <= lo) {
+        reasons.push({ points: AFTER_SHIFT_POINTS, why: `changed before the shift and the level held (${at})` });
+      }
+    } else if (t && win.time) {
+      const point = t.from === t.to;
+      if (point && t.from > win.time.from && t.from <= win.time.to) {
+        coincides = true;
+        reasons.push({
+          points: COINCIDES_POINTS,
+          why: `changed at ${isoOf(t.from)}, between ${isoOf(win.time.from)} and ${isoOf(win.time.to)}, where ${at}`,
+        });
+      } else if (t.from > win.time.to) {
+        reasons.push({ points: AFTER_SHIFT_POINTS, why: `changed after the shift (${isoOf(t.from)}; ${at})` });
+      } else if (point && t.to <= win.time.from) {
+        reasons.push({
+          points: AFTER_SHIFT_POINTS,
+          why: `changed before the shift and the level held (${isoOf(t.to)})`,
+        });
+      } else {
+        reasons.push({ points: 0, why: `when it changed is not known closer than ${d.when.text}` });
+      }
+    } else {
+      reasons.push({ points: 0, why: 'when it changed is not known' });
+    }
+  }
+  return { score: reasons.reduce((n, r) => n + r.points, 0), reasons, coincides };
+}
+
+function formatLevel(n: number): string {
+  return Math.abs(n) >= 1000 ? formatRate(n) : Number(n.toPrecision(3)).toString();
+}
+
+export function formatRatio(r: number): string {
+  return r >= 10 ? r.toFixed(1) : r.toFixed(2);
+}
+
+function argsDrafts(
+  facts: WhatChangedFacts,
+  ref: CheckpointFact | undefined,
+  now: CheckpointFact | undefined,
+  main: { key: string; cp: Changepoint } | undefined,
+  fingerprints: Map<string, DataFingerprint>,
+  unknown: UnknownFact[],
+): Draft[] {
+  if (!ref || !now || ref === now) return [];
+  const byLabel = new Map(facts.args.map((a) => [a.label, a]));
+  const ra = byLabel.get(ref.label);
+  const na = byLabel.get(now.label);
+  if (!ra?.args || !na?.args) {
+    const missing = [ra, na].find((a) => !a?.args);
+    unknown.push({
+      fact: `args of ${missing?.label ?? (ra ? now.label : ref.label)}`,
+      why: missing?.error ?? 'not read',
+    });
+    return [];
+  }
+  const fa = flattenArgs(ra.args);
+  const fb = flattenArgs(na.args);
+  const readable = facts.args.filter((a): a is ArgsFact & { args: ArgValue } => a.args !== null);
+  const flats = readable.map((a) => ({ fact: a, flat: flattenArgs(a.args) }));
+  const out: Draft[] = [];
+  const ckByLabel = new Map(facts.checkpoints.map((c) => [c.label, c]));
+  const nowPaths = dataPathsOf(na.args);
+  for (const key of [...new Set([...fa.keys(), ...fb.keys()])].sort()) {
+    const va = fa.get(key);
+    const vb = fb.get(key);
+    if (same(va, vb)) continue;
+    // every step where the value changed between two checkpoints read; the one at the shift, else the last
+    const transitions: { from: ArgsFact; to: ArgsFact }[] = [];
+    for (let i = 1; i < flats.length; i++) {
+      if (!same(flats[i - 1]!.flat.get(key), flats[i]!.flat.get(key)))
+        transitions.push({ from: flats[i - 1]!.fact, to: flats[i]!.fact });
+    }
+    const at =
+      (main && transitions.find((t) => atShift(t.from.step, t.to.step, main.cp))) ??
+      transitions[transitions.length - 1];
+    const [sa, sb] = showPair(va, vb);
+    const title = `${key} ${sa} → ${sb}`;
+    const ca = at ? ckByLabel.get(at.from.label) : ref;
+    const cb = at ? ckByLabel.get(at.to.label) : now;
+    const when: ChangeTime = at
+      ? {
+          text: `${at.from.label} → ${at.to.label}`,
+          steps: { from: at.from.step, to: at.to.step },
+          ...(ca?.mtime != null && cb?.mtime != null ? { time: { from: ca.mtime, to: cb.mtime } } : {}),
+        }
+      : { text: `${ref.label} → ${now.label}`, steps: { from: ref.step, to: now.step } };
+    const evidence: EvidenceLink[] = [
+      {
+        kind: 'args-diff',
+        title: `args ${ca?.label ?? ref.label} → ${cb?.label ?? now.label}`,
+        hostId: facts.host.id,
+        a: link(ca ?? ref),
+        b: link(cb ?? now),
+      },
+    ];
+    const detailBits = [`${key} was ${showValue(va)} at ${ref.label} and is ${showValue(vb)} at ${now.label}`];
+    if (transitions.length > 1) detailBits.push(`it changed ${transitions.length} times between the checkpoints read`);
+    for (const p of [nowPaths.get(key)]) {
+      const path = p !== undefined ? fingerprints.get(p) : undefined;
+      if (path) {
+        evidence.push({ kind: 'file', title: path.path, hostId: facts.host.id, path: path.path });
+        detailBits.push(describeFingerprint(path));
+      }
+    }
+    const category = argCategory(key, va, vb);
+    out.push({
+      source: 'args',
+      category,
+      title,
+      detail: detailBits.join('; '),
+      when,
+      evidence,
+      ...(category === 'cosmetic' ? { cosmeticWhy: 'names, places or times of the run itself' } : {}),
+    });
+  }
+  return out;
+}
+
+function describeFingerprint(f: DataFingerprint): string {
+  if (!f.exists) return `${f.path}: ${f.error ?? 'not found'}`;
+  const bits = [f.kind === 'dir' ? `${f.files ?? '?'} files` : `${f.size ?? '?'} bytes`];
+  const m = f.kind === 'dir' ? (f.newestMtime ?? f.mtime) : f.mtime;
+  if (m !== null) bits.push(`modified ${isoOf(m)}`);
+  return `${f.path} now: ${bits.join(', ')}`;
+}
+
+function envDrafts(
+  facts: WhatChangedFacts,
+  base: { baseline: Baseline; why: string },
+  drift: Drift,
+  unknown: UnknownFact[],
+): Draft[] {
+  const now = facts.env.now!;
+  const b = base.baseline;
+  const bTime = epochOf(b.capturedAt);
+  const nTime = epochOf(now.capturedAt);
+  const title = `baseline ${JSON.stringify(b.label)}`;
+  const sinceBaseline: ChangeTime = {
+    text: `between ${title} (${b.capturedAt}) and now`,
+    ...(bTime !== null && nTime !== null ? { time: { from: bTime, to: nTime } } : {}),
+  };
+  const envLink: EvidenceLink = {
+    kind: 'env-diff',
+    title: `environment now vs ${title}`,
+    hostId: facts.host.id,
+    baselineId: b.id,
+  };
+  const out: Draft[] = [];
+  const add = (
+    category: Draft['category'],
+    t: string,
+    detail: string,
+    when: ChangeTime = sinceBaseline,
+    cosmeticWhy?: string,
+  ) =>
+    out.push({
+      source: 'env',
+      category,
+      title: t,
+      detail,
+      when,
+      evidence: [envLink],
+      ...(cosmeticWhy ? { cosmeticWhy } : {}),
+    });
+  const tv = drift.torch.version;
+  if (tv || drift.torch.cuda || drift.torch.gitVersion) {
+    const build = tv ? buildChange(tv.from, tv.to) : undefined;
+    const text = tv
+      ? `torch ${tv.from ?? 'none'} → ${tv.to ?? 'none'}${build ? ` (build ${build})` : ''}`
+      : 'torch build';
+    const bits = Object.entries(drift.torch).map(([k, c]) => `${k} ${c.from ?? 'none'} → ${c.to ?? 'none'}`);
+    const stat = facts.probe?.stats.find((s) => now.torch.location && s.path === `${now.torch.location}/version.py`);
+    const when: ChangeTime =
+      stat?.mtime != null && (bTime === null || stat.mtime > bTime)
+        ? { text: `torch installed ${isoOf(stat.mtime)}`, time: { from: stat.mtime, to: stat.mtime } }
+        : sinceBaseline;
+    add('torch-build', text, bits.join('; '), when);
+  }
+  for (const list of [drift.packages.changed, drift.packages.added, drift.packages.removed]) {
+    const others: string[] = [];
+    for (const p of list) {
+      if (p.name === 'torch') continue;
+      const cat = packageCategory(p.name);
+      const t = `${p.name} ${p.from ?? '(absent)'} → ${p.to ?? '(absent)'}`;
+      if (cat === 'other') others.push(t);
+      else add(cat, t, `package ${t}`);
+    }
+    if (others.length)
+      add(
+        'other',
+        `${others.length} other package${others.length === 1 ? '' : 's'} changed`,
+        others.slice(0, 12).join(', '),
+      );
+  }
+  if (drift.cuda.driver)
+    add(
+      'driver',
+      `driver ${drift.cuda.driver.from ?? 'none'} → ${drift.cuda.driver.to ?? 'none'}`,
+      'GPU driver version',
+    );
+  if (drift.cuda.nvcc)
+    add('torch-build', `nvcc ${drift.cuda.nvcc.from ?? 'none'} → ${drift.cuda.nvcc.to ?? 'none'}`, 'CUDA toolkit');
+  if (drift.gpus.count || drift.gpus.changed.length) {
+    const bits = drift.gpus.changed
+      .filter((g) => g.field !== 'driver_version')
+      .map((g) => `GPU ${g.index} ${g.field} ${g.from ?? 'none'} → ${g.to ?? 'none'}`);
+    if (drift.gpus.count) bits.unshift(`${drift.gpus.count.from} → ${drift.gpus.count.to} GPUs`);
+    if (bits.length) add('hardware', bits[0]!, bits.join('; '));
+  }
+  for (const e of drift.env) {
+    const cat = envCategory(e.name);
+    const t = e.redacted
+      ? `${e.name} ${e.kind} (secret)`
+      : e.kind === 'added'
+        ? `${e.name}=${e.to ?? ''} added`
+        : e.kind === 'removed'
+          ? `${e.name} removed (was ${e.from ?? ''})`
+          : `${e.name} ${e.from ?? ''} → ${e.to ?? ''}`;
+    add(
+      cat,
+      t,
+      `environment variable ${t}`,
+      sinceBaseline,
+      cat === 'cosmetic' ? 'a variable that does not change speed' : undefined,
+    );
+  }
+  const scripts = new Map(now.scripts.files.map((f) => [f.path, f]));
+  for (const [kind, list] of [
+    ['edited', drift.scripts.changed],
+    ['new', drift.scripts.added],
+    ['gone', drift.scripts.removed],
+  ] as const) {
+    for (const p of list) {
+      const m = scripts.get(p)?.mtime ?? null;
+      const when: ChangeTime =
+        m !== null && kind !== 'gone' ? { text: `file modified ${isoOf(m)}`, time: { from: m, to: m } } : sinceBaseline;
+      out.push({
+        source: 'code',
+        category: 'code',
+        title: `${p} ${kind}`,
+        detail: `training script ${p} ${kind === 'edited' ? 'has another hash than at the baseline' : kind}`,
+        when,
+        evidence: [envLink, { kind: 'file', title: p, hostId: facts.host.id, path: p }],
+      });
+    }
+  }
+  const measured = new Set(now.caches.map((c) => c.name));
+  for (const c of drift.caches) {
+    // a cache the baseline had and this snapshot did not look at is not known to be lost
+    if (!measured.has(c.name)) {
+      unknown.push({
+        fact: `compile cache ${c.name} (${c.path})`,
+        why: 'not measured now (not among the cache folders given)',
+      });
+      continue;
+    }
+    const lost = c.change === 'emptied' || c.change === 'disappeared' || c.change === 'moved';
+    out.push({
+      source: 'caches',
+      category: lost ? 'compile-cache' : 'cosmetic',
+      title: `${c.name} compile cache ${c.change} (${c.files.from ?? 'none'} → ${c.files.to ?? 'none'} files)`,
+      detail: `${c.path}: ${c.change}`,
+      when: sinceBaseline,
+      evidence: [envLink],
+      ...(lost ? {} : { cosmeticWhy: 'a cache that grew is in use' }),
+    });
+  }
+  if (drift.python.version || drift.python.executable)
+    add(
+      'python',
+      `python ${drift.python.version?.from ?? ''} → ${drift.python.version?.to ?? ''}`.trim(),
+      Object.entries(drift.python)
+        .map(([k, c]) => `${k} ${c.from ?? ''} → ${c.to ?? ''}`)
+        .join('; '),
+    );
+  const hostBits = Object.entries(drift.host).map(([k, c]) => `${k} ${c.from ?? 'none'} → ${c.to ?? 'none'}`);
+  if (hostBits.length) add('host', hostBits[0]!, hostBits.join('; '));
+  return out;
+}
+
+function gitDrafts(facts: WhatChangedFacts, refTime: number | null, unknown: UnknownFact[]): Draft[] {
+  const out: Draft[] = [];
+  const seen = new Set<string>();
+  for (const g of facts.probe?.git ?? []) {
+    if (g.error || !g.repo) {
+      unknown.push({ fact: `git state of ${g.path}`, why: g.error ?? 'no repository' });
+      continue;
+    }
+    if (seen.has(g.repo)) continue;
+    seen.add(g.repo);
+    const gitLink: EvidenceLink = {
+      kind: 'git',
+      title: `git ${g.repo}`,
+      hostId: facts.host.id,
+      repo: g.repo,
+      since: refTime,
+    };
+    if (g.commitsSince) {
+      const when: ChangeTime =
+        g.headTime !== null
+          ? { text: `HEAD committed ${isoOf(g.headTime)}`, time: { from: g.headTime, to: g.headTime } }
+          : { text: 'since the reference' };
+      out.push({
+        source: 'code',
+        category: 'code',
+        title: `${g.commitsSince} commit${g.commitsSince === 1 ? '' : 's'} in ${g.repo} since the reference`,
+        detail: `HEAD ${g.head?.slice(0, 10) ?? '?'}${g.branch ? ` on ${g.branch}` : ''}; files: ${g.changedSince.slice(0, 10).join(', ') || 'none'}`,
+        when,
+        evidence: [gitLink],
+      });
+    }
+    if (g.dirty) {
+      out.push({
+        source: 'code',
+        category: 'code',
+        title: `uncommitted changes in ${g.repo}`,
+        detail: `HEAD ${g.head?.slice(0, 10) ?? '?'}${g.branch ? ` on ${g.branch}` : ''}, modified: ${g.dirtyFiles.slice(0, 10).join(', ')}`,
+        when: { text: 'not known (uncommitted)' },
+        evidence: [gitLink],
+      });
+    }
+  }
+  return out;
+}
+
+function dataDrafts(
+  facts: WhatChangedFacts,
+  refTime: number | null,
+  changedValues: Set<string>,
+  unknown: UnknownFact[],
+): Draft[] {
+  const out: Draft[] = [];
+  const before = refTime === null ? [] : facts.dataHistory.filter((r) => r.at <= refTime).sort((a, b) => b.at - a.at);
+  for (const f of facts.probe?.paths ?? []) {
+    if (!f.exists) {
+      unknown.push({ fact: `data ${f.path}`, why: f.error ?? 'not found' });
+      continue;
+    }
+    if (changedValues.has(f.path)) continue; // the args change names it, with this fingerprint as evidence
+    const m = f.kind === 'dir' ? (f.newestMtime ?? f.mtime) : f.mtime;
+    const old = before.map((r) => r.paths.find((p) => p.path === f.path)).find((p) => p !== undefined);
+    const fileLink: EvidenceLink = { kind: 'file', title: f.path, hostId: facts.host.id, path: f.path };
+    const when: ChangeTime =
+      m !== null ? { text: `modified ${isoOf(m)}`, time: { from: m, to: m } } : { text: 'not known' };
+    if (old?.exists) {
+      if (old.hash !== f.hash || old.size !== f.size || old.files !== f.files) {
+        out.push({
+          source: 'data',
+          category: 'dataset',
+          title: `data ${f.path} changed`,
+          detail: `at the reference: ${old.files ?? '?'} files, ${old.size ?? '?'} bytes, hash ${old.hash ?? '?'}; now: ${f.files ?? '?'} files, ${f.size ?? '?'} bytes, hash ${f.hash ?? '?'}`,
+          when,
+          evidence: [fileLink],
+        });
+      }
+    } else if (m !== null && refTime !== null && m > refTime) {
+      out.push({
+        source: 'data',
+        category: 'dataset',
+        title: `data ${f.path} modified after the reference`,
+        detail: `${describeFingerprint(f)} (no fingerprint kept from the reference: its modification time is the evidence)`,
+        when,
+        evidence: [fileLink],
+      });
+    }
+  }
+  return out;
+}
+
+function benchOf(facts: WhatChangedFacts, refTime: number | null): ThroughputSummary['bench'] {
+  const valid = facts.bench
+    .filter((r) => typeof r['tokensPerSec'] === 'number' && r['tokensPerSec'] > 0)
+    .sort((a, b) => a.at.localeCompare(b.at));
+  if (!valid.length) return null;
+  const pick = (r: ThroughputResult | undefined) =>
+    r ? { id: r.id, at: r.at, tokensPerSec: r['tokensPerSec'] as number } : null;
+  const marked = facts.marks.benchId ? valid.find((r) => r.id === facts.marks.benchId) : undefined;
+  const byRef = refTime !== null ? [...valid].reverse().find((r) => (epochOf(r.at) ?? Infinity) <= refTime) : undefined;
+  // no reference time (a host without runs): the earliest result kept is the reference
+  const reference = pick(marked ?? (refTime === null ? valid[0] : byRef));
+  const latest = valid[valid.length - 1]!;
+  const now = reference && latest.id === reference.id ? null : pick(latest);
+  return { reference, now, ratio: reference && now ? now.tokensPerSec / reference.tokensPerSec : null };
+}
+
+/** The report, from the facts: pure, no I/O. */
+export function analyze(facts: WhatChangedFacts, generatedAt = new Date()): WhatChangedReport {
+  const unknown: UnknownFact[] = [...facts.unknown];
+  const series = facts.log ? seriesChangepoints(facts.log.reduction.series) : [];
+  const main = mainChangepoint(series);
+  const ref0 = pickReference(facts, main);
+  const base = pickBaseline(facts, ref0.time);
+  const reference: ReferencePoint = {
+    ...ref0,
+    baseline: base
+      ? { id: base.baseline.id, label: base.baseline.label, capturedAt: base.baseline.capturedAt, why: base.why }
+      : null,
+  };
+  const cks = facts.checkpoints;
+  const refCk = ref0.checkpoint ? cks.find((c) => c.label === ref0.checkpoint!.label) : undefined;
+  const nowCk = cks[cks.length - 1];
+  const tpSeries = facts.log?.reduction.series.find((s) => s.key === main?.key);
+  const win = main ? windowOf(main.cp, cks, tpSeries) : undefined;
+
+  // throughput
+  const tp = series.find((s) => s.throughput);
+  let logTp: ThroughputSummary['log'] = null;
+  if (tp && facts.log) {
+    const raw = facts.log.reduction.series.find((s) => s.key === tp.key)!;
+    const levelAt = (step: number): number => {
+      const cps = tp.changepoints;
+      const idx = cps.findIndex((c) => step <= c.at);
+      if (idx >= 0) return cps[idx]!.before;
+      if (cps.length) return cps[cps.length - 1]!.after;
+      return findChangepoints(raw.x, raw.last).lastLevel ?? NaN;
+    };
+    const refStep = refCk?.step ?? (main ? main.cp.at : raw.x[0]!);
+    const reference = levelAt(refStep);
+    const nowLevel = levelAt(Infinity);
+    logTp = { key: tp.key, reference, now: nowLevel, ratio: reference ? nowLevel / reference : null };
+  }
+  if (!facts.log && facts.run !== null && !unknown.some((u) => u.fact.startsWith('metrics log')))
+    unknown.push({ fact: 'metrics log', why: `no train log found in ${facts.run}` });
+  const bench = benchOf(facts, ref0.time);
+  const dropped =
+    (logTp?.ratio != null && logTp.ratio < DROP_RATIO) || (bench?.ratio != null && bench.ratio < DROP_RATIO);
+  const anyCp = series.some((s) => s.changepoints.length > 0);
+  const verdict: WhatChangedReport['verdict'] =
+    dropped || anyCp ? 'regression' : logTp === null && bench?.ratio == null && !series.length ? 'unknown' : 'steady';
+
+  // facts that differ
+  const fingerprints = new Map((facts.probe?.paths ?? []).map((p) => [p.path, p]));
+  const drafts: Draft[] = [];
+  const argsDr = argsDrafts(facts, refCk, nowCk, main, fingerprints, unknown);
+  drafts.push(...argsDr);
+  if (facts.env.now && base) {
+    const drift = computeDrift(base.baseline.snapshot, facts.env.now);
+    drafts.push(...envDrafts(facts, base, drift, unknown));
+    for (const e of drift.errors)
+      unknown.push({ fact: `environment: ${e.part} (${e.side})`, why: e.message ?? 'failed' });
+  } else if (!base) {
+    unknown.push({
+      fact: 'environment at the reference',
+      why: 'no baseline saved for this host: capture one (Known Good: Capture Environment Baseline, or known-good env HOST --save LABEL)',
+    });
+  }
+  drafts.push(...gitDrafts(facts, ref0.time, unknown));
+  const changedValues = new Set<string>();
+  if (refCk && nowCk) {
+    const ra = facts.args.find((a) => a.label === refCk.label)?.args ?? null;
+    const na = facts.args.find((a) => a.label === nowCk.label)?.args ?? null;
+    const pa = dataPathsOf(ra);
+    const pb = dataPathsOf(na);
+    for (const [k, p] of pb) if (pa.get(k) !== p) changedValues.add(p);
+    for (const [k, p] of pa) if (pb.get(k) !== p) changedValues.add(p);
+  }
+  drafts.push(...dataDrafts(facts, ref0.time, changedValues, unknown));
+
+  const evidencePlot: EvidenceLink[] =
+    main && facts.log
+      ? [
+          {
+            kind: 'plot',
+            title: `${main.key} zoomed at step ${main.cp.at}`,
+            hostId: facts.host.id,
+            log: facts.log.path,
+            series: main.key,
+            window: zoom(main.cp, tpSeries),
+            marks: [main.cp.at],
+          },
+        ]
+      : [];
+  const benchLink: EvidenceLink[] =
+    bench?.reference && bench.now
+      ? [
+          {
+            kind: 'bench-compare',
+            title: 'benchmark now vs reference',
+            hostId: facts.host.id,
+            referenceId: bench.reference.id,
+            nowId: bench.now.id,
+          },
+        ]
+      : [];
+
+  const suspects: Suspect[] = [];
+  const unranked: (CosmeticChange | Suspect)[] = [];
+  let n = 0;
+  for (const d of drafts) {
+    if (d.category === 'cosmetic') {
+      unranked.push({ source: d.source, title: d.title, why: d.cosmeticWhy ?? 'cosmetic' });
+      continue;
+    }
+    const s = scoreOf(d, main, win);
+    const evidence = [...d.evidence];
+    if (s.coincides) evidence.push(...evidencePlot);
+    if (d.category === 'torch-build' || d.category === 'driver' || d.category === 'hardware')
+      evidence.push(...benchLink);
+    const suspect: Suspect = {
+      id: `s${++n}`,
+      source: d.source,
+      category: d.category,
+      title: d.title,
+      detail: d.detail,
+      when: d.when,
+      evidence,
+      ...s,
+    };
+    if (verdict === 'regression') suspects.push(suspect);
+    else unranked.push(suspect);
+  }
+  suspects.sort(
+    (a, b) =>
+      b.score - a.score || CATEGORY_WEIGHT[b.category] - CATEGORY_WEIGHT[a.category] || a.id.localeCompare(b.id),
+  );
+
+  const throughput: ThroughputSummary = { log: logTp, bench, dropped };
+  const report: WhatChangedReport = {
+    schema: 1,
+    headline: '',
+    verdict,
+    host: facts.host,
+    run: facts.run,
+    generatedAt: generatedAt.toISOString(),
+    reference,
+    now: {
+      checkpoint: nowCk ? link(nowCk) : null,
+      time: facts.remoteNow,
+      envCapturedAt: facts.env.now?.capturedAt ?? null,
+      log: facts.log?.path ?? null,
+    },
+    throughput,
+    changepoints: { method: 'binary-segmentation', why: CHANGEPOINT_WHY, series },
+    suspects,
+    unranked,
+    unknown,
+    gathered: {
+      ...facts.gathered,
+      checkpointsRead: facts.args.filter((a) => a.args !== null).length,
+      checkpoints: cks.length,
+    },
+  };
+  report.headline = headline(report, main);
+  return report;
+}
+
+function zoom(cp: Changepoint, s: ReducedSeries | undefined): { from: number; to: number } {
+  const lo = s?.x[0] ?? cp.segmentBefore[0];
+  const hi = s?.x[s.x.length - 1] ?? cp.segmentAfter[1];
+  const span = Math.max((hi - lo) * 0.1, cp.firstAfter - cp.at);
+  return { from: Math.max(lo, Math.floor(cp.at - span)), to: Math.min(hi, Math.ceil(cp.firstAfter + span)) };
+}
+
+function suspectTail(report: WhatChangedReport, main: { key: string; cp: Changepoint } | undefined): string {
+  const top = report.suspects[0];
+  if (!top) return '; no recorded change explains it (see what could not be gathered)';
+  const src = top.source;
+  if (top.coincides && main) return `; changed at step ${main.cp.at}: ${top.title} (${src}, ${top.when.text})`;
+  return `; first suspect: ${top.title} (${src}, ${top.when.text})`;
+}
+
+export function headline(report: WhatChangedReport, main: { key: string; cp: Changepoint } | undefined): string {
+  const t = report.throughput;
+  const ref = report.reference.label;
+  if (report.verdict === 'unknown') {
+    const n = report.unranked.length;
+    const why = report.unknown.find((u) => /metrics log|listing/.test(u.fact));
+    return `Cannot tell whether throughput dropped: no metrics log${why ? ` (${why.why})` : ''} and no benchmark pair${n ? `; ${n} difference${n === 1 ? '' : 's'} since ${ref} listed, not ranked` : ''}`;
+  }
+  if (report.verdict === 'steady') {
+    const n = report.unranked.length;
+    const what = report.now.log ? `no changepoint in ${report.now.log.split('/').pop()}` : 'no metrics log';
+    const listed = n ? `; ${n} difference${n === 1 ? '' : 's'} since ${ref} listed, not ranked` : '';
+    // say what the "no drop" rests on: a log without tok/s and no benchmark pair cannot show one
+    const drop =
+      t.log || t.bench?.ratio != null
+        ? 'No throughput drop'
+        : 'No throughput measured (no tok/s series, no benchmark pair)';
+    return `${drop} and ${what}: nothing to explain${listed}`;
+  }
+  if (t.log && t.log.ratio !== null && (t.dropped || t.log.ratio < DROP_RATIO || t.log.ratio > 1 / DROP_RATIO)) {
+    const unit = throughputRank(t.log.key) === 3 ? ' tok/s' : ` ${t.log.key}`;
+    return `${formatRate(t.log.now)}${unit} now vs ${formatRate(t.log.reference)} at ${ref} (${formatRatio(t.log.ratio)}×)${suspectTail(report, main)}`;
+  }
+  if (t.bench?.reference && t.bench.now && t.bench.ratio !== null) {
+    return `benchmark ${formatRate(t.bench.now.tokensPerSec)} tok/s now vs ${formatRate(t.bench.reference.tokensPerSec)} at ${t.bench.reference.at} (${formatRatio(t.bench.ratio)}×)${suspectTail(report, main)}`;
+  }
+  if (main) {
+    const r = main.cp.ratio !== null ? ` (${formatRatio(main.cp.ratio)}×)` : '';
+    return `${main.key} ${formatLevel(main.cp.before)} → ${formatLevel(main.cp.after)} at step ${main.cp.at}${r}${suspectTail(report, main)}`;
+  }
+  return `A change to explain${suspectTail(report, main)}`;
+}

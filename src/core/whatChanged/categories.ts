@@ -1,0 +1,98 @@
+import type { SuspectCategory } from './model';
+
+/*
+ * How much a kind of change is known to move throughput: the second part of a suspect's score, after "it changed
+ * where the metric shifted". The weights order the categories; they are shown with every score, never hidden.
+ */
+export const CATEGORY_WEIGHT: Record<SuspectCategory, number> = {
+  'torch-build': 30,
+  driver: 30,
+  hardware: 30,
+  compile: 25,
+  attention: 25,
+  dtype: 25,
+  shape: 25,
+  dataset: 20,
+  dataloader: 20,
+  'compile-cache': 20,
+  'runtime-env': 15,
+  framework: 15,
+  code: 15,
+  python: 15,
+  host: 10,
+  other: 5,
+};
+
+export const CATEGORY_TEXT: Record<SuspectCategory, string> = {
+  'torch-build': 'the torch/CUDA build',
+  driver: 'the GPU driver',
+  hardware: 'the GPUs',
+  compile: 'torch.compile/inductor settings',
+  attention: 'the attention backend',
+  dtype: 'the dtype',
+  shape: 'the batch/sequence shape',
+  dataset: 'the dataset',
+  dataloader: 'the dataloader',
+  'compile-cache': 'a compile cache',
+  'runtime-env': 'NCCL/CUDA/TORCH variables',
+  framework: 'a framework package',
+  code: 'the training code',
+  python: 'the Python interpreter',
+  host: 'the host',
+  other: 'another setting',
+};
+
+/** Args keys that never explain a regression: names, places and times of the run itself. */
+const COSMETIC_ARG =
+  /(^|[._])(run_?name|run_?id|exp(eriment)?_?name|wandb\w*|project|notes?|tags?|out(put)?_?dir|log_?dir|save_?dir|ckpt_?dir|checkpoint_?dir|logging_dir|resume\w*|init_from|time\w*|date|timestamp|start_time|step|global_step|iter(ation)?|epoch|hostname|job_?id|slurm\w*|local_rank|rank)$/i;
+
+/** Values that are only a temp path or a time stamp. */
+const COSMETIC_VALUE = /^(\/tmp\/|\/var\/tmp\/|\d{4}-\d{2}-\d{2}[T _]\d{2}[:-]?\d{2})/;
+
+const ARG_RULES: [RegExp, SuspectCategory][] = [
+  [/compile|inductor|dynamo|cuda_?graph|triton/i, 'compile'],
+  [/attn|attention|sdpa|flash|xformers/i, 'attention'],
+  [/dtype|precision|amp\b|(^|_)amp|bf16|fp16|fp8|half|mixed/i, 'dtype'],
+  [/workers|prefetch|pin_memory|num_proc|persistent/i, 'dataloader'],
+  [/data|corpus|tokeni[sz]er|vocab_file|shard|train_file|val_file|eval_file/i, 'dataset'],
+  [
+    /batch|seq|block_size|context|max_len|ctx|micro|grad(ient)?_acc|accum|n_embd|n_layer|n_head|hidden|width|layers|heads|d_model/i,
+    'shape',
+  ],
+];
+
+/** The category of an args key (dotted for nested keys), or `cosmetic`. */
+export function argCategory(key: string, from: unknown, to: unknown): SuspectCategory | 'cosmetic' {
+  const leaf = key.split('.').pop() ?? key;
+  if (COSMETIC_ARG.test(leaf)) return 'cosmetic';
+  const values = [from, to].filter((v): v is string => typeof v === 'string');
+  if (values.length === 2 && values.every((v) => COSMETIC_VALUE.test(v))) return 'cosmetic';
+  for (const [re, cat] of ARG_RULES) if (re.test(leaf)) return cat;
+  return 'other';
+}
+
+/** Variables of the families known to move throughput; the rest (HF_*, WANDB_*) are cosmetic for speed. */
+export function envCategory(name: string): SuspectCategory | 'cosmetic' {
+  if (/^(NCCL_|CUDA_|TORCH_|PYTORCH_|TORCHINDUCTOR_|TRITON_|CUBLAS|CUDNN|NVIDIA_)/.test(name)) return 'runtime-env';
+  if (/^(OMP_|MKL_|KMP_)/.test(name)) return 'runtime-env';
+  if (/^(WANDB_|HF_HUB_|HF_TOKEN|TERM|PWD|OLDPWD|SSH_|SHLVL|_)$|^(WANDB_|SSH_)/.test(name)) return 'cosmetic';
+  return 'other';
+}
+
+/** Packages whose change is as good as a torch/CUDA build change, or close to it. */
+export function packageCategory(name: string): SuspectCategory {
+  if (name === 'torch' || /^nvidia-/.test(name)) return 'torch-build';
+  if (/^(pytorch-)?triton$/.test(name)) return 'compile';
+  if (/^(flash-attn|flash_attn|xformers)$/.test(name)) return 'attention';
+  if (/^(transformers|deepspeed|accelerate|megatron|apex|numpy|datasets|tokenizers)/.test(name)) return 'framework';
+  return 'other';
+}
+
+/** tok/s and other throughput series of a metrics log, most specific first. */
+export function throughputRank(key: string): number {
+  const k = key.toLowerCase();
+  if (/tok(en)?s?[_/ .-]?(per[_ ]?)?s(ec(ond)?)?$|tokens_per_sec|tok_s|tps$/.test(k)) return 3;
+  if (/throughput/.test(k)) return 2;
+  if (/samples?[_/ .-]?(per[_ ]?)?s(ec(ond)?)?$|it[_/]s$|steps?_per_s/.test(k)) return 1;
+  return 0;
+}

@@ -1,0 +1,75 @@
+import { z } from 'zod';
+import { defineProbe } from '../probes/probe';
+
+/* python/what_changed.py: the facts no other probe gathers (data fingerprints, git state, file times). */
+
+const str = z.string().nullable().default(null);
+const num = z.number().nullable().default(null);
+
+export const dataFingerprintSchema = z.looseObject({
+  path: z.string(),
+  exists: z.boolean(),
+  kind: z.enum(['file', 'dir', 'other']).nullable().default(null),
+  size: num,
+  mtime: num,
+  files: num,
+  newestMtime: num,
+  /** sha256 (16 hex) of a file's first and last MiB, or of a folder's sorted (path, size, mtime) list. */
+  hash: str,
+  truncated: z.boolean().default(false),
+  error: str,
+});
+export type DataFingerprint = z.infer<typeof dataFingerprintSchema>;
+
+export const gitStateSchema = z.looseObject({
+  path: z.string(),
+  repo: str,
+  head: str,
+  branch: str,
+  dirty: z.boolean().nullable().default(null),
+  dirtyFiles: z.array(z.string()).default([]),
+  changedSince: z.array(z.string()).default([]),
+  commitsSince: num,
+  headTime: num,
+  error: str,
+});
+export type GitState = z.infer<typeof gitStateSchema>;
+
+export const fileStatSchema = z.looseObject({
+  path: z.string(),
+  exists: z.boolean(),
+  size: num,
+  mtime: num,
+  error: str,
+});
+export type FileStat = z.infer<typeof fileStatSchema>;
+
+export const whatChangedProbeSchema = z.looseObject({
+  now: z.number(),
+  paths: z.array(dataFingerprintSchema),
+  git: z.array(gitStateSchema),
+  stats: z.array(fileStatSchema),
+  elapsedMs: z.number(),
+});
+export type WhatChangedProbeResult = z.infer<typeof whatChangedProbeSchema>;
+
+export interface WhatChangedProbeOptions {
+  /** Files or folders to fingerprint (paths the training args name). */
+  paths?: readonly string[];
+  /** Files or folders whose git checkout is described. */
+  git?: readonly string[];
+  /** Files whose size and mtime are wanted (torch/version.py: when that torch was installed). */
+  stats?: readonly string[];
+  /** Epoch seconds: git lists the files changed by commits since then. */
+  since?: number;
+}
+
+export const whatChangedProbe = defineProbe('what_changed', whatChangedProbeSchema, (o: WhatChangedProbeOptions) => {
+  // `--flag=value` so a path that starts with `-` is never read as a flag.
+  const args: string[] = [];
+  for (const p of o.paths ?? []) args.push(`--path=${p}`);
+  for (const p of o.git ?? []) args.push(`--git=${p}`);
+  for (const p of o.stats ?? []) args.push(`--stat=${p}`);
+  if (o.since !== undefined && Number.isFinite(o.since)) args.push(`--since=${o.since}`);
+  return args;
+});

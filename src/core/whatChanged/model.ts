@@ -1,0 +1,167 @@
+import type { Changepoint } from './changepoints';
+
+/*
+ * The "What changed?" report as data: an adapter shows it (the Markdown renderer is one view of it), opens its
+ * evidence links, and copies it. Nothing in it is hidden from the reader: every suspect carries its score and the
+ * reasons that make up the score, every fact that could not be gathered is listed with why.
+ */
+
+/** A checkpoint as the report names it. */
+export interface CheckpointLink {
+  label: string;
+  /** Remote path of the file the args were read from. */
+  path: string;
+  step: number;
+}
+
+/** Evidence an adapter can open; `kind` says which view. */
+export type EvidenceLink =
+  | { kind: 'args-diff'; title: string; hostId: string; a: CheckpointLink; b: CheckpointLink }
+  | { kind: 'env-diff'; title: string; hostId: string; baselineId: string }
+  | {
+      kind: 'plot';
+      title: string;
+      hostId: string;
+      log: string;
+      series: string;
+      /** The x range to zoom to. */
+      window: { from: number; to: number };
+      /** Where to draw the changepoints (x of the last point at the old level). */
+      marks: number[];
+    }
+  | { kind: 'bench-compare'; title: string; hostId: string; referenceId: string | null; nowId: string | null }
+  | { kind: 'file'; title: string; hostId: string; path: string }
+  | { kind: 'git'; title: string; hostId: string; repo: string; since: number | null };
+
+export type SuspectSource = 'args' | 'env' | 'code' | 'data' | 'caches' | 'bench';
+
+/** What kind of change, by how well it is known to move throughput. */
+export type SuspectCategory =
+  | 'torch-build'
+  | 'driver'
+  | 'hardware'
+  | 'compile'
+  | 'attention'
+  | 'dtype'
+  | 'shape'
+  | 'dataset'
+  | 'dataloader'
+  | 'runtime-env'
+  | 'compile-cache'
+  | 'framework'
+  | 'code'
+  | 'python'
+  | 'host'
+  | 'other';
+
+export interface ScoreReason {
+  points: number;
+  why: string;
+}
+
+/** When a change happened, as far as the facts tell. */
+export interface ChangeTime {
+  /** e.g. `between step_600 and step_700`, `file modified 2026-11-30 10:14`, `between baseline "before" and now`. */
+  text: string;
+  /** Between these checkpoints' steps (the change is in the later one). */
+  steps?: { from: number; to: number };
+  /** Epoch seconds (remote clock): a point (from = to) or a window. */
+  time?: { from: number; to: number };
+}
+
+export interface Suspect {
+  id: string;
+  source: SuspectSource;
+  category: SuspectCategory;
+  /** `dataset openwebtext-10k → openwebtext-dedup-v2` */
+  title: string;
+  /** What the evidence says, in one or two sentences. */
+  detail: string;
+  when: ChangeTime;
+  /** It changed where a metric shifted (the step or time window of a changepoint). */
+  coincides: boolean;
+  score: number;
+  reasons: ScoreReason[];
+  evidence: EvidenceLink[];
+}
+
+/** A difference that is never ranked (timestamps, run names, temp paths), kept so the reader sees it was seen. */
+export interface CosmeticChange {
+  source: SuspectSource;
+  title: string;
+  why: string;
+}
+
+/** A fact that could not be gathered, and why (host down, no git, file gone): never a silent gap. */
+export interface UnknownFact {
+  fact: string;
+  why: string;
+}
+
+export type ReferenceKind = 'marked-bench' | 'marked-baseline' | 'changepoint' | 'earliest' | 'none';
+
+export interface ReferencePoint {
+  kind: ReferenceKind;
+  /** `step_600`, `baseline "good-run"` */
+  label: string;
+  /** Why this reference: shown, always. */
+  why: string;
+  checkpoint: CheckpointLink | null;
+  /** Epoch seconds (remote clock). */
+  time: number | null;
+  baseline: { id: string; label: string; capturedAt: string; why: string } | null;
+}
+
+export interface SeriesChangepoints {
+  key: string;
+  /** The series is tok/s or another throughput. */
+  throughput: boolean;
+  points: number;
+  noise: number;
+  changepoints: Changepoint[];
+}
+
+export interface ThroughputSummary {
+  /** From the log: the level at the reference and the latest level. */
+  log: { key: string; reference: number; now: number; ratio: number | null } | null;
+  /** From the benchmark results kept for this host. */
+  bench: {
+    reference: { id: string; at: string; tokensPerSec: number } | null;
+    now: { id: string; at: string; tokensPerSec: number } | null;
+    ratio: number | null;
+  } | null;
+  /** Lower by at least DROP_RATIO on either. */
+  dropped: boolean;
+}
+
+export interface WhatChangedReport {
+  schema: 1;
+  /** One line: the numbers, the ratio and the first suspect. */
+  headline: string;
+  /**
+   * `regression`: a drop or a changepoint to explain; `steady`: neither, so nothing is ranked; `unknown`: no metrics
+   * log and no benchmark pair to tell (host down, log gone), so nothing is ranked either.
+   */
+  verdict: 'regression' | 'steady' | 'unknown';
+  host: { id: string; label: string };
+  /** null: a report on the host (environment and benchmarks only). */
+  run: string | null;
+  generatedAt: string;
+  reference: ReferencePoint;
+  now: { checkpoint: CheckpointLink | null; time: number | null; envCapturedAt: string | null; log: string | null };
+  throughput: ThroughputSummary;
+  changepoints: { method: string; why: string; series: SeriesChangepoints[] };
+  /** Ranked, highest score first; empty when the verdict is steady. */
+  suspects: Suspect[];
+  /** Differences seen but not ranked: cosmetic ones, and every one when nothing needs explaining. */
+  unranked: (CosmeticChange | Suspect)[];
+  unknown: UnknownFact[];
+  gathered: {
+    roundTrips: number;
+    requests: number;
+    elapsedMs: number;
+    roundMs?: number[];
+    checkpointsRead: number;
+    checkpoints: number;
+  };
+}

@@ -1,0 +1,84 @@
+import { promises as fs } from 'node:fs';
+import { join } from 'node:path';
+import { z } from 'zod';
+import { messageOf } from '../errors';
+import { parsePythonJson } from '../json';
+import { fileTime, writeFileAtomic, type BaselineStore } from '../baselines/store';
+import { dataFingerprintSchema } from './factsProbe';
+import type { DataRecord, KnownGoodMarks } from './facts';
+
+/*
+ * What "What changed?" keeps beside a host's baselines (`<baselines>/<host folder>/what-changed/`): the known-good
+ * marks (`marks.json`) and the data fingerprints taken with each report (`data-<time>.json`), so that the next report
+ * has the data as it was at its reference. Written with the baselines' durable write (temp, fsync, rename).
+ */
+
+const marksSchema = z.object({ baselineId: z.string().optional(), benchId: z.string().optional() });
+const recordSchema = z.object({ at: z.number(), run: z.string(), paths: z.array(dataFingerprintSchema) });
+
+/** At most this many data records are kept per host (the oldest go first). */
+const MAX_RECORDS = 200;
+
+export class WhatChangedStore {
+  constructor(private readonly baselines: BaselineStore) {}
+
+  dir(hostId: string): string {
+    return join(this.baselines.hostDir(hostId), 'what-changed');
+  }
+
+  async marks(hostId: string): Promise<KnownGoodMarks> {
+    try {
+      const r = marksSchema.safeParse(parsePythonJson(await fs.readFile(join(this.dir(hostId), 'marks.json'), 'utf8')));
+      return r.success ? r.data : {};
+    } catch {
+      return {};
+    }
+  }
+
+  /** Marks a baseline or a benchmark result known-good (the reference every later report starts from). */
+  async mark(hostId: string, marks: KnownGoodMarks): Promise<void> {
+    const next = { ...(await this.marks(hostId)), ...marks };
+    await fs.mkdir(this.dir(hostId), { recursive: true });
+    const file = join(this.dir(hostId), 'marks.json');
+    await writeFileAtomic(file, JSON.stringify(next, null, 1) + '\n');
+  }
+
+  /** Data fingerprints kept for this run, oldest first; unreadable files are skipped. */
+  async dataHistory(hostId: string, run: string): Promise<DataRecord[]> {
+    let names: string[];
+    try {
+      names = await fs.readdir(this.dir(hostId));
+    } catch {
+      return [];
+    }
+    const out: DataRecord[] = [];
+    for (const name of names.filter((n) => /^data-[\w-]+\.json$/.test(n)).sort()) {
+      try {
+        const r = recordSchema.safeParse(parsePythonJson(await fs.readFile(join(this.dir(hostId), name), 'utf8')));
+        if (r.success && r.data.run === run) out.push({ at: r.data.at, paths: r.data.paths });
+      } catch {
+        // a half-written or foreign file: not a record
+      }
+    }
+    return out;
+  }
+
+  async saveData(hostId: string, run: string, record: DataRecord): Promise<string | undefined> {
+    if (!record.paths.length) return undefined;
+    const dir = this.dir(hostId);
+    await fs.mkdir(dir, { recursive: true });
+    const file = join(
+      dir,
+      `data-${fileTime(new Date(record.at * 1000))}-${Math.random().toString(36).slice(2, 8)}.json`,
+    );
+    await writeFileAtomic(file, JSON.stringify({ at: record.at, run, paths: record.paths }, null, 1) + '\n', true);
+    try {
+      const names = (await fs.readdir(dir)).filter((n) => n.startsWith('data-')).sort();
+      for (const n of names.slice(0, Math.max(0, names.length - MAX_RECORDS)))
+        await fs.rm(join(dir, n), { force: true });
+    } catch (e) {
+      void messageOf(e); // pruning is best effort
+    }
+    return file;
+  }
+}

@@ -1,0 +1,147 @@
+"""python/what_changed.py run by hand: data fingerprints, git state and stats, every failure named."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PROBE = os.path.join(HERE, "..", "..", "python", "what_changed.py")
+
+
+def run(*args, env=None):
+    r = subprocess.run([sys.executable, PROBE] + list(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       env=env, timeout=60)
+    if r.returncode != 0:
+        raise AssertionError(r.stderr.decode())
+    return json.loads(r.stdout.decode())
+
+
+def git(cwd, *args):
+    env = dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@x", GIT_COMMITTER_NAME="t",
+               GIT_COMMITTER_EMAIL="t@x")
+    subprocess.run(["git", "-C", cwd] + list(args), check=True, stdout=subprocess.PIPE, env=env)
+
+
+class Fingerprints(unittest.TestCase):
+    def setUp(self):
+        self.d = tempfile.mkdtemp()
+
+    def tearDown(self):
+        shutil.rmtree(self.d, ignore_errors=True)
+
+    def test_a_file_changed_in_its_last_mib_gets_another_hash_at_the_same_size(self):
+        p = os.path.join(self.d, "data.bin")
+        with open(p, "wb") as f:
+            f.write(b"a" * (5 << 20))
+        first = run("--path", p)["paths"][0]
+        with open(p, "r+b") as f:
+            f.seek((5 << 20) - 10)
+            f.write(b"b" * 10)
+        second = run("--path", p)["paths"][0]
+        self.assertEqual(first["size"], second["size"])
+        self.assertEqual(first["kind"], "file")
+        self.assertNotEqual(first["hash"], second["hash"])
+
+    def test_a_change_in_the_middle_of_a_large_file_is_not_hashed_but_its_mtime_says_so(self):
+        p = os.path.join(self.d, "data.bin")
+        with open(p, "wb") as f:
+            f.write(b"a" * (5 << 20))
+        os.utime(p, (1000, 1000))
+        first = run("--path", p)["paths"][0]
+        with open(p, "r+b") as f:
+            f.seek(3 << 20)
+            f.write(b"b")
+        second = run("--path", p)["paths"][0]
+        self.assertEqual(first["hash"], second["hash"])
+        self.assertGreater(second["mtime"], first["mtime"])
+
+    def test_a_folder_counts_files_and_a_new_file_changes_its_hash(self):
+        sub = os.path.join(self.d, "ds")
+        os.makedirs(os.path.join(sub, "shards"))
+        for i in range(3):
+            with open(os.path.join(sub, "shards", "%d.arrow" % i), "wb") as f:
+                f.write(b"x" * (i + 1))
+        first = run("--path", sub)["paths"][0]
+        self.assertEqual((first["kind"], first["files"], first["size"]), ("dir", 3, 6))
+        with open(os.path.join(sub, "shards", "9.arrow"), "wb") as f:
+            f.write(b"y")
+        second = run("--path", sub)["paths"][0]
+        self.assertEqual(second["files"], 4)
+        self.assertNotEqual(first["hash"], second["hash"])
+
+    def test_a_missing_path_is_reported_not_found_never_left_out(self):
+        doc = run("--path", os.path.join(self.d, "gone"), "--stat", os.path.join(self.d, "gone2"))
+        self.assertEqual(doc["paths"][0]["exists"], False)
+        self.assertEqual(doc["paths"][0]["error"], "not found")
+        self.assertEqual(doc["stats"][0]["error"], "not found")
+
+
+@unittest.skipUnless(shutil.which("git"), "git not installed")
+class Git(unittest.TestCase):
+    def setUp(self):
+        self.d = tempfile.mkdtemp()
+
+    def tearDown(self):
+        shutil.rmtree(self.d, ignore_errors=True)
+
+    def test_head_branch_dirty_and_files_changed_since_a_time(self):
+        git(self.d, "init", "-q", "-b", "main")
+        train = os.path.join(self.d, "train.py")
+        with open(train, "w") as f:
+            f.write("print(1)\n")
+        git(self.d, "add", ".")
+        os.environ["GIT_COMMITTER_DATE"] = "@1000000000"
+        try:
+            git(self.d, "commit", "-q", "-m", "one", "--date=@1000000000")
+        finally:
+            del os.environ["GIT_COMMITTER_DATE"]
+        with open(os.path.join(self.d, "data.py"), "w") as f:
+            f.write("x = 1\n")
+        git(self.d, "add", ".")
+        git(self.d, "commit", "-q", "-m", "two")
+        with open(train, "w") as f:
+            f.write("print(2)\n")
+        g = run("--git", train, "--since", "1500000000")["git"][0]
+        self.assertEqual(os.path.realpath(g["repo"]), os.path.realpath(self.d))
+        self.assertEqual(g["branch"], "main")
+        self.assertEqual(len(g["head"]), 40)
+        self.assertTrue(g["dirty"])
+        self.assertEqual(g["dirtyFiles"], ["train.py"])
+        self.assertEqual(g["commitsSince"], 1)
+        self.assertEqual(g["changedSince"], ["data.py"])
+
+    def test_a_repository_that_configures_commands_gets_none_of_them_run(self):
+        git(self.d, "init", "-q")
+        marker = os.path.join(self.d, "..", os.path.basename(self.d) + "-PWNED")
+        with open(os.path.join(self.d, ".gitattributes"), "w") as f:
+            f.write("*.py filter=evil\n")
+        with open(os.path.join(self.d, "train.py"), "w") as f:
+            f.write("print(1)\n")
+        git(self.d, "add", ".")
+        git(self.d, "commit", "-q", "-m", "one")
+        git(self.d, "config", "filter.evil.clean", "touch %s; cat" % marker)
+        git(self.d, "config", "core.fsmonitor", "touch %s; false" % marker)
+        os.utime(os.path.join(self.d, "train.py"), (1, 1))  # stale stat info: status would have to re-clean it
+        try:
+            g = run("--git", self.d)["git"][0]
+            self.assertFalse(os.path.exists(marker), "a command of the repository ran")
+            self.assertEqual(len(g["head"]), 40)
+            self.assertIsNone(g["dirty"])
+            self.assertIn("filter.evil.clean", g["error"])
+        finally:
+            if os.path.exists(marker):
+                os.remove(marker)
+
+    def test_outside_a_checkout_and_without_git_the_reason_is_given(self):
+        g = run("--git", self.d)["git"][0]
+        self.assertEqual(g["error"], "not in a git checkout")
+        env = dict(os.environ, PATH="/nonexistent")
+        g = run("--git", self.d, env=env)["git"][0]
+        self.assertEqual(g["error"], "git is not installed")
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,389 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseEnvSnapshot, type EnvSnapshotInput } from '../../src/core/baselines/envProbe';
+import { BaselineStore, type Baseline } from '../../src/core/baselines/store';
+import type { MetricsReduction } from '../../src/core/metrics/metricsProbe';
+import { analyze, dataPathsOf, flattenArgs } from '../../src/core/whatChanged/analyze';
+import { argCategory, envCategory, throughputRank } from '../../src/core/whatChanged/categories';
+import type { WhatChangedFacts } from '../../src/core/whatChanged/facts';
+import { whatChangedProbe } from '../../src/core/whatChanged/factsProbe';
+import { sampleCheckpoints } from '../../src/core/whatChanged/gather';
+import { renderWhatChangedMarkdown } from '../../src/core/whatChanged/render';
+import { WhatChangedStore } from '../../src/core/whatChanged/store';
+
+/*
+ * The analysis on facts written by hand: what ranks, what never ranks, which reference is picked, and what the
+ * report says when there is nothing to explain.
+ */
+
+const T0 = 1_760_000_000;
+
+function snapshot(at: number, over: Partial<EnvSnapshotInput> = {}) {
+  return parseEnvSnapshot({
+    schema: 1,
+    capturedAt: new Date(at * 1000).toISOString(),
+    host: {},
+    python: {},
+    packages: {},
+    torch: {},
+    cuda: {},
+    gpus: {},
+    env: {},
+    scripts: {},
+    ...over,
+  });
+}
+
+function baseline(id: string, label: string, at: number, snap = snapshot(at)): Baseline {
+  return {
+    schema: 1,
+    id,
+    revision: 0,
+    label,
+    host: 'h',
+    hostLabel: 'h',
+    container: null,
+    capturedAt: snap.capturedAt,
+    snapshot: snap,
+  };
+}
+
+function log(levels: (step: number) => number): MetricsReduction {
+  const x: number[] = [];
+  const y: number[] = [];
+  let s = 1;
+  for (let step = 1; step <= 1000; step++) {
+    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
+    x.push(step);
+    y.push(levels(step) * (1 + 0.04 * (s / 2 ** 32 - 0.5)));
+  }
+  return {
+    series: [{ key: 'tokens_per_sec', x, min: y, max: y, last: y, count: 1000, lastX: 1000, lastValue: y[999]! }],
+  } as unknown as MetricsReduction;
+}
+
+function facts(over: Partial<WhatChangedFacts> = {}): WhatChangedFacts {
+  const checkpoints = [];
+  const args = [];
+  for (let step = 100; step <= 1000; step += 100) {
+    checkpoints.push({
+      label: `step_${step}`,
+      path: `/r/step_${step}`,
+      argsPath: `/r/step_${step}/ckpt.pt`,
+      step,
+      mtime: T0 + step * 10,
+    });
+    args.push({
+      label: `step_${step}`,
+      step,
+      args: {
+        batch_size: step <= 400 ? 32 : 16,
+        run_name: `run-${step}`,
+        out_dir: '/r',
+        model: { attn_impl: 'flash', n_layer: 12 },
+        lr: 3e-4,
+      },
+    });
+  }
+  return {
+    host: { id: 'h', label: 'gpu' },
+    run: '/r',
+    remoteNow: T0 + 20000,
+    checkpoints,
+    args,
+    log: { path: '/r/train_log.jsonl', reduction: log((s) => (s <= 400 ? 10000 : 5000)) },
+    env: { now: null, baselines: [] },
+    bench: [],
+    marks: {},
+    probe: null,
+    dataHistory: [],
+    unknown: [],
+    gathered: { roundTrips: 3, requests: 14, elapsedMs: 500 },
+    ...over,
+  };
+}
+
+void test('a shape change at the shift ranks first; a run name that changes every checkpoint never ranks', () => {
+  const r = analyze(facts());
+  assert.equal(r.verdict, 'regression');
+  assert.equal(r.reference.label, 'step_400');
+  assert.equal(r.suspects.length, 1, JSON.stringify(r.suspects));
+  assert.equal(r.suspects[0]!.title, 'batch_size 32 → 16');
+  assert.equal(r.suspects[0]!.category, 'shape');
+  assert.equal(r.suspects[0]!.score, 75);
+  assert.deepEqual(
+    r.suspects[0]!.reasons.map((x) => x.points),
+    [25, 50],
+  );
+  assert.deepEqual(r.unranked, [
+    { source: 'args', title: 'run_name run-400 → run-1000', why: 'names, places or times of the run itself' },
+  ]);
+  assert.equal(
+    r.headline,
+    '5.0K tok/s now vs 10.0K at step_400 (0.50×); changed at step 400: batch_size 32 → 16 (args, step_400 → step_500)',
+  );
+  const md = renderWhatChangedMarkdown(r);
+  assert.match(md, /score: \+25 the batch\/sequence shape .*; \+50 changed between steps 400 and 500/);
+  assert.match(
+    md,
+    /### Not ranked \(cosmetic\)\n\n- run_name run-400 → run-1000 \(args; names, places or times of the run itself\)/,
+  );
+});
+
+void test('with no changepoint and no drop nothing is ranked, and the headline says so', () => {
+  const r = analyze(facts({ log: { path: '/r/train_log.jsonl', reduction: log(() => 10000) } }));
+  assert.equal(r.verdict, 'steady');
+  assert.deepEqual(r.suspects, []);
+  assert.equal(r.reference.kind, 'earliest');
+  assert.match(
+    r.headline,
+    /^No throughput drop and no changepoint in train_log\.jsonl: nothing to explain; 2 differences since step_100 listed, not ranked$/,
+  );
+  assert.match(renderWhatChangedMarkdown(r), /### Differences \(not ranked: nothing to explain\)/);
+  assert.doesNotMatch(renderWhatChangedMarkdown(r), /Suspects/);
+});
+
+void test('a marked baseline is the reference, ahead of the changepoint; the env diff is against it', () => {
+  const good = baseline(
+    'b-good',
+    'good-run',
+    T0 + 150,
+    snapshot(T0 + 150, { env: { vars: { NCCL_P2P_DISABLE: '0' } } }),
+  );
+  const later = baseline('b-later', 'later', T0 + 9000);
+  const now = snapshot(T0 + 20000, {
+    env: { vars: { NCCL_P2P_DISABLE: '1', WANDB_MODE: 'offline' } },
+    torch: { found: true, version: '2.11.0+cu130' },
+  });
+  const r = analyze(facts({ env: { now, baselines: [later, good] }, marks: { baselineId: 'b-good' } }));
+  assert.equal(r.reference.kind, 'marked-baseline');
+  assert.equal(r.reference.label, 'baseline "good-run"');
+  assert.equal(r.reference.checkpoint?.label, 'step_100');
+  assert.equal(r.reference.baseline?.id, 'b-good');
+  const titles = r.suspects.map((s) => s.title);
+  assert.ok(titles.includes('NCCL_P2P_DISABLE 0 → 1'), titles.join(' | '));
+  // a variable that does not move speed is seen, never ranked
+  assert.ok(!titles.some((t) => t.startsWith('WANDB_MODE')));
+  assert.ok(r.unranked.some((u) => u.title === 'WANDB_MODE=offline added'));
+  // without the mark: the newest baseline captured by the reference time
+  const unmarked = analyze(facts({ env: { now, baselines: [later, good] } }));
+  assert.equal(unmarked.reference.kind, 'changepoint');
+  assert.equal(unmarked.reference.baseline?.id, 'b-good');
+  assert.equal(unmarked.reference.baseline?.why, 'the newest captured by the reference time');
+});
+
+void test('a benchmark drop with no log is still a regression; its numbers lead the headline', () => {
+  const bench = [
+    {
+      id: 'r1',
+      at: new Date((T0 + 50) * 1000).toISOString(),
+      kind: 'throughput',
+      baselineId: null,
+      tokensPerSec: 12800,
+    },
+    {
+      id: 'r2',
+      at: new Date((T0 + 19000) * 1000).toISOString(),
+      kind: 'throughput',
+      baselineId: null,
+      tokensPerSec: 4300,
+    },
+  ];
+  const r = analyze(facts({ log: null, bench }));
+  assert.equal(r.verdict, 'regression');
+  assert.equal(r.throughput.bench?.ratio?.toFixed(2), '0.34');
+  assert.match(r.headline, /^benchmark 4\.3K tok\/s now vs 12\.8K at .* \(0\.34×\); first suspect: batch_size 32 → 16/);
+  assert.ok(r.unknown.some((u) => u.fact === 'metrics log'));
+});
+
+void test('no log and no benchmark: it cannot be told, nothing ranked', () => {
+  const r = analyze(facts({ log: null }));
+  assert.equal(r.verdict, 'unknown');
+  assert.deepEqual(r.suspects, []);
+  assert.match(r.headline, /^Cannot tell whether throughput dropped/);
+});
+
+void test('args helpers: flattening, data paths inside data_dir, categories, throughput keys', () => {
+  assert.deepEqual(
+    [...flattenArgs({ a: { b: 1, c: [1, 2] }, d: 'x' })],
+    [
+      ['a.b', 1],
+      ['a.c', [1, 2]],
+      ['d', 'x'],
+    ],
+  );
+  assert.deepEqual(
+    [
+      ...dataPathsOf({
+        dataset: 'owt-10k',
+        data_dir: '/data',
+        tokenizer: '/tok/t.json',
+        out_dir: '/r',
+        name: 'x/../y',
+      }),
+    ],
+    [
+      ['dataset', '/data/owt-10k'],
+      ['data_dir', '/data'],
+      ['tokenizer', '/tok/t.json'],
+    ],
+  );
+  assert.equal(argCategory('model.attn_impl', 'flash', 'sdpa'), 'attention');
+  assert.equal(argCategory('compile', true, false), 'compile');
+  assert.equal(argCategory('dtype', 'bfloat16', 'float32'), 'dtype');
+  assert.equal(argCategory('num_workers', 8, 2), 'dataloader');
+  assert.equal(argCategory('wandb_run_id', 'a', 'b'), 'cosmetic');
+  assert.equal(argCategory('cache', '/tmp/a1', '/tmp/b2'), 'cosmetic');
+  assert.equal(envCategory('NCCL_DEBUG'), 'runtime-env');
+  assert.equal(envCategory('WANDB_MODE'), 'cosmetic');
+  assert.equal(throughputRank('tok_s'), 3);
+  assert.equal(throughputRank('train/tokens_per_sec'), 3);
+  assert.equal(throughputRank('loss'), 0);
+});
+
+void test('a run with very many checkpoints: an even sample with the first and the last', () => {
+  const cks = Array.from({ length: 1000 }, (_, i) => ({
+    label: `s${i}`,
+    path: '',
+    argsPath: '',
+    step: i,
+    mtime: null,
+  }));
+  const s = sampleCheckpoints(cks, 100);
+  assert.equal(s.length, 100);
+  assert.equal(s[0]!.step, 0);
+  assert.equal(s[99]!.step, 999);
+  assert.deepEqual(whatChangedProbe({ paths: ['-x'], git: ['/r'], stats: ['/v.py'], since: 5 }).args, [
+    '--path=-x',
+    '--git=/r',
+    '--stat=/v.py',
+    '--since=5',
+  ]);
+});
+
+void test('data changed in place at the shift: compared with the fingerprint kept before, it coincides', () => {
+  const fp = (hash: string, files: number, newest: number) => ({
+    path: '/data/owt',
+    exists: true,
+    kind: 'dir' as const,
+    size: 100 * files,
+    mtime: T0 - 100,
+    files,
+    newestMtime: newest,
+    hash,
+    truncated: false,
+    error: null,
+  });
+  const base = facts();
+  for (const a of base.args) Object.assign(a.args as object, { data_dir: '/data', dataset: 'owt' });
+  const r = analyze({
+    ...base,
+    dataHistory: [{ at: T0 + 100, paths: [fp('aaa', 4, T0 - 100)] }],
+    probe: { now: T0 + 20000, paths: [fp('bbb', 5, T0 + 4005)], git: [], stats: [], elapsedMs: 1 },
+  });
+  const data = r.suspects.find((s) => s.source === 'data');
+  assert.ok(data, JSON.stringify(r.suspects.map((s) => s.title)));
+  assert.equal(data.title, 'data /data/owt changed');
+  assert.equal(data.coincides, true);
+  assert.equal(data.score, 70);
+  assert.match(data.detail, /at the reference: 4 files, 400 bytes, hash aaa; now: 5 files, 500 bytes, hash bbb/);
+  // the same data, unchanged since the kept fingerprint: nothing
+  const same = analyze({
+    ...base,
+    dataHistory: [{ at: T0 + 100, paths: [fp('aaa', 4, T0 - 100)] }],
+    probe: { now: T0 + 20000, paths: [fp('aaa', 4, T0 - 100)], git: [], stats: [], elapsedMs: 1 },
+  });
+  assert.ok(!same.suspects.some((s) => s.source === 'data'));
+});
+
+void test('a benchmark result marked known-good is the reference, ahead of everything', () => {
+  const bench = [
+    {
+      id: 'r1',
+      at: new Date((T0 + 50) * 1000).toISOString(),
+      kind: 'throughput',
+      baselineId: null,
+      tokensPerSec: 9000,
+    },
+    {
+      id: 'r2',
+      at: new Date((T0 + 2500) * 1000).toISOString(),
+      kind: 'throughput',
+      baselineId: null,
+      tokensPerSec: 12800,
+    },
+    {
+      id: 'r3',
+      at: new Date((T0 + 19000) * 1000).toISOString(),
+      kind: 'throughput',
+      baselineId: null,
+      tokensPerSec: 4300,
+    },
+  ];
+  const r = analyze(facts({ bench, marks: { benchId: 'r2' } }));
+  assert.equal(r.reference.kind, 'marked-bench');
+  assert.equal(r.reference.checkpoint?.label, 'step_200');
+  assert.equal(r.throughput.bench?.reference?.id, 'r2');
+  assert.equal(r.throughput.bench?.now?.id, 'r3');
+});
+
+void test('marks and kept data fingerprints survive a round trip through the store', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'kg-why-store-'));
+  try {
+    const store = new WhatChangedStore(new BaselineStore(dir));
+    assert.deepEqual(await store.marks('ssh:u@h:22'), {});
+    await store.mark('ssh:u@h:22', { baselineId: 'b1' });
+    await store.mark('ssh:u@h:22', { benchId: 'r9' });
+    assert.deepEqual(await store.marks('ssh:u@h:22'), { baselineId: 'b1', benchId: 'r9' });
+    const p = {
+      path: '/d',
+      exists: true,
+      kind: 'file' as const,
+      size: 1,
+      mtime: 2,
+      files: null,
+      newestMtime: null,
+      hash: 'h',
+      truncated: false,
+      error: null,
+    };
+    await store.saveData('ssh:u@h:22', '/run', { at: 100, paths: [p] });
+    await store.saveData('ssh:u@h:22', '/other', { at: 200, paths: [p] });
+    assert.equal(await store.saveData('ssh:u@h:22', '/run', { at: 300, paths: [] }), undefined);
+    assert.deepEqual(await store.dataHistory('ssh:u@h:22', '/run'), [{ at: 100, paths: [p] }]);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+void test('a compile cache emptied since the baseline is a suspect; one not measured now is unknown, not lost', () => {
+  const cache = (name: string, path: string, files: number, exists = true) => ({
+    name,
+    path,
+    exists,
+    files,
+    bytes: files * 1000,
+  });
+  const then = snapshot(T0 + 150, { caches: [cache('inductor', '/tmp/ti', 500), cache('custom1', '/cc', 10)] });
+  const now = snapshot(T0 + 20000, { caches: [cache('inductor', '/tmp/ti', 0)] });
+  const r = analyze(facts({ env: { now, baselines: [baseline('b', 'before', T0 + 150, then)] } }));
+  const lost = r.suspects.find((s) => s.category === 'compile-cache');
+  assert.ok(lost, JSON.stringify(r.suspects.map((s) => s.title)));
+  assert.equal(lost.title, 'inductor compile cache emptied (500 → 0 files)');
+  assert.ok(!r.suspects.some((s) => s.title.startsWith('custom1')));
+  assert.ok(r.unknown.some((u) => u.fact === 'compile cache custom1 (/cc)'));
+});
+
+void test('a log without a throughput series never claims "no drop"', () => {
+  const reduction = log(() => 2.5);
+  reduction.series[0]!.key = 'loss';
+  const r = analyze(facts({ log: { path: '/r/metrics.jsonl', reduction } }));
+  assert.equal(r.verdict, 'steady');
+  assert.match(
+    r.headline,
+    /^No throughput measured \(no tok\/s series, no benchmark pair\) and no changepoint in metrics\.jsonl/,
+  );
+});
