@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { slurmSettingsSchema } from './fleet/settings';
 import { describeIssues } from './probes/probe';
 
 export const containerSchema = z
@@ -25,6 +26,8 @@ export const hostSettingsSchema = z.object({
   python: z.string().min(1).optional(),
   container: containerSchema.optional(),
   roots: z.array(z.string().min(1)).optional(),
+  /** The host is a Slurm login node (Fleet: the nodes of a job). */
+  slurm: slurmSettingsSchema.optional(),
 });
 export type HostSettings = z.infer<typeof hostSettingsSchema>;
 
