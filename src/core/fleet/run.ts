@@ -9,7 +9,8 @@ import type { ProcessHandle } from '../transport/types';
 import { checkJobId, joinNodes, runningJob, slurmArgv, slurmErrorText, type FleetHost } from './slurm';
 
 /** Which nodes: those of a running job (all, or some of them), or nodes outside any job (`srun -w`, if allowed). */
-export type FleetTarget = { kind: 'job'; jobId: string; nodes?: readonly string[] } | { kind: 'nodes'; nodes: readonly string[] };
+export type FleetTarget =
+  { kind: 'job'; jobId: string; nodes?: readonly string[] } | { kind: 'nodes'; nodes: readonly string[] };
 
 export type NodeResult<R> =
   | { node: string; ok: true; outcome: ProbeOutcome<R>; seconds: number | null; bytes: number }
@@ -83,7 +84,11 @@ interface NodePayload {
 
 function decodePayload(chunks: string[]): NodePayload {
   const doc = JSON.parse(inflateSync(Buffer.from(chunks.join(''), 'base64')).toString('utf8')) as Partial<NodePayload>;
-  return { out: String(doc.out ?? ''), err: String(doc.err ?? ''), seconds: typeof doc.seconds === 'number' ? doc.seconds : null };
+  return {
+    out: String(doc.out ?? ''),
+    err: String(doc.err ?? ''),
+    seconds: typeof doc.seconds === 'number' ? doc.seconds : null,
+  };
 }
 
 function tail(text: string, lines = 3): string {
@@ -133,15 +138,29 @@ export function nodeResult<R>(
     return fail('bad-output', `${call.probe} on ${node}: its answer could not be decoded (${messageOf(e)})`);
   }
   if (stream.status === 'timeout') {
-    return fail('timeout', `${call.probe} on ${node} was stopped after ${payload.seconds ?? '?'} s (the per-node timeout)`, payload.seconds);
+    return fail(
+      'timeout',
+      `${call.probe} on ${node} was stopped after ${payload.seconds ?? '?'} s (the per-node timeout)`,
+      payload.seconds,
+    );
   }
   const framed = extractFramed(payload.out, nonce);
   if (framed === undefined) {
     const err = tail(payload.err);
-    return fail('probe-failed', `${call.probe} on ${node} printed no result (${stream.status})${err ? `: ${err}` : ''}`, payload.seconds);
+    return fail(
+      'probe-failed',
+      `${call.probe} on ${node} printed no result (${stream.status})${err ? `: ${err}` : ''}`,
+      payload.seconds,
+    );
   }
   try {
-    return { node, ok: true, outcome: probeOutcome(call, parsePythonJson(framed), where), seconds: payload.seconds, bytes };
+    return {
+      node,
+      ok: true,
+      outcome: probeOutcome(call, parsePythonJson(framed), where),
+      seconds: payload.seconds,
+      bytes,
+    };
   } catch (e) {
     const code = isKnownGoodError(e) ? e.code : 'bad-output';
     return fail(code, messageOf(e), payload.seconds);
@@ -192,7 +211,10 @@ async function runStep<R>(
     handle = await host.transport.spawn(argv, options.signal ? { signal: options.signal } : {});
   } catch (e) {
     if (isKnownGoodError(e, 'command-not-found')) {
-      throw new KnownGoodError('command-not-found', `srun not found on ${host.label}: set knownGood.hosts[].slurm.binDir`);
+      throw new KnownGoodError(
+        'command-not-found',
+        `srun not found on ${host.label}: set knownGood.hosts[].slurm.binDir`,
+      );
     }
     throw e;
   }
@@ -231,7 +253,8 @@ async function runStep<R>(
   for (const node of nodes) {
     let r = results.get(node);
     if (!r) {
-      const srunWord = why === 'ended' && exit && exit.exitCode !== 0 && !stderr.includes(node) ? slurmErrorText(stderr) : '';
+      const srunWord =
+        why === 'ended' && exit && exit.exitCode !== 0 && !stderr.includes(node) ? slurmErrorText(stderr) : '';
       r = nodeResult(call, node, parser.nodes.get(node), nonce, where(node), stderr, why);
       if (srunWord && !r.ok) r = { ...r, error: { ...r.error, message: `${r.error.message}; srun: ${srunWord}` } };
       options.onNode?.(r);
@@ -293,7 +316,15 @@ export async function runOnNodes<R>(
   };
   await Promise.all(Array.from({ length: Math.min(host.slurm.concurrency, batches.length) }, worker));
   results.sort((a, b) => naturalCompare(a.node, b.node));
-  return { host: host.label, probe: call.probe, target, nodes: results, steps: batches.length, wallMs: Date.now() - t0, stdinBytes };
+  return {
+    host: host.label,
+    probe: call.probe,
+    target,
+    nodes: results,
+    steps: batches.length,
+    wallMs: Date.now() - t0,
+    stdinBytes,
+  };
 }
 
 /** The values of the nodes that answered, by node. */

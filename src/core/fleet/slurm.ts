@@ -160,7 +160,8 @@ export function parseSqueue(stdout: string): SlurmJob[] {
   for (const line of stdout.split('\n')) {
     if (!line.trim()) continue;
     const f = line.split('|');
-    if (f.length < 10) throw new KnownGoodError('bad-output', `squeue printed an unexpected line: ${line.slice(0, 200)}`);
+    if (f.length < 10)
+      throw new KnownGoodError('bad-output', `squeue printed an unexpected line: ${line.slice(0, 200)}`);
     const [id, state, count, elapsed, limit, partition, user, nodelist, reason] = f as [
       string,
       string,
