@@ -6,7 +6,8 @@ document and the tail of its stderr) is compressed, base64-encoded and printed a
 naming the nonce and the node; the client puts them back together per node, whatever the order they arrive in.
 
 The client pipes this file's source, then one call of ``fleet_main``, to ``python3 -`` on every node of the step
-(``srun --input=all``).  A watchdog ends the node's probe at its deadline and still reports what it had.
+(``srun --input=all``).  A watchdog ends the node's probe at its deadline and still reports what it had; a
+heartbeat line every few seconds lets the client tell a node that went away from one that is still working.
 """
 import base64
 import io
@@ -54,7 +55,7 @@ def emit_lines(out, nonce, node, payload, status):
     out.flush()
 
 
-def fleet_main(program, nonce, timeout_s):
+def fleet_main(program, nonce, timeout_s, beat_s=5.0):
     real_out = sys.stdout
     node = node_name()
     buf_out = io.StringIO()
@@ -64,18 +65,31 @@ def fleet_main(program, nonce, timeout_s):
     done = []
 
     def report(status):
-        with lock:
+        with lock:  # one report per node, never interleaved with a heartbeat line
             if done:
                 return False
             done.append(status)
-        doc = {"out": buf_out.getvalue(), "err": buf_err.getvalue()[-STDERR_TAIL:],
-               "seconds": round(time.time() - t0, 3), "pid": os.getpid()}
-        emit_lines(real_out, nonce, node, encode(doc), status)
+            doc = {"out": buf_out.getvalue(), "err": buf_err.getvalue()[-STDERR_TAIL:],
+                   "seconds": round(time.time() - t0, 3), "pid": os.getpid()}
+            emit_lines(real_out, nonce, node, encode(doc), status)
         return True
 
     def watchdog():
         if report("timeout"):
             os._exit(124)
+
+    def heartbeat():
+        while True:
+            with lock:
+                if done:
+                    return
+                real_out.write("@@KG-FLEET-BEAT %s %s 0\n" % (nonce, node))
+                real_out.flush()
+            time.sleep(beat_s)
+
+    beat = threading.Thread(target=heartbeat, name="kg_fleet:heartbeat")
+    beat.daemon = True
+    beat.start()
 
     timer = threading.Timer(timeout_s, watchdog)
     timer.daemon = True

@@ -37,15 +37,22 @@ export interface FleetRunOptions {
   nodeTimeoutMs?: number;
   /** Time a step may take beyond the per-node timeout (srun start-up, step launch on many nodes). */
   stepGraceMs?: number;
+  /**
+   * Every node prints a heartbeat this often; a node silent for 4 beats after it started is reported lost at once
+   * (Slurm itself notices a dead node only after SlurmdTimeout, often minutes). Default 5 s.
+   */
+  heartbeatMs?: number;
 }
 
 /** What srun's stream said about one node: its reassembled payload and how it ended. */
 interface NodeStream {
   chunks: string[];
   status?: string;
+  /** Date.now() of its last line (heartbeat or data). */
+  lastSeen: number;
 }
 
-const LINE = /^@@KG-FLEET(-END)? (\S+) (\S+) (\d+)(?: (.*))?$/;
+const LINE = /^@@KG-FLEET(-END|-BEAT)? (\S+) (\S+) (\d+)(?: (.*))?$/;
 
 /** Demultiplexes the tagged lines of one step's stdout (python/kg_fleet.py) per node; other lines are ignored. */
 export class FleetStreamParser {
@@ -63,7 +70,9 @@ export class FleetStreamParser {
     if (!m || m[2] !== this.nonce) return;
     const node = m[3]!;
     let s = this.nodes.get(node);
-    if (!s) this.nodes.set(node, (s = { chunks: [] }));
+    if (!s) this.nodes.set(node, (s = { chunks: [], lastSeen: 0 }));
+    s.lastSeen = Date.now();
+    if (m[1] === '-BEAT') return;
     if (m[1]) {
       if (s.status !== undefined) return;
       const count = Number(m[4]);
@@ -96,8 +105,8 @@ function tail(text: string, lines = 3): string {
 }
 
 /** The program piped to `python3 -` on every node: kg_fleet, then the probe's one-shot program under its watchdog. */
-export function fleetProgram(probe: string, nonce: string, timeoutS: number): string {
-  return `${probeSource('kg_fleet').source}\nfleet_main(${pyLiteral(oneShotProgram(probe, nonce))}, ${pyLiteral(nonce)}, ${timeoutS})\n`;
+export function fleetProgram(probe: string, nonce: string, timeoutS: number, beatS = 5): string {
+  return `${probeSource('kg_fleet').source}\nfleet_main(${pyLiteral(oneShotProgram(probe, nonce))}, ${pyLiteral(nonce)}, ${timeoutS}, ${beatS})\n`;
 }
 
 /** One node's result from its stream (or from its absence, with srun's word about it). */
@@ -108,7 +117,8 @@ export function nodeResult<R>(
   nonce: string,
   where: string,
   srunStderr: string,
-  why: string,
+  why: 'ended' | 'timeout' | 'cancelled' | 'lost',
+  silentMs = 0,
 ): NodeResult<R> {
   const bytes = stream ? stream.chunks.reduce((n, c) => n + c.length, 0) : 0;
   const fail = (code: ErrorCode, message: string, seconds: number | null = null): NodeResult<R> => ({
@@ -124,6 +134,12 @@ export function nodeResult<R>(
     .slice(0, 3)
     .map((l) => l.trim())
     .join(' | ');
+  if (why === 'lost' && stream && stream.status === undefined) {
+    return fail(
+      'connection-lost',
+      `${call.probe} on ${node}: the node stopped answering (no heartbeat for ${Math.round(silentMs / 1000)} s)${said ? `; srun: ${said}` : ''}`,
+    );
+  }
   if (!stream || stream.status === undefined) {
     return fail(
       why === 'timeout' ? 'timeout' : why === 'cancelled' ? 'cancelled' : 'connection-lost',
@@ -193,7 +209,8 @@ async function runStep<R>(
   options: FleetRunOptions,
 ): Promise<{ results: NodeResult<R>[]; stdinBytes: number }> {
   const nonce = newNonce();
-  const program = fleetProgram(call.probe, nonce, Math.max(1, Math.round(timeoutMs / 100) / 10));
+  const beatMs = options.heartbeatMs ?? 5000;
+  const program = fleetProgram(call.probe, nonce, Math.max(1, Math.round(timeoutMs / 100) / 10), beatMs / 1000);
   const argv = slurmArgv(host.slurm, 'srun', [...srunArgs(host, target, nodes), host.python, '-', ...call.args]);
   const where = (node: string) => `${node} (via ${host.label})`;
   const reported = new Set<string>();
@@ -226,17 +243,27 @@ async function runStep<R>(
   handle.stdin.on('error', () => undefined);
   handle.stdin.end(program);
 
-  let why = 'ended';
-  const stop = (reason: string) => {
+  let why: 'ended' | 'timeout' | 'cancelled' = 'ended';
+  const stop = (reason: 'timeout' | 'cancelled') => {
     why = reason;
     handle.kill('TERM');
   };
   const timer = setTimeout(() => stop('timeout'), timeoutMs + graceMs);
   const onAbort = () => stop('cancelled');
   options.signal?.addEventListener('abort', onAbort, { once: true });
-  // Every node answered: the step is done even if srun lingers on a lost node's I/O.
+  // Every node answered or was lost: the step is done even if srun lingers on a lost node's I/O.
   const allIn = new Promise<void>((resolve) => {
     const check = setInterval(() => {
+      const now = Date.now();
+      for (const [node, st] of parser.nodes) {
+        if (reported.has(node) || st.status !== undefined || !nodes.includes(node)) continue;
+        if (now - st.lastSeen > 4 * beatMs) {
+          reported.add(node);
+          const r = nodeResult(call, node, st, nonce, where(node), stderr, 'lost', now - st.lastSeen);
+          results.set(node, r);
+          options.onNode?.(r);
+        }
+      }
       if (reported.size >= nodes.length) {
         clearInterval(check);
         resolve();
