@@ -3,6 +3,7 @@ import { lsCommand } from './ls';
 import { envCommand } from './env';
 import { argsCommand, diffCommand } from './args';
 import { benchCommand } from './bench';
+import { fleetCommand } from './fleet';
 import type { CliCommand } from './types';
 
 /** Every `known-good` subcommand; a feature adds its own file and one entry here. */
@@ -14,4 +15,5 @@ export const cliCommands: CliCommand[] = [
   argsCommand,
   diffCommand,
   benchCommand,
+  fleetCommand,
 ];
