@@ -38,8 +38,9 @@ export interface FleetRunOptions {
   /** Time a step may take beyond the per-node timeout (srun start-up, step launch on many nodes). */
   stepGraceMs?: number;
   /**
-   * Every node prints a heartbeat this often; a node silent for 4 beats after it started is reported lost at once
-   * (Slurm itself notices a dead node only after SlurmdTimeout, often minutes). Default 5 s.
+   * Every node prints a heartbeat this often; a node silent for 4 beats (at least 15 s: loading a big C extension
+   * such as libtorch can hold Python's GIL, and so the heartbeat thread, for seconds on a busy node) is reported
+   * lost at once. Slurm itself notices a dead node only after SlurmdTimeout, often minutes. Default 5 s.
    */
   heartbeatMs?: number;
 }
@@ -58,6 +59,8 @@ const LINE = /^@@KG-FLEET(-END|-BEAT)? (\S+) (\S+) (\d+)(?: (.*))?$/;
 export class FleetStreamParser {
   readonly nodes = new Map<string, NodeStream>();
   bytes = 0;
+  /** Date.now() of the first tagged line of any node: the step is running from then on. */
+  firstLineAt: number | undefined;
 
   constructor(
     private readonly nonce: string,
@@ -69,6 +72,7 @@ export class FleetStreamParser {
     const m = LINE.exec(text);
     if (!m || m[2] !== this.nonce) return;
     const node = m[3]!;
+    this.firstLineAt ??= Date.now();
     let s = this.nodes.get(node);
     if (!s) this.nodes.set(node, (s = { chunks: [], lastSeen: 0 }));
     s.lastSeen = Date.now();
@@ -134,11 +138,11 @@ export function nodeResult<R>(
     .slice(0, 3)
     .map((l) => l.trim())
     .join(' | ');
-  if (why === 'lost' && stream && stream.status === undefined) {
-    return fail(
-      'connection-lost',
-      `${call.probe} on ${node}: the node stopped answering (no heartbeat for ${Math.round(silentMs / 1000)} s)${said ? `; srun: ${said}` : ''}`,
-    );
+  if (why === 'lost' && stream?.status === undefined) {
+    const what = stream
+      ? `the node stopped answering (no heartbeat for ${Math.round(silentMs / 1000)} s)`
+      : `the node never started the probe (nothing from it ${Math.round(silentMs / 1000)} s after the first node answered)`;
+    return fail('connection-lost', `${call.probe} on ${node}: ${what}${said ? `; srun: ${said}` : ''}`);
   }
   if (!stream || stream.status === undefined) {
     return fail(
@@ -210,6 +214,7 @@ async function runStep<R>(
 ): Promise<{ results: NodeResult<R>[]; stdinBytes: number }> {
   const nonce = newNonce();
   const beatMs = options.heartbeatMs ?? 5000;
+  const lostAfterMs = Math.max(4 * beatMs, 15000);
   const program = fleetProgram(call.probe, nonce, Math.max(1, Math.round(timeoutMs / 100) / 10), beatMs / 1000);
   const argv = slurmArgv(host.slurm, 'srun', [...srunArgs(host, target, nodes), host.python, '-', ...call.args]);
   const where = (node: string) => `${node} (via ${host.label})`;
@@ -243,6 +248,15 @@ async function runStep<R>(
   handle.stdin.on('error', () => undefined);
   handle.stdin.end(program);
 
+  // A dropped connection ends the step like srun's own exit: the nodes not heard from are reported, not thrown.
+  let lostConnection = '';
+  const exited = handle.exited.then(
+    (x) => x,
+    (e: unknown) => {
+      lostConnection = messageOf(e);
+      return { exitCode: null };
+    },
+  );
   let why: 'ended' | 'timeout' | 'cancelled' = 'ended';
   const stop = (reason: 'timeout' | 'cancelled') => {
     why = reason;
@@ -257,9 +271,20 @@ async function runStep<R>(
       const now = Date.now();
       for (const [node, st] of parser.nodes) {
         if (reported.has(node) || st.status !== undefined || !nodes.includes(node)) continue;
-        if (now - st.lastSeen > 4 * beatMs) {
+        if (now - st.lastSeen > lostAfterMs) {
           reported.add(node);
           const r = nodeResult(call, node, st, nonce, where(node), stderr, 'lost', now - st.lastSeen);
+          results.set(node, r);
+          options.onNode?.(r);
+        }
+      }
+      // A node that never said anything while the others run: its task never started, or it died first.
+      const first = parser.firstLineAt;
+      if (first !== undefined && now - first > lostAfterMs + 10000) {
+        for (const node of nodes) {
+          if (reported.has(node) || parser.nodes.has(node)) continue;
+          reported.add(node);
+          const r = nodeResult(call, node, undefined, nonce, where(node), stderr, 'lost', now - first);
           results.set(node, r);
           options.onNode?.(r);
         }
@@ -269,9 +294,9 @@ async function runStep<R>(
         resolve();
       }
     }, 50);
-    void handle.exited.finally(() => clearInterval(check));
+    void exited.then(() => clearInterval(check));
   });
-  const exit = await Promise.race([handle.exited, allIn.then(() => undefined)]);
+  const exit = await Promise.race([exited, allIn.then(() => undefined)]);
   clearTimeout(timer);
   options.signal?.removeEventListener('abort', onAbort);
   if (exit === undefined) handle.kill('TERM');
@@ -280,10 +305,13 @@ async function runStep<R>(
   for (const node of nodes) {
     let r = results.get(node);
     if (!r) {
-      const srunWord =
-        why === 'ended' && exit && exit.exitCode !== 0 && !stderr.includes(node) ? slurmErrorText(stderr) : '';
+      const srunWord = lostConnection
+        ? lostConnection
+        : why === 'ended' && exit && exit.exitCode !== 0 && !stderr.includes(node)
+          ? `srun: ${slurmErrorText(stderr)}`
+          : '';
       r = nodeResult(call, node, parser.nodes.get(node), nonce, where(node), stderr, why);
-      if (srunWord && !r.ok) r = { ...r, error: { ...r.error, message: `${r.error.message}; srun: ${srunWord}` } };
+      if (srunWord && !r.ok) r = { ...r, error: { ...r.error, message: `${r.error.message}; ${srunWord}` } };
       options.onNode?.(r);
     }
     out.push(r);
