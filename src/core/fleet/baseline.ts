@@ -171,7 +171,19 @@ export function compareFleetWithBaseline(baseline: FleetBaseline, now: ReadonlyM
     const against = a ? node : rep;
     if (against === undefined) continue;
     const drift = computeDrift(a ?? then.get(against)!, b);
-    const status = a ? (drift.unchanged ? 'unchanged' : 'drifted') : drift.unchanged ? 'new' : 'new-drifted';
+    // A new node is another machine: its hostname and GPU UUIDs differ by nature, as in Compare Nodes.
+    const status = a
+      ? drift.unchanged
+        ? 'unchanged'
+        : 'drifted'
+      : compareNodes(
+            new Map([
+              [against, then.get(against)!],
+              [node, b],
+            ]),
+          ).rows.length === 0
+        ? 'new'
+        : 'new-drifted';
     out.push({ node, status, against, drift });
   }
   return {

@@ -80,7 +80,9 @@ export class FleetStreamParser {
     if (m[1]) {
       if (s.status !== undefined) return;
       const count = Number(m[4]);
-      const missing = s.chunks.length !== count || s.chunks.some((c) => c === undefined);
+      let missing = s.chunks.length !== count;
+      // A sparse array: `some` would skip the holes a lost chunk leaves.
+      for (let i = 0; i < count && !missing; i++) missing = s.chunks[i] === undefined;
       s.status = missing ? 'garbled' : (m[5] ?? 'exit=1');
       this.onEnd(node);
     } else {
