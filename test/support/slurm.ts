@@ -39,7 +39,8 @@ export interface TestSlurm {
   setNodeEnv(nodeEnv: Record<string, Record<string, string>>): void;
   /** PIDs of this cluster's task processes on a node (what srun started there). */
   taskPids(node: string): number[];
-  log(name: 'slurmctld' | string): string;
+  /** slurmctld's log, or a node's slurmd log (`n2`). */
+  log(name: string): string;
   stop(): Promise<void>;
 }
 
