@@ -260,6 +260,19 @@ void describe('Compare Nodes: the matrix of what differs, the odd ones out, node
     assert.deepEqual(d.missing, ['n3']);
   });
 
+  void it('8 and 64 nodes replayed: the matrix time grows linearly', () => {
+    for (const N of [8, 64]) {
+      const snaps = new Map(Array.from({ length: N }, (_, i) => [`n${i + 1}`, nodeSnapshot(`n${i + 1}`, 300)]));
+      snaps.get('n2')!.env.vars['NCCL_KG_ODD'] = 'mlx5_1';
+      const t = performance.now();
+      const m = compareNodes(snaps);
+      const text = renderMatrixText(m, { what: `${N} nodes` });
+      console.log(`${N} nodes: matrix + text ${(performance.now() - t).toFixed(0)} ms`);
+      assert.deepEqual(m.outlierNodes, [{ node: 'n2', fields: ['env.NCCL_KG_ODD'] }]);
+      assert.match(text, new RegExp(`- \\(absent\\) +${N - 1}/${N}`));
+    }
+  });
+
   void it('512 nodes replayed: matrix, text and node-vs-majority stay fast; bytes per node measured', () => {
     const N = 512;
     const nodes = Array.from({ length: N }, (_, i) => `gpu${String(i + 1).padStart(3, '0')}`);
