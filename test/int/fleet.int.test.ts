@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { isKnownGoodError } from '../../src/core/errors';
 import { compareFleetWithBaseline, FleetBaselineStore, renderFleetDriftText } from '../../src/core/fleet/baseline';
+import { renderBenchText } from '../../src/core/fleet/bench';
 import { benchFleet, captureFleet } from '../../src/core/fleet/fleet';
 import { compareWithMajority, renderMatrixText } from '../../src/core/fleet/matrix';
 import { runOnNodes } from '../../src/core/fleet/run';
@@ -213,25 +214,58 @@ void describe('Fleet: the nodes of a Slurm job through the login node', () => {
     }
   });
 
-  void it('Benchmark every node: the throughput benchmark on each node (CPU, tiny), side by side against the median', async () => {
-    const t0 = Date.now();
-    const r = await benchFleet(
-      host,
-      { kind: 'job', jobId: job },
-      { layers: 1, width: 32, heads: 2, seq: 16, batch: 2, vocab: 64, steps: 3, warmup: 1, device: 'cpu' },
+  void it('Benchmark every node: side by side against the median, the node with a noisy neighbour flagged', async () => {
+    // n3 is a slow node: a sitecustomize on its PYTHONPATH makes every optimizer step 200 ms longer once torch is
+    // imported (sleeping, so the other "nodes" on this machine keep their CPU), as a throttled GPU would.
+    const busy = join(dir, 'slow-site');
+    mkdirSync(busy, { recursive: true });
+    writeFileSync(
+      join(busy, 'sitecustomize.py'),
+      [
+        'import builtins, sys, time',
+        '_import = builtins.__import__',
+        'def _slow_import(name, *args, **kwargs):',
+        '    module = _import(name, *args, **kwargs)',
+        '    torch = sys.modules.get("torch")',
+        '    optim = getattr(torch, "optim", None)',
+        '    if optim is not None and hasattr(optim, "AdamW") and not getattr(optim.AdamW, "_kg_slow", False):',
+        '        step = optim.AdamW.step',
+        '        def slow_step(self, *a, **k):',
+        '            time.sleep(0.2)',
+        '            return step(self, *a, **k)',
+        '        optim.AdamW.step = slow_step',
+        '        optim.AdamW._kg_slow = True',
+        '    return module',
+        'builtins.__import__ = _slow_import',
+        '',
+      ].join('\n'),
     );
-    console.log(`bench on 3 nodes: ${Date.now() - t0} ms`);
-    assert.deepEqual(r.bench.failed, []);
-    assert.deepEqual(
-      r.bench.rows.map((x) => x.node),
-      ['n1', 'n2', 'n3'],
-    );
-    const rates = r.bench.rows.map((x) => x.tokensPerSec);
-    assert.ok(rates.every((x) => x > 0));
-    assert.equal(r.bench.medianTokensPerSec, [...rates].sort((a, b) => a - b)[1]);
-    assert.equal(r.bench.slowest, r.bench.rows.find((x) => x.tokensPerSec === Math.min(...rates))!.node);
-    for (const row of r.bench.rows) assert.equal(row.slow, row.tokensPerSec < 0.9 * r.bench.medianTokensPerSec);
-    assert.deepEqual(r.bench.mismatched, []);
+    slurm.setNodeEnv({ n2: N2_ENV(site), n3: { PYTHONPATH: busy } });
+    try {
+      const t0 = Date.now();
+      const r = await benchFleet(
+        host,
+        { kind: 'job', jobId: job },
+        { layers: 1, width: 32, heads: 2, seq: 16, batch: 2, vocab: 64, steps: 5, warmup: 1, device: 'cpu' },
+      );
+      console.log(
+        `bench on 3 nodes: ${Date.now() - t0} ms; ${r.bench.rows.map((x) => `${x.node} ${Math.round(x.tokensPerSec)} tok/s`).join(', ')}`,
+      );
+      assert.deepEqual(r.bench.failed, []);
+      assert.deepEqual(
+        r.bench.rows.map((x) => x.node),
+        ['n1', 'n2', 'n3'],
+      );
+      const rates = r.bench.rows.map((x) => x.tokensPerSec);
+      assert.ok(rates.every((x) => x > 0));
+      assert.equal(r.bench.medianTokensPerSec, [...rates].sort((a, b) => a - b)[1]);
+      assert.equal(r.bench.slowest, 'n3');
+      assert.deepEqual(r.bench.flagged, ['n3']);
+      assert.deepEqual(r.bench.mismatched, []);
+      assert.match(renderBenchText(r.bench, 'job'), /slow \(below 90% of the median\): n3/);
+    } finally {
+      slurm.setNodeEnv({ n2: N2_ENV(site) });
+    }
   });
 
   void it('CLI: known-good fleet HOST --job J env --json, and a missing job exits with the message', () => {
@@ -261,6 +295,21 @@ void describe('Fleet: the nodes of a Slurm job through the login node', () => {
     const text = spawnSync(process.execPath, [...base, '--job', job, 'probe', 'host_info'], { encoding: 'utf8' });
     assert.equal(text.status, 0, text.stderr);
     assert.deepEqual(Object.keys(JSON.parse(text.stdout) as object), ['n1', 'n2', 'n3']);
+    // --save keeps the fleet as a baseline (under HOME); --diff against it: nothing drifted, exit 0.
+    const env = { ...process.env, HOME: join(dir, 'cli-home') };
+    const saved = spawnSync(process.execPath, [...base, '--job', job, 'env', '--save', 'good'], {
+      encoding: 'utf8',
+      env,
+    });
+    assert.equal(saved.status, 1, saved.stderr);
+    assert.match(saved.stdout, /odd one out: n2/);
+    assert.match(saved.stderr, /saved fleet baseline \S+ \(3 nodes\)/);
+    const diff = spawnSync(process.execPath, [...base, '--job', job, 'env', '--diff', 'good'], {
+      encoding: 'utf8',
+      env,
+    });
+    assert.equal(diff.status, 0, diff.stdout + diff.stderr);
+    assert.match(diff.stdout, /no node drifted \(3 compared\)/);
     const bad = spawnSync(process.execPath, [...base, '--job', '999999', 'env'], { encoding: 'utf8' });
     assert.equal(bad.status, 255);
     assert.match(bad.stderr, /job 999999 is not known to Slurm/);
