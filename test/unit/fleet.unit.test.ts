@@ -5,6 +5,7 @@ import type { EnvSnapshot } from '../../src/core/baselines/envProbe';
 import type { BenchResult } from '../../src/core/bench/benchProbe';
 import { compareFleetWithBaseline, fleetBaselineSchema } from '../../src/core/fleet/baseline';
 import { compareBench, renderBenchText } from '../../src/core/fleet/bench';
+import { FLEET_SCHEME, FleetResults, fromFleetUri, toFleetUri, type FleetDoc } from '../../src/core/fleet/documents';
 import { compareNodes, compareWithMajority, majorityNode, renderMatrixText } from '../../src/core/fleet/matrix';
 import { FleetStreamParser, nodeResult } from '../../src/core/fleet/run';
 import { slurmSettings } from '../../src/core/fleet/settings';
@@ -334,5 +335,43 @@ void describe('Benchmark every node: side by side, the slow one flagged against 
     assert.match(text, /slow \(below 90% of the median\): n3/);
     assert.match(text, /\nn3 +600 .* 60% +SLOW\n/);
     assert.match(text, /\nn6 +failed: timed out/);
+  });
+});
+
+void describe('Fleet documents: a pure URI codec and the session’s results', () => {
+  void it('round-trips every document kind and refuses what it did not write', () => {
+    const docs: FleetDoc[] = [
+      { view: 'matrix', capture: 'c1', name: 'job 7 on login' },
+      { view: 'bench', run: 'r-2', name: 'bench job 7' },
+      { view: 'drift', capture: 'c1', hostId: 'settings:cluster', baseline: 'b_3', name: 'drift' },
+    ];
+    for (const d of docs) assert.deepEqual(fromFleetUri(toFleetUri(d)), d);
+    assert.match(toFleetUri(docs[0]!).path, /^\/job 7 on login\.diff$/);
+    assert.equal(fromFleetUri({ scheme: 'knownGood-env', path: '/x', query: 'view=matrix&capture=c1' }), undefined);
+    assert.equal(fromFleetUri({ scheme: FLEET_SCHEME, path: '/x', query: 'view=matrix&capture=../../etc' }), undefined);
+    assert.equal(
+      fromFleetUri({ scheme: FLEET_SCHEME, path: '/x', query: 'view=drift&capture=c1&baseline=b' }),
+      undefined,
+    );
+  });
+
+  void it('serves the matrix and bench texts it holds, and says so once a result was dropped', async () => {
+    const results = new FleetResults(2);
+    const snaps = new Map(['n1', 'n2', 'n3'].map((n) => [n, nodeSnapshot(n)]));
+    snaps.get('n2')!.env.vars['NCCL_KG_ODD'] = '1';
+    const capture = { run: undefined as never, snapshots: snaps, failed: [], matrix: compareNodes(snaps) };
+    const first = results.addCapture(capture, 'job 7 on login');
+    assert.match(await results.text({ view: 'matrix', capture: first, name: 'x' }), /odd one out: n2/);
+    const bench = results.addBench(
+      compareBench(new Map([['n1', JSON.parse(JSON.stringify(benchFixture)) as BenchResult]])),
+      'job 7',
+    );
+    assert.match(
+      await results.text({ view: 'bench', run: bench, name: 'x' }),
+      /Benchmark every node: job 7, 1 node answered/,
+    );
+    results.addCapture(capture, 'again');
+    results.addCapture(capture, 'and again');
+    assert.match(await results.text({ view: 'matrix', capture: first, name: 'x' }), /no longer held/);
   });
 });
