@@ -214,7 +214,7 @@ void describe('Fleet: the nodes of a Slurm job through the login node', () => {
     }
   });
 
-  void it('Benchmark every node: side by side against the median, the node with a noisy neighbour flagged', async () => {
+  void it('Benchmark every node: side by side against the median, the slow node flagged', async () => {
     // n3 is a slow node: a sitecustomize on its PYTHONPATH makes every optimizer step 200 ms longer once torch is
     // imported (sleeping, so the other "nodes" on this machine keep their CPU), as a throttled GPU would.
     const busy = join(dir, 'slow-site');
