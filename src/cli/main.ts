@@ -29,6 +29,9 @@ Options:
   --deep                  env: also import torch (cuDNN and NCCL as loaded, devices; seconds)
   --config tiny|gpu|JSON  bench: the benchmark shape (default tiny on CPU)
   --compile               bench: torch.compile the model (compile time reported on its own)
+  --job JOBID             fleet: the Slurm job whose nodes to use
+  --nodes LIST            fleet: only these nodes (n[1-4],gpu7); without --job, nodes outside jobs (srun -w)
+  --slurm-conf FILE       fleet: SLURM_CONF on the login node
 `;
 }
 
@@ -52,6 +55,12 @@ export interface CliOptions {
   config?: string;
   /** bench: torch.compile the model. */
   compile?: boolean;
+  /** fleet: the Slurm job. */
+  job?: string;
+  /** fleet: a hostlist of nodes. */
+  nodes?: string;
+  /** fleet: SLURM_CONF on the login node. */
+  slurmConf?: string;
 }
 
 export function parseContainer(text: string): ContainerSettings {
@@ -95,6 +104,9 @@ export function parseArgs(argv: string[]): { positional: string[]; rest: string[
     else if (a === '--save') options.save = value();
     else if (a === '--diff') options.diff = value();
     else if (a === '--deep') options.deep = true;
+    else if (a === '--job') options.job = value();
+    else if (a === '--nodes') options.nodes = value();
+    else if (a === '--slurm-conf') options.slurmConf = value();
     else if (a.startsWith('--') && positional.length < 2) throw new KnownGoodError('settings', `unknown option ${a}`);
     else positional.push(a);
   }

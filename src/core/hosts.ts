@@ -1,4 +1,5 @@
 import { userInfo } from 'node:os';
+import type { SlurmSettings } from './fleet/settings';
 import type { ContainerSettings, HostSettings, KnownGoodSettings } from './settings';
 import { expandHome, type ParsedSshConfig } from './sshConfig';
 
@@ -22,6 +23,8 @@ export interface HostSpec {
   container?: ContainerSettings;
   python: string;
   roots: string[];
+  /** Set when the host is a Slurm login node. */
+  slurm?: SlurmSettings;
 }
 
 export const LOCAL_HOST_ID = 'local';
@@ -83,6 +86,7 @@ export function hostFromSettings(h: HostSettings, settings: KnownGoodSettings, s
       ...(h.proxyJump ? { proxyJump: h.proxyJump } : {}),
     }),
     ...(h.container ? { container: h.container } : {}),
+    ...(h.slurm ? { slurm: h.slurm } : {}),
     python: h.python ?? 'python3',
     roots: h.roots?.length ? h.roots : settings.defaultRoots,
   };

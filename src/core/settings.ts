@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { parseBaselineSettings, type BaselineSettings } from './baselines/settings';
+import { slurmSettingsSchema } from './fleet/settings';
 import { describeIssues } from './util/zod';
 
 export const containerSchema = z
@@ -26,6 +27,8 @@ export const hostSettingsSchema = z.object({
   python: z.string().min(1).optional(),
   container: containerSchema.optional(),
   roots: z.array(z.string().min(1)).optional(),
+  /** The host is a Slurm login node (Fleet: the nodes of a job). */
+  slurm: slurmSettingsSchema.optional(),
 });
 export type HostSettings = z.infer<typeof hostSettingsSchema>;
 

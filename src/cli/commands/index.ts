@@ -4,6 +4,7 @@ import { envCommand } from './env';
 import { argsCommand, diffCommand } from './args';
 import { benchCommand } from './bench';
 import { whyCommand } from './why';
+import { fleetCommand } from './fleet';
 import type { CliCommand } from './types';
 
 /** Every `known-good` subcommand; a feature adds its own file and one entry here. */
@@ -16,4 +17,5 @@ export const cliCommands: CliCommand[] = [
   diffCommand,
   benchCommand,
   whyCommand,
+  fleetCommand,
 ];

@@ -1,0 +1,72 @@
+"""python/kg_fleet.py as srun runs it on a node: the program on stdin, tagged compressed lines on stdout."""
+import base64
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+import unittest
+import zlib
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PY_DIR = os.path.join(HERE, "..", "..", "python")
+LINE = re.compile(r"^@@KG-FLEET(-END|-BEAT)? (\S+) (\S+) (\d+)(?: (.*))?$")
+
+
+def run(program, timeout_s=30, beat_s=5, node="n7"):
+    with open(os.path.join(PY_DIR, "kg_fleet.py")) as f:
+        src = f.read()
+    src += "\nfleet_main(%s, 'NONCE', %r, %r)\n" % (json.dumps(program), timeout_s, beat_s)
+    env = dict(os.environ, SLURMD_NODENAME=node)
+    t0 = time.time()
+    r = subprocess.run([sys.executable, "-", "a1", "a2"], input=src.encode(), stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, env=env, timeout=60)
+    return r, time.time() - t0
+
+
+def decode(stdout):
+    chunks, end, beats = {}, None, 0
+    for line in stdout.decode().splitlines():
+        m = LINE.match(line)
+        assert m, "untagged line: %r" % line
+        if m.group(1) == "-BEAT":
+            beats += 1
+        elif m.group(1) == "-END":
+            end = (m.group(3), int(m.group(4)), m.group(5))
+        else:
+            assert len(line) < 1000, "a line srun could split: %d bytes" % len(line)
+            chunks[int(m.group(4))] = m.group(5)
+    payload = "".join(chunks[i] for i in range(len(chunks)))
+    return json.loads(zlib.decompress(base64.b64decode(payload))), end, beats
+
+
+class Fleet(unittest.TestCase):
+    def test_output_and_argv_come_back_whole_in_short_tagged_lines(self):
+        r, _ = run("import sys, random\nprint(sys.argv[1:])\nprint(''.join(random.choice('ab') for _ in range(200000)))")
+        doc, end, beats = decode(r.stdout)
+        self.assertEqual(end[0], "n7")
+        self.assertEqual(end[2], "exit=0")
+        self.assertGreaterEqual(beats, 1)
+        self.assertTrue(doc["out"].startswith("['a1', 'a2']\n"))
+        self.assertEqual(len(doc["out"]), len("['a1', 'a2']\n") + 200001)
+
+    def test_exit_status_and_stderr_tail_are_reported(self):
+        r, _ = run("import sys\nsys.stderr.write('x' * 50000 + 'the end\\n')\nsys.exit(3)")
+        doc, end, _ = decode(r.stdout)
+        self.assertEqual(end[2], "exit=3")
+        self.assertTrue(doc["err"].endswith("the end\n"))
+        self.assertLessEqual(len(doc["err"]), 4000)
+
+    def test_a_hung_probe_is_stopped_at_its_deadline_with_what_it_had(self):
+        r, took = run("import time\nprint('started', flush=True)\ntime.sleep(60)", timeout_s=1.5, beat_s=0.3)
+        doc, end, beats = decode(r.stdout)
+        self.assertEqual(end[2], "timeout")
+        self.assertEqual(r.returncode, 124)
+        self.assertEqual(doc["out"], "started\n")
+        self.assertLess(took, 10)
+        self.assertGreaterEqual(beats, 3)
+
+
+if __name__ == "__main__":
+    unittest.main()
