@@ -65,8 +65,9 @@ export function checkpointRefOf(
     if (node?.kind === 'checkpoint') {
       if (node.remotePathB64) throw notUtf8();
       // a file's label without its extension, as titles show it: `args: step_600 ↔ step_690`
-      const label = node.entry.kind === 'dir' ? target.label : checkpointLabel(target.label ?? node.label);
-      return { hostId: target.hostId, path: argsPathOf(node.entry, target.path), label: label ?? node.label };
+      const name = target.label ?? node.label;
+      const label = node.entry.kind === 'dir' ? name : checkpointLabel(name);
+      return { hostId: target.hostId, path: argsPathOf(node.entry, target.path), label };
     }
     return { hostId: target.hostId, path: target.path, label: target.label ?? checkpointLabel(target.path) };
   }
