@@ -85,11 +85,6 @@ function layers() {
         'no-restricted-syntax': ['error', NAMED_EXPORTS, NO_PLAIN_ERROR],
       },
     },
-    {
-      // src/core/args/ changes on another branch now: its one RangeError moves to a KnownGoodError after the merge.
-      files: ['src/core/args/**/*.ts'],
-      rules: { 'no-restricted-syntax': ['error', NAMED_EXPORTS] },
-    },
   ];
 }
 

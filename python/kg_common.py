@@ -34,8 +34,54 @@ def no_torch_message(error=None):
     return "torch is not installed for %s%s. %s" % (sys.executable, detail, NO_TORCH_HINT)
 
 
+# Every error code a probe or the resident helper answers with (``{"ok": false, "error": {"code": ...}}``): one
+# list, mirrored by src/core/probes/codes.ts (a unit test keeps the two equal and checks every code in python/ is
+# here). A new code goes in both.
+ERROR_CODES = (
+    # any failure without a more precise code
+    "probe-error",
+    # how the probe was called
+    "bad-args",
+    "usage",
+    # the file or folder asked about
+    "not-found",
+    "permission-denied",
+    "not-regular",
+    "not-a-file",
+    "unreadable",
+    "unreadable-format",
+    # checkpoints
+    "corrupt",
+    "not-a-checkpoint",
+    "no-key",
+    "needs-unsafe",
+    # what the host's Python has
+    "no-torch",
+    "no-cuda",
+    # resource limits (LimitError: "limit-" + the LIMITS key; file-size from SIGXFSZ)
+    "limit-memory",
+    "limit-cpu",
+    "limit-output",
+    "limit-read",
+    "limit-line",
+    "limit-depth",
+    "limit-items",
+    "limit-keys",
+    "limit-file-size",
+    # the resident helper (kg_helper.py)
+    "bad-request",
+    "need-source",
+    "cancelled",
+    "timeout",
+    "killed",
+    "crashed",
+    "exit",
+    "internal",
+)
+
+
 class ProbeError(Exception):
-    """A failure the user can act on: reported as one line, no traceback."""
+    """A failure the user can act on: reported as one line, no traceback. ``code`` is one of ERROR_CODES."""
 
     def __init__(self, message, code="probe-error"):
         Exception.__init__(self, message)

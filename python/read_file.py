@@ -61,7 +61,8 @@ def main(argv):
         f = kg_common.open_regular(p)
     except kg_common.ProbeError as e:
         # Our own codes, and the path as given (a b64: one is shown decoded, not as a bytes repr).
-        code = {"permission-denied": "denied", "not-regular": "not-a-file"}.get(e.code, e.code)
+        # not-a-file: what this probe has always answered for a folder or a FIFO (kg_common says not-regular)
+        code = {"not-regular": "not-a-file"}.get(e.code, e.code)
         shown = os.fsdecode(p) if isinstance(p, bytes) else p
         if e.code == "not-found":
             raise kg_common.ProbeError("%s does not exist" % shown, code)

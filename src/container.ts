@@ -130,8 +130,10 @@ export class Container implements vscode.Disposable {
       refresh: (node) => this.tree.refresh(node as TreeNode | undefined),
     });
     const args = registerArgs(common);
+    const underTest = context.extensionMode === vscode.ExtensionMode.Test;
     const dashboard = registerDashboard({
       ...common,
+      recordForTests: underTest,
       extensionUri: context.extensionUri,
       ensureListing: (hostId) => listings.ensure(hostId),
       store,
@@ -148,7 +150,7 @@ export class Container implements vscode.Disposable {
       dashboard,
     };
     // The hooks the extension-host tests drive are handed out only when VS Code runs the extension's tests.
-    this.api = context.extensionMode === vscode.ExtensionMode.Test ? test : {};
+    this.api = underTest ? test : {};
   }
 
   private reportProblems(problems: readonly string[]): void {

@@ -3,8 +3,9 @@ import { Commands } from '../constants';
 import { KnownGoodError } from '../core/errors';
 import { ArgsReader } from '../core/args/reader';
 import { argsDiffTitle } from '../core/args/render';
-import { checkpointOf, previousCheckpoint, type CheckpointRef } from '../core/args/target';
-import { ARGS_SCHEME, fromArgsUri, sameRef } from '../core/args/uri';
+import { checkpointOf, checkpointRefOf, previousCheckpoint, type CheckpointRef } from '../core/args/target';
+import { ARGS_SCHEME, sameRef } from '../core/args/uri';
+import type { CommandTarget } from '../core/runs/targets';
 import type { EntryNode } from '../core/runs/model';
 import {
   executeCommand,
@@ -14,10 +15,10 @@ import {
   showTextDocument,
   showWarning,
 } from '../window';
-import type { RegisterCommand } from '../shared/commands';
+import type { CommandCall, RegisterCommand } from '../shared/commands';
 import type { Hosts } from '../shared/hosts';
 import type { SettingsAccess } from '../shared/settings';
-import { ArgsDocuments, argsUri, refOf } from './documents';
+import { ArgsDocuments, argsUri } from './documents';
 
 /** What the args feature needs from the extension. */
 export interface ArgsDeps {
@@ -38,28 +39,20 @@ export interface ArgsApi {
 
 const HAS_SELECTION = 'knownGood.args.hasSelection';
 
-function need(value: unknown): CheckpointRef {
-  const ref = checkpointOfAny(value);
+/** The checkpoint a command was invoked on: its decoded target, and the Remote Runs node when it was one. */
+function need(target: CommandTarget | undefined, call: Pick<CommandCall, 'node'>): CheckpointRef {
+  const ref = checkpointRefOf(target, call.node);
   if (!ref) throw new KnownGoodError('usage', 'Pick a checkpoint in Remote Runs first');
   return ref;
 }
 
-/** A tree node, a plain {hostId, path}, or a `knownGood:` args document's URI. */
-function checkpointOfAny(value: unknown): CheckpointRef | undefined {
-  if (value instanceof vscode.Uri) {
-    if (value.scheme !== ARGS_SCHEME) return undefined;
-    return refOf(fromArgsUri(value));
-  }
-  return checkpointOf(value);
-}
-
 /** The two checkpoints of a multi-selection, the lower step on the left. */
-function pairOf(node: unknown, nodes: unknown): [CheckpointRef, CheckpointRef] | undefined {
-  const list = Array.isArray(nodes) && nodes.length > 1 ? nodes : [];
+function pairOf(call: CommandCall): [CheckpointRef, CheckpointRef] | undefined {
+  const list = call.selectedNodes.length > 1 ? call.selectedNodes : [];
   if (list.length !== 2) return undefined;
   const [x, y] = list as [unknown, unknown];
-  const a = checkpointOfAny(x);
-  const b = checkpointOfAny(y);
+  const a = checkpointOf(x);
+  const b = checkpointOf(y);
   if (!a || !b) return undefined;
   const step = (n: unknown) => (n as Partial<EntryNode>).entry?.step;
   const sx = step(x);
@@ -141,33 +134,34 @@ export function registerArgs(c: ArgsDeps): ArgsApi {
     return prev ? checkpointOf(prev) : undefined;
   };
 
-  // The args commands read their checkpoint with core/args/target.ts (which picks the file of a checkpoint folder
-  // that holds the args), from the raw argument: a tree node, a `knownGood:` URI or `{ hostId, path }`.
+  // A checkpoint node, a root that is one, a `knownGood:` URI or `{ hostId, path }`: decoded as a CommandTarget;
+  // checkpointRefOf (core/args/target.ts) picks the file of a checkpoint folder that holds the args.
   const { command } = c;
-  command(Commands.argsOpen, null, (_t, { args: [node] }) => open(need(node)));
+  const onCheckpoint = { kinds: ['checkpoint', 'root'] } as const;
+  command(Commands.argsOpen, onCheckpoint, (t, call) => open(need(t, call)));
 
-  command(Commands.argsSelectForCompare, null, (_t, { args: [node] }) => {
-    const ref = need(node);
+  command(Commands.argsSelectForCompare, onCheckpoint, (t, call) => {
+    const ref = need(t, call);
     setSelected(ref);
     return ref;
   });
 
-  command(Commands.argsCompareWithSelected, null, (_t, { args: [node] }) => {
+  command(Commands.argsCompareWithSelected, onCheckpoint, (t, call) => {
     if (!selected)
       throw new KnownGoodError('usage', 'Select a checkpoint for compare first (right-click → Select for Compare)');
-    return diff(selected, need(node));
+    return diff(selected, need(t, call));
   });
 
-  command(Commands.argsCompare, null, (_t, { args: [node, nodes] }) => {
-    const pair = pairOf(node, nodes);
+  command(Commands.argsCompare, onCheckpoint, (_t, call) => {
+    const pair = pairOf(call);
     if (!pair)
       throw new KnownGoodError('usage', 'Compare Args: select two checkpoints (Ctrl/Cmd+click), then right-click one');
     return diff(pair[0], pair[1]);
   });
 
-  command(Commands.argsCompareWithPrevious, null, async (_t, { args: [node] }) => {
-    const ref = need(node);
-    const prev = previousOf(node);
+  command(Commands.argsCompareWithPrevious, onCheckpoint, async (t, call) => {
+    const ref = need(t, call);
+    const prev = previousOf(call.node);
     if (!prev) {
       void showInfo(`${ref.label} is the first checkpoint of its run: no previous step to compare with`);
       return undefined;
@@ -175,19 +169,19 @@ export function registerArgs(c: ArgsDeps): ArgsApi {
     return diff(prev, ref);
   });
 
-  command(Commands.argsShowChanged, null, async (_t, { args: [node, nodes] }) => {
-    const pair = pairOf(node, nodes);
+  command(Commands.argsShowChanged, onCheckpoint, async (t, call) => {
+    const pair = pairOf(call);
     if (pair) return changed(pair[0], pair[1]);
     // from a diff editor's title: its two sides
     const input = vscode.window.tabGroups.activeTabGroup.activeTab?.input;
-    if (node instanceof vscode.Uri && input instanceof vscode.TabInputTextDiff) {
-      const a = checkpointOfAny(input.original);
-      const b = checkpointOfAny(input.modified);
+    if (call.args[0] instanceof vscode.Uri && input instanceof vscode.TabInputTextDiff) {
+      const a = checkpointOf(input.original);
+      const b = checkpointOf(input.modified);
       if (a && b) return changed(a, b);
     }
-    const ref = need(node);
+    const ref = need(t, call);
     if (selected && !sameRef(selected, ref)) return changed(selected, ref);
-    const prev = previousOf(node);
+    const prev = previousOf(call.node);
     if (prev) return changed(prev, ref);
     throw new KnownGoodError(
       'usage',

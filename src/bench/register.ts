@@ -1,6 +1,7 @@
 import * as vscode from 'vscode';
 import type { BenchRunOutcome } from '../api';
-import { throughputBenchProbe, type BenchConfig, type BenchResult } from '../core/bench/benchProbe';
+import type { BenchConfig, BenchResult } from '../core/bench/benchProbe';
+import { benchProcess } from '../core/bench/run';
 import { benchDocUri, comparisonChoice, formatRate } from '../core/bench/compare';
 import {
   customBenchmarkOf,
@@ -11,7 +12,6 @@ import {
 import type { BaselineStore, ThroughputResult } from '../core/baselines/store';
 import { KnownGoodError, messageOf } from '../core/errors';
 import type { HostSpec } from '../core/hosts';
-import { newNonce } from '../core/util/nonce';
 import {
   BENCH_PRESETS,
   benchRecord,
@@ -21,9 +21,9 @@ import {
   parseBenchConfig,
   sampleOf,
 } from '../core/bench/records';
-import { probeTerminalCommand, shellTerminalCommand } from '../core/terminal/command';
-import { parseFramedResult, terminalName } from '../core/probes/catalogue';
-import { runInTerminal } from '../shared/terminal';
+import { shellTerminalCommand } from '../core/terminal/command';
+import { terminalName } from '../core/probes/catalogue';
+import { runInTerminal, showInTerminal } from '../shared/terminal';
 import {
   registerTextDocumentContentProvider,
   showInfo,
@@ -150,19 +150,16 @@ async function runBench(d: BenchDeps, host: HostSpec, args: BenchArgs): Promise<
       : await pickConfig();
   if (!config) return undefined;
   const session = d.hosts.session(host);
-  const call = throughputBenchProbe(config);
-  const nonce = newNonce();
   const name = terminalName('Throughput benchmark', host.name);
   let kept: { file: string; result: ThroughputResult } | undefined;
   let bench: BenchResult | undefined;
   let comparison: string | undefined;
   let error: string | undefined;
-  const run = runInTerminal(name, session, probeTerminalCommand(host.python, call.probe, call.args, nonce), {
-    nonce,
-    epilogue: async (exit, runner) => {
+  const { runner } = benchProcess({ transport: session.transport, python: host.python, label: host.name }, config, {
+    epilogue: async (exit, result) => {
       if (exit.error !== undefined) return undefined;
       try {
-        bench = parseFramedResult(call, runner.framed(), host.name).value;
+        bench = result().value;
         const label =
           args.label ??
           `${formatRate(bench.tokensPerSec.median)} tok/s ${new Date().toISOString().slice(0, 16).replace('T', ' ')}`;
@@ -180,6 +177,7 @@ async function runBench(d: BenchDeps, host: HostSpec, args: BenchArgs): Promise<
       }
     },
   });
+  const run = showInTerminal(name, runner);
   const exit = await run.done;
   if (kept) {
     void showInfo(

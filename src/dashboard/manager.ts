@@ -54,8 +54,9 @@ export class DashboardManager implements vscode.Disposable, DashboardTestApi {
     this.services = new ContainerServices(d);
   }
 
+  /** The open panels' records: empty unless the extension runs its tests (DashboardDeps.recordForTests). */
   panels(): readonly PanelProbe[] {
-    return this.open_;
+    return this.open_.flatMap((p) => (p.probe ? [p.probe] : []));
   }
 
   async open(
@@ -63,7 +64,12 @@ export class DashboardManager implements vscode.Disposable, DashboardTestApi {
     options: Pick<PanelOptions, 'previewBytes' | 'beforeExact'> = {},
   ): Promise<PanelProbe> {
     const sources = await Promise.all(targets.map((t) => this.fromTarget(t)));
-    return this.show(sources, undefined, { previewBytes: options.previewBytes, beforeExact: options.beforeExact });
+    const panel = this.show(sources, undefined, {
+      previewBytes: options.previewBytes,
+      beforeExact: options.beforeExact,
+    });
+    if (!panel.probe) throw new KnownGoodError('internal', 'dashboards keep a record only under test');
+    return panel.probe;
   }
 
   /** The command: (clicked node, selected nodes) from the tree, a DashboardTarget, or nothing (quick picks). */
@@ -164,7 +170,10 @@ export class DashboardManager implements vscode.Disposable, DashboardTestApi {
       panel ??
       createWebviewPanel(DASHBOARD_VIEW_TYPE, title, vscode.ViewColumn.Active, webviewOptions(this.d.extensionUri));
     if (panel) panel.title = title;
-    const d = new DashboardPanel(p, this.services, sources, (x) => this.forget(x), options);
+    const d = new DashboardPanel(p, this.services, sources, (x) => this.forget(x), {
+      ...options,
+      record: this.d.recordForTests,
+    });
     this.open_.push(d);
     return d;
   }

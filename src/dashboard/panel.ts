@@ -32,6 +32,8 @@ export interface PanelOptions {
    * (on a fast disk the exact read of a test-sized log beats the page's ready).
    */
   beforeExact?: (() => Promise<void>) | undefined;
+  /** Keep a PanelRecorder (`probe`) for the extension-host tests. */
+  record?: boolean;
 }
 
 export function webviewOptions(extensionUri: vscode.Uri): vscode.WebviewOptions & vscode.WebviewPanelOptions {
@@ -74,10 +76,55 @@ export interface PanelProbe {
 }
 
 /**
+ * The panel's record for the extension-host tests: only kept when the extension runs its tests
+ * (`DashboardDeps.recordForTests`, ExtensionMode.Test); a panel in use records nothing.
+ */
+export class PanelRecorder implements PanelProbe {
+  readonly received: string[] = [];
+  dropped = 0;
+  readonly posted: string[] = [];
+  lastPosted: HostMessage | undefined;
+  lastInit: InitMessage | undefined;
+  firstDataMs: number | undefined;
+  exactDataMs: number | undefined;
+  firstData: readonly RunData[] | undefined;
+  firstInit: InitMessage | undefined;
+  lastRunData: (HostMessage & { type: 'runData' }) | undefined;
+
+  constructor(
+    private readonly panel: { readonly title: string; readonly runs: readonly string[] },
+    private readonly deliver: (raw: unknown) => void,
+  ) {}
+
+  get title(): string {
+    return this.panel.title;
+  }
+
+  get runs(): readonly string[] {
+    return this.panel.runs;
+  }
+
+  simulate(raw: unknown): void {
+    this.deliver(raw);
+  }
+
+  /** A message that went out to the webview (validated). */
+  sent(message: HostMessage): void {
+    this.posted.push(message.type);
+    this.lastPosted = message;
+    if (message.type === 'init') {
+      this.lastInit = message;
+      this.firstInit ??= message;
+    }
+    if (message.type === 'runData') this.lastRunData = message;
+  }
+}
+
+/**
  * One dashboard tab: owns its webview, answers the webview's messages (each validated, invalid ones dropped), reads
  * the runs' logs through each host's resident helper, and follows them while asked to. Posts nothing before `ready`.
  */
-export class DashboardPanel implements vscode.Disposable, PanelProbe {
+export class DashboardPanel implements vscode.Disposable {
   private readonly disposables: vscode.Disposable[] = [];
   private readonly loader: ProgressiveRuns;
   private checkpoints: CheckpointSource[] = [];
@@ -92,16 +139,15 @@ export class DashboardPanel implements vscode.Disposable, PanelProbe {
   private polling = false;
   private disposed = false;
   private readonly openedAt = performance.now();
-  readonly received: string[] = [];
-  readonly posted: string[] = [];
-  dropped = 0;
-  lastPosted: HostMessage | undefined;
-  lastInit: InitMessage | undefined;
-  firstDataMs: number | undefined;
-  exactDataMs: number | undefined;
-  firstInit: InitMessage | undefined;
-  firstData: RunData[] | undefined;
-  lastRunData: (HostMessage & { type: 'runData' }) | undefined;
+  /** `ready`s received: a restored panel turns following on at the first. */
+  private readies = 0;
+  /** The first init went out: later data goes as its own messages. */
+  private initPosted = false;
+  /** For the log: ms from opening to the first plot data, and to exact data for every run. */
+  private firstDataMs: number | undefined;
+  private exactDataMs: number | undefined;
+  /** What the tests read; undefined unless the extension runs its tests. */
+  readonly probe: PanelRecorder | undefined;
   private readonly restoreFollow: boolean;
   private readonly beforeExact: (() => Promise<void>) | undefined;
 
@@ -112,6 +158,7 @@ export class DashboardPanel implements vscode.Disposable, PanelProbe {
     private readonly onDisposed: (p: DashboardPanel) => void,
     options: PanelOptions = {},
   ) {
+    this.probe = options.record ? new PanelRecorder(this, (raw) => this.onMessage(raw)) : undefined;
     this.restoreFollow = options.follow ?? false;
     this.beforeExact = options.beforeExact;
     const log = services.log;
@@ -157,18 +204,15 @@ export class DashboardPanel implements vscode.Disposable, PanelProbe {
     return sources.length === mine.size && sources.every((s) => mine.has(runId(s.hostId, s.logPath)));
   }
 
-  simulate(raw: unknown): void {
-    this.onMessage(raw);
-  }
-
   private onMessage(raw: unknown): void {
     const parsed = parseWebviewMessage(raw);
     if (!parsed.ok) {
-      this.dropped++;
+      if (this.probe) this.probe.dropped++;
       this.services.log.warn(`dashboard: dropped a message from the webview: ${parsed.error}`);
       return;
     }
-    this.received.push(parsed.message.type);
+    if (parsed.message.type === 'ready') this.readies++;
+    this.probe?.received.push(parsed.message.type);
     void this.handle(parsed.message).catch((e: unknown) => {
       this.services.log.error(`dashboard: ${parsed.message.type}: ${messageOf(e)}`);
       this.post({ type: 'error', message: messageOf(e) });
@@ -181,7 +225,7 @@ export class DashboardPanel implements vscode.Disposable, PanelProbe {
         this.isReady = true;
         await this.loading;
         this.postInit();
-        if (this.restoreFollow && !this.following && this.received.filter((t) => t === 'ready').length === 1) {
+        if (this.restoreFollow && !this.following && this.readies === 1) {
           this.setFollow(true);
         }
         return;
@@ -240,10 +284,10 @@ export class DashboardPanel implements vscode.Disposable, PanelProbe {
     ).then((hosts) => {
       this.side = hosts;
       // Before the first init the side data just rides along with it.
-      if (this.firstInit) this.post({ type: 'side', hosts });
+      if (this.initPosted) this.post({ type: 'side', hosts });
     });
     await this.loader.loadPreviews();
-    this.firstData = this.runsV.map((r) => r.data);
+    if (this.probe) this.probe.firstData = this.runsV.map((r) => r.data);
     this.checkpoints = this.runsV.flatMap((r) => runCheckpoints(r.src, r.id));
     if (this.loader.anyPending) {
       const gate = this.beforeExact?.() ?? Promise.resolve();
@@ -256,7 +300,7 @@ export class DashboardPanel implements vscode.Disposable, PanelProbe {
           failed: (run, message) => {
             this.services.log.error(`dashboard: reading all of ${run.src.logPath}: ${message}`);
             const text = `Could not read all of ${run.src.label} (the plots show a sample of it): ${message}`;
-            if (!this.firstInit) {
+            if (!this.initPosted) {
               this.exactErrors.push(text);
               return;
             }
@@ -271,8 +315,9 @@ export class DashboardPanel implements vscode.Disposable, PanelProbe {
   /** Records exactDataMs the first time the webview has exact data for every run. */
   private noteExact(): void {
     if (this.exactDataMs !== undefined || !this.isReady || this.disposed || !this.loader.allExact) return;
-    if (!this.firstInit) return;
+    if (!this.initPosted) return;
     this.exactDataMs = performance.now() - this.openedAt;
+    if (this.probe) this.probe.exactDataMs = this.exactDataMs;
     this.services.log.info(
       `dashboard: exact data for every run posted ${Math.round(this.exactDataMs)} ms after opening`,
     );
@@ -290,6 +335,7 @@ export class DashboardPanel implements vscode.Disposable, PanelProbe {
     });
     if (this.firstDataMs === undefined && this.runsV.length) {
       this.firstDataMs = performance.now() - this.openedAt;
+      if (this.probe) this.probe.firstDataMs = this.firstDataMs;
       const previews = this.runsV.filter((r) => r.exact !== 'done').length;
       this.services.log.info(
         `dashboard: first plot data posted ${Math.round(this.firstDataMs)} ms after opening` +
@@ -357,13 +403,8 @@ export class DashboardPanel implements vscode.Disposable, PanelProbe {
       this.services.log.error(`dashboard: not posting an invalid ${message.type} message: ${parsed.error}`);
       return;
     }
-    this.posted.push(parsed.message.type);
-    this.lastPosted = parsed.message;
-    if (parsed.message.type === 'init') {
-      this.lastInit = parsed.message;
-      this.firstInit ??= parsed.message;
-    }
-    if (parsed.message.type === 'runData') this.lastRunData = parsed.message;
+    if (parsed.message.type === 'init') this.initPosted = true;
+    this.probe?.sent(parsed.message);
     void this.panel.webview.postMessage(parsed.message);
   }
 

@@ -54,6 +54,8 @@ export interface DashboardDeps {
     open(ref: ArgsCheckpoint): Promise<unknown>;
     openDiff(a: ArgsCheckpoint, b: ArgsCheckpoint): Promise<unknown>;
   };
+  /** Panels keep what crossed their webview for the extension-host tests (only in ExtensionMode.Test). */
+  readonly recordForTests: boolean;
 }
 
 function argsRefOf(c: CheckpointRef): ArgsCheckpoint {

@@ -20,7 +20,14 @@ export function runInTerminal(
   command: TerminalCommand,
   extra: Pick<TerminalRunnerOptions, 'nonce' | 'epilogue'> = {},
 ): TerminalRun {
-  const runner = new TerminalRunner(session.transport, { argv: command.argv, display: command.display, ...extra });
+  return showInTerminal(
+    name,
+    new TerminalRunner(session.transport, { argv: command.argv, display: command.display, ...extra }),
+  );
+}
+
+/** Opens `Known Good: … @ host` on a runner built elsewhere (core/bench/run.ts); it starts when the terminal opens. */
+export function showInTerminal(name: string, runner: TerminalRunner): TerminalRun {
   const pty = new RunnerPseudoterminal(runner);
   const terminal = createTerminal({ name, pty, iconPath: new vscode.ThemeIcon('beaker') });
   terminal.show(true);

@@ -1,7 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ARGS_SCHEME, fromArgsUri, toArgsUri, type ArgsUriSpec, type UriParts } from '../../src/core/args/uri';
-import { argsPathOf, checkpointOf, previousCheckpoint } from '../../src/core/args/target';
+import { argsPathOf, checkpointOf, checkpointRefOf, previousCheckpoint } from '../../src/core/args/target';
+import { decodeTarget, runsNodeOf } from '../../src/core/runs/targets';
 import { ArgsReader, isDecodeFailure, type ArgsHost } from '../../src/core/args/reader';
 import { entryNode, rootNode } from '../../src/core/runs/model';
 import type { RootListing, RunEntry } from '../../src/core/runs/listRuns';
@@ -213,6 +214,56 @@ void test('checkpointOf: tree nodes, plain refs, and nothing else', () => {
   assert.equal(checkpointOf('nope'), undefined);
   assert.equal(checkpointOf(undefined), undefined);
   assert.throws(() => checkpointOf({ ...entryNode('gpu', root, kids[0]!, false), remotePathB64: 'AAE=' }), /not UTF-8/);
+});
+
+void test('the args commands decode their checkpoint as a CommandTarget; the node says which file holds the args', () => {
+  const folder: RunEntry = {
+    ...ck('step_700', 700),
+    kind: 'dir',
+    children: [
+      { ...ck('model.pt', undefined), path: 'run-a/step_700/model.pt', role: 'weights', size: 900 },
+      { ...ck('checkpoint.pt', undefined), path: 'run-a/step_700/checkpoint.pt', role: 'weights', size: 1000 },
+    ],
+  };
+  const root = listing([folder]);
+  const node = entryNode('gpu', root, folder, false);
+  const target = decodeTarget(node);
+  assert.deepEqual(checkpointRefOf(target, runsNodeOf(node)), {
+    hostId: 'gpu',
+    path: '/ckpt/run-a/step_700/checkpoint.pt',
+    label: 'step_700',
+  });
+  // without the node (a URI, a plain call) the path is read as named
+  assert.deepEqual(checkpointRefOf(target, undefined), {
+    hostId: 'gpu',
+    path: '/ckpt/run-a/step_700',
+    label: 'step_700',
+  });
+  assert.deepEqual(decodeTarget({ hostId: 'local', path: '/a/step_5.pt' }), {
+    kind: 'checkpoint',
+    hostId: 'local',
+    path: '/a/step_5.pt',
+  });
+  const uri = toArgsUri({ hostId: 'h', path: '/c/s/checkpoint.pt', label: 's', view: 'args' });
+  assert.deepEqual(checkpointOf(uri), { hostId: 'h', path: '/c/s/checkpoint.pt', label: 's' });
+  assert.equal(checkpointRefOf({ kind: 'log', hostId: 'h', path: '/c/log.jsonl' }, undefined), undefined);
+});
+
+void test('args URIs are on defineDocUri (d=…); a query written before (the bare base64url JSON) still reads', () => {
+  const spec: ArgsUriSpec = { hostId: 'h', path: '/c/step_1.pt', view: 'args', label: 'step_1' };
+  const u = toArgsUri(spec);
+  assert.match(u.query, /^d=[A-Za-z0-9_-]+$/);
+  const legacy = Buffer.from(JSON.stringify({ v: 1, h: 'h', p: '/c/step_1.pt', w: 'args', l: 'step_1' })).toString(
+    'base64url',
+  );
+  assert.deepEqual(fromArgsUri({ scheme: ARGS_SCHEME, query: legacy }), spec);
+  assert.throws(
+    () => fromArgsUri({ scheme: ARGS_SCHEME, query: 'd=%%%' }),
+    (e: unknown) => {
+      assert.ok(e instanceof KnownGoodError && e.code === 'internal');
+      return true;
+    },
+  );
 });
 
 // ---------------------------------------------------------------------------------------------------------------

@@ -1,16 +1,12 @@
-import { throughputBenchProbe } from '../../core/bench/benchProbe';
-import { newNonce } from '../../core/util/nonce';
 import { benchSummary, parseBenchConfig } from '../../core/bench/records';
-import { probeTerminalCommand } from '../../core/terminal/command';
-import { parseFramedResult } from '../../core/probes/catalogue';
-import { TerminalRunner } from '../../core/terminal/runner';
+import { benchProcess } from '../../core/bench/run';
 import type { CliCommand } from './types';
 import { printableTree } from '../output';
 
 /**
- * `known-good bench HOST [--config tiny|gpu|JSON] [--compile]`: python/throughput_bench.py once, as the terminal
- * runs it (progress lines as they come, on stderr), then the validated result on stdout. No timeout: a compiled
- * GPU run takes minutes; Ctrl+C stops the remote process.
+ * `known-good bench HOST [--config tiny|gpu|JSON] [--compile]`: python/throughput_bench.py once, by the runner the
+ * extension's terminal uses (core/bench/run.ts): progress lines as they come, on stderr, then the validated result
+ * on stdout. No timeout: a compiled GPU run takes minutes; Ctrl+C stops the remote process.
  */
 export const benchCommand: CliCommand = {
   name: 'bench',
@@ -23,18 +19,14 @@ export const benchCommand: CliCommand = {
         : options.compile
           ? { compile: true }
           : {};
-    const call = throughputBenchProbe(config);
-    const nonce = newNonce();
-    const cmd = probeTerminalCommand(session.spec.python, call.probe, call.args, nonce);
     const color = (err as NodeJS.WriteStream).isTTY === true;
     // Pipes, not a pty: the output is read, not typed into.
-    const runner = new TerminalRunner(session.transport, {
-      argv: cmd.argv,
-      display: cmd.display,
-      nonce,
-      pty: false,
-      color,
-    });
+    const bench = benchProcess(
+      { transport: session.transport, python: session.spec.python, label: session.label },
+      config,
+      { pty: false, color },
+    );
+    const { runner } = bench;
     runner.onOutput((text) => err.write(text.replace(/\r\n/g, '\n')));
     const stop = () => runner.stop();
     process.once('SIGINT', stop);
@@ -42,7 +34,7 @@ export const benchCommand: CliCommand = {
       await runner.start();
       const exit = await runner.exited;
       if (exit.error !== undefined) return 255;
-      const { value, python } = parseFramedResult(call, runner.framed(), session.label);
+      const { value, python } = bench.result();
       err.write(benchSummary(printableTree(value)).join('\n') + '\n');
       out.write(JSON.stringify(options.json ? { result: value, python } : value, null, 2) + '\n');
       return exit.exitCode ?? 1;

@@ -1,3 +1,5 @@
+import { KnownGoodError } from '../errors';
+
 /**
  * Args read from checkpoints, keyed by host + path + size + mtime: reopening a checkpoint is instant, and a
  * rewritten one (new size or mtime) is read again. Pure and in memory; the least recently used entry goes first.
@@ -20,7 +22,7 @@ export class ArgsCache<V> {
   private readonly map = new Map<string, V>();
 
   constructor(private readonly capacity = 200) {
-    if (!(capacity >= 1)) throw new RangeError('ArgsCache capacity must be at least 1');
+    if (!(capacity >= 1)) throw new KnownGoodError('internal', 'ArgsCache capacity must be at least 1');
   }
 
   get size(): number {

@@ -1,4 +1,5 @@
 import { KnownGoodError, isKnownGoodError, messageOf } from '../errors';
+import { probeErrorCode, type ProbeErrorCode } from '../probes/codes';
 import type { ProbeCall, ProbeOutcome } from '../probes/probe';
 import { ckptArgsProbe, type CkptArgs } from './argsProbe';
 import { ArgsCache, argsCacheKey, type ArgsCacheKey } from './cache';
@@ -34,16 +35,21 @@ export interface ArgsRead {
 }
 
 /** Failures of the safe reader that torch.load may still read; not a missing file or a permission problem. */
-const DECODE_FAILURES: ReadonlySet<string> = new Set(['corrupt', 'not-a-checkpoint', 'internal']);
+const DECODE_FAILURES: ReadonlySet<ProbeErrorCode> = new Set<ProbeErrorCode>([
+  'corrupt',
+  'not-a-checkpoint',
+  'internal',
+]);
 
-/** The probe's own error code (`corrupt`, `not-found`, …) of a failed probe call, or ''. */
-export function probeCodeOf(e: unknown): string {
+/** The probe's own error code (`corrupt`, `not-found`, …) of a failed probe call, or '' when it is not one. */
+export function probeCodeOf(e: unknown): ProbeErrorCode | '' {
   const code = isKnownGoodError(e) ? e.detail?.['probeCode'] : undefined;
-  return typeof code === 'string' ? code : '';
+  return typeof code === 'string' ? probeErrorCode(code) : '';
 }
 
 export function isDecodeFailure(e: unknown): boolean {
-  return isKnownGoodError(e, 'probe-failed') && DECODE_FAILURES.has(probeCodeOf(e));
+  const code = probeCodeOf(e);
+  return isKnownGoodError(e, 'probe-failed') && code !== '' && DECODE_FAILURES.has(code);
 }
 
 /**

@@ -1,5 +1,6 @@
 import { KnownGoodError } from '../errors';
 import { entryNode, type EntryNode, type RunsNode } from '../runs/model';
+import { decodeTarget, runsNodeOf, type CommandTarget } from '../runs/targets';
 import type { RunEntry } from '../runs/listRuns';
 import { checkpointLabel } from './render';
 import type { ArgsRef } from './uri';
@@ -50,40 +51,48 @@ function notUtf8(): KnownGoodError {
   );
 }
 
-/** The checkpoint a tree node stands for, or undefined when the node is not one. */
-export function checkpointOfNode(node: RunsNode): CheckpointRef | undefined {
-  if (node.kind === 'checkpoint') {
-    if (node.remotePathB64) throw notUtf8();
-    // a file's label without its extension, as titles show it: `args: step_600 ↔ step_690`
-    const label = node.entry.kind === 'dir' ? node.label : checkpointLabel(node.label);
-    return { hostId: node.hostId, path: argsPathOf(node.entry, node.remotePath), label };
+/**
+ * The checkpoint whose args a command reads, from its decoded target (src/core/runs/targets.ts) and, when the command
+ * was invoked on a Remote Runs node, that node (the listing says which file of a folder holds the args: see
+ * argsPathOf). A checkpoint target from a URI or a plain `{ hostId, path[, label] }` is read as named; a root that is
+ * itself a checkpoint counts as one. Undefined for any other target.
+ */
+export function checkpointRefOf(
+  target: CommandTarget | undefined,
+  node: RunsNode | undefined,
+): CheckpointRef | undefined {
+  if (target?.kind === 'checkpoint') {
+    if (node?.kind === 'checkpoint') {
+      if (node.remotePathB64) throw notUtf8();
+      // a file's label without its extension, as titles show it: `args: step_600 ↔ step_690`
+      const name = target.label ?? node.label;
+      const label = node.entry.kind === 'dir' ? name : checkpointLabel(name);
+      return { hostId: target.hostId, path: argsPathOf(node.entry, target.path), label };
+    }
+    return { hostId: target.hostId, path: target.path, label: target.label ?? checkpointLabel(target.path) };
   }
-  if (node.kind === 'root' && node.listing.entry?.role === 'checkpoint') {
+  if (target?.kind === 'root' && node?.kind === 'root' && node.listing.entry?.role === 'checkpoint') {
     if (node.remotePathB64) throw notUtf8();
     return {
-      hostId: node.hostId,
-      path: argsPathOf(node.listing.entry, node.remotePath),
-      label: checkpointLabel(node.remotePath),
+      hostId: target.hostId,
+      path: argsPathOf(node.listing.entry, target.path),
+      label: checkpointLabel(target.path),
     };
   }
   return undefined;
 }
 
+/** The checkpoint a tree node stands for, or undefined when the node is not one. */
+export function checkpointOfNode(node: RunsNode): CheckpointRef | undefined {
+  return checkpointOf(node);
+}
+
 /**
- * Anything a command may receive as "a checkpoint": a tree node, or a plain `{hostId, path[, label]}` (tests, other
- * extensions, a document's spec). Undefined for anything else.
+ * Anything a command may receive as "a checkpoint": a tree node, a `knownGood:` args URI, or a plain
+ * `{hostId, path[, label]}` (tests, other extensions). Undefined for anything else.
  */
 export function checkpointOf(value: unknown): CheckpointRef | undefined {
-  if (typeof value !== 'object' || value === null) return undefined;
-  const v = value as Record<string, unknown>;
-  if (typeof v['kind'] === 'string' && typeof v['id'] === 'string' && typeof v['contextValue'] === 'string') {
-    return checkpointOfNode(value as RunsNode);
-  }
-  if (typeof v['hostId'] === 'string' && typeof v['path'] === 'string') {
-    const label = typeof v['label'] === 'string' ? v['label'] : checkpointLabel(v['path']);
-    return { hostId: v['hostId'], path: v['path'], label };
-  }
-  return undefined;
+  return checkpointRefOf(decodeTarget(value), runsNodeOf(value));
 }
 
 /** The entries from the root entry down to (not including) `target`, or undefined if it is not below `root`. */

@@ -1,11 +1,13 @@
+import { z } from 'zod';
 import { KnownGoodError } from '../errors';
+import { defineDocUri, type UriParts } from '../util/docUri';
 import { checkpointLabel } from './render';
 
 /**
  * The `knownGood:` documents: the args of one checkpoint, or the changed args of a pair. A pure codec (no vscode):
  * the adapter passes the parts to `vscode.Uri.from` and back.
  *
- * The query carries the whole spec as base64url JSON, so any path (spaces, quotes, `#`, `?`, `%`, newlines, any
+ * The query carries the whole spec as base64url JSON (`d=`), so any path (spaces, quotes, `#`, `?`, `%`, newlines, any
  * Unicode) survives every encoding VS Code applies to a URI string. The path is only for people (the tab title and
  * the language mode come from it) and is never decoded.
  */
@@ -31,16 +33,15 @@ export interface ArgsUriSpec extends ArgsRef {
   other?: ArgsRef;
 }
 
-/** A URI as components, the shape of `vscode.Uri.from` / `vscode.Uri` (fragment unused). */
-export interface UriParts {
-  scheme: string;
-  authority: string;
-  path: string;
-  query: string;
-  fragment?: string;
-}
+export type { UriParts };
 
 const VERSION = 1;
+
+const refSchema = z.object({ hostId: z.string(), path: z.string(), label: z.string().optional() });
+const argsUriSpecSchema: z.ZodType<ArgsUriSpec> = refSchema.extend({
+  view: z.enum(['args', 'changed', 'left', 'right']),
+  other: refSchema.optional(),
+});
 
 /** One readable line for the tab title: control characters and slashes would break it, so they become `?`. */
 function displayName(ref: ArgsRef | undefined): string {
@@ -49,49 +50,62 @@ function displayName(ref: ArgsRef | undefined): string {
   return text.replace(/[\u0000-\u001f\u007f/\\]/g, '?') || 'checkpoint';
 }
 
+/** Why a decoded query is not an args document (the message of the URI's error). */
+function why(text: string): KnownGoodError {
+  return new KnownGoodError('internal', text);
+}
+
+const argsDocUri = defineDocUri<ArgsUriSpec>(ARGS_SCHEME, {
+  what: 'args document',
+  schema: argsUriSpecSchema,
+  encode(spec) {
+    const doc: Record<string, unknown> = { v: VERSION, h: spec.hostId, p: spec.path, w: spec.view };
+    if (spec.label !== undefined) doc['l'] = spec.label;
+    if (spec.other)
+      doc['o'] = [spec.other.hostId, spec.other.path, ...(spec.other.label !== undefined ? [spec.other.label] : [])];
+    const name = displayName(spec);
+    const path =
+      spec.view === 'changed' ? `/${displayName(spec.other)} ↔ ${name} changed args.txt` : `/${name} args.jsonc`;
+    return { path, fields: { d: Buffer.from(JSON.stringify(doc), 'utf8').toString('base64url') } };
+  },
+  decode(fields, _path, query) {
+    // `d=<base64url JSON>`; before, the whole query was the JSON (documents VS Code restores from then still open)
+    const data = fields.get('d') ?? query;
+    let doc: unknown;
+    try {
+      doc = JSON.parse(Buffer.from(data, 'base64url').toString('utf8'));
+    } catch {
+      throw why('query is not base64url JSON');
+    }
+    if (typeof doc !== 'object' || doc === null) throw why('query is not an object');
+    const d = doc as Record<string, unknown>;
+    if (d['v'] !== VERSION) throw why(`version ${String(d['v'])}`);
+    const { h, p, w, o, l } = d;
+    if (typeof h !== 'string' || typeof p !== 'string') throw why('host or path missing');
+    if (w !== 'args' && w !== 'changed' && w !== 'left' && w !== 'right') throw why(`view ${String(w)}`);
+    if (l !== undefined && typeof l !== 'string') throw why('label');
+    const spec: ArgsUriSpec = { hostId: h, path: p, view: w, ...(l !== undefined ? { label: l } : {}) };
+    if (o !== undefined) {
+      if (!Array.isArray(o) || (o.length !== 2 && o.length !== 3) || !o.every((x) => typeof x === 'string')) {
+        throw why('other side');
+      }
+      const [oh, op, ol] = o;
+      spec.other = { hostId: oh!, path: op!, ...(ol !== undefined ? { label: ol } : {}) };
+    }
+    if (w !== 'args' && !spec.other) throw why(`${w} view without the other side`);
+    return spec;
+  },
+});
+
 export function toArgsUri(spec: ArgsUriSpec): UriParts {
   if (spec.view !== 'args' && !spec.other)
     throw new KnownGoodError('settings', `a ${spec.view}-args document needs two checkpoints`);
-  const doc: Record<string, unknown> = { v: VERSION, h: spec.hostId, p: spec.path, w: spec.view };
-  if (spec.label !== undefined) doc['l'] = spec.label;
-  if (spec.other)
-    doc['o'] = [spec.other.hostId, spec.other.path, ...(spec.other.label !== undefined ? [spec.other.label] : [])];
-  const query = Buffer.from(JSON.stringify(doc), 'utf8').toString('base64url');
-  const name = displayName(spec);
-  const path =
-    spec.view === 'changed' ? `/${displayName(spec.other)} ↔ ${name} changed args.txt` : `/${name} args.jsonc`;
-  return { scheme: ARGS_SCHEME, authority: '', path, query };
+  return argsDocUri.to(spec);
 }
 
-function bad(why: string): KnownGoodError {
-  return new KnownGoodError('internal', `not a Known Good args document (${why})`);
-}
-
+/** The args document a URI names; a KnownGoodError `internal` saying why when it is not one. */
 export function fromArgsUri(uri: Pick<UriParts, 'scheme' | 'query'>): ArgsUriSpec {
-  if (uri.scheme !== ARGS_SCHEME) throw bad(`scheme ${uri.scheme}`);
-  let doc: unknown;
-  try {
-    doc = JSON.parse(Buffer.from(uri.query, 'base64url').toString('utf8'));
-  } catch {
-    throw bad('query is not base64url JSON');
-  }
-  if (typeof doc !== 'object' || doc === null) throw bad('query is not an object');
-  const d = doc as Record<string, unknown>;
-  if (d['v'] !== VERSION) throw bad(`version ${String(d['v'])}`);
-  const { h, p, w, o, l } = d;
-  if (typeof h !== 'string' || typeof p !== 'string') throw bad('host or path missing');
-  if (w !== 'args' && w !== 'changed' && w !== 'left' && w !== 'right') throw bad(`view ${String(w)}`);
-  if (l !== undefined && typeof l !== 'string') throw bad('label');
-  const spec: ArgsUriSpec = { hostId: h, path: p, view: w, ...(l !== undefined ? { label: l } : {}) };
-  if (o !== undefined) {
-    if (!Array.isArray(o) || (o.length !== 2 && o.length !== 3) || !o.every((x) => typeof x === 'string')) {
-      throw bad('other side');
-    }
-    const [oh, op, ol] = o;
-    spec.other = { hostId: oh!, path: op!, ...(ol !== undefined ? { label: ol } : {}) };
-  }
-  if (w !== 'args' && !spec.other) throw bad(`${w} view without the other side`);
-  return spec;
+  return argsDocUri.read({ path: '', ...uri });
 }
 
 /** The same checkpoint (host and path). */

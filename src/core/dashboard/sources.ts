@@ -8,6 +8,7 @@ import { KnownGoodError } from '../errors';
 import type { RootListing, RunEntry, RunsListing } from '../runs/listRuns';
 import { formatLocalTime } from '../util/format';
 import { trainingStep } from '../runs/model';
+import { isMetricsLog, metricsLogOf } from '../metrics/metricsLog';
 import type { BenchPoint, Checkpoint, DriftSummary } from './protocol';
 
 /** One run to plot: where its log is on which host, and the listing entries it came from (when known). */
@@ -51,59 +52,9 @@ function parentRel(rel: string): string {
 
 const isFile = (e: RunEntry) => e.kind === 'file' || (e.kind === 'symlink' && e.targetKind === 'file');
 
-/**
- * How good a metrics log a file is, lower is better (undefined: not one): 0 train_log*.jsonl, 1 another jsonl the
- * listing calls a train log or metrics, 2 Lightning's metrics.csv, 3 a TensorBoard event file, 4 the Hugging Face
- * Trainer's trainer_state.json (its log_history; the newest checkpoint's holds all of it).
- */
-function logRank(e: RunEntry): number | undefined {
-  if (!isFile(e) || e.escaped) return undefined;
-  const name = e.name.toLowerCase();
-  if (name.startsWith('train_log') && name.endsWith('.jsonl')) return 0;
-  if (e.role !== 'train-log' && e.role !== 'metrics') return undefined;
-  if (name.endsWith('.jsonl')) return 1;
-  return METRICS_FORMAT_RANK[e.format ?? ''];
-}
-
-const METRICS_FORMAT_RANK: Record<string, number> = { csv: 2, tensorboard: 3, 'hf-trainer-state': 4 };
-
-/** A file the dashboard can plot: a jsonl log, Lightning's metrics.csv, TensorBoard events, trainer_state.json. */
-export function isMetricsLog(e: RunEntry): boolean {
-  return logRank(e) !== undefined;
-}
-
-/**
- * The metrics log of a run folder: the best rank of logRank, nearer the run folder first (logs/, Lightning's
- * version_N/, the Trainer's runs/<date>/ below it count), newest on a tie. Never inside a checkpoint, except the
- * Trainer's trainer_state.json of the newest Hugging Face checkpoint, the one log such a run may have.
- */
-export function findMetricsLog(run: RunEntry, maxDepth = 3): RunEntry | undefined {
-  let best: { e: RunEntry; rank: number; depth: number; step: number } | undefined;
-  const stack: { e: RunEntry; depth: number; step: number }[] = (run.children ?? []).map((e) => ({
-    e,
-    depth: 1,
-    step: -1,
-  }));
-  while (stack.length) {
-    const { e, depth, step } = stack.pop()!;
-    const rank = logRank(e);
-    if (rank !== undefined && (step < 0 || rank === 4)) {
-      const better =
-        !best ||
-        rank < best.rank ||
-        (rank === best.rank &&
-          (step > best.step ||
-            (step === best.step &&
-              (depth < best.depth || (depth === best.depth && (e.mtime ?? 0) > (best.e.mtime ?? 0))))));
-      if (better) best = { e, rank, depth, step };
-    } else if (e.kind === 'dir' && e.role !== 'checkpoint' && depth < maxDepth) {
-      for (const c of e.children ?? []) stack.push({ e: c, depth: depth + 1, step });
-    } else if (e.kind === 'dir' && e.role === 'checkpoint' && e.format === 'hf' && step < 0) {
-      for (const c of e.children ?? []) stack.push({ e: c, depth: depth + 1, step: e.step ?? 0 });
-    }
-  }
-  return best?.e;
-}
+/** The metrics log of a run folder: the one rule (core/metrics/metricsLog.ts) live throughput uses too. */
+export const findMetricsLog = metricsLogOf;
+export { isMetricsLog };
 
 /** The entry at `rel` below a root entry ('' is the root entry itself). */
 export function entryAt(root: RunEntry, rel: string): RunEntry | undefined {

@@ -2,9 +2,11 @@ import { formatRate } from '../bench/compare';
 import { messageOf } from '../errors';
 import { IncrementalLogReader, type LatestProgress } from './logTail';
 import type { ProbeRunnerLike } from '../probes/probe';
+import type { RunEntry } from '../runs/listRuns';
+import { isJsonlLog, metricsLogOf, metricsLogPath } from './metricsLog';
 
 /*
- * Live throughput of a selected run: the newest step and tokens/s of its metrics jsonl, polled every few seconds
+ * Live throughput of a selected run: the newest step and tokens/s of its metrics jsonl (the log the dashboard plots), polled every few seconds
  * while it is on screen. Each poll reads only the bytes appended since the last one (IncrementalLogReader, which
  * leaves a half-written last line for the next poll).
  */
@@ -17,18 +19,54 @@ export interface LiveTarget {
 
 interface EntryLike {
   name?: unknown;
+  kind?: unknown;
   role?: unknown;
+  format?: unknown;
   children?: unknown;
   mtime?: unknown;
+  step?: unknown;
+  size?: unknown;
+  escaped?: unknown;
+  targetKind?: unknown;
 }
-
-const ROLE_RANK: Record<string, number> = { metrics: 0, 'train-log': 1 };
 
 function tokens(contextValue: unknown): string[] {
   return typeof contextValue === 'string' ? contextValue.split(/[;\s]+/) : [];
 }
 
-/** The metrics log of a selected tree node (a run folder, a metrics/train-log file), if it has one. */
+/**
+ * A tree node's entry as a RunEntry whose paths are its names below the run (so a log's path is relative to the run
+ * folder): what metricsLogOf reads. Entries without a name are left out.
+ */
+function asRunEntry(e: EntryLike, path: string): RunEntry {
+  const kids = Array.isArray(e.children) ? (e.children as EntryLike[]) : undefined;
+  const str = (v: unknown) => (typeof v === 'string' ? v : undefined);
+  const kind = str(e.kind) ?? (kids ? 'dir' : 'file');
+  return {
+    name: str(e.name) ?? '',
+    path,
+    kind: kind as RunEntry['kind'],
+    size: typeof e.size === 'number' ? e.size : 0,
+    mtime: typeof e.mtime === 'number' ? e.mtime : null,
+    role: (str(e.role) ?? 'other') as RunEntry['role'],
+    ...(str(e.format) ? { format: str(e.format) } : {}),
+    ...(typeof e.step === 'number' ? { step: e.step } : {}),
+    ...(e.escaped === true ? { escaped: true } : {}),
+    ...(str(e.targetKind) ? { targetKind: str(e.targetKind) as RunEntry['targetKind'] } : {}),
+    ...(kids
+      ? {
+          children: kids
+            .filter((k) => typeof k.name === 'string')
+            .map((k) => asRunEntry(k, path ? `${path}/${k.name as string}` : (k.name as string))),
+        }
+      : {}),
+  };
+}
+
+/**
+ * The metrics log of a selected tree node, if it has one a jsonl reader can follow: a metrics/train-log file itself,
+ * or a run folder's log as the dashboard picks it (metricsLogOf, the one rule).
+ */
 export function liveTargetOf(node: unknown): LiveTarget | undefined {
   if (typeof node !== 'object' || node === null) return undefined;
   const n = node as {
@@ -42,23 +80,10 @@ export function liveTargetOf(node: unknown): LiveTarget | undefined {
   const t = tokens(n.contextValue);
   if (n.kind === 'file' && (t.includes('metrics') || t.includes('trainLog')))
     return { hostId: n.hostId, path: n.remotePath };
-  if (n.kind === 'run' || t.includes('run')) {
-    const kids = Array.isArray(n.entry?.children) ? (n.entry.children as EntryLike[]) : [];
-    const logs = kids
-      .filter(
-        (k) =>
-          typeof k.role === 'string' && k.role in ROLE_RANK && typeof k.name === 'string' && /\.jsonl$/i.test(k.name),
-      )
-      .sort(
-        (a, b) =>
-          ROLE_RANK[a.role as string]! - ROLE_RANK[b.role as string]! ||
-          (typeof b.mtime === 'number' ? b.mtime : 0) - (typeof a.mtime === 'number' ? a.mtime : 0),
-      );
-    const first = logs[0];
-    if (first && typeof first.name === 'string') {
-      const base = n.remotePath.endsWith('/') ? n.remotePath : `${n.remotePath}/`;
-      return { hostId: n.hostId, path: base + first.name };
-    }
+  if ((n.kind === 'run' || t.includes('run')) && n.entry) {
+    const run = asRunEntry({ ...n.entry, kind: 'dir', role: 'dir' }, '');
+    const log = metricsLogOf(run);
+    if (log && isJsonlLog(log)) return { hostId: n.hostId, path: metricsLogPath(n.remotePath, run, log) };
   }
   return undefined;
 }

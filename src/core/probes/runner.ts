@@ -5,6 +5,7 @@ import type { ProcessHandle, Transport } from '../transport/types';
 import { HELPER_LOADER, oneShotProgram, probeSource } from './sources';
 import { interpreterSchema, type Interpreter, type ProbeCall, type ProbeOutcome, type ProbeRunnerLike } from './probe';
 import { z } from 'zod';
+import { probeErrorCode } from './codes';
 import { whyFailed } from '../transport/collect';
 
 /** What the probe's process took of the host (kg_common.footprint): peak RSS and CPU seconds. */
@@ -48,7 +49,7 @@ export function probeOutcome<R>(call: ProbeCall<R>, raw: unknown, where: string)
     throw new KnownGoodError('bad-output', `probe ${call.probe} on ${where} returned a malformed document`);
   }
   if (!env.data.ok) {
-    const probeCode = env.data.error.code;
+    const probeCode = probeErrorCode(env.data.error.code);
     // The helper stopped the request at its deadline or on cancel: the same codes as the client's own.
     const code = probeCode === 'timeout' || probeCode === 'cancelled' ? probeCode : 'probe-failed';
     throw new KnownGoodError(code, `${call.probe} on ${where}: ${env.data.error.message}`, {
@@ -327,7 +328,8 @@ class ResidentHelper {
       });
     };
     let doc = (await send(!this.sent.has(src.hash))) as { ok?: boolean; error?: { code?: string } };
-    if (doc.ok === false && doc.error?.code === 'need-source') doc = (await send(true)) as typeof doc;
+    if (doc.ok === false && doc.error?.code !== undefined && probeErrorCode(doc.error.code) === 'need-source')
+      doc = (await send(true)) as typeof doc;
     return doc;
   }
 

@@ -39,6 +39,13 @@ const plainCall = z.union([
     path: x.logPath,
     ...(x.label ? { label: x.label } : {}),
   })),
+  /** A checkpoint by path (the args commands' plain call: `{ hostId, path[, label] }`). */
+  z.object({ hostId, path: z.string(), label: z.string().optional() }).transform((x) => ({
+    kind: 'checkpoint' as const,
+    hostId: x.hostId,
+    path: x.path,
+    ...(x.label ? { label: x.label } : {}),
+  })),
   z.object({ hostId }).transform((x) => ({ kind: 'host' as const, hostId: x.hostId })),
 ]);
 

@@ -1,4 +1,6 @@
 import type { z } from 'zod';
+import { KnownGoodError, messageOf } from '../errors';
+import { describeIssues } from './zod';
 
 /** A URI as components: the shape of `vscode.Uri.from` and `vscode.Uri` (the core does not know vscode). */
 export interface UriParts {
@@ -15,6 +17,8 @@ export interface DocUri<T> {
   to(doc: T): UriParts;
   /** The document a URI names; undefined for another scheme or a malformed query (checked by the schema). */
   parse(uri: Pick<UriParts, 'scheme' | 'path' | 'query'>): T | undefined;
+  /** The same, failing with why: a KnownGoodError `internal` "not a Known Good <what> (<why>)". */
+  read(uri: Pick<UriParts, 'scheme' | 'path' | 'query'>): T;
 }
 
 export interface DocUriSpec<T> {
@@ -25,12 +29,34 @@ export interface DocUriSpec<T> {
    * is `URLSearchParams`, which survives VS Code's percent-decoding and re-encoding between processes.
    */
   encode(doc: T): { path: string; fields: Record<string, string | undefined> };
-  /** The candidate document from the query fields and the path; it may throw (bad JSON): that is a malformed URI. */
-  decode(fields: ReadonlyMap<string, string>, path: string): unknown;
+  /**
+   * The candidate document from the query fields and the path (and the raw query, for a scheme that once wrote
+   * another query format); it may throw (bad JSON): that is a malformed URI, and the message says why.
+   */
+  decode(fields: ReadonlyMap<string, string>, path: string, query: string): unknown;
+  /** What a document of the scheme is called in errors (`args document`); default `<scheme> document`. */
+  what?: string;
 }
 
-/** One codec style for every Known Good document scheme (`knownGood-env`, `knownGood-remote`, `knownGood-bench`). */
+/**
+ * One codec style for every Known Good document scheme (`knownGood:` args, `knownGood-env`, `knownGood-remote`,
+ * `knownGood-bench`).
+ */
 export function defineDocUri<T>(scheme: string, spec: DocUriSpec<T>): DocUri<T> {
+  const bad = (why: string) =>
+    new KnownGoodError('internal', `not a Known Good ${spec.what ?? `${scheme} document`} (${why})`);
+  const read = (uri: Pick<UriParts, 'scheme' | 'path' | 'query'>): T => {
+    if (uri.scheme !== scheme) throw bad(`scheme ${uri.scheme}`);
+    let candidate: unknown;
+    try {
+      candidate = spec.decode(new Map(new URLSearchParams(uri.query)), uri.path, uri.query);
+    } catch (e) {
+      throw bad(messageOf(e));
+    }
+    const r = spec.schema.safeParse(candidate);
+    if (!r.success) throw bad(describeIssues(r.error));
+    return r.data;
+  };
   return {
     scheme,
     to(doc) {
@@ -40,16 +66,13 @@ export function defineDocUri<T>(scheme: string, spec: DocUriSpec<T>): DocUri<T> 
       return { scheme, authority: '', path: path.startsWith('/') ? path : `/${path}`, query: q.toString() };
     },
     parse(uri) {
-      if (uri.scheme !== scheme) return undefined;
-      let candidate: unknown;
       try {
-        candidate = spec.decode(new Map(new URLSearchParams(uri.query)), uri.path);
+        return read(uri);
       } catch {
         return undefined;
       }
-      const r = spec.schema.safeParse(candidate);
-      return r.success ? r.data : undefined;
     },
+    read,
   };
 }
 
