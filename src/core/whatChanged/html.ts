@@ -1,3 +1,4 @@
+import { formatRate } from '../bench/compare';
 import { KnownGoodError } from '../errors';
 import { formatRatio } from './analyze';
 import { evidenceText } from './render';
@@ -16,6 +17,11 @@ export function escapeHtml(s: string): string {
     .replace(/>/g, '&gt;')
     .replace(/"/g, '&quot;')
     .replace(/'/g, '&#39;');
+}
+
+/** As the Markdown writes levels: `12.8K` for throughputs, three digits for the rest. */
+function level(n: number): string {
+  return Math.abs(n) >= 1000 ? formatRate(n) : Number(n.toPrecision(3)).toString();
 }
 
 export function whatChangedCsp(cspSource: string, nonce: string): string {
@@ -135,12 +141,12 @@ export function whatChangedHtml(r: WhatChangedReport, options: WhatChangedHtmlOp
     );
   if (t.log)
     facts.push(
-      `log <code>${e(t.log.key)}</code>: ${e(String(Math.round(t.log.now)))} now vs ${e(String(Math.round(t.log.reference)))} at the reference${t.log.ratio !== null ? ` (${e(formatRatio(t.log.ratio))}×)` : ''}`,
+      `log <code>${e(t.log.key)}</code>: ${e(level(t.log.now))} now vs ${e(level(t.log.reference))} at the reference${t.log.ratio !== null ? ` (${e(formatRatio(t.log.ratio))}×)` : ''}`,
     );
   const cps = r.changepoints.series.flatMap((s) =>
     s.changepoints.map(
       (c) =>
-        `<li><code>${e(s.key)}</code> at step ${e(String(c.at))}${c.ratio !== null ? ` (${e(formatRatio(c.ratio))}×)` : ''}</li>`,
+        `<li><code>${e(s.key)}</code> at step ${e(String(c.at))}: ${e(level(c.before))} → ${e(level(c.after))}${c.ratio !== null ? ` (${e(formatRatio(c.ratio))}×)` : ''}</li>`,
     ),
   );
   const unranked = r.unranked.map(
