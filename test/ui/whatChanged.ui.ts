@@ -52,6 +52,12 @@ scenario(
     await page.waitForTimeout(500);
     await vs.screenshot('what-changed-report');
 
+    // Copy as Markdown: the host copies the report's Markdown and says so in the page
+    await report.locator('button', { hasText: 'Copy as Markdown' }).click();
+    await report.locator('#kg-status', { hasText: /Copied as Markdown|clipboard/i }).waitFor({ timeout: 15_000 });
+    const status = (await report.locator('#kg-status').textContent()) ?? '';
+    assert.equal(status, 'Copied as Markdown.', status);
+
     // a click on the first suspect opens its evidence: the args diff of the two checkpoints around the change
     await first.locator('.kg-detail').click();
     const diffTab = page.locator('.tabs-container .tab', { hasText: /args: step_600 ↔ step_700/ });
