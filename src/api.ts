@@ -65,6 +65,8 @@ export interface WhatChangedOutcome {
   verdict: 'regression' | 'steady' | 'unknown';
   /** The report's first line, as the panel shows it big. */
   headline: string;
+  /** The known-good reference and why it was taken (`marked-baseline`, `changepoint`, …). */
+  reference: { kind: string; label: string; why: string };
   /** Ranked, highest score first. */
   suspects: { title: string; source: string; score: number; evidence: string[] }[];
   /** What "Copy as Markdown" copies. */

@@ -74,6 +74,7 @@ function outcomeOf(s: Subject, r: WhatChangedReport, panel: WhatChangedPanel, re
     ...(s.nowCheckpoint !== undefined ? { nowCheckpoint: s.nowCheckpoint } : {}),
     verdict: r.verdict,
     headline: r.headline,
+    reference: { kind: r.reference.kind, label: r.reference.label, why: r.reference.why },
     suspects: r.suspects.map((x) => ({
       title: x.title,
       source: x.source,

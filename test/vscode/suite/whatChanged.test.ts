@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as vscode from 'vscode';
-import type { WhatChangedOutcome } from '../../../src/api';
+import type { CaptureOutcome, MarkKnownGoodOutcome, WhatChangedOutcome } from '../../../src/api';
 import { writeStory } from '../../support/whatChangedStory';
 import { activated, waitFor } from './helpers';
 
@@ -55,5 +55,27 @@ describe('What Changed?', () => {
     assert.notEqual(r.verdict, 'regression', r.headline);
     assert.equal(r.reused, false);
     await waitFor('a second report tab (another target)', () => reportTabs().length === 2 || undefined);
+  });
+
+  it('Mark as Known-Good on a baseline makes it the reference of the next report', async () => {
+    await activated();
+    const captured = await vscode.commands.executeCommand<CaptureOutcome | undefined>(
+      'knownGood.baselines.capture',
+      { hostId: 'local' },
+      { label: 'why known good' },
+    );
+    assert.ok(captured, 'the baseline was not captured');
+    const marked = await vscode.commands.executeCommand<MarkKnownGoodOutcome | undefined>(
+      'knownGood.whatChanged.markBaseline',
+      { hostId: 'local', baselineId: captured.id },
+    );
+    assert.deepEqual(marked, { hostId: 'local', baselineId: captured.id });
+    const r = await vscode.commands.executeCommand<WhatChangedOutcome>('knownGood.whatChanged', { hostId: 'local' });
+    assert.ok(r);
+    assert.equal(r.run, null);
+    assert.equal(r.reference.kind, 'marked-baseline', r.reference.why);
+    assert.equal(r.reference.label, 'baseline "why known good"');
+    // no other test sees it (the mark of a baseline that is gone is ignored)
+    rmSync(captured.file, { force: true });
   });
 });
