@@ -153,7 +153,6 @@ export class Container implements vscode.Disposable {
         compareBench: (hostId, referenceId) =>
           executeCommand(BenchCommands.compare, { hostId }, referenceId !== null ? { reference: referenceId } : {}),
         openDashboard: (hostId, logPath) => executeCommand(Commands.openDashboard, { hostId, logPath }),
-        openFile: (hostId, path) => executeCommand(Commands.openFile, { hostId, logPath: path }),
       },
     });
 

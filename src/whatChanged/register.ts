@@ -4,8 +4,9 @@ import type { MarkKnownGoodOutcome, WhatChangedOutcome } from '../api';
 import { Commands } from '../constants';
 import type { CheckpointRef as ArgsCheckpoint } from '../core/args/target';
 import type { BaselineStore } from '../core/baselines/store';
-import { KnownGoodError } from '../core/errors';
+import { KnownGoodError, messageOf } from '../core/errors';
 import type { HostSpec } from '../core/hosts';
+import { toRemoteFileUri } from '../core/remote/readFile';
 import type { TargetOf } from '../core/runs/targets';
 import { whatChanged, type WhatChangedOptions } from '../core/whatChanged/gather';
 import type { CheckpointLink, EvidenceLink, WhatChangedReport } from '../core/whatChanged/model';
@@ -33,7 +34,6 @@ export interface WhatChangedDeps {
     compareBaseline(hostId: string, baselineId: string): Thenable<unknown>;
     compareBench(hostId: string, referenceId: string | null): Thenable<unknown>;
     openDashboard(hostId: string, logPath: string): Thenable<unknown>;
-    openFile(hostId: string, path: string): Thenable<unknown>;
   };
 }
 
@@ -130,6 +130,11 @@ export function registerWhatChanged(d: WhatChangedDeps): void {
     );
   };
 
+  const showText = async (content: string) =>
+    vscode.window.showTextDocument(await vscode.workspace.openTextDocument({ content, language: 'plaintext' }), {
+      preview: true,
+    });
+
   const argsRef = (hostId: string, c: CheckpointLink): ArgsCheckpoint => ({ hostId, path: c.path, label: c.label });
 
   /** Links name the host by its store key; the views take the settings id of the report's host. */
@@ -143,15 +148,20 @@ export function registerWhatChanged(d: WhatChangedDeps): void {
         return d.evidence.openDashboard(hostId, link.log);
       case 'bench-compare':
         return d.evidence.compareBench(hostId, link.referenceId);
-      case 'file':
-        return d.evidence.openFile(hostId, link.path);
+      case 'file': {
+        // a file opens as the read-only remote document; a folder (a dataset) cannot, so its facts are shown instead
+        const uri = vscode.Uri.from(
+          toRemoteFileUri({ hostId, path: link.path, maxBytes: d.settings.current.maxOpenBytes }),
+        );
+        try {
+          return await vscode.window.showTextDocument(await vscode.workspace.openTextDocument(uri), { preview: true });
+        } catch (e) {
+          return showText(`${title}\n\n${link.path}: ${messageOf(e)}\n\n${detail}\n`);
+        }
+      }
       case 'git': {
         const since = link.since !== null ? `\nchanged since ${new Date(link.since * 1000).toISOString()}` : '';
-        const doc = await vscode.workspace.openTextDocument({
-          content: `${title}\n\ngit ${link.repo}${since}\n\n${detail}\n`,
-          language: 'plaintext',
-        });
-        return vscode.window.showTextDocument(doc, { preview: true });
+        return showText(`${title}\n\ngit ${link.repo}${since}\n\n${detail}\n`);
       }
     }
   };

@@ -76,5 +76,10 @@ scenario(
     await diff.locator('.editor.modified .line-insert, .editor.modified .char-insert').first().waitFor();
     await page.waitForTimeout(300);
     await vs.screenshot('what-changed-args-diff');
+
+    // its other evidence: the plot opens the dashboard on the run's log
+    await page.locator('.tabs-container .tab', { hasText: 'What Changed? run-a' }).click();
+    await first.locator('a.kg-evidence', { hasText: /^plot of tok_s/ }).click();
+    await page.locator('.tabs-container .tab', { hasText: /^Dashboard: / }).waitFor({ timeout: 60_000 });
   },
 );
