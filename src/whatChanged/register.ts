@@ -180,7 +180,7 @@ export function registerWhatChanged(d: WhatChangedDeps): void {
       report,
       {
         open: (link, title, detail) => open(s.host.id, link, title, detail),
-        refresh: () => show(s),
+        refresh: () => showOnce(s),
         log: d.log,
       },
       (p) => {
@@ -192,10 +192,22 @@ export function registerWhatChanged(d: WhatChangedDeps): void {
     return outcomeOf(s, report, panel, false);
   };
 
+  // A second call on a target still being gathered (a double click, Refresh pressed twice) waits for the first.
+  const inFlight = new Map<string, Promise<WhatChangedOutcome>>();
+  const showOnce = (s: Subject): Promise<WhatChangedOutcome> => {
+    const key = keyOf(s);
+    let p = inFlight.get(key);
+    if (!p) {
+      p = show(s).finally(() => inFlight.delete(key));
+      inFlight.set(key, p);
+    }
+    return p;
+  };
+
   d.command(
     Commands.whatChanged,
     { kinds: ['host', 'run', 'checkpoint'], pick: 'What Changed? on which host?' },
-    (t): Promise<WhatChangedOutcome> => show(subjectOf(d, t)),
+    (t): Promise<WhatChangedOutcome> => showOnce(subjectOf(d, t)),
   );
 
   d.command(Commands.markBaselineKnownGood, { kinds: ['baseline'] }, async (t): Promise<MarkKnownGoodOutcome> => {
