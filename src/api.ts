@@ -55,6 +55,33 @@ export interface CompareOutcome {
   right: string;
 }
 
+/** `knownGood.whatChanged`: the report the panel shows, in brief. */
+export interface WhatChangedOutcome {
+  hostId: string;
+  /** The run folder; null for a report on the host. */
+  run: string | null;
+  /** The checkpoint taken as "now", when the command ran on one. */
+  nowCheckpoint?: string;
+  verdict: 'regression' | 'steady' | 'unknown';
+  /** The report's first line, as the panel shows it big. */
+  headline: string;
+  /** The known-good reference and why it was taken (`marked-baseline`, `changepoint`, …). */
+  reference: { kind: string; label: string; why: string };
+  /** Ranked, highest score first. */
+  suspects: { title: string; source: string; score: number; evidence: string[] }[];
+  /** What "Copy as Markdown" copies. */
+  markdown: string;
+  /** The panel's title; `reused`: an open panel on the same target was revealed and refreshed. */
+  panelTitle: string;
+  reused: boolean;
+}
+
+/** `knownGood.whatChanged.markBaseline`. */
+export interface MarkKnownGoodOutcome {
+  hostId: string;
+  baselineId: string;
+}
+
 /**
  * What activate() returns to other extensions: nothing yet. The services behind the commands are not an API; a
  * public surface, when there is one, gets its own types here.

@@ -2,6 +2,8 @@
 export const VIEW_REMOTE_RUNS = 'knownGood.remoteRuns';
 /** The dashboard's webview panel type (serializer, onWebviewPanel activation). */
 export const DASHBOARD_VIEW_TYPE = 'knownGood.dashboard';
+/** The "What Changed?" report's webview panel type. */
+export const WHAT_CHANGED_VIEW_TYPE = 'knownGood.whatChanged';
 
 export const Commands = {
   refresh: 'knownGood.remoteRuns.refresh',
@@ -25,4 +27,6 @@ export const Commands = {
   argsCompare: 'knownGood.args.compare',
   argsCompareWithPrevious: 'knownGood.args.compareWithPrevious',
   argsShowChanged: 'knownGood.args.showChanged',
+  whatChanged: 'knownGood.whatChanged',
+  markBaselineKnownGood: 'knownGood.whatChanged.markBaseline',
 } as const;

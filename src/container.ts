@@ -2,8 +2,9 @@ import { join } from 'node:path';
 import * as vscode from 'vscode';
 import type { KnownGoodApi, KnownGoodTestApi } from './api';
 import { registerArgs } from './args/register';
+import { BaselineCommands } from './baselines/ids';
 import { registerBaselines } from './baselines/register';
-import { registerBench } from './bench/register';
+import { BenchCommands, registerBench } from './bench/register';
 import { Commands, VIEW_REMOTE_RUNS } from './constants';
 import { BaselineStore } from './core/baselines/store';
 import { resolveHosts, type HostSpec } from './core/hosts';
@@ -20,7 +21,8 @@ import { hostsOf, type Hosts } from './shared/hosts';
 import { SettingsService } from './shared/settings';
 import { AutoRefresh } from './tree/autoRefresh';
 import { RemoteRunsProvider, type TreeNode } from './tree/provider';
-import { getConfiguration, showError } from './window';
+import { registerWhatChanged } from './whatChanged/register';
+import { executeCommand, getConfiguration, showError } from './window';
 
 /**
  * The composition root: every shared service is built once here (settings, hosts and the host picker, the baseline
@@ -142,6 +144,19 @@ export class Container implements vscode.Disposable {
     });
     registerProbes({ ...common, baselines });
     registerBench({ ...common, store, storeKeyOf, view: treeView });
+    registerWhatChanged({
+      ...common,
+      store,
+      storeKeyOf,
+      // each kind of evidence opens in the view that owns it
+      evidence: {
+        openArgsDiff: (a, b) => args.openDiff(a, b),
+        compareBaseline: (hostId, baselineId) => executeCommand(BaselineCommands.compare, { hostId, baselineId }),
+        compareBench: (hostId, referenceId) =>
+          executeCommand(BenchCommands.compare, { hostId }, referenceId !== null ? { reference: referenceId } : {}),
+        openDashboard: (hostId, logPath) => executeCommand(Commands.openDashboard, { hostId, logPath }),
+      },
+    });
 
     const test: KnownGoodTestApi = {
       registry: this.registry,

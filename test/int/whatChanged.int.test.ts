@@ -12,8 +12,9 @@ import type { Transport } from '../../src/core/transport/types';
 import { keepDataFingerprints, whatChanged, type WhatChangedHost } from '../../src/core/whatChanged/gather';
 import { renderWhatChangedMarkdown } from '../../src/core/whatChanged/render';
 import { endpointOf, recordingPrompts, sshOptions } from '../support/hosts';
-import { requireTorch, TORCH_PYTHON } from '../support/require';
+import { requireTorch } from '../support/require';
 import { startSshd, type TestSshd } from '../support/sshd';
+import { noise, STEP_S, writeCheckpoints, writeData, writeLog, writeStory } from '../support/whatChangedStory';
 
 /*
  * The story of issue 16 over a real OpenSSH sshd, with real torch checkpoints: a run whose tok/s falls from 12.8K to
@@ -21,71 +22,6 @@ import { startSshd, type TestSshd } from '../support/sshd';
  * unrelated NCCL_DEBUG added later and the training script edited after the baseline. Then the same shape of drop
  * where the dataset stays and torch's build changes (+cu128 → +cu130) between the two checkpoints.
  */
-
-const STEP_S = 10;
-
-/** Deterministic noise: the same log on every run. */
-function noise(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
-    return s / 2 ** 32 - 0.5;
-  };
-}
-
-function writeCheckpoints(run: string, t0: number, dataset: (step: number) => string, dataDir: string): void {
-  const specs = [];
-  for (let step = 100; step <= 1000; step += 100) {
-    specs.push({ file: join(run, `step_${step}`, 'checkpoint.pt'), step, dataset: dataset(step) });
-    mkdirSync(join(run, `step_${step}`), { recursive: true });
-  }
-  const r = spawnSync(
-    TORCH_PYTHON,
-    [
-      '-c',
-      `
-import argparse, json, sys, torch
-for s in json.loads(sys.argv[1]):
-    args = argparse.Namespace(lr=3e-4, batch_size=32, seq_len=1024, dataset=s["dataset"], data_dir=sys.argv[2],
-                              out_dir=sys.argv[3], seed=1234, num_workers=8)
-    torch.save({"args": args, "step": s["step"], "model": torch.nn.Linear(4, 4).state_dict()}, s["file"])
-`,
-      JSON.stringify(specs),
-      dataDir,
-      run,
-    ],
-    { encoding: 'utf8' },
-  );
-  assert.equal(r.status, 0, r.stderr);
-  for (const s of specs) {
-    const t = t0 + s.step * STEP_S;
-    utimesSync(s.file, t, t);
-    utimesSync(join(run, `step_${s.step}`), t, t);
-  }
-}
-
-/** train_log.jsonl: one line per step, tok/s 12.8K through step 600 and 4.3K after, ±3% noise. */
-function writeLog(run: string, t0: number): void {
-  const g = noise(7);
-  const lines: string[] = [];
-  for (let step = 1; step <= 1000; step++) {
-    const level = step <= 600 ? 12800 : 4300;
-    const tok = level * (1 + 0.06 * g());
-    const loss = 2 + 6 * Math.exp(-step / 300) + 0.05 * g();
-    lines.push(JSON.stringify({ step, time: t0 + step * STEP_S, loss, lr: 3e-4, tok_s: Math.round(tok) }));
-  }
-  writeFileSync(join(run, 'train_log.jsonl'), lines.join('\n') + '\n');
-}
-
-function writeData(dir: string, name: string, files: number, mtime: number): void {
-  mkdirSync(join(dir, name), { recursive: true });
-  for (let i = 0; i < files; i++) {
-    const f = join(dir, name, `shard-${i}.bin`);
-    writeFileSync(f, Buffer.alloc(1000 + i, i));
-    utimesSync(f, mtime, mtime);
-  }
-  utimesSync(join(dir, name), mtime, mtime);
-}
 
 void describe('What changed? over a real sshd', () => {
   let sshd: TestSshd;
@@ -123,18 +59,10 @@ void describe('What changed? over a real sshd', () => {
   });
 
   void it('the dataset change at step 600 ranks first; NCCL_DEBUG and the script edit are listed lower', async () => {
-    const t0 = Math.floor(Date.now() / 1000) - 20000;
     const root = join(dir, 'story');
-    const run = join(root, 'runs', 'run-a');
-    const data = join(root, 'data');
+    const { run, t0 } = writeStory(root);
     const code = join(root, 'code');
-    mkdirSync(run, { recursive: true });
     mkdirSync(code, { recursive: true });
-    writeData(data, 'openwebtext-10k', 4, t0 - 1000);
-    // the new dataset was written while training was stopped at step 600
-    writeData(data, 'openwebtext-dedup-v2', 3, t0 + 600 * STEP_S + 5);
-    writeCheckpoints(run, t0, (s) => (s <= 600 ? 'openwebtext-10k' : 'openwebtext-dedup-v2'), data);
-    writeLog(run, t0);
     const train = join(code, 'train.py');
     writeFileSync(train, 'print("train")\n');
     const git = (...a: string[]) =>

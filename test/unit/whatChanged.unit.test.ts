@@ -333,11 +333,13 @@ void test('a benchmark result marked known-good is the reference, ahead of every
 void test('marks and kept data fingerprints survive a round trip through the store', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'kg-why-store-'));
   try {
-    const store = new WhatChangedStore(new BaselineStore(dir));
+    const baselines = new BaselineStore(dir);
+    const store = new WhatChangedStore(baselines);
     assert.deepEqual(await store.marks('ssh:u@h:22'), {});
+    const r9 = (await baselines.appendResult('ssh:u@h:22', { at: '2026-01-01T00:00:00Z', tokensPerS: 12800 })).result;
     await store.mark('ssh:u@h:22', { baselineId: 'b1' });
-    await store.mark('ssh:u@h:22', { benchId: 'r9' });
-    assert.deepEqual(await store.marks('ssh:u@h:22'), { baselineId: 'b1', benchId: 'r9' });
+    await store.mark('ssh:u@h:22', { benchId: r9.id });
+    assert.deepEqual(await store.marks('ssh:u@h:22'), { baselineId: 'b1', benchId: r9.id });
     const p = {
       path: '/d',
       exists: true,
@@ -386,4 +388,29 @@ void test('a log without a throughput series never claims "no drop"', () => {
     r.headline,
     /^No throughput measured \(no tok\/s series, no benchmark pair\) and no changepoint in metrics\.jsonl/,
   );
+});
+
+void test("the marked benchmark result is the host's one bench reference (the dashboard's mark), both ways", async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'kg-why-ref-'));
+  try {
+    const host = 'ssh:u@h:22';
+    const baselines = new BaselineStore(dir);
+    const store = new WhatChangedStore(baselines);
+    const a = (await baselines.appendResult(host, { at: '2026-01-01T00:00:00Z', tokensPerS: 12800 })).result;
+    const b = (await baselines.appendResult(host, { at: '2026-01-05T00:00:00Z', tokensPerS: 4300 })).result;
+    // marked from the dashboard (BaselineStore.setReference): What Changed? reads it as its marked result
+    await baselines.setReference(host, a.id);
+    assert.deepEqual(await store.marks(host), { benchId: a.id });
+    // marked through What Changed?: the dashboard's reference moves with it, one mark per host
+    await store.mark(host, { benchId: b.id });
+    assert.equal((await baselines.reference(host))?.resultId, b.id);
+    assert.deepEqual(await store.marks(host), { benchId: b.id });
+    // a result that is not kept cannot be marked
+    await assert.rejects(store.mark(host, { benchId: 'gone' }));
+    // unmarked on the dashboard: no marked result
+    await baselines.setReference(host, null);
+    assert.deepEqual(await store.marks(host), {});
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });

@@ -9,8 +9,10 @@ import type { DataRecord, KnownGoodMarks } from './facts';
 
 /*
  * What "What changed?" keeps beside a host's baselines (`<baselines>/<host folder>/what-changed/`): the known-good
- * marks (`marks.json`) and the data fingerprints taken with each report (`data-<time>.json`), so that the next report
+ * baseline mark (`marks.json`) and the data fingerprints taken with each report (`data-<time>.json`), so that the next report
  * has the data as it was at its reference. Written with the baselines' durable write (temp, fsync, rename).
+ * The known-good benchmark result is not kept here: it is the host's one bench reference (BaselineStore.reference,
+ * which the dashboard's "mark as reference" and Compare Throughput use too), so there is one such mark per host.
  */
 
 const marksSchema = z.object({ baselineId: z.string().optional(), benchId: z.string().optional() });
@@ -26,7 +28,16 @@ export class WhatChangedStore {
     return join(this.baselines.hostDir(hostId), 'what-changed');
   }
 
+  /** The marked baseline (marks.json) and the host's bench reference (BaselineStore.reference) as the marked result. */
   async marks(hostId: string): Promise<KnownGoodMarks> {
+    const [own, reference] = await Promise.all([this.ownMarks(hostId), this.baselines.reference(hostId)]);
+    return {
+      ...(own.baselineId ? { baselineId: own.baselineId } : {}),
+      ...(reference ? { benchId: reference.resultId } : {}),
+    };
+  }
+
+  private async ownMarks(hostId: string): Promise<KnownGoodMarks> {
     try {
       const r = marksSchema.safeParse(parsePythonJson(await fs.readFile(join(this.dir(hostId), 'marks.json'), 'utf8')));
       return r.success ? r.data : {};
@@ -35,9 +46,14 @@ export class WhatChangedStore {
     }
   }
 
-  /** Marks a baseline or a benchmark result known-good (the reference every later report starts from). */
+  /**
+   * Marks a baseline or a benchmark result known-good (the reference every later report starts from). A result is
+   * marked as the host's bench reference (it must be one of the host's kept results); a baseline in marks.json.
+   */
   async mark(hostId: string, marks: KnownGoodMarks): Promise<void> {
-    const next = { ...(await this.marks(hostId)), ...marks };
+    if (marks.benchId !== undefined) await this.baselines.setReference(hostId, marks.benchId);
+    if (marks.baselineId === undefined) return;
+    const next = { baselineId: marks.baselineId };
     await fs.mkdir(this.dir(hostId), { recursive: true });
     const file = join(this.dir(hostId), 'marks.json');
     await writeFileAtomic(file, JSON.stringify(next, null, 1) + '\n');

@@ -1,0 +1,224 @@
+import { posix } from 'node:path';
+import * as vscode from 'vscode';
+import type { MarkKnownGoodOutcome, WhatChangedOutcome } from '../api';
+import { Commands } from '../constants';
+import type { CheckpointRef as ArgsCheckpoint } from '../core/args/target';
+import type { BaselineStore } from '../core/baselines/store';
+import { KnownGoodError, messageOf } from '../core/errors';
+import type { HostSpec } from '../core/hosts';
+import { toRemoteFileUri } from '../core/remote/readFile';
+import type { TargetOf } from '../core/runs/targets';
+import { whatChanged, type WhatChangedOptions } from '../core/whatChanged/gather';
+import type { CheckpointLink, EvidenceLink, WhatChangedReport } from '../core/whatChanged/model';
+import { renderWhatChangedMarkdown } from '../core/whatChanged/render';
+import { WhatChangedStore } from '../core/whatChanged/store';
+import type { RegisterCommand } from '../shared/commands';
+import type { Hosts } from '../shared/hosts';
+import type { SettingsAccess } from '../shared/settings';
+import { showInfo, withProgress } from '../window';
+import { WhatChangedPanel } from './panel';
+
+/** What "What Changed?" needs: hosts, settings, the shared store and its key, and how to open each kind of evidence. */
+export interface WhatChangedDeps {
+  command: RegisterCommand;
+  track<T extends vscode.Disposable>(d: T): T;
+  hosts: Hosts;
+  log: Pick<vscode.LogOutputChannel, 'info' | 'error'>;
+  settings: SettingsAccess;
+  store: BaselineStore;
+  /** The id the host's baselines, results and marks are kept by (its transport's id). */
+  storeKeyOf(host: HostSpec): string;
+  /** Other features' views, passed on by the container (ids are settings host ids). */
+  evidence: {
+    openArgsDiff(a: ArgsCheckpoint, b: ArgsCheckpoint): Promise<unknown>;
+    compareBaseline(hostId: string, baselineId: string): Thenable<unknown>;
+    compareBench(hostId: string, referenceId: string | null): Thenable<unknown>;
+    openDashboard(hostId: string, logPath: string): Thenable<unknown>;
+  };
+}
+
+/** The run folder a checkpoint belongs to: its parent, or the parent's parent for a `checkpoints/` folder. */
+export function runOfCheckpoint(path: string): string {
+  const parent = posix.dirname(path.replace(/\/+$/, ''));
+  return /^(checkpoints?|ckpts?)$/i.test(posix.basename(parent)) ? posix.dirname(parent) : parent;
+}
+
+interface Subject {
+  host: HostSpec;
+  run: string | null;
+  nowCheckpoint?: string;
+}
+
+function subjectOf(d: WhatChangedDeps, t: TargetOf<'host' | 'run' | 'checkpoint'>): Subject {
+  const host = d.hosts.get(t.hostId);
+  if (t.kind === 'run') return { host, run: t.path };
+  if (t.kind === 'checkpoint') return { host, run: runOfCheckpoint(t.path), nowCheckpoint: t.path };
+  return { host, run: null };
+}
+
+const keyOf = (s: Subject) => JSON.stringify([s.host.id, s.run, s.nowCheckpoint ?? null]);
+
+function titleOf(s: Subject): string {
+  const what = s.nowCheckpoint
+    ? posix.basename(s.nowCheckpoint)
+    : s.run !== null
+      ? posix.basename(s.run) || s.run
+      : s.host.name;
+  return `What Changed? ${what}`;
+}
+
+function outcomeOf(s: Subject, r: WhatChangedReport, panel: WhatChangedPanel, reused: boolean): WhatChangedOutcome {
+  return {
+    hostId: s.host.id,
+    run: s.run,
+    ...(s.nowCheckpoint !== undefined ? { nowCheckpoint: s.nowCheckpoint } : {}),
+    verdict: r.verdict,
+    headline: r.headline,
+    reference: { kind: r.reference.kind, label: r.reference.label, why: r.reference.why },
+    suspects: r.suspects.map((x) => ({
+      title: x.title,
+      source: x.source,
+      score: x.score,
+      evidence: x.evidence.map((e) => e.kind),
+    })),
+    markdown: renderWhatChangedMarkdown(r),
+    panelTitle: panel.panel.title,
+    reused,
+  };
+}
+
+/**
+ * "What Changed?" on a run, a checkpoint (it is "now") or a host (environment and benchmarks only): gathers the facts
+ * with progress, shows the report in a panel (one per target: running it again refreshes that panel) whose suspects
+ * open their evidence; and "Mark as Known-Good" on a baseline.
+ */
+export function registerWhatChanged(d: WhatChangedDeps): void {
+  const panels = new Map<string, WhatChangedPanel>();
+  d.track({ dispose: () => [...panels.values()].forEach((p) => p.dispose()) });
+
+  const gather = async (s: Subject): Promise<WhatChangedReport> => {
+    const env = d.settings.current.baselines;
+    const options: WhatChangedOptions = {
+      store: d.store,
+      scriptGlobs: env.scriptGlobs,
+      extraVariables: env.extraVariables,
+      // none set: the custom caches the newest baseline measured (gather's default)
+      ...(env.cacheDirs.length ? { cacheDirs: env.cacheDirs } : {}),
+      ...(s.nowCheckpoint !== undefined ? { nowCheckpoint: s.nowCheckpoint } : {}),
+    };
+    const host = { id: d.storeKeyOf(s.host), label: s.host.name, probes: d.hosts.session(s.host).probes };
+    const what = s.nowCheckpoint ?? s.run ?? 'the environment';
+    return await withProgress(
+      {
+        location: vscode.ProgressLocation.Notification,
+        title: `What Changed? ${s.host.name}: ${posix.basename(what) || what}`,
+        cancellable: true,
+      },
+      async (progress, token) => {
+        const abort = new AbortController();
+        const sub = token.onCancellationRequested(() => abort.abort());
+        try {
+          progress.report({ message: 'listing, args, metrics, environment…' });
+          return await whatChanged(host, s.run, { ...options, signal: abort.signal });
+        } catch (e) {
+          if (token.isCancellationRequested) throw new KnownGoodError('cancelled', 'What Changed? cancelled');
+          throw e;
+        } finally {
+          sub.dispose();
+        }
+      },
+    );
+  };
+
+  const showText = async (content: string) =>
+    vscode.window.showTextDocument(await vscode.workspace.openTextDocument({ content, language: 'plaintext' }), {
+      preview: true,
+    });
+
+  const argsRef = (hostId: string, c: CheckpointLink): ArgsCheckpoint => ({ hostId, path: c.path, label: c.label });
+
+  /** Links name the host by its store key; the views take the settings id of the report's host. */
+  const open = async (hostId: string, link: EvidenceLink, title: string, detail: string): Promise<unknown> => {
+    switch (link.kind) {
+      case 'args-diff':
+        return d.evidence.openArgsDiff(argsRef(hostId, link.a), argsRef(hostId, link.b));
+      case 'env-diff':
+        return d.evidence.compareBaseline(hostId, link.baselineId);
+      case 'plot':
+        return d.evidence.openDashboard(hostId, link.log);
+      case 'bench-compare':
+        return d.evidence.compareBench(hostId, link.referenceId);
+      case 'file': {
+        // a file opens as the read-only remote document; a folder (a dataset) cannot, so its facts are shown instead
+        const uri = vscode.Uri.from(
+          toRemoteFileUri({ hostId, path: link.path, maxBytes: d.settings.current.maxOpenBytes }),
+        );
+        try {
+          return await vscode.window.showTextDocument(await vscode.workspace.openTextDocument(uri), { preview: true });
+        } catch (e) {
+          return showText(`${title}\n\n${link.path}: ${messageOf(e)}\n\n${detail}\n`);
+        }
+      }
+      case 'git': {
+        const since = link.since !== null ? `\nchanged since ${new Date(link.since * 1000).toISOString()}` : '';
+        return showText(`${title}\n\ngit ${link.repo}${since}\n\n${detail}\n`);
+      }
+    }
+  };
+
+  const show = async (s: Subject): Promise<WhatChangedOutcome> => {
+    const report = await gather(s);
+    const key = keyOf(s);
+    const existing = panels.get(key);
+    if (existing) {
+      existing.show(report);
+      return outcomeOf(s, report, existing, true);
+    }
+    const panel = new WhatChangedPanel(
+      key,
+      titleOf(s),
+      report,
+      {
+        open: (link, title, detail) => open(s.host.id, link, title, detail),
+        refresh: () => showOnce(s),
+        log: d.log,
+      },
+      (p) => {
+        if (panels.get(p.key) === p) panels.delete(p.key);
+      },
+    );
+    panels.set(key, panel);
+    d.log.info(`What Changed? ${s.host.name} ${s.run ?? '(host)'}: ${report.headline}`);
+    return outcomeOf(s, report, panel, false);
+  };
+
+  // A second call on a target still being gathered (a double click, Refresh pressed twice) waits for the first.
+  const inFlight = new Map<string, Promise<WhatChangedOutcome>>();
+  const showOnce = (s: Subject): Promise<WhatChangedOutcome> => {
+    const key = keyOf(s);
+    let p = inFlight.get(key);
+    if (!p) {
+      p = show(s).finally(() => inFlight.delete(key));
+      inFlight.set(key, p);
+    }
+    return p;
+  };
+
+  d.command(
+    Commands.whatChanged,
+    { kinds: ['host', 'run', 'checkpoint'], pick: 'What Changed? on which host?' },
+    (t): Promise<WhatChangedOutcome> => showOnce(subjectOf(d, t)),
+  );
+
+  d.command(Commands.markBaselineKnownGood, { kinds: ['baseline'] }, async (t): Promise<MarkKnownGoodOutcome> => {
+    if (!t) throw new KnownGoodError('usage', 'Mark as Known-Good: pick a baseline in Remote Runs');
+    const host = d.hosts.get(t.hostId);
+    const key = d.storeKeyOf(host);
+    const { baselines } = await d.store.list(key);
+    const b = baselines.find((x) => x.baseline.id === t.baselineId)?.baseline;
+    if (!b) throw new KnownGoodError('not-found', `no baseline ${t.baselineId} kept for ${host.name}`);
+    await new WhatChangedStore(d.store).mark(key, { baselineId: b.id });
+    void showInfo(`Baseline "${b.label}" of ${host.name} is known-good: What Changed? compares with it.`);
+    return { hostId: host.id, baselineId: b.id };
+  });
+}

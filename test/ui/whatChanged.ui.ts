@@ -1,0 +1,85 @@
+import * as assert from 'node:assert/strict';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { requireTorch } from '../support/require';
+import { writeStory } from '../support/whatChangedStory';
+import { pickMenuItem, scenario } from './harness';
+
+/*
+ * Issue 16's story on This machine: run-a's tok/s falls from 12.8K to 4.3K after step 600, where the dataset arg
+ * changed. Right-click the run → What Changed? → the report's headline and first suspect; a click on the suspect
+ * opens its evidence, the args diff of step_600 and step_700.
+ */
+
+requireTorch();
+const story = mkdtempSync(join(tmpdir(), 'kg-ui-why-'));
+writeStory(story);
+
+/** Monaco renders spaces as no-break spaces. */
+const plain = (text: string | null) => (text ?? '').replace(/\u00a0/g, ' ');
+
+scenario(
+  'What Changed? on a run: the headline says 0.34× and the dataset change; its row opens the args diff',
+  { localRoots: [join(story, 'runs')], timeoutMs: 300_000 },
+  async (vs) => {
+    const { page } = vs;
+    const row = (label: string) =>
+      page
+        .locator('#workbench\\.parts\\.sidebar [role=treeitem]')
+        .filter({ has: page.locator('.label-name', { hasText: new RegExp(`^${label}$`) }) });
+    await vs.openView('Known Good');
+    await vs.expand('This machine');
+    // listing This machine starts a helper: slow on a loaded 2-core machine
+    await row('run-a').waitFor({ timeout: 90_000 });
+    await row('run-a').click({ button: 'right' });
+    await pickMenuItem(page, page.getByRole('menuitem', { name: /^What Changed\?/ }));
+
+    // VS Code puts a webview in an iframe that holds the page's own iframe.
+    const report = page.frameLocator('iframe.webview.ready').frameLocator('#active-frame');
+    const headline = report.locator('h1.kg-headline');
+    await headline.waitFor({ timeout: 120_000 });
+    const text = (await headline.textContent()) ?? '';
+    assert.match(text, /^4\.3K tok\/s now vs 12\.8K at step_600 \(0\.34×\)/);
+    assert.match(text, /dataset openwebtext-10k → openwebtext-dedup-v2/);
+    const first = report.locator('li.kg-suspect').first();
+    assert.equal(
+      (await first.locator('.kg-title').textContent())?.trim(),
+      'dataset openwebtext-10k → openwebtext-dedup-v2',
+    );
+    await page.locator('.tabs-container .tab', { hasText: 'What Changed? run-a' }).waitFor();
+    await page.mouse.move(1100, 700);
+    await page.waitForTimeout(500);
+    await vs.screenshot('what-changed-report');
+
+    // Copy as Markdown: the host copies the report's Markdown and says so in the page
+    await report.locator('button', { hasText: 'Copy as Markdown' }).click();
+    await report.locator('#kg-status', { hasText: /Copied as Markdown|clipboard/i }).waitFor({ timeout: 15_000 });
+    const status = (await report.locator('#kg-status').textContent()) ?? '';
+    assert.equal(status, 'Copied as Markdown.', status);
+
+    // a click on the first suspect opens its evidence: the args diff of the two checkpoints around the change
+    await first.locator('.kg-detail').click();
+    const diffTab = page.locator('.tabs-container .tab', { hasText: /args: step_600 ↔ step_700/ });
+    await diffTab.waitFor({ timeout: 60_000 });
+    const diff = page.locator('.monaco-diff-editor').first();
+    await diff.waitFor();
+    const modified = diff.locator('.editor.modified .view-lines');
+    await page.waitForFunction(
+      (el) => el?.textContent?.replace(/\u00a0/g, ' ').includes('openwebtext-dedup-v2') ?? false,
+      await modified.elementHandle(),
+      { timeout: 60_000 },
+    );
+    const original = plain(await diff.locator('.editor.original .view-lines').textContent());
+    assert.match(original, /openwebtext-10k/);
+    assert.doesNotMatch(original, /openwebtext-dedup-v2/);
+    await diff.locator('.editor.modified .line-insert, .editor.modified .char-insert').first().waitFor();
+    await page.waitForTimeout(300);
+    await vs.screenshot('what-changed-args-diff');
+
+    // its other evidence: the plot opens the dashboard on the run's log
+    await page.locator('.tabs-container .tab', { hasText: 'What Changed? run-a' }).click();
+    await first.locator('a.kg-evidence', { hasText: /^plot of tok_s/ }).click();
+    await page.locator('.tabs-container .tab', { hasText: /^Dashboard: / }).waitFor({ timeout: 60_000 });
+  },
+);

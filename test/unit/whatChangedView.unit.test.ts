@@ -1,0 +1,72 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { whatChangedHtml } from '../../src/core/whatChanged/html';
+import type { WhatChangedReport } from '../../src/core/whatChanged/model';
+import { parseWhatChangedViewMessage } from '../../src/core/whatChanged/protocol';
+
+const NONCE = 'abcdefghijklmnopqrstuvwxyz012345';
+const EVIL = '<img src=x onerror=alert(1)>"\'&';
+
+function report(): WhatChangedReport {
+  const ck = (step: number) => ({ label: `step_${step}`, path: `/r/step_${step}/checkpoint.pt`, step });
+  return {
+    schema: 1,
+    headline: `4.3K tok/s now vs 12.8K at step_600 (0.34×); changed at step 600: dataset ${EVIL}`,
+    verdict: 'regression',
+    host: { id: 'local', label: `box ${EVIL}` },
+    run: `/r/${EVIL}`,
+    generatedAt: '2026-12-01T00:00:00Z',
+    reference: { kind: 'changepoint', label: 'step_600', why: EVIL, checkpoint: ck(600), time: 1, baseline: null },
+    now: { checkpoint: ck(1000), time: 2, envCapturedAt: null, log: '/r/train_log.jsonl' },
+    throughput: { log: { key: 'tok_s', reference: 12800, now: 4300, ratio: 0.336 }, bench: null, dropped: true },
+    changepoints: { method: 'pelt', why: EVIL, series: [] },
+    suspects: [
+      {
+        id: 's1',
+        source: 'args',
+        category: 'dataset',
+        title: `dataset a → ${EVIL}`,
+        detail: EVIL,
+        when: { text: EVIL },
+        coincides: true,
+        score: 90,
+        reasons: [{ points: 50, why: EVIL }],
+        evidence: [{ kind: 'args-diff', title: EVIL, hostId: 'local', a: ck(600), b: ck(700) }],
+      },
+    ],
+    unranked: [{ source: 'args', title: EVIL, why: EVIL }],
+    unknown: [{ fact: EVIL, why: EVIL }],
+    gathered: { roundTrips: 3, requests: 14, elapsedMs: 800, checkpointsRead: 10, checkpoints: 10 },
+  };
+}
+
+void test('the report page escapes every text of the report and runs only its own nonce script', () => {
+  const html = whatChangedHtml(report(), { cspSource: "'self' https://*.vscode-cdn.net", nonce: NONCE });
+  assert.doesNotMatch(html, /<img/);
+  assert.doesNotMatch(html, /onerror=alert\(1\)>/);
+  assert.match(html, /&lt;img src=x onerror=alert\(1\)&gt;&quot;&#39;&amp;/);
+  // the headline is the first heading, big
+  assert.match(html, /<h1 class="kg-headline">4\.3K tok\/s now vs 12\.8K at step_600 \(0\.34×\)/);
+  // the suspect row says which suspect it is; the page never carries the link's data
+  assert.match(html, /data-suspect="0"/);
+  assert.doesNotMatch(html, /checkpoint\.pt/);
+  assert.match(html, /default-src &#39;none&#39;/);
+  assert.doesNotMatch(html, /unsafe-(eval|inline)/);
+  assert.equal((html.match(/<script /g) ?? []).length, 1);
+  assert.match(html, new RegExp(`<script nonce="${NONCE}">`));
+  assert.throws(() => whatChangedHtml(report(), { cspSource: "'self'; script-src *", nonce: NONCE }));
+  assert.throws(() => whatChangedHtml(report(), { cspSource: "'self'", nonce: 'short' }));
+});
+
+void test('messages from the page are validated: anything else is dropped', () => {
+  assert.deepEqual(parseWhatChangedViewMessage({ type: 'open', suspect: 0, evidence: 1 }), {
+    type: 'open',
+    suspect: 0,
+    evidence: 1,
+  });
+  assert.deepEqual(parseWhatChangedViewMessage({ type: 'copy' }), { type: 'copy' });
+  assert.equal(parseWhatChangedViewMessage({ type: 'open', suspect: -1, evidence: 0 }), undefined);
+  assert.equal(parseWhatChangedViewMessage({ type: 'open', suspect: '0', evidence: 0 }), undefined);
+  assert.equal(parseWhatChangedViewMessage({ type: 'run', command: 'rm -rf /' }), undefined);
+  assert.equal(parseWhatChangedViewMessage(null), undefined);
+});
