@@ -26,3 +26,13 @@ export const Commands = {
   argsCompareWithPrevious: 'knownGood.args.compareWithPrevious',
   argsShowChanged: 'knownGood.args.showChanged',
 } as const;
+
+/** Fleet: the nodes of a Slurm job (src/fleet). */
+export const FleetCommands = {
+  compareNodes: 'knownGood.fleet.compareNodes',
+  benchmark: 'knownGood.fleet.benchmark',
+  saveBaseline: 'knownGood.fleet.saveBaseline',
+  compareBaseline: 'knownGood.fleet.compareWithBaseline',
+  compareNode: 'knownGood.fleet.compareNodeWithMajority',
+  refresh: 'knownGood.fleet.refresh',
+} as const;

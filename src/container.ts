@@ -12,6 +12,7 @@ import { Listings } from './core/runs/listings';
 import { parseSshConfig, readUserSshConfig } from './core/sshConfig';
 import { defaultKnownHostsFile, type SshOptions } from './core/transport/ssh';
 import { registerDashboard } from './dashboard/register';
+import { fleetBaselinesDir, registerFleet } from './fleet/register';
 import { vscodePrompts } from './hosts/prompts';
 import { registerProbes } from './probes/register';
 import { registerRuns } from './runs/register';
@@ -140,6 +141,14 @@ export class Container implements vscode.Disposable {
     });
     registerProbes({ ...common, baselines });
     registerBench({ ...common, store, storeKeyOf, view: treeView });
+    registerFleet({
+      ...common,
+      baselinesDir: fleetBaselinesDir(context.globalStorageUri.fsPath),
+      storeKeyOf,
+      registerSection: (s) => this.tree.registerSection(s),
+      refresh: (node) => this.tree.refresh(node as TreeNode | undefined),
+      diffSnapshots: (left, right, title) => baselines.diffSnapshots(left, right, title),
+    });
 
     const test: KnownGoodTestApi = {
       registry: this.registry,
