@@ -155,6 +155,16 @@ export class FleetSection implements TreeSection {
   }
 
   treeItem(node: SectionNode): vscode.TreeItem {
+    const t = this.item(node);
+    // The accessible name is `label, description` as on Remote Runs' own rows (a Markdown tooltip would drop the comma).
+    if (!t.accessibilityInformation && typeof t.label === 'string') {
+      const d = typeof t.description === 'string' && t.description ? `, ${t.description}` : '';
+      t.accessibilityInformation = { label: `${t.label}${d}` };
+    }
+    return t;
+  }
+
+  private item(node: SectionNode): vscode.TreeItem {
     const it = this.items.get(node);
     const None = vscode.TreeItemCollapsibleState.None;
     const Collapsed = vscode.TreeItemCollapsibleState.Collapsed;
