@@ -77,6 +77,21 @@ scenario(
     // The job's node rows now say where each stands.
     await vs.treeItem(/^n2, differs: env\.NCCL_SOCKET_IFNAME, env\.PYTHONPATH/).waitFor({ timeout: 15_000 });
     await vs.treeItem(/^n1, agrees with the majority/).waitFor();
+    await vs.page.mouse.move(900, 700);
     await vs.screenshot('fleet-matrix');
+
+    // An odd node's row opens the usual environment diff: the most typical node (the majority) ↔ n2.
+    await vs.treeItem(/^n2, differs/).click();
+    const diff = page.locator('.monaco-diff-editor');
+    await diff.waitFor({ timeout: 30_000 });
+    await page.getByRole('tab', { name: new RegExp(`job ${job}: n1 \\(majority\\) ↔ n2`) }).waitFor();
+    // The diff opens at the first change: n2's own package.
+    await diff
+      .locator('.modified-in-monaco-diff-editor .view-lines')
+      .getByText(/packages\.fakepkg\W+2\.0/)
+      .first()
+      .waitFor();
+    await vs.page.mouse.move(900, 700);
+    await vs.screenshot('fleet-node-vs-majority');
   },
 );
