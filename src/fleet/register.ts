@@ -19,6 +19,7 @@ import type { RegisterCommand } from '../shared/commands';
 import type { Hosts } from '../shared/hosts';
 import type { TreeSection } from '../shared/treeSection';
 import {
+  activeEditorUri,
   registerTextDocumentContentProvider,
   showInfo,
   showInputBox,
@@ -354,7 +355,8 @@ export function registerFleet(d: FleetDeps): void {
     FleetCommands.compareNode,
     { kinds: ['slurm-node', 'slurm-job'] },
     async (t, call): Promise<FleetOutcome | undefined> => {
-      const got = await captureFor(t, call.args[0]);
+      // From the palette while the matrix is open: that matrix.
+      const got = await captureFor(t, call.args[0] ?? (t ? undefined : activeEditorUri()));
       if (!got) return undefined;
       const { ref, cap } = got;
       const extra = extraSchema.parse(call.extra);
@@ -367,7 +369,12 @@ export function registerFleet(d: FleetDeps): void {
             label: n,
             description: odd.has(n) ? `differs: ${odd.get(n)!.join(', ')}` : 'agrees with the majority',
           }));
-        node = (await showQuickPick(items, { placeHolder: 'Compare which node with the majority?' }))?.label;
+        node = (
+          await showQuickPick(items, {
+            placeHolder: `Compare which node of job ${ref.jobId} with the majority?`,
+            ignoreFocusOut: true,
+          })
+        )?.label;
       }
       if (!node) return undefined;
       const vs = compareWithMajority(cap.snapshots, node, cap.matrix);

@@ -93,5 +93,18 @@ scenario(
       .waitFor();
     await vs.page.mouse.move(900, 700);
     await vs.screenshot('fleet-node-vs-majority');
+
+    // From the matrix's title bar: a quick pick of the job's nodes, the odd one first.
+    await page.getByRole('tab', { name: new RegExp(`job ${job} nodes`) }).click();
+    await page
+      .locator('.editor-actions')
+      .getByRole('button', { name: /Compare Node with Majority/ })
+      .first()
+      .click();
+    const first = page.locator('.quick-input-list .monaco-list-row').first();
+    await first.waitFor();
+    assert.match((await first.textContent()) ?? '', /^n2.*differs: env\.NCCL_SOCKET_IFNAME/);
+    await vs.screenshot('fleet-pick-node');
+    await page.keyboard.press('Escape');
   },
 );
