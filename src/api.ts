@@ -82,6 +82,25 @@ export interface MarkKnownGoodOutcome {
   baselineId: string;
 }
 
+/** The Fleet commands on a Slurm job (`knownGood.fleet.*`): the document they opened, and what it says. */
+export interface FleetOutcome {
+  view: 'matrix' | 'bench' | 'drift' | 'node';
+  hostId: string;
+  jobId: string;
+  /** The opened document's URI (for `node`: the diff's right side). */
+  uri: string;
+  /** The document's text (for `node`: the drift headline). */
+  text: string;
+  /** Nodes that answered. */
+  nodes: string[];
+  /** Nodes that did not, with why (also listed in the document). */
+  failed: { node: string; message: string }[];
+  /** Compare Nodes: the odd nodes and their differing fields; compare with baseline: the drifted nodes. */
+  outliers?: { node: string; fields: string[] }[];
+  /** Save Fleet Baseline: where it was written. */
+  file?: string;
+}
+
 /**
  * What activate() returns to other extensions: nothing yet. The services behind the commands are not an API; a
  * public surface, when there is one, gets its own types here.

@@ -30,3 +30,13 @@ export const Commands = {
   whatChanged: 'knownGood.whatChanged',
   markBaselineKnownGood: 'knownGood.whatChanged.markBaseline',
 } as const;
+
+/** Fleet: the nodes of a Slurm job (src/fleet). */
+export const FleetCommands = {
+  compareNodes: 'knownGood.fleet.compareNodes',
+  benchmark: 'knownGood.fleet.benchmark',
+  saveBaseline: 'knownGood.fleet.saveBaseline',
+  compareBaseline: 'knownGood.fleet.compareWithBaseline',
+  compareNode: 'knownGood.fleet.compareNodeWithMajority',
+  refresh: 'knownGood.fleet.refresh',
+} as const;

@@ -13,6 +13,7 @@ import { Listings } from './core/runs/listings';
 import { parseSshConfig, readUserSshConfig } from './core/sshConfig';
 import { defaultKnownHostsFile, type SshOptions } from './core/transport/ssh';
 import { registerDashboard } from './dashboard/register';
+import { fleetBaselinesDir, registerFleet } from './fleet/register';
 import { vscodePrompts } from './hosts/prompts';
 import { registerProbes } from './probes/register';
 import { registerRuns } from './runs/register';
@@ -156,6 +157,14 @@ export class Container implements vscode.Disposable {
           executeCommand(BenchCommands.compare, { hostId }, referenceId !== null ? { reference: referenceId } : {}),
         openDashboard: (hostId, logPath) => executeCommand(Commands.openDashboard, { hostId, logPath }),
       },
+    });
+    registerFleet({
+      ...common,
+      baselinesDir: fleetBaselinesDir(context.globalStorageUri.fsPath),
+      storeKeyOf,
+      registerSection: (s) => this.tree.registerSection(s),
+      refresh: (node) => this.tree.refresh(node as TreeNode | undefined),
+      diffSnapshots: (left, right, title) => baselines.diffSnapshots(left, right, title),
     });
 
     const test: KnownGoodTestApi = {

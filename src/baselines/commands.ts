@@ -22,7 +22,13 @@ interface HostBaseline {
 
 const labelArg = z.object({ label: z.string().min(1) });
 
-export function registerBaselineCommands(f: BaselinesFeature): void {
+/** What the commands offer the rest of the feature (wired out through BaselinesApi). */
+export interface BaselineDiffs {
+  /** Opens the usual environment diff (drift summary on top) of two refs. */
+  openDiff(left: EnvRef, right: EnvRef, names: [string, string], title: string): Promise<CompareOutcome>;
+}
+
+export function registerBaselineCommands(f: BaselinesFeature): BaselineDiffs {
   const { command, hosts, log, store, section, content } = f;
 
   const refresh = (hostId: string) => f.refresh(section.groupNode(hostId));
@@ -270,4 +276,5 @@ export function registerBaselineCommands(f: BaselinesFeature): void {
     refresh(b.spec.id);
     return true;
   });
+  return { openDiff };
 }

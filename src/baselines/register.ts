@@ -6,7 +6,7 @@ import { BaselinesSection } from './section';
 import { saveSnapshot, type BaselinesApi } from './save';
 
 export type { BaselinesDeps } from './common';
-export type { BaselinesApi } from './save';
+export type { BaselinesApi, SnapshotSide } from './save';
 
 /**
  * Environment baselines: the Baselines node under each host, the knownGood-env: documents, the commands. Returns
@@ -25,7 +25,11 @@ export function registerBaselines(d: BaselinesDeps): BaselinesApi {
   });
   d.track(d.registerSection(section));
   const feature = { ...d, section, content };
-  registerBaselineCommands(feature);
+  const diffs = registerBaselineCommands(feature);
   registerCacheCommands(feature);
-  return { save: (host, snapshot, label) => saveSnapshot(feature, host, snapshot, label) };
+  return {
+    save: (host, snapshot, label) => saveSnapshot(feature, host, snapshot, label),
+    diffSnapshots: (left, right, title) =>
+      diffs.openDiff(content.remember(left), content.remember(right), [left.title, right.title], title),
+  };
 }

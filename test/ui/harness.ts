@@ -31,9 +31,10 @@ export interface ScenarioOptions {
   localRoots?: string[];
   /**
    * Start a real OpenSSH sshd on loopback and add it to knownGood.hosts as `test-sshd` (with these roots when an
-   * object is given; default: one empty folder created for it).
+   * object is given; default: one empty folder created for it). `entry` adds keys to its knownGood.hosts entry
+   * (e.g. `slurm: { conf }` to make it a Slurm login node).
    */
-  sshHost?: boolean | { roots: string[] };
+  sshHost?: boolean | { roots?: string[]; entry?: Record<string, unknown> };
   /** Folder the window opens (default: an empty one). */
   workspace?: string;
   /** Per-scenario time limit (default 120 s). */
@@ -95,7 +96,8 @@ export function scenario(name: string, options: ScenarioOptions, body: (vs: Work
         sshd = started;
         onInterrupt(() => started.stop());
         let roots: string[];
-        if (typeof options.sshHost === 'object') roots = options.sshHost.roots;
+        const given = typeof options.sshHost === 'object' ? options.sshHost : undefined;
+        if (given?.roots) roots = given.roots;
         else {
           roots = [join(tmp, 'ssh-runs')];
           mkdirSync(roots[0]!, { recursive: true });
@@ -110,6 +112,7 @@ export function scenario(name: string, options: ScenarioOptions, body: (vs: Work
             user: sshd.user,
             identityFile: sshd.identityFile,
             roots,
+            ...given?.entry,
           },
         ];
         settings['knownGood.knownHostsFile'] = sshd.knownHostsFile;

@@ -1,9 +1,12 @@
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { deflateSync } from 'node:zlib';
 import { describe, it } from 'node:test';
 import type { EnvSnapshot } from '../../src/core/baselines/envProbe';
 import type { BenchResult } from '../../src/core/bench/benchProbe';
-import { compareFleetWithBaseline, fleetBaselineSchema } from '../../src/core/fleet/baseline';
+import { compareFleetWithBaseline, FleetBaselineStore, fleetBaselineSchema } from '../../src/core/fleet/baseline';
 import { compareBench, renderBenchText } from '../../src/core/fleet/bench';
 import { FLEET_SCHEME, FleetResults, fromFleetUri, toFleetUri, type FleetDoc } from '../../src/core/fleet/documents';
 import { compareNodes, compareWithMajority, majorityNode, renderMatrixText } from '../../src/core/fleet/matrix';
@@ -373,5 +376,29 @@ void describe('Fleet documents: a pure URI codec and the session’s results', (
     results.addCapture(capture, 'again');
     results.addCapture(capture, 'and again');
     assert.match(await results.text({ view: 'matrix', capture: first, name: 'x' }), /no longer held/);
+  });
+
+  void it('the drift document names a node that did not answer, with why', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'kg-fleet-docs-'));
+    try {
+      const store = new FleetBaselineStore(dir);
+      const then = new Map(['n1', 'n2', 'n3'].map((n) => [n, nodeSnapshot(n)]));
+      const saved = await store.save({ label: 'good', host: 'h', snapshots: then });
+      const now = new Map(['n1', 'n2'].map((n) => [n, nodeSnapshot(n)]));
+      const failed = [{ node: 'n3', message: 'stopped after 4 s' }];
+      const results = new FleetResults();
+      const key = results.addCapture(
+        { run: undefined as never, snapshots: now, failed, matrix: compareNodes(now) },
+        'job 7 on login',
+      );
+      const text = await results.text(
+        { view: 'drift', capture: key, hostId: 'h', baseline: saved.baseline.id, name: 'x' },
+        store,
+      );
+      assert.match(text, /^# job 7 on login against fleet baseline "good"\n# no answer from n3: stopped after 4 s\n/);
+      assert.match(text, /# in the baseline but not answering now: n3/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -101,9 +101,13 @@ export class FleetResults {
     if (doc.view === 'matrix') return renderMatrixText(c.value.matrix, { what: c.what, failed: c.value.failed });
     if (!store) throw new KnownGoodError('internal', 'a fleet drift document needs the fleet baseline store');
     const b = await store.find(doc.hostId, doc.baseline);
-    return renderFleetDriftText(
+    const text = renderFleetDriftText(
       compareFleetWithBaseline(b.baseline, c.value.snapshots),
       `${c.what} against fleet baseline "${b.baseline.label}"`,
     );
+    // Why a node is missing now: the capture knows (the drift only knows it did not answer).
+    const why = c.value.failed.map((f) => `# no answer from ${f.node}: ${f.message}\n`).join('');
+    const [head, ...rest] = text.split(/(?<=\n)/);
+    return [head, why, ...rest].join('');
   }
 }

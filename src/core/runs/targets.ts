@@ -21,6 +21,10 @@ export const commandTargetSchema = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('log'), hostId, path: z.string(), label: z.string().optional() }),
   z.object({ kind: z.literal('baseline'), hostId, baselineId: z.string().min(1) }),
   z.object({ kind: z.literal('bench-result'), hostId, resultId: z.string().min(1) }),
+  /** A Slurm job of a login node (a host with `slurm`): Fleet commands run on its nodes. */
+  z.object({ kind: z.literal('slurm-job'), hostId, jobId: z.string().min(1) }),
+  /** One node of a Slurm job (its latest Compare Nodes capture, if any, is the one a node command reads). */
+  z.object({ kind: z.literal('slurm-node'), hostId, jobId: z.string().min(1), node: z.string().min(1) }),
 ]);
 export type CommandTarget = z.infer<typeof commandTargetSchema>;
 export type TargetKind = CommandTarget['kind'];
@@ -33,6 +37,10 @@ const taggedNode = z.object({ target: commandTargetSchema });
 const plainCall = z.union([
   z.object({ hostId, baselineId: z.string().min(1) }).transform((x) => ({ kind: 'baseline' as const, ...x })),
   z.object({ hostId, resultId: z.string().min(1) }).transform((x) => ({ kind: 'bench-result' as const, ...x })),
+  z
+    .object({ hostId, jobId: z.string().min(1), node: z.string().min(1) })
+    .transform((x) => ({ kind: 'slurm-node' as const, ...x })),
+  z.object({ hostId, jobId: z.string().min(1) }).transform((x) => ({ kind: 'slurm-job' as const, ...x })),
   z.object({ hostId, logPath: z.string().min(1), label: z.string().optional() }).transform((x) => ({
     kind: 'log' as const,
     hostId: x.hostId,
