@@ -18,7 +18,7 @@ import { registerRuns } from './runs/register';
 import { commandRegistrar, type RegisterCommand } from './shared/commands';
 import { hostsOf, type Hosts } from './shared/hosts';
 import { SettingsService } from './shared/settings';
-import { AutoRefresh } from './tree/autoRefresh';
+import { AgeTicker, AutoRefresh } from './tree/autoRefresh';
 import { RemoteRunsProvider, type TreeNode } from './tree/provider';
 import { getConfiguration, showError } from './window';
 
@@ -90,11 +90,17 @@ export class Container implements vscode.Disposable {
         this.settings.onDidChange,
       ),
     );
+    this.track(new AgeTicker(treeView, () => this.tree.refresh()));
     this.track(
       this.settings.onDidChange((s) => {
         this.registry.setCommandTimeout(s.commandTimeoutMs);
+        const before = this.hostKeys();
         this.applyHosts();
-        this.tree.reload();
+        // Only the hosts whose settings changed are listed again: the others keep their listing and their expanded
+        // rows (a tree rebuilt from scratch collapses everything the person opened).
+        const after = this.hostKeys();
+        for (const [id, key] of before) if (after.get(id) !== key) listings.reload(id);
+        this.tree.refresh();
       }),
     );
 
@@ -117,6 +123,7 @@ export class Container implements vscode.Disposable {
       registry: this.registry,
       tree: {
         reload: (h) => listings.reload(h),
+        relist: (h) => listings.relist(h),
         ensureListing: (h) => listings.ensure(h),
         resolvePath: (h, ids) => this.tree.resolvePath(h, ids),
       },
@@ -157,6 +164,13 @@ export class Container implements vscode.Disposable {
       void showError(
         `Known Good settings: ${problems[0]}${problems.length > 1 ? ` (+${problems.length - 1} more)` : ''}`,
       );
+  }
+
+  /** Per host, what its connection and listing depend on (a changed known_hosts file or timeout changes them all). */
+  private hostKeys(): Map<string, string> {
+    const o = this.sshOptions;
+    const common = JSON.stringify([o.knownHostsFiles, o.connectTimeoutMs, this.settings.current.maxEntries]);
+    return new Map(this.registry.hosts().map((h) => [h.id, `${common}${JSON.stringify(h)}`]));
   }
 
   private applyHosts(): void {

@@ -39,3 +39,4 @@ export const showTextDocument = async (uri: vscode.Uri, options?: vscode.TextDoc
   vscode.window.showTextDocument(await vscode.workspace.openTextDocument(uri), options);
 export const registerTextDocumentContentProvider = (scheme: string, provider: vscode.TextDocumentContentProvider) =>
   vscode.workspace.registerTextDocumentContentProvider(scheme, provider);
+export const showOpenDialog = (options: vscode.OpenDialogOptions) => vscode.window.showOpenDialog(options);

@@ -86,7 +86,9 @@ export class RemoteRunsProvider implements vscode.TreeDataProvider<TreeNode>, vs
 
   private hostInfo(host: HostSpec): HostInfo {
     const st = this.listings.get(host.id);
-    const where = host.ssh ? sshAddress(host.ssh) : undefined;
+    // The address once: not again beside a name that already is the address (older Add Host wrote it as the name).
+    const address = host.ssh ? sshAddress(host.ssh) : undefined;
+    const where = address && address !== host.name ? address : undefined;
     const container = host.container
       ? host.container.kind === 'custom'
         ? 'container'
