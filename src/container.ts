@@ -177,7 +177,9 @@ export class Container implements vscode.Disposable {
     const current = this.settings.current;
     this.sshOptions.knownHostsFiles = [current.knownHostsFile ?? defaultKnownHostsFile()];
     this.sshOptions.connectTimeoutMs = current.connectTimeoutMs;
-    const ssh = parseSshConfig(current.includeSshConfigHosts ? readUserSshConfig() : undefined);
+    // Aliases in settings entries resolve through ~/.ssh/config as in ssh; includeSshConfigHosts only decides whether
+    // the config's own hosts are listed too (resolveHosts).
+    const ssh = parseSshConfig(readUserSshConfig());
     const hosts = resolveHosts(current, ssh, current.localRoots);
     if (current.localPython) hosts[0] = { ...hosts[0]!, python: current.localPython };
     this.registry.setHosts(hosts);

@@ -33,7 +33,9 @@ export interface ScenarioOptions {
    * Start a real OpenSSH sshd on loopback and add it to knownGood.hosts as `test-sshd` (with these roots when an
    * object is given; default: one empty folder created for it).
    */
-  sshHost?: boolean | { roots: string[] };
+  sshHost?:
+    | boolean
+    | { roots: string[]; /** false: start the sshd only (a scenario adds the host itself). */ inSettings?: false };
   /** Folder the window opens (default: an empty one). */
   workspace?: string;
   /** Per-scenario time limit (default 120 s). */
@@ -100,19 +102,21 @@ export function scenario(name: string, options: ScenarioOptions, body: (vs: Work
           roots = [join(tmp, 'ssh-runs')];
           mkdirSync(roots[0]!, { recursive: true });
         }
+        const inSettings = typeof options.sshHost !== 'object' || options.sshHost.inSettings !== false;
         const hosts = Array.isArray(settings['knownGood.hosts']) ? (settings['knownGood.hosts'] as unknown[]) : [];
-        settings['knownGood.hosts'] = [
-          ...hosts,
-          {
-            name: TEST_SSH_HOST,
-            host: '127.0.0.1',
-            port: sshd.port,
-            user: sshd.user,
-            identityFile: sshd.identityFile,
-            roots,
-          },
-        ];
-        settings['knownGood.knownHostsFile'] = sshd.knownHostsFile;
+        if (inSettings)
+          settings['knownGood.hosts'] = [
+            ...hosts,
+            {
+              name: TEST_SSH_HOST,
+              host: '127.0.0.1',
+              port: sshd.port,
+              user: sshd.user,
+              identityFile: sshd.identityFile,
+              roots,
+            },
+          ];
+        if (inSettings) settings['knownGood.knownHostsFile'] = sshd.knownHostsFile;
       }
       server = await startServer({
         settings,
