@@ -130,7 +130,8 @@ export function registerArgs(c: ArgsDeps): ArgsApi {
     if (sameRef(a, b)) throw new KnownGoodError('usage', `${a.label}: pick another checkpoint to compare with`);
     const uri = argsUri({ ...b, view: 'changed', other: a });
     docs.reload(uri);
-    await showTextDocument(uri, { preview: true });
+    // a tab of its own: a preview tab would replace the diff it was asked from
+    await showTextDocument(uri, { preview: false });
     return uri;
   };
 
