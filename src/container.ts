@@ -136,7 +136,7 @@ export class Container implements vscode.Disposable {
       registerSection: (s) => this.tree.registerSection(s),
       refresh: (node) => this.tree.refresh(node as TreeNode | undefined),
     });
-    const args = registerArgs(common);
+    const args = registerArgs({ ...common, markSelected: (ref) => this.tree.markSelected(ref) });
     const dashboard = registerDashboard({
       ...common,
       extensionUri: context.extensionUri,

@@ -26,6 +26,8 @@ export interface ArgsDeps {
   hosts: Pick<Hosts, 'session'>;
   settings: SettingsAccess;
   log: Pick<vscode.LogOutputChannel, 'error'>;
+  /** Marks the checkpoint selected for compare where it is shown (Remote Runs), or clears the mark. */
+  markSelected?(ref: { hostId: string; path: string } | undefined): void;
 }
 
 /** What other features may ask of args (the dashboard's checkpoint buttons). */
@@ -104,6 +106,7 @@ export function registerArgs(c: ArgsDeps): ArgsApi {
   let selected: CheckpointRef | undefined;
   const setSelected = (ref: CheckpointRef | undefined) => {
     selected = ref;
+    c.markSelected?.(ref);
     void executeCommand('setContext', HAS_SELECTION, ref !== undefined);
   };
 

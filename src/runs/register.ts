@@ -1,7 +1,7 @@
 import * as vscode from 'vscode';
 import { sshAddress } from '../core/hosts';
 import type { HostRegistry } from '../core/registry';
-import { findPythonsProbe } from '../core/probes/hostProbes';
+import { findPythonsProbe, pythonPickOrder } from '../core/probes/hostProbes';
 import { fromRemoteFileUri, REMOTE_FILE_SCHEME } from '../core/remote/readFile';
 import { newestCheckpoint } from '../core/runs/model';
 import type { HostSettings } from '../core/settings';
@@ -193,7 +193,7 @@ export function registerRuns(d: RunsDeps): void {
         return session.probes.runOnce(findPythonsProbe(), { signal: ac.signal, timeoutMs: 120000 });
       },
     );
-    const items = found.value.candidates.map((cand) => ({
+    const items = pythonPickOrder(found.value.candidates).map((cand) => ({
       label: cand.path,
       description: [
         cand.version ? `Python ${cand.version}` : 'broken',

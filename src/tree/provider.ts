@@ -65,6 +65,23 @@ export class RemoteRunsProvider implements vscode.TreeDataProvider<TreeNode>, vs
     });
   }
 
+  private selected: { hostId: string; path: string } | undefined;
+
+  /**
+   * The checkpoint selected for compare: its row says so and its contextValue gets `selectedForCompare`. The ref's
+   * path may be the file inside a checkpoint folder (the one holding the args), so the folder's row counts too.
+   */
+  markSelected(ref: { hostId: string; path: string } | undefined): void {
+    this.selected = ref;
+    this.changed.fire(undefined);
+  }
+
+  private isSelected(node: RunsNode): boolean {
+    const s = this.selected;
+    if (!s || node.kind !== 'checkpoint' || node.hostId !== s.hostId) return false;
+    return s.path === node.remotePath || s.path.startsWith(`${node.remotePath.replace(/\/+$/, '')}/`);
+  }
+
   /** Re-render (no remote call). */
   refresh(node?: TreeNode): void {
     this.changed.fire(node);
@@ -144,11 +161,15 @@ export class RemoteRunsProvider implements vscode.TreeDataProvider<TreeNode>, vs
           : vscode.TreeItemCollapsibleState.Collapsed;
     const t = new vscode.TreeItem(node.label, collapsible);
     t.id = node.id;
-    if (node.description) t.description = node.description;
+    const selected = this.isSelected(node);
+    const description = selected
+      ? [node.description, 'selected for compare'].filter(Boolean).join(' · ')
+      : node.description;
+    if (description) t.description = description;
     if (node.tooltip) t.tooltip = node.tooltip;
     // Screen readers (and UI tests) read "label, description", not the multi-line tooltip.
-    t.accessibilityInformation = { label: node.description ? `${node.label}, ${node.description}` : node.label };
-    t.contextValue = node.contextValue;
+    t.accessibilityInformation = { label: description ? `${node.label}, ${description}` : node.label };
+    t.contextValue = selected ? `${node.contextValue};selectedForCompare` : node.contextValue;
     if (node.kind === 'message') {
       const color =
         node.severity === 'error'
