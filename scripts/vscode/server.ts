@@ -229,6 +229,19 @@ export async function startServer(opts: ServerOptions = {}): Promise<VsCodeServe
     join(stateDir, 'user-data', 'User', 'settings.json'),
     JSON.stringify({ ...defaultSettings, ...opts.settings }, null, 2) + '\n',
   );
+  // The browser workbench takes its window settings (the color theme above all) from the server's remote settings,
+  // <user-data-dir>/Machine/settings.json, not from User/settings.json: without this the window opens in the web's
+  // default Light theme whatever User says (checked: .monaco-workbench has `vs`, with this `vs-dark`). Only the
+  // harness defaults go there: a Machine value would override the User value the extension itself writes.
+  mkdirSync(join(stateDir, 'user-data', 'Machine'), { recursive: true });
+  writeFileSync(
+    join(stateDir, 'user-data', 'Machine', 'settings.json'),
+    JSON.stringify(
+      Object.fromEntries(Object.entries(defaultSettings).filter(([k]) => !(opts.settings && k in opts.settings))),
+      null,
+      2,
+    ) + '\n',
+  );
 
   // The port can be taken between freePort() and the bind; retry a few times on that race.
   for (let attempt = 1; ; attempt++) {
