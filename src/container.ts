@@ -72,6 +72,7 @@ export class Container implements vscode.Disposable {
     this.tree = this.track(
       new RemoteRunsProvider(this.registry, listings, () => settings().problems, {
         newestFirst: () => settings().newestFirst,
+        unconfigured: () => this.registry.hosts().every((h) => !h.ssh) && settings().localRoots === undefined,
       }),
     );
     const treeView = this.track(

@@ -2,7 +2,16 @@
 // on machines that cannot download the desktop build. See ../../../shared/design/VSCODE_HARNESS.md for why each
 // install flag is there. It lives in .cache/vscode-server/, never in the extension's own node_modules.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { appendFileSync, createWriteStream, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  appendFileSync,
+  createWriteStream,
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { mkdtemp } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -319,7 +328,14 @@ export async function startServer(opts: ServerOptions = {}): Promise<VsCodeServe
       stateDir,
       home,
       workspace,
-      url: (u: UrlOptions = {}) => workbenchUrl(baseUrl, port, { folder: workspace, ...u }),
+      url: (u: UrlOptions = {}) =>
+        workbenchUrl(baseUrl, port, {
+          folder: workspace,
+          ...u,
+          ...(u.extensionDevelopmentPath
+            ? { extensionDevelopmentPath: outsideServer(u.extensionDevelopmentPath, stateDir) }
+            : {}),
+        }),
       stop: async () => {
         if (stopped) return;
         stopped = true;
@@ -335,6 +351,21 @@ export async function startServer(opts: ServerOptions = {}): Promise<VsCodeServe
       },
     };
   }
+}
+
+/**
+ * The extension folder as the workbench should see it. The pinned server is installed inside the repository
+ * (.cache/vscode-server), so its built-in theme extensions lie under the extension under development, and VS Code
+ * applies a theme found under the development folder instead of workbench.colorTheme: every window opened in
+ * Light+ ("Default Light+", the first light theme it found there), whatever the settings said. A link outside the
+ * repository to the same folder keeps the built-in themes out of it.
+ */
+function outsideServer(extensionPath: string, stateDir: string): string {
+  const ext = resolve(extensionPath);
+  if (!installDir.startsWith(`${ext}/`)) return ext;
+  const link = join(stateDir, 'extension-under-development');
+  if (!existsSync(link)) symlinkSync(ext, link);
+  return link;
 }
 
 export function workbenchUrl(baseUrl: string, port: number, u: UrlOptions): string {

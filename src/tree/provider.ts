@@ -26,6 +26,11 @@ interface SettingsProblemNode {
 
 export interface ProviderOptions {
   newestFirst(): boolean;
+  /**
+   * Nothing configured yet (no SSH host, no local roots set): the view stays empty so that its welcome (Add Host…,
+   * Add Checkpoint Root…, Open Settings; package.json viewsWelcome) shows instead of a lone "This machine".
+   */
+  unconfigured?(): boolean;
 }
 
 /**
@@ -209,6 +214,7 @@ export class RemoteRunsProvider implements vscode.TreeDataProvider<TreeNode>, vs
 
   async getChildren(node?: TreeNode): Promise<TreeNode[]> {
     if (!node) {
+      if (this.options.unconfigured?.() && this.problems().length === 0) return [];
       const hosts = this.registry.hosts().map((h) => this.nodeOfHost(h));
       const problems: SettingsProblemNode[] = this.problems().map((p, i) => ({
         kind: 'settings-problem',

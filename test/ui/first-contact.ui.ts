@@ -28,9 +28,10 @@ function writeRun(root: string, steps: [number, number][] = [[100, 3e-4]]): void
 function quickInput(page: Page) {
   const widget = page.locator('.quick-input-widget');
   return {
-    async step(title: RegExp, text?: string) {
+    async step(title: RegExp, text?: string, shot?: () => Promise<unknown>) {
       await widget.locator('.quick-input-title', { hasText: title }).waitFor({ timeout: 30_000 });
       const input = widget.locator('.quick-input-box input');
+      await shot?.();
       if (text !== undefined) await input.fill(text);
       // a picker filters as one types: wait for the row before Enter takes the first
       if (await widget.locator('.quick-input-list').isVisible())
@@ -39,6 +40,8 @@ function quickInput(page: Page) {
     },
   };
 }
+
+const widget = (page: Page) => page.locator('.quick-input-widget');
 
 const sshRoot = mkdtempSync(join(tmpdir(), 'kg-ui-first-contact-'));
 writeRun(sshRoot);
@@ -62,10 +65,18 @@ scenario(
 
     const q = quickInput(page);
     await vs.openView('Known Good');
-    await vs.treeItem('This machine').waitFor();
-    await vs.commandPalette('Known Good: Add Host');
-    await q.step(/Add Host \(1\/5\)/, 'trainbox');
-    await q.step(/Add Host \(2\/5\): key/, 'id_other');
+    // Nothing configured: the view's welcome, with Add Host… as a button.
+    const welcome = page.locator('#workbench\\.parts\\.sidebar .welcome-view-content');
+    await welcome.getByText('No hosts yet').waitFor({ timeout: 30_000 });
+    await vs.screenshot('first-contact-0-welcome');
+    await welcome.getByRole('button', { name: 'Add Host…' }).click();
+    await q.step(/Add Host \(1\/5\)/, 'trainbox', () =>
+      widget(page).locator('.monaco-list-row', { hasText: 'trainbox' }).waitFor(),
+    );
+    await q.step(/Add Host \(2\/5\): key/, 'id_other', async () => {
+      await widget(page).locator('.monaco-list-row', { hasText: 'Use the SSH agent' }).waitFor();
+      await vs.screenshot('first-contact-0-key-step');
+    });
     await q.step(/Add Host \(3\/5\)/);
     await q.step(/Add Host \(4\/5\)/);
     await q.step(/Add Host \(5\/5\)/, sshRoot);
