@@ -168,7 +168,7 @@ export class RemoteRunsProvider implements vscode.TreeDataProvider<TreeNode>, vs
     t.id = node.id;
     const selected = this.isSelected(node);
     const description = selected
-      ? [node.description, 'selected for compare'].filter(Boolean).join(' · ')
+      ? ['selected for compare', node.description].filter(Boolean).join(' · ')
       : node.description;
     if (description) t.description = description;
     if (node.tooltip) t.tooltip = node.tooltip;

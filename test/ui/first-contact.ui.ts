@@ -1,11 +1,12 @@
 import * as assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { copyFileSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, renameSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
+import { trainLogLine, trainLogPoints } from '../../scripts/demo/trainLog';
 import { repoRoot } from '../../scripts/vscode/server';
-import { pickMenuItem, scenario } from './harness';
+import { pickMenuItem, scenario, TEST_SSH_HOST } from './harness';
 
 /** A run with one checkpoint (step_100/checkpoint.pt with its args), as the demo lays them out. */
 function writeRun(root: string, steps: [number, number][] = [[100, 3e-4]]): void {
@@ -111,5 +112,124 @@ scenario(
     await vs.treeItem(/^run-a/).waitFor({ timeout: 30_000 });
     assert.equal(await error.count(), 0);
     await vs.screenshot('first-contact-3-listed');
+  },
+);
+
+/** Two runs with a step_600 each (run-a's lr differs at step_690), run-a with a training log for the dashboard. */
+const tabsRoot = mkdtempSync(join(tmpdir(), 'kg-ui-tabs-'));
+writeRun(tabsRoot, [
+  [600, 3e-4],
+  [690, 1.5e-4],
+]);
+mkdirSync(join(tabsRoot, 'run-b'));
+renameSync(join(tabsRoot, 'run-a', 'step_600'), join(tabsRoot, 'run-b', 'step_600'));
+writeRun(tabsRoot, [[600, 3e-4]]);
+writeFileSync(
+  join(tabsRoot, 'run-a', 'train_log.jsonl'),
+  trainLogPoints({ steps: 800, seed: 7, changedAfter: 690 }).map(trainLogLine).join('\n') + '\n',
+);
+
+scenario(
+  'Tabs: Select for Compare marks its row, Show Changed Args Only opens beside the diff, same-named compares get two titles; a settings write keeps rows open',
+  { localRoots: [tabsRoot], sshHost: { roots: [tabsRoot] }, timeoutMs: 300_000 },
+  async (vs) => {
+    const { page } = vs;
+    const side = page.locator('#workbench\\.parts\\.sidebar');
+    const row = (label: string) =>
+      side
+        .locator('[role=treeitem]')
+        .filter({ has: page.locator('.label-name', { hasText: new RegExp(`^${label}$`) }) });
+    const open = async (label: string) => {
+      const r = row(label);
+      await r.waitFor({ timeout: 90_000 });
+      if ((await r.getAttribute('aria-expanded')) !== 'true') await r.locator('.label-name').click();
+      await page.waitForFunction((el) => el?.getAttribute('aria-expanded') === 'true', await r.elementHandle(), {
+        timeout: 30_000,
+      });
+    };
+    const menu = async (label: string, command: RegExp, nth = 0) => {
+      await row(label).nth(nth).click({ button: 'right' });
+      await pickMenuItem(page, page.getByRole('menuitem', { name: command }));
+    };
+    const tab = (text: string) => page.locator('.tabs-container .tab', { hasText: text });
+    const timed = async (what: string, action: () => Promise<unknown>, visible: () => Promise<unknown>) => {
+      const t0 = Date.now();
+      await action();
+      await visible();
+      console.log(`[timing] ${what}: ${Date.now() - t0} ms`);
+    };
+
+    await vs.openView('Known Good');
+    for (const [where, host] of [
+      ['This machine', 'This machine'],
+      ['sshd', TEST_SSH_HOST],
+    ] as const) {
+      await open(host);
+      await open(tabsRoot);
+      await open('run-a');
+      await open('run-b');
+      await timed(
+        `open args (${where})`,
+        () => row('step_690').click(),
+        () => tab('step_690 args').first().waitFor({ timeout: 60_000 }),
+      );
+      await menu('step_600', /^Select for Compare/);
+      // The selected row says so (and only it).
+      await row('step_600').filter({ hasText: 'selected for compare' }).waitFor({ timeout: 15_000 });
+      const hostName = where === 'sshd' ? TEST_SSH_HOST : 'This machine';
+      await timed(
+        `compare with selected (${where})`,
+        () => menu('step_690', /^Compare with Selected/),
+        () => tab(`args: step_600 ↔ step_690 (${hostName})`).waitFor({ timeout: 60_000 }),
+      );
+      if (where === 'This machine') {
+        // run-b's step_600 against run-a's: one checkpoint name, so the runs name the sides (and the tab)
+        await menu('step_600', /^Select for Compare/, 1);
+        await row('step_600').nth(1).filter({ hasText: 'selected for compare' }).waitFor({ timeout: 15_000 });
+        assert.equal(await row('step_600').filter({ hasText: 'selected for compare' }).count(), 1);
+        await menu('step_600', /^Compare with Selected/, 0);
+        await tab(`args: run-b/step_600 ↔ run-a/step_600 (${hostName})`).waitFor({ timeout: 60_000 });
+      }
+      if (where === 'This machine') await vs.screenshot('tabs-1-selected-and-diff');
+      await timed(
+        `first plot of the dashboard (${where})`,
+        () => menu('run-a', /^Open Dashboard/),
+        () =>
+          page
+            .frameLocator('iframe.webview.ready >> nth=-1')
+            .frameLocator('#active-frame')
+            .locator('.kg-plot canvas')
+            .first()
+            .waitFor({ timeout: 90_000 }),
+      );
+      // collapse the host for the next one: the same labels are under both
+      await side.locator('[role=treeitem][aria-level="1"]', { hasText: host }).first().locator('.label-name').click();
+    }
+
+    // Show Changed Args Only from the diff: a tab of its own, the diff stays open.
+    await open('This machine');
+    await open('run-a');
+    await menu('step_690', /^Show Changed Args Only/);
+    await tab('changed args').first().waitFor({ timeout: 60_000 });
+    assert.equal(
+      (await tab('↔ run-a/step_690').or(tab('step_600 ↔ step_690 (')).count()) > 0,
+      true,
+      'the diff tab was replaced',
+    );
+    await vs.screenshot('tabs-2-changed-beside-diff');
+
+    // A settings write for the sshd (Add Checkpoint Root) keeps This machine's expanded rows open.
+    await menu(TEST_SSH_HOST, /^Add Checkpoint Root/);
+    await page.locator('.quick-input-widget .quick-input-box input').fill(join(tabsRoot, 'run-b'));
+    await page.keyboard.press('Enter');
+    await side.locator('[role=treeitem][aria-level="1"]', { hasText: TEST_SSH_HOST }).first().waitFor();
+    await page.waitForTimeout(2000);
+    assert.equal(
+      await row('run-a').first().getAttribute('aria-expanded'),
+      'true',
+      'run-a collapsed after a settings write',
+    );
+    await row('step_690').first().waitFor();
+    await vs.screenshot('tabs-3-expanded-after-settings-write');
   },
 );

@@ -151,6 +151,13 @@ void test('labels and diff titles', () => {
     'args: run-a/…/model ↔ run-b/…/model (g)',
   );
   assert.equal(
+    argsDiffTitle(
+      { host: 'g', path: '/c/run-a/step_600/checkpoint.pt', label: 'step_600' },
+      { host: 'g', path: '/c/run-b/step_600/checkpoint.pt', label: 'step_600' },
+    ),
+    'args: run-a/step_600 ↔ run-b/step_600 (g)',
+  );
+  assert.equal(
     argsDiffTitle({ host: 'g', path: '/c/step_600.pt' }, { host: 'g', path: '/c/step_600.ckpt' }),
     'args: step_600.pt ↔ step_600.ckpt (g)',
   );

@@ -104,8 +104,14 @@ export function checkpointLabel(path: string): string {
  * differ, `run-a/…/step_600` ↔ `run-b/…/step_600`, so two compares get two titles (and two tabs).
  */
 function distinctLabels(pa: string, pb: string, label: string): [string, string] {
-  const sa = pa.replace(/\/+$/, '').split('/');
-  const sb = pb.replace(/\/+$/, '').split('/');
+  // a checkpoint folder's args file (step_600/checkpoint.pt labelled step_600): compare from the folder up
+  const upTo = (p: string) => {
+    const segs = p.replace(/\/+$/, '').split('/');
+    const at = segs.map(checkpointLabel).lastIndexOf(label);
+    return at > 0 ? segs.slice(0, at + 1) : segs;
+  };
+  const sa = upTo(pa);
+  const sb = upTo(pb);
   let i = 1;
   while (i <= Math.min(sa.length, sb.length) && sa[sa.length - i] === sb[sb.length - i]) i++;
   const da = sa[sa.length - i];
