@@ -233,3 +233,33 @@ scenario(
     await vs.screenshot('tabs-3-expanded-after-settings-write');
   },
 );
+
+scenario(
+  'Terminals: a second probe of the same kind on the same host runs in the terminal of the first once it has ended',
+  {
+    localRoots: [tabsRoot],
+    settings: { 'terminal.integrated.gpuAcceleration': 'off', 'knownGood.localPython': '/usr/bin/python3' },
+  },
+  async (vs) => {
+    const { page } = vs;
+    const rows = () => page.locator('.xterm-rows > div').allTextContents();
+    await vs.openView('Known Good');
+    for (let i = 1; i <= 2; i++) {
+      await vs.commandPalette('Known Good: Run Probe');
+      await widget(page).locator('.monaco-list-row', { hasText: 'GPU status' }).first().waitFor();
+      await widget(page).locator('.quick-input-box input').fill('GPU status');
+      await page.keyboard.press('Enter');
+      // the second run: under a rule drawn below the first run's output, in the same terminal
+      const done = i === 1 ? 'Process exited with code 0' : '─{20,}[\\s\\S]*Process exited with code 0';
+      await page.waitForFunction(
+        (re) => new RegExp(re).test(document.querySelector('.xterm-rows')?.textContent ?? ''),
+        done,
+        { timeout: 90_000 },
+      );
+    }
+    // one terminal for GPU status @ This machine: no "(2)" beside it
+    assert.equal(await page.getByText('Known Good: GPU status @ This machine (2)').count(), 0);
+    assert.match((await rows()).join('\n'), /Press any key to close this terminal/);
+    await vs.screenshot('terminal-reused');
+  },
+);
