@@ -19,6 +19,7 @@ export const Commands = {
   disconnect: 'knownGood.hosts.disconnect',
   addHost: 'knownGood.hosts.add',
   removeHost: 'knownGood.hosts.remove',
+  editHost: 'knownGood.hosts.edit',
   addRoot: 'knownGood.hosts.addRoot',
   removeRoot: 'knownGood.hosts.removeRoot',
   argsOpen: 'knownGood.args.open',

@@ -20,7 +20,7 @@ import { registerRuns } from './runs/register';
 import { commandRegistrar, type RegisterCommand } from './shared/commands';
 import { hostsOf, type Hosts } from './shared/hosts';
 import { SettingsService } from './shared/settings';
-import { AutoRefresh } from './tree/autoRefresh';
+import { AgeTicker, AutoRefresh } from './tree/autoRefresh';
 import { RemoteRunsProvider, type TreeNode } from './tree/provider';
 import { registerWhatChanged } from './whatChanged/register';
 import { executeCommand, getConfiguration, showError } from './window';
@@ -75,6 +75,7 @@ export class Container implements vscode.Disposable {
     this.tree = this.track(
       new RemoteRunsProvider(this.registry, listings, () => settings().problems, {
         newestFirst: () => settings().newestFirst,
+        unconfigured: () => this.registry.hosts().every((h) => !h.ssh) && settings().localRoots === undefined,
       }),
     );
     const treeView = this.track(
@@ -93,11 +94,17 @@ export class Container implements vscode.Disposable {
         this.settings.onDidChange,
       ),
     );
+    this.track(new AgeTicker(treeView, () => this.tree.refresh()));
     this.track(
       this.settings.onDidChange((s) => {
         this.registry.setCommandTimeout(s.commandTimeoutMs);
+        const before = this.hostKeys();
         this.applyHosts();
-        this.tree.reload();
+        // Only the hosts whose settings changed are listed again: the others keep their listing and their expanded
+        // rows (a tree rebuilt from scratch collapses everything the person opened).
+        const after = this.hostKeys();
+        for (const [id, key] of before) if (after.get(id) !== key) listings.reload(id);
+        this.tree.refresh();
       }),
     );
 
@@ -120,6 +127,7 @@ export class Container implements vscode.Disposable {
       registry: this.registry,
       tree: {
         reload: (h) => listings.reload(h),
+        relist: (h) => listings.relist(h),
         ensureListing: (h) => listings.ensure(h),
         resolvePath: (h, ids) => this.tree.resolvePath(h, ids),
       },
@@ -132,7 +140,7 @@ export class Container implements vscode.Disposable {
       registerSection: (s) => this.tree.registerSection(s),
       refresh: (node) => this.tree.refresh(node as TreeNode | undefined),
     });
-    const args = registerArgs(common);
+    const args = registerArgs({ ...common, markSelected: (ref) => this.tree.markSelected(ref) });
     const underTest = context.extensionMode === vscode.ExtensionMode.Test;
     const dashboard = registerDashboard({
       ...common,
@@ -185,11 +193,20 @@ export class Container implements vscode.Disposable {
       );
   }
 
+  /** Per host, what its connection and listing depend on (a changed known_hosts file or timeout changes them all). */
+  private hostKeys(): Map<string, string> {
+    const o = this.sshOptions;
+    const common = JSON.stringify([o.knownHostsFiles, o.connectTimeoutMs, this.settings.current.maxEntries]);
+    return new Map(this.registry.hosts().map((h) => [h.id, `${common}${JSON.stringify(h)}`]));
+  }
+
   private applyHosts(): void {
     const current = this.settings.current;
     this.sshOptions.knownHostsFiles = [current.knownHostsFile ?? defaultKnownHostsFile()];
     this.sshOptions.connectTimeoutMs = current.connectTimeoutMs;
-    const ssh = parseSshConfig(current.includeSshConfigHosts ? readUserSshConfig() : undefined);
+    // Aliases in settings entries resolve through ~/.ssh/config as in ssh; includeSshConfigHosts only decides whether
+    // the config's own hosts are listed too (resolveHosts).
+    const ssh = parseSshConfig(readUserSshConfig());
     const hosts = resolveHosts(current, ssh, current.localRoots);
     if (current.localPython) hosts[0] = { ...hosts[0]!, python: current.localPython };
     this.registry.setHosts(hosts);

@@ -40,3 +40,4 @@ export const showTextDocument = async (uri: vscode.Uri, options?: vscode.TextDoc
 export const registerTextDocumentContentProvider = (scheme: string, provider: vscode.TextDocumentContentProvider) =>
   vscode.workspace.registerTextDocumentContentProvider(scheme, provider);
 export const activeEditorUri = (): vscode.Uri | undefined => vscode.window.activeTextEditor?.document.uri;
+export const showOpenDialog = (options: vscode.OpenDialogOptions) => vscode.window.showOpenDialog(options);

@@ -2,7 +2,16 @@
 // on machines that cannot download the desktop build. See ../../../shared/design/VSCODE_HARNESS.md for why each
 // install flag is there. It lives in .cache/vscode-server/, never in the extension's own node_modules.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { appendFileSync, createWriteStream, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  appendFileSync,
+  createWriteStream,
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { mkdtemp } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -229,6 +238,19 @@ export async function startServer(opts: ServerOptions = {}): Promise<VsCodeServe
     join(stateDir, 'user-data', 'User', 'settings.json'),
     JSON.stringify({ ...defaultSettings, ...opts.settings }, null, 2) + '\n',
   );
+  // The browser workbench takes its window settings (the color theme above all) from the server's remote settings,
+  // <user-data-dir>/Machine/settings.json, not from User/settings.json: without this the window opens in the web's
+  // default Light theme whatever User says (checked: .monaco-workbench has `vs`, with this `vs-dark`). Only the
+  // harness defaults go there: a Machine value would override the User value the extension itself writes.
+  mkdirSync(join(stateDir, 'user-data', 'Machine'), { recursive: true });
+  writeFileSync(
+    join(stateDir, 'user-data', 'Machine', 'settings.json'),
+    JSON.stringify(
+      Object.fromEntries(Object.entries(defaultSettings).filter(([k]) => !(opts.settings && k in opts.settings))),
+      null,
+      2,
+    ) + '\n',
+  );
 
   // The port can be taken between freePort() and the bind; retry a few times on that race.
   for (let attempt = 1; ; attempt++) {
@@ -306,7 +328,14 @@ export async function startServer(opts: ServerOptions = {}): Promise<VsCodeServe
       stateDir,
       home,
       workspace,
-      url: (u: UrlOptions = {}) => workbenchUrl(baseUrl, port, { folder: workspace, ...u }),
+      url: (u: UrlOptions = {}) =>
+        workbenchUrl(baseUrl, port, {
+          folder: workspace,
+          ...u,
+          ...(u.extensionDevelopmentPath
+            ? { extensionDevelopmentPath: outsideServer(u.extensionDevelopmentPath, stateDir) }
+            : {}),
+        }),
       stop: async () => {
         if (stopped) return;
         stopped = true;
@@ -322,6 +351,21 @@ export async function startServer(opts: ServerOptions = {}): Promise<VsCodeServe
       },
     };
   }
+}
+
+/**
+ * The extension folder as the workbench should see it. The pinned server is installed inside the repository
+ * (.cache/vscode-server), so its built-in theme extensions lie under the extension under development, and VS Code
+ * applies a theme found under the development folder instead of workbench.colorTheme: every window opened in
+ * Light+ ("Default Light+", the first light theme it found there), whatever the settings said. A link outside the
+ * repository to the same folder keeps the built-in themes out of it.
+ */
+function outsideServer(extensionPath: string, stateDir: string): string {
+  const ext = resolve(extensionPath);
+  if (!installDir.startsWith(`${ext}/`)) return ext;
+  const link = join(stateDir, 'extension-under-development');
+  if (!existsSync(link)) symlinkSync(ext, link);
+  return link;
 }
 
 export function workbenchUrl(baseUrl: string, port: number, u: UrlOptions): string {

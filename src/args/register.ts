@@ -27,6 +27,8 @@ export interface ArgsDeps {
   hosts: Pick<Hosts, 'session'>;
   settings: SettingsAccess;
   log: Pick<vscode.LogOutputChannel, 'error'>;
+  /** Marks the checkpoint selected for compare where it is shown (Remote Runs), or clears the mark. */
+  markSelected?(ref: { hostId: string; path: string } | undefined): void;
 }
 
 /** What other features may ask of args (the dashboard's checkpoint buttons). */
@@ -97,6 +99,7 @@ export function registerArgs(c: ArgsDeps): ArgsApi {
   let selected: CheckpointRef | undefined;
   const setSelected = (ref: CheckpointRef | undefined) => {
     selected = ref;
+    c.markSelected?.(ref);
     void executeCommand('setContext', HAS_SELECTION, ref !== undefined);
   };
 
@@ -123,7 +126,8 @@ export function registerArgs(c: ArgsDeps): ArgsApi {
     if (sameRef(a, b)) throw new KnownGoodError('usage', `${a.label}: pick another checkpoint to compare with`);
     const uri = argsUri({ ...b, view: 'changed', other: a });
     docs.reload(uri);
-    await showTextDocument(uri, { preview: true });
+    // a tab of its own: a preview tab would replace the diff it was asked from
+    await showTextDocument(uri, { preview: false });
     return uri;
   };
 

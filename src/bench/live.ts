@@ -1,6 +1,7 @@
 import * as vscode from 'vscode';
 import type { BenchDeps } from './register';
 import { formatLive, liveTargetOf, LiveThroughput, type LiveState } from '../core/metrics/liveThroughput';
+import { Commands } from '../constants';
 import { createStatusBarItem } from '../window';
 
 /**
@@ -10,12 +11,16 @@ import { createStatusBarItem } from '../window';
 export function registerLiveThroughput(c: BenchDeps): LiveThroughput {
   const item = c.track(createStatusBarItem('knownGood.liveThroughput', vscode.StatusBarAlignment.Left, 50));
   item.name = 'Known Good: live throughput';
+  /** The Remote Runs row whose numbers are shown. */
+  let followed: unknown;
   const render = (s: LiveState) => {
     if (s.kind === 'hidden') {
       item.hide();
       return;
     }
-    item.text = `$(pulse) ${formatLive(s)}`;
+    // which run the numbers are of, and a click opens its dashboard
+    item.text = `$(pulse) ${runName(followed, s.target.path)} · ${formatLive(s)}`;
+    item.command = { command: Commands.openDashboard, title: 'Open Dashboard', arguments: [followed ?? s.target] };
     const where = `${s.target.path} on ${c.hosts.find(s.target.hostId)?.name ?? s.target.hostId}`;
     item.tooltip =
       s.kind === 'error'
@@ -35,7 +40,9 @@ export function registerLiveThroughput(c: BenchDeps): LiveThroughput {
   const view = c.view;
   const follow = () => {
     const sel = view.selection;
-    live.follow(sel.length === 1 ? liveTargetOf(sel[0]) : undefined);
+    const target = sel.length === 1 ? liveTargetOf(sel[0]) : undefined;
+    followed = target ? sel[0] : undefined;
+    live.follow(target);
   };
   c.track(view.onDidChangeSelection(follow));
   // A hidden view or a window in the background needs no numbers: nothing is read then.
@@ -45,4 +52,12 @@ export function registerLiveThroughput(c: BenchDeps): LiveThroughput {
   update();
   follow();
   return live;
+}
+
+/** A run row's own name; for a log file, its folder's (the run it belongs to). */
+function runName(node: unknown, path: string): string {
+  const n = node as { kind?: unknown; label?: unknown } | undefined;
+  if (n?.kind === 'run' && typeof n.label === 'string') return n.label;
+  const parts = path.replace(/\/+$/, '').split('/');
+  return parts[parts.length - 2] ?? path;
 }

@@ -1,7 +1,7 @@
 import * as vscode from 'vscode';
-import { parseUserHostPort, sshAddress } from '../core/hosts';
+import { sshAddress } from '../core/hosts';
 import type { HostRegistry } from '../core/registry';
-import { findPythonsProbe } from '../core/probes/hostProbes';
+import { findPythonsProbe, pythonPickOrder } from '../core/probes/hostProbes';
 import { fromRemoteFileUri, REMOTE_FILE_SCHEME } from '../core/remote/readFile';
 import { newestCheckpoint } from '../core/runs/model';
 import type { HostSettings } from '../core/settings';
@@ -10,6 +10,7 @@ import type { RegisterCommand } from '../shared/commands';
 import type { Hosts } from '../shared/hosts';
 import type { SettingsAccess } from '../shared/settings';
 import { showInfo, showInputBox, showQuickPick, showWarning, withProgress } from '../window';
+import { hostWizard } from './hostWizard';
 import { RemoteFileProvider, remoteFileUri } from './remoteFiles';
 
 /** What Remote Runs' own commands need from the extension. */
@@ -21,6 +22,8 @@ export interface RunsDeps {
   settings: SettingsAccess;
   tree: {
     reload(hostId?: string): void;
+    /** Lists again keeping the old listing shown until the new one arrives. */
+    relist(hostId?: string): void;
     ensureListing(hostId: string): Promise<import('../core/runs/listRuns').RunsListing | undefined>;
     resolvePath(hostId: string, ids: string[]): Promise<unknown>;
   };
@@ -34,8 +37,8 @@ export function registerRuns(d: RunsDeps): void {
   d.track(vscode.workspace.registerTextDocumentContentProvider(REMOTE_FILE_SCHEME, new RemoteFileProvider(hosts)));
 
   const any = { kinds: ['host'] } as const;
-  command(Commands.refresh, any, (t) => tree.reload(t?.hostId));
-  command(Commands.retry, any, (t) => tree.reload(t?.hostId));
+  command(Commands.refresh, any, (t) => tree.relist(t?.hostId));
+  command(Commands.retry, any, (t) => tree.relist(t?.hostId));
   command(Commands.connect, any, (t) => (t ? tree.ensureListing(t.hostId) : undefined));
   command(Commands.disconnect, any, (t) => {
     if (!t) return;
@@ -93,53 +96,35 @@ export function registerRuns(d: RunsDeps): void {
   });
 
   command(Commands.addHost, null, async () => {
-    const target = await showInputBox({
-      title: 'Add Host (1/4)',
-      prompt: 'An ~/.ssh/config alias, or user@host[:port]',
-      placeHolder: 'gpu-box or root@10.0.0.5:22',
-      ignoreFocusOut: true,
-      validateInput: (v) =>
-        v.trim() && parseUserHostPort(v.trim()) ? undefined : 'Expected an alias or user@host[:port]',
+    const entry = await hostWizard({
+      defaultRoots: settings.current.defaultRoots,
+      taken: hosts.all().map((h) => h.name),
     });
-    if (!target) return;
-    const container = await showInputBox({
-      title: 'Add Host (2/4): container (optional)',
-      prompt: 'Run inside a container: pct:200, docker:NAME or kubectl:POD; empty for none',
-      ignoreFocusOut: true,
-      validateInput: (v) =>
-        !v.trim() || /^(pct|docker|kubectl):\S+$/.test(v.trim())
-          ? undefined
-          : 'Expected pct:ID, docker:NAME or kubectl:POD',
-    });
-    if (container === undefined) return;
-    const python = await showInputBox({
-      title: 'Add Host (3/4): Python (optional)',
-      prompt: 'Interpreter on the remote (empty: python3; "Select Remote Python" can find one later)',
-      ignoreFocusOut: true,
-    });
-    if (python === undefined) return;
-    const defaults = settings.current.defaultRoots;
-    const roots = await showInputBox({
-      title: 'Add Host (4/4): checkpoint roots',
-      prompt: 'Comma-separated folders on the remote',
-      value: defaults.join(', '),
-      ignoreFocusOut: true,
-    });
-    if (roots === undefined) return;
-    const name = target.trim();
-    const entry: HostSettings = { name, host: name };
-    const ct = container.trim();
-    if (ct) {
-      const [kind, id] = ct.split(/:(.*)/s) as ['pct' | 'docker' | 'kubectl', string];
-      entry.container = { kind, id };
+    if (!entry) return;
+    await updateHosts((list) => [...list.filter((h) => h.name !== entry.name), entry]);
+  });
+
+  // Also on a failed host's error row: the target of a message row is its host.
+  command(Commands.editHost, { kinds: ['host'], pick: 'Edit which host?' }, async ({ hostId }) => {
+    const spec = hosts.get(hostId);
+    if (spec.source === 'local') {
+      void showInfo('This machine has no connection settings: edit its roots with Add Checkpoint Root….');
+      return;
     }
-    if (python.trim()) entry.python = python.trim();
-    const list = roots
-      .split(',')
-      .map((r) => r.trim())
-      .filter(Boolean);
-    if (list.length) entry.roots = list;
-    await updateHosts((hosts) => [...hosts.filter((h) => h.name !== name), entry]);
+    const previous = settings.current.hosts.find((h) => h.name === spec.name);
+    const entry = await hostWizard({
+      ...(previous ? { previous } : { target: spec.name }),
+      defaultRoots: settings.current.defaultRoots,
+      taken: hosts
+        .all()
+        .filter((h) => h.id !== hostId)
+        .map((h) => h.name),
+    });
+    if (!entry) return;
+    // The settings change reconnects this host only (the pool replaces a connection whose options changed).
+    await updateHosts((list) =>
+      previous ? list.map((h) => (h.name === previous.name ? entry : h)) : [...list, entry],
+    );
   });
 
   command(Commands.removeHost, { kinds: ['host'] }, async (t) => {
@@ -208,7 +193,7 @@ export function registerRuns(d: RunsDeps): void {
         return session.probes.runOnce(findPythonsProbe(), { signal: ac.signal, timeoutMs: 120000 });
       },
     );
-    const items = found.value.candidates.map((cand) => ({
+    const items = pythonPickOrder(found.value.candidates).map((cand) => ({
       label: cand.path,
       description: [
         cand.version ? `Python ${cand.version}` : 'broken',

@@ -16,7 +16,29 @@ export class RunnerPseudoterminal implements vscode.Pseudoterminal, vscode.Dispo
   /** Everything written, for tests through the extension API (a terminal's buffer is not readable otherwise). */
   screen = '';
 
-  constructor(private readonly runner: TerminalRunner) {
+  private dims: vscode.TerminalDimensions | undefined;
+
+  constructor(private runner: TerminalRunner) {
+    this.attach(runner);
+  }
+
+  /** The next run in this same terminal (its process has ended): a rule under the last output, then the new one. */
+  rerun(runner: TerminalRunner): void {
+    for (const u of this.unsubscribe.splice(0)) u();
+    this.runner = runner;
+    this.exit = undefined;
+    this.screen = '';
+    this.attach(runner);
+    this.writes.fire(`\r\n\x1b[2m${'─'.repeat(Math.min(60, this.dims?.columns ?? 60))}\x1b[0m\r\n`);
+    void runner.start(this.dims ? { cols: this.dims.columns, rows: this.dims.rows } : undefined);
+  }
+
+  /** The process ended (a key would close the terminal): the next run may use it. */
+  get ended(): boolean {
+    return this.exit !== undefined;
+  }
+
+  private attach(runner: TerminalRunner): void {
     this.unsubscribe.push(
       runner.onOutput((text) => {
         this.screen = (this.screen + text).slice(-200_000);
@@ -30,6 +52,7 @@ export class RunnerPseudoterminal implements vscode.Pseudoterminal, vscode.Dispo
   }
 
   open(dims: vscode.TerminalDimensions | undefined): void {
+    this.dims = dims;
     void this.runner.start(dims ? { cols: dims.columns, rows: dims.rows } : undefined);
   }
 
@@ -47,6 +70,7 @@ export class RunnerPseudoterminal implements vscode.Pseudoterminal, vscode.Dispo
   }
 
   setDimensions(dims: vscode.TerminalDimensions): void {
+    this.dims = dims;
     this.runner.resize({ cols: dims.columns, rows: dims.rows });
   }
 

@@ -61,3 +61,32 @@ export class AutoRefresh implements vscode.Disposable {
     for (const s of this.subs) s.dispose();
   }
 }
+
+/**
+ * Relative ages ("3 min ago") in Remote Runs move on by themselves: while the view is visible, its rows are redrawn
+ * every `periodMs` from the listings it already has (no remote call; ids are stable, so expanded rows stay open).
+ */
+export class AgeTicker implements vscode.Disposable {
+  private timer: NodeJS.Timeout | undefined;
+  private readonly sub: vscode.Disposable;
+
+  constructor(
+    private readonly view: vscode.TreeView<unknown>,
+    private readonly redraw: () => void,
+    private readonly periodMs = 60_000,
+  ) {
+    this.sub = view.onDidChangeVisibility(() => this.schedule());
+    this.schedule();
+  }
+
+  private schedule(): void {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = undefined;
+    if (this.view.visible) this.timer = setInterval(this.redraw, this.periodMs);
+  }
+
+  dispose(): void {
+    if (this.timer) clearInterval(this.timer);
+    this.sub.dispose();
+  }
+}

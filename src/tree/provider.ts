@@ -26,6 +26,11 @@ interface SettingsProblemNode {
 
 export interface ProviderOptions {
   newestFirst(): boolean;
+  /**
+   * Nothing configured yet (no SSH host, no local roots set): the view stays empty so that its welcome (Add Host…,
+   * Add Checkpoint Root…, Open Settings; package.json viewsWelcome) shows instead of a lone "This machine".
+   */
+  unconfigured?(): boolean;
 }
 
 /**
@@ -65,6 +70,23 @@ export class RemoteRunsProvider implements vscode.TreeDataProvider<TreeNode>, vs
     });
   }
 
+  private selected: { hostId: string; path: string } | undefined;
+
+  /**
+   * The checkpoint selected for compare: its row says so and its contextValue gets `selectedForCompare`. The ref's
+   * path may be the file inside a checkpoint folder (the one holding the args), so the folder's row counts too.
+   */
+  markSelected(ref: { hostId: string; path: string } | undefined): void {
+    this.selected = ref;
+    this.changed.fire(undefined);
+  }
+
+  private isSelected(node: RunsNode): boolean {
+    const s = this.selected;
+    if (!s || node.kind !== 'checkpoint' || node.hostId !== s.hostId) return false;
+    return s.path === node.remotePath || s.path.startsWith(`${node.remotePath.replace(/\/+$/, '')}/`);
+  }
+
   /** Re-render (no remote call). */
   refresh(node?: TreeNode): void {
     this.changed.fire(node);
@@ -86,7 +108,9 @@ export class RemoteRunsProvider implements vscode.TreeDataProvider<TreeNode>, vs
 
   private hostInfo(host: HostSpec): HostInfo {
     const st = this.listings.get(host.id);
-    const where = host.ssh ? sshAddress(host.ssh) : undefined;
+    // The address once: not again beside a name that already is the address (older Add Host wrote it as the name).
+    const address = host.ssh ? sshAddress(host.ssh) : undefined;
+    const where = address && address !== host.name ? address : undefined;
     const container = host.container
       ? host.container.kind === 'custom'
         ? 'container'
@@ -142,11 +166,15 @@ export class RemoteRunsProvider implements vscode.TreeDataProvider<TreeNode>, vs
           : vscode.TreeItemCollapsibleState.Collapsed;
     const t = new vscode.TreeItem(node.label, collapsible);
     t.id = node.id;
-    if (node.description) t.description = node.description;
+    const selected = this.isSelected(node);
+    const description = selected
+      ? ['selected for compare', node.description].filter(Boolean).join(' · ')
+      : node.description;
+    if (description) t.description = description;
     if (node.tooltip) t.tooltip = node.tooltip;
     // Screen readers (and UI tests) read "label, description", not the multi-line tooltip.
-    t.accessibilityInformation = { label: node.description ? `${node.label}, ${node.description}` : node.label };
-    t.contextValue = node.contextValue;
+    t.accessibilityInformation = { label: description ? `${node.label}, ${description}` : node.label };
+    t.contextValue = selected ? `${node.contextValue};selectedForCompare` : node.contextValue;
     if (node.kind === 'message') {
       const color =
         node.severity === 'error'
@@ -186,6 +214,7 @@ export class RemoteRunsProvider implements vscode.TreeDataProvider<TreeNode>, vs
 
   async getChildren(node?: TreeNode): Promise<TreeNode[]> {
     if (!node) {
+      if (this.options.unconfigured?.() && this.problems().length === 0) return [];
       const hosts = this.registry.hosts().map((h) => this.nodeOfHost(h));
       const problems: SettingsProblemNode[] = this.problems().map((p, i) => ({
         kind: 'settings-problem',

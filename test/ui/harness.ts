@@ -34,7 +34,15 @@ export interface ScenarioOptions {
    * object is given; default: one empty folder created for it). `entry` adds keys to its knownGood.hosts entry
    * (e.g. `slurm: { conf }` to make it a Slurm login node).
    */
-  sshHost?: boolean | { roots?: string[]; entry?: Record<string, unknown> };
+  sshHost?:
+    | boolean
+    | {
+        roots?: string[];
+        /** More keys of the test host's settings entry (e.g. `slurm`). */
+        entry?: Record<string, unknown>;
+        /** false: start the sshd only (a scenario adds the host itself). */
+        inSettings?: false;
+      };
   /** Folder the window opens (default: an empty one). */
   workspace?: string;
   /** Per-scenario time limit (default 120 s). */
@@ -102,20 +110,22 @@ export function scenario(name: string, options: ScenarioOptions, body: (vs: Work
           roots = [join(tmp, 'ssh-runs')];
           mkdirSync(roots[0]!, { recursive: true });
         }
+        const inSettings = typeof options.sshHost !== 'object' || options.sshHost.inSettings !== false;
         const hosts = Array.isArray(settings['knownGood.hosts']) ? (settings['knownGood.hosts'] as unknown[]) : [];
-        settings['knownGood.hosts'] = [
-          ...hosts,
-          {
-            name: TEST_SSH_HOST,
-            host: '127.0.0.1',
-            port: sshd.port,
-            user: sshd.user,
-            identityFile: sshd.identityFile,
-            roots,
-            ...given?.entry,
-          },
-        ];
-        settings['knownGood.knownHostsFile'] = sshd.knownHostsFile;
+        if (inSettings)
+          settings['knownGood.hosts'] = [
+            ...hosts,
+            {
+              name: TEST_SSH_HOST,
+              host: '127.0.0.1',
+              port: sshd.port,
+              user: sshd.user,
+              identityFile: sshd.identityFile,
+              roots,
+              ...given?.entry,
+            },
+          ];
+        if (inSettings) settings['knownGood.knownHostsFile'] = sshd.knownHostsFile;
       }
       server = await startServer({
         settings,

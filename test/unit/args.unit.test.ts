@@ -141,6 +141,26 @@ void test('labels and diff titles', () => {
     argsDiffTitle({ host: 'g', path: '/a/s1.pt' }, { host: 'h', path: '/b/s1.pt' }),
     'args: s1 (g) ↔ s1 (h)',
   );
+  // one name in two runs: the runs tell the two compares (and their tabs) apart
+  assert.equal(
+    argsDiffTitle({ host: 'g', path: '/c/run-a/step_600' }, { host: 'g', path: '/c/run-b/step_600' }),
+    'args: run-a/step_600 ↔ run-b/step_600 (g)',
+  );
+  assert.equal(
+    argsDiffTitle({ host: 'g', path: '/c/run-a/step_600/model.pt' }, { host: 'g', path: '/c/run-b/step_600/model.pt' }),
+    'args: run-a/…/model ↔ run-b/…/model (g)',
+  );
+  assert.equal(
+    argsDiffTitle(
+      { host: 'g', path: '/c/run-a/step_600/checkpoint.pt', label: 'step_600' },
+      { host: 'g', path: '/c/run-b/step_600/checkpoint.pt', label: 'step_600' },
+    ),
+    'args: run-a/step_600 ↔ run-b/step_600 (g)',
+  );
+  assert.equal(
+    argsDiffTitle({ host: 'g', path: '/c/step_600.pt' }, { host: 'g', path: '/c/step_600.ckpt' }),
+    'args: step_600.pt ↔ step_600.ckpt (g)',
+  );
 });
 
 void test('cache: keyed by host + path + size + mtime, bounded LRU', () => {

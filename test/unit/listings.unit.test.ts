@@ -54,6 +54,32 @@ void describe('Listings: one listing per host, owned by the core', () => {
     assert.equal(calls(), 1);
   });
 
+  void it('relist (Refresh, Retry) keeps the old listing shown until the new one arrives; a failed host lists anew', async () => {
+    const host = localHost(['/ckpts']);
+    let answer = () => Promise.resolve(listing);
+    const { l, calls } = listingsWith(host, () => answer());
+    await l.ensure('local');
+    const next = { ...listing, now: listing.now + 60 };
+    let release!: () => void;
+    answer = () => new Promise((r) => (release = () => r(next)));
+    l.relist('local');
+    // expanded rows are built from this listing while the new one loads: they stay open
+    assert.equal(l.listing('local'), listing);
+    release();
+    await l.ensure('local');
+    assert.equal(l.listing('local'), next);
+    assert.equal(calls(), 2);
+
+    answer = () => Promise.reject(new Error('connection refused'));
+    l.reload('local');
+    await l.ensure('local');
+    assert.equal(l.get('local')?.state, 'error');
+    answer = () => Promise.resolve(listing);
+    l.relist('local');
+    assert.equal(l.get('local'), undefined);
+    assert.equal(await l.ensure('local'), listing);
+  });
+
   void it('a host without roots needs no probe; an unknown host has no listing', async () => {
     const { l, calls } = listingsWith(localHost([]), () => Promise.resolve(listing));
     assert.deepEqual((await l.ensure('local'))?.roots, []);

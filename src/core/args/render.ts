@@ -99,13 +99,40 @@ export function checkpointLabel(path: string): string {
   return dot > 0 && !base.startsWith('.') ? base.slice(0, dot) : base || path;
 }
 
+/**
+ * Two checkpoints with one name (`step_600` of two runs): each is named with the nearest folder where their paths
+ * differ, `run-a/…/step_600` ↔ `run-b/…/step_600`, so two compares get two titles (and two tabs).
+ */
+function distinctLabels(pa: string, pb: string, label: string): [string, string] {
+  // a checkpoint folder's args file (step_600/checkpoint.pt labelled step_600): compare from the folder up
+  const upTo = (p: string) => {
+    const segs = p.replace(/\/+$/, '').split('/');
+    const at = segs.map(checkpointLabel).lastIndexOf(label);
+    return at > 0 ? segs.slice(0, at + 1) : segs;
+  };
+  const sa = upTo(pa);
+  const sb = upTo(pb);
+  let i = 1;
+  while (i <= Math.min(sa.length, sb.length) && sa[sa.length - i] === sb[sb.length - i]) i++;
+  const da = sa[sa.length - i];
+  const db = sb[sb.length - i];
+  if (da === undefined || db === undefined || i > Math.min(sa.length, sb.length)) return [label, label];
+  // the differing folder is the label's own one (step_600 vs step_600.pt): keep the whole name
+  if (i === 1) return [checkpointName(sa), checkpointName(sb)];
+  const gap = i > 2 ? '/…/' : '/';
+  return [`${da}${gap}${label}`, `${db}${gap}${label}`];
+}
+
+const checkpointName = (segments: string[]) => segments[segments.length - 1] ?? '';
+
 /** The diff editor's title: `args: step_600 ↔ step_690 (gpu-box)`, naming both hosts when they differ. */
 export function argsDiffTitle(
   a: { host: string; path: string; label?: string },
   b: { host: string; path: string; label?: string },
 ): string {
-  const la = a.label ?? checkpointLabel(a.path);
-  const lb = b.label ?? checkpointLabel(b.path);
+  let la = a.label ?? checkpointLabel(a.path);
+  let lb = b.label ?? checkpointLabel(b.path);
+  if (la === lb && a.host === b.host) [la, lb] = distinctLabels(a.path, b.path, la);
   if (a.host === b.host) return `args: ${la} ↔ ${lb} (${a.host})`;
   return `args: ${la} (${a.host}) ↔ ${lb} (${b.host})`;
 }

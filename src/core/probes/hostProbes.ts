@@ -35,3 +35,15 @@ export const findPythonsProbe = defineProbe(
   }),
   (extra: string[] = []) => extra,
 );
+
+/**
+ * "Select Remote Python" lists interpreters with torch first (what Known Good's probes need), then working ones
+ * without, then broken ones; in each group, venvs before system interpreters, otherwise in the probe's order.
+ */
+export function pythonPickOrder(candidates: readonly PythonCandidate[]): PythonCandidate[] {
+  const rank = (c: PythonCandidate) => (c.error || !c.version ? 4 : c.torch ? 0 : 2) + (c.venv ? 0 : 1);
+  return candidates
+    .map((c, i) => ({ c, i }))
+    .sort((a, b) => rank(a.c) - rank(b.c) || a.i - b.i)
+    .map((x) => x.c);
+}

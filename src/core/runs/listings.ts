@@ -72,6 +72,21 @@ export class Listings {
     this.fire(hostId);
   }
 
+  /**
+   * Lists again while the old listing stays shown, so rows the person expanded stay open (Refresh, Retry); a host
+   * without a listing (never listed, or failed) is forgotten and listed when shown, as `reload` does.
+   */
+  relist(hostId?: string): void {
+    const ids = hostId ? [hostId] : [...this.state.keys()];
+    for (const id of ids) {
+      const st = this.state.get(id);
+      const host = this.deps.find(id);
+      if (st?.loading) continue;
+      if (st?.listing && host) this.load(host);
+      else this.reload(id);
+    }
+  }
+
   /** Lists a host now (or waits for the listing in flight) and returns it. */
   async ensure(hostId: string): Promise<RunsListing | undefined> {
     const host = this.deps.find(hostId);

@@ -1,0 +1,82 @@
+import { readdirSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { join } from 'node:path';
+import { parseUserHostPort } from './hosts';
+import type { ContainerSettings, HostSettings } from './settings';
+
+/*
+ * The Add Host / Edit Host wizard's decisions, without VS Code: which key files to offer, the short name a new host
+ * gets, and the settings entry the answers make.
+ */
+
+/** How the host authenticates: a key file, or whatever ssh-agent (and the default ~/.ssh keys) offer. */
+export type KeyChoice = { kind: 'file'; path: string } | { kind: 'agent' };
+
+/** `id_*` private keys in a folder (default ~/.ssh), `.pub` files left out, sorted. */
+export function listKeyFiles(dir = join(homedir(), '.ssh')): string[] {
+  try {
+    return readdirSync(dir)
+      .filter((f) => /^id_[^.]+$/.test(f))
+      .sort()
+      .map((f) => join(dir, f));
+  } catch {
+    return [];
+  }
+}
+
+/**
+ * The short name a host gets in the tree: an ssh-config alias as is, an address as its host part (`root@10.0.0.5:2222`
+ * → `10.0.0.5`); `-2`, `-3`, … when another host already has that name. The full address is shown once, beside it.
+ */
+export function shortHostName(target: string, taken: readonly string[]): string {
+  const t = target.trim();
+  const base = parseUserHostPort(t)?.host ?? t;
+  if (!taken.includes(base)) return base;
+  for (let i = 2; ; i++) if (!taken.includes(`${base}-${i}`)) return `${base}-${i}`;
+}
+
+export interface HostAnswers {
+  name: string;
+  /** An ssh-config alias or `user@host[:port]`. */
+  target: string;
+  key: KeyChoice;
+  /** `pct:200`, `docker:NAME`, `kubectl:POD`, or empty. */
+  container: string;
+  python: string;
+  /** Comma-separated folders. */
+  roots: string;
+}
+
+export function parseContainer(text: string): ContainerSettings | undefined {
+  const m = /^(pct|docker|kubectl):(\S+)$/.exec(text.trim());
+  return m ? { kind: m[1] as 'pct' | 'docker' | 'kubectl', id: m[2]! } : undefined;
+}
+
+export function containerText(c: ContainerSettings | undefined): string {
+  return c && c.kind !== 'custom' && c.id ? `${c.kind}:${c.id}` : '';
+}
+
+/**
+ * The settings entry for the wizard's answers. Editing keeps what the wizard does not ask (proxyJump, slurm, a custom
+ * container, port/user written apart from the address) unless the address itself changed.
+ */
+export function hostEntryOf(a: HostAnswers, previous?: HostSettings): HostSettings {
+  const target = a.target.trim();
+  const sameAddress = previous?.host === target;
+  const entry: HostSettings = { ...(sameAddress ? previous : {}), name: a.name.trim(), host: target };
+  if (!sameAddress && previous?.slurm) entry.slurm = previous.slurm;
+  if (a.key.kind === 'file') entry.identityFile = a.key.path;
+  else delete entry.identityFile;
+  const container = parseContainer(a.container);
+  if (container) entry.container = container;
+  else if (entry.container?.kind !== 'custom') delete entry.container;
+  if (a.python.trim()) entry.python = a.python.trim();
+  else delete entry.python;
+  const roots = a.roots
+    .split(',')
+    .map((r) => r.trim())
+    .filter(Boolean);
+  if (roots.length) entry.roots = roots;
+  else delete entry.roots;
+  return entry;
+}

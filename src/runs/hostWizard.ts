@@ -1,0 +1,131 @@
+import * as vscode from 'vscode';
+import { containerText, hostEntryOf, listKeyFiles, shortHostName, type KeyChoice } from '../core/hostEntry';
+import { parseUserHostPort, resolveEndpoint, sshAddress } from '../core/hosts';
+import type { HostSettings } from '../core/settings';
+import { parseSshConfig, readUserSshConfig } from '../core/sshConfig';
+import { showInputBox, showOpenDialog, showQuickPick } from '../window';
+
+export interface WizardStart {
+  /** The settings entry being edited (Edit Host on a settings host). */
+  previous?: HostSettings;
+  /** An address to start from (Edit Host on an ssh-config host: its alias). */
+  target?: string;
+  defaultRoots: string[];
+  /** Names other hosts already use. */
+  taken: string[];
+}
+
+const STEPS = 5;
+
+/**
+ * Add Host / Edit Host: address (an ~/.ssh/config alias or user@host[:port]), key (a ~/.ssh/id_* file, the SSH
+ * agent, or Browse…), container, Python, roots. Returns the settings entry, or undefined when cancelled.
+ */
+export async function hostWizard(start: WizardStart): Promise<HostSettings | undefined> {
+  const { previous } = start;
+  const verb = previous || start.target ? 'Edit Host' : 'Add Host';
+  const title = (n: number, what: string) => `${verb} (${n}/${STEPS}): ${what}`;
+  const sshConfig = parseSshConfig(readUserSshConfig());
+
+  let target = previous?.host ?? start.target;
+  if (!target) {
+    const typeIt: vscode.QuickPickItem & { alias?: string } = { label: '$(edit) Enter user@host[:port]…' };
+    const aliases = sshConfig.hosts.map((h) => ({
+      label: h.alias,
+      description: sshAddress(resolveEndpoint(h.alias, sshConfig)),
+      alias: h.alias,
+    }));
+    if (aliases.length) {
+      const pick = await showQuickPick([...aliases, typeIt], {
+        title: title(1, 'address'),
+        placeHolder: 'A host from ~/.ssh/config, or type an address',
+        ignoreFocusOut: true,
+      });
+      if (!pick) return undefined;
+      target = pick.alias;
+    }
+  }
+  if (!target || previous) {
+    target = await showInputBox({
+      title: title(1, 'address'),
+      prompt: 'An ~/.ssh/config alias, or user@host[:port]',
+      placeHolder: 'gpu-box or root@10.0.0.5:22',
+      ...(target ? { value: target } : {}),
+      ignoreFocusOut: true,
+      validateInput: (v) =>
+        v.trim() && parseUserHostPort(v.trim()) ? undefined : 'Expected an alias or user@host[:port]',
+    });
+    if (!target) return undefined;
+  }
+  target = target.trim();
+
+  const key = await pickKey(title(2, 'key'), target, previous?.identityFile, sshConfig);
+  if (!key) return undefined;
+
+  const container = await showInputBox({
+    title: title(3, 'container (optional)'),
+    prompt: 'Run inside a container: pct:200, docker:NAME or kubectl:POD; empty for none',
+    value: containerText(previous?.container),
+    ignoreFocusOut: true,
+    validateInput: (v) =>
+      !v.trim() || /^(pct|docker|kubectl):\S+$/.test(v.trim())
+        ? undefined
+        : 'Expected pct:ID, docker:NAME or kubectl:POD',
+  });
+  if (container === undefined) return undefined;
+  const python = await showInputBox({
+    title: title(4, 'Python (optional)'),
+    prompt: 'Interpreter on the remote (empty: python3; "Select Remote Python" can find one later)',
+    value: previous?.python ?? '',
+    ignoreFocusOut: true,
+  });
+  if (python === undefined) return undefined;
+  const roots = await showInputBox({
+    title: title(5, 'checkpoint roots'),
+    prompt: 'Comma-separated folders on the remote',
+    value: (previous?.roots ?? start.defaultRoots).join(', '),
+    ignoreFocusOut: true,
+  });
+  if (roots === undefined) return undefined;
+  const name = previous?.name ?? start.target ?? shortHostName(target, start.taken);
+  return hostEntryOf({ name, target, key, container, python, roots }, previous);
+}
+
+async function pickKey(
+  title: string,
+  target: string,
+  current: string | undefined,
+  sshConfig: ReturnType<typeof parseSshConfig>,
+): Promise<KeyChoice | undefined> {
+  type Item = vscode.QuickPickItem & { choice?: KeyChoice; browse?: true };
+  const configKeys = sshConfig.lookup(parseUserHostPort(target)?.host ?? target)?.identityFiles ?? [];
+  const files = [...new Set([...(current ? [current] : []), ...listKeyFiles()])];
+  const items: Item[] = [
+    ...files.map((path) => ({
+      label: `$(key) ${path}`,
+      ...(path === current ? { description: 'current' } : {}),
+      choice: { kind: 'file', path } as const,
+    })),
+    {
+      label: '$(shield) Use the SSH agent',
+      description: configKeys.length
+        ? `and ${configKeys.join(', ')} from ~/.ssh/config`
+        : 'and the default ~/.ssh keys',
+      ...(!current ? { picked: true } : {}),
+      choice: { kind: 'agent' },
+    },
+    { label: '$(folder-opened) Browse…', description: 'another private key file', browse: true },
+  ];
+  const pick = await showQuickPick(items, { title, placeHolder: `The key for ${target}`, ignoreFocusOut: true });
+  if (!pick) return undefined;
+  if (pick.choice) return pick.choice;
+  const uris = await showOpenDialog({
+    title: 'Private key file',
+    openLabel: 'Use This Key',
+    canSelectMany: false,
+    // Where keys usually are; the dialog falls back to the home folder when there is no ~/.ssh.
+    defaultUri: vscode.Uri.file(files[0]?.replace(/\/[^/]+$/, '') ?? `${process.env['HOME'] ?? '/'}/.ssh`),
+  });
+  const path = uris?.[0]?.fsPath;
+  return path ? { kind: 'file', path } : undefined;
+}

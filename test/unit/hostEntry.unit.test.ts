@@ -1,0 +1,83 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, it } from 'node:test';
+import { hostEntryOf, listKeyFiles, parseContainer, shortHostName } from '../../src/core/hostEntry';
+
+void describe('Add/Edit Host wizard: names, keys and the settings entry', () => {
+  it('a new host is named by its alias or the host part of its address, made unique', () => {
+    assert.equal(shortHostName('gpu-box', []), 'gpu-box');
+    assert.equal(shortHostName('root@127.0.0.1:53547', []), '127.0.0.1');
+    assert.equal(shortHostName('root@[::1]:2222', []), '::1');
+    assert.equal(shortHostName('root@127.0.0.1:53547', ['127.0.0.1', '127.0.0.1-2']), '127.0.0.1-3');
+  });
+
+  it('offers the id_* private keys of a folder, not their .pub halves', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'kg-keys-'));
+    for (const f of ['id_rsa', 'id_rsa.pub', 'id_ed25519', 'id_ed25519.pub', 'config', 'known_hosts'])
+      writeFileSync(join(dir, f), '');
+    assert.deepEqual(listKeyFiles(dir), [join(dir, 'id_ed25519'), join(dir, 'id_rsa')]);
+    assert.deepEqual(listKeyFiles(join(dir, 'missing')), []);
+  });
+
+  it('writes the key file, container, python and roots; the agent writes no identityFile', () => {
+    const answers = { name: '127.0.0.1', target: 'root@127.0.0.1:2222', container: 'docker:trainer' };
+    assert.deepEqual(
+      hostEntryOf({
+        ...answers,
+        key: { kind: 'file', path: '/k/id_ed25519' },
+        python: ' /venv/bin/python ',
+        roots: 'a, ,b',
+      }),
+      {
+        name: '127.0.0.1',
+        host: 'root@127.0.0.1:2222',
+        identityFile: '/k/id_ed25519',
+        container: { kind: 'docker', id: 'trainer' },
+        python: '/venv/bin/python',
+        roots: ['a', 'b'],
+      },
+    );
+    assert.deepEqual(hostEntryOf({ ...answers, container: '', key: { kind: 'agent' }, python: '', roots: '' }), {
+      name: '127.0.0.1',
+      host: 'root@127.0.0.1:2222',
+    });
+    assert.equal(parseContainer('pct:'), undefined);
+  });
+
+  it('editing keeps what the wizard does not ask, and drops a key the person switched to the agent', () => {
+    const previous = {
+      name: 'box',
+      host: 'box',
+      port: 2222,
+      proxyJump: 'bastion',
+      identityFile: '/old/key',
+      slurm: { binDir: '/opt/slurm/bin' },
+    } as Parameters<typeof hostEntryOf>[1] & object;
+    const edited = hostEntryOf(
+      { name: 'box', target: 'box', key: { kind: 'agent' }, container: '', python: '', roots: '/ckpt' },
+      previous,
+    );
+    assert.deepEqual(edited, {
+      name: 'box',
+      host: 'box',
+      port: 2222,
+      proxyJump: 'bastion',
+      slurm: previous.slurm,
+      roots: ['/ckpt'],
+    });
+    const moved = hostEntryOf(
+      {
+        name: 'box',
+        target: 'root@10.0.0.9',
+        key: { kind: 'file', path: '/new' },
+        container: '',
+        python: '',
+        roots: '',
+      },
+      previous,
+    );
+    assert.deepEqual(moved, { name: 'box', host: 'root@10.0.0.9', slurm: previous.slurm, identityFile: '/new' });
+  });
+});
