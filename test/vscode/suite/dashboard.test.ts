@@ -136,6 +136,15 @@ describe('Dashboard', () => {
     assert.equal(point.baseline, true);
     assert.ok(existsSync(join(dirname(dirname(out.file)), 'reference.json')), 'the mark is not stored');
     assert.equal(panel.dropped, dropped, 'the message was dropped');
+    // Unmark again: the host's one known-good reference is also What Changed?'s, and no other test expects one.
+    const beforeUnmark = panel.posted.length;
+    panel.simulate({ type: 'markReference', host: 'local', result: null });
+    const unmarked = await waitFor(
+      'the side data, unmarked',
+      () => (panel.posted.length > beforeUnmark && panel.lastPosted?.type === 'side' ? panel.lastPosted : undefined),
+      60_000,
+    );
+    assert.equal(unmarked.hosts[0]?.bench.find((b) => b.id === id)?.baseline, false);
     await vscode.commands.executeCommand('workbench.action.terminal.killAll');
   });
 
