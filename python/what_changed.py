@@ -15,6 +15,7 @@ stdlib only, never imports torch.  Every fact that cannot be gathered says why (
 import argparse
 import hashlib
 import os
+import select
 import stat
 import subprocess
 import time
@@ -25,6 +26,9 @@ MiB = 1024 * 1024
 MAX_WALK = 200000
 MAX_LISTED = 200
 GIT_TIMEOUT_S = 10.0
+# What one git command may answer: beyond it, the command is stopped and only whole lines read so far count (a
+# `git log --name-only` over years of a big repository would otherwise be read whole into memory).
+GIT_MAX_OUTPUT = 8 * MiB
 
 
 class _ArgParser(argparse.ArgumentParser):
@@ -122,11 +126,37 @@ _GIT_ENV = dict(os.environ, GIT_OPTIONAL_LOCKS="0", GIT_TERMINAL_PROMPT="0")
 
 
 def _git(cwd, *args):
-    r = subprocess.run(["git", "-c", "core.fsmonitor=false", "-c", "core.untrackedCache=false", "-C", cwd] + list(args),
-                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=GIT_TIMEOUT_S, env=_GIT_ENV)
-    if r.returncode != 0:
-        raise RuntimeError((r.stderr.decode("utf-8", "replace").strip().splitlines() or ["git failed"])[-1])
-    return r.stdout.decode("utf-8", "replace")
+    """git's answer, read at most GIT_MAX_OUTPUT bytes and GIT_TIMEOUT_S seconds (TimeoutExpired past it)."""
+    cmd = ["git", "-c", "core.fsmonitor=false", "-c", "core.untrackedCache=false", "-C", cwd] + list(args)
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=_GIT_ENV)
+    deadline = time.monotonic() + GIT_TIMEOUT_S
+    chunks, size, over = [], 0, False
+    try:
+        fd = p.stdout.fileno()  # type: ignore[union-attr]
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                raise subprocess.TimeoutExpired(cmd, GIT_TIMEOUT_S)
+            b = os.read(fd, 1 << 16)
+            if not b:
+                break
+            size += len(b)
+            if size > GIT_MAX_OUTPUT:
+                chunks.append(b[:len(b) - (size - GIT_MAX_OUTPUT)])
+                over = True
+                break
+            chunks.append(b)
+    finally:
+        if p.poll() is None:
+            p.kill()
+        p.wait()
+        p.stdout.close()  # type: ignore[union-attr]
+    text = b"".join(chunks).decode("utf-8", "replace")
+    if over:
+        return text[:text.rfind("\n") + 1]
+    if p.returncode != 0:
+        raise RuntimeError((text.strip().splitlines() or ["git failed"])[-1])
+    return text
 
 
 def _git_filters(top):

@@ -9,6 +9,7 @@ import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PROBE = os.path.join(HERE, "..", "..", "python", "what_changed.py")
+PYDIR = os.path.join(HERE, "..", "..", "python")
 
 
 def run(*args, env=None):
@@ -112,6 +113,28 @@ class Git(unittest.TestCase):
         self.assertEqual(g["dirtyFiles"], ["train.py"])
         self.assertEqual(g["commitsSince"], 1)
         self.assertEqual(g["changedSince"], ["data.py"])
+
+    def test_a_huge_git_answer_is_cut_at_its_limit_in_whole_lines(self):
+        # GIT_MAX_OUTPUT bounds what one git command may answer (here 4 KiB: 300 files changed since the time)
+        git(self.d, "init", "-q", "-b", "main")
+        for i in range(300):
+            with open(os.path.join(self.d, "file_%04d_with_a_long_name_to_fill_the_log.py" % i), "w") as f:
+                f.write("x = %d\n" % i)
+        git(self.d, "add", ".")
+        git(self.d, "commit", "-q", "-m", "many")
+        sys.path.insert(0, PYDIR)
+        import what_changed
+        saved = what_changed.GIT_MAX_OUTPUT
+        what_changed.GIT_MAX_OUTPUT = 4096
+        try:
+            out = what_changed._git(self.d, "log", "--format=@%H", "--name-only")
+        finally:
+            what_changed.GIT_MAX_OUTPUT = saved
+        self.assertLessEqual(len(out.encode()), 4096)
+        self.assertTrue(out.endswith("\n"))
+        lines = out.splitlines()
+        self.assertGreater(len(lines), 10)
+        self.assertTrue(all(line.startswith("@") or line.endswith("_log.py") for line in lines if line), lines[-3:])
 
     def test_a_repository_that_configures_commands_gets_none_of_them_run(self):
         git(self.d, "init", "-q")
