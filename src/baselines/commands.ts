@@ -115,6 +115,8 @@ export function registerBaselineCommands(f: BaselinesFeature): BaselineDiffs {
       captureSnapshot(session, { ...settings, signal }),
     );
     if (!snapshot) return undefined;
+    // The newest "now" of the host: the dashboards showing it compare with this one from here on.
+    store.announceSnapshot(b.storeHost, snapshot);
     const now = content.remember({
       snapshot,
       title: `now (${shortTime(snapshot.capturedAt)})`,

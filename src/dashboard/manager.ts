@@ -14,7 +14,7 @@ import { KnownGoodError } from '../core/errors';
 import { decodeTarget, runsNodeOf } from '../core/runs/targets';
 import { createWebviewPanel, showQuickPick } from '../window';
 import { DashboardPanel, webviewOptions, type PanelOptions, type PanelProbe } from './panel';
-import { ContainerServices, type DashboardDeps, type DashboardServices } from './services';
+import { ContainerServices, type DashboardDeps } from './services';
 
 /** A run named without a tree node: by other extensions, tests and the restored panels. */
 export interface DashboardTarget {
@@ -48,10 +48,17 @@ const LOG_KINDS = '*.jsonl, metrics.csv, trainer_state.json or events.out.tfeven
  */
 export class DashboardManager implements vscode.Disposable, DashboardTestApi {
   private readonly open_: DashboardPanel[] = [];
-  private readonly services: DashboardServices;
+  private readonly services: ContainerServices;
+  private readonly storeChanges: { dispose(): void };
 
   constructor(private readonly d: DashboardDeps) {
     this.services = new ContainerServices(d);
+    // A baseline captured, compared, renamed or deleted, a result kept or marked: every open panel showing that host
+    // reads its side data again (and a compare's snapshot becomes its "now").
+    this.storeChanges = d.store.onDidChange((change) => {
+      const hosts = this.services.noteStoreChange(change);
+      for (const p of this.open_) if (hosts.some((h) => p.showsHost(h))) void p.refreshSide();
+    });
   }
 
   /** The open panels' records: empty unless the extension runs its tests (DashboardDeps.recordForTests). */
@@ -206,6 +213,7 @@ export class DashboardManager implements vscode.Disposable, DashboardTestApi {
   };
 
   dispose(): void {
+    this.storeChanges.dispose();
     for (const p of this.open_.splice(0)) p.dispose();
   }
 }

@@ -130,6 +130,8 @@ export class DashboardPanel implements vscode.Disposable {
   private checkpoints: CheckpointSource[] = [];
   /** Per host of the runs; undefined while it is being read (the first init does not wait for it). */
   private side: HostSide[] | undefined;
+  private sideReading: Promise<void> | undefined;
+  private sideAgain = false;
   private loading: Promise<void> | undefined;
   /** Exact reads that failed before the page was ready: said with the init. */
   private readonly exactErrors: string[] = [];
@@ -248,17 +250,50 @@ export class DashboardPanel implements vscode.Disposable {
         return;
       case 'markReference': {
         await this.services.markReference(m.host, m.result);
-        const hosts = await sideByHost(
-          this.sources,
-          (id) => this.services.hostLabel(id),
-          (id) => this.services.sideData(id),
-          (line) => this.services.log.warn(line),
-        );
-        this.side = hosts;
-        this.post({ type: 'side', hosts });
+        // The store's change event asks too; this one holds where no event comes (one read: they are coalesced).
+        await this.refreshSide();
         return;
       }
     }
+  }
+
+  /** Whether any run of this panel is on the host (its settings id). */
+  showsHost(hostId: string): boolean {
+    return this.sources.some((s) => s.hostId === hostId);
+  }
+
+  /**
+   * Reads the hosts' side data (drift, benchmarks) again and posts it: at opening, and whenever the store says a
+   * host of the runs changed. One read at a time; asked during one, one more read follows it, so the last post is
+   * never older than the last change. Before the first init the side data just rides along with it.
+   */
+  refreshSide(): Promise<void> {
+    if (this.disposed) return Promise.resolve();
+    if (this.sideReading) {
+      this.sideAgain = true;
+      return this.sideReading;
+    }
+    const reading = sideByHost(
+      this.sources,
+      (id) => this.services.hostLabel(id),
+      (id) => this.services.sideData(id),
+      (line) => this.services.log.warn(line),
+    )
+      .then((hosts) => {
+        if (this.disposed) return;
+        this.side = hosts;
+        if (this.initPosted) this.post({ type: 'side', hosts });
+      })
+      .finally(() => {
+        this.sideReading = undefined;
+        if (this.sideAgain) {
+          this.sideAgain = false;
+          return this.refreshSide();
+        }
+        return undefined;
+      });
+    this.sideReading = reading;
+    return reading;
   }
 
   private checkpoint(path: string): CheckpointSource {
@@ -276,16 +311,7 @@ export class DashboardPanel implements vscode.Disposable {
    * The exact reads of sampled runs and the hosts' side data go on behind it and are posted as they land.
    */
   private async load(): Promise<void> {
-    void sideByHost(
-      this.sources,
-      (id) => this.services.hostLabel(id),
-      (id) => this.services.sideData(id),
-      (line) => this.services.log.warn(line),
-    ).then((hosts) => {
-      this.side = hosts;
-      // Before the first init the side data just rides along with it.
-      if (this.initPosted) this.post({ type: 'side', hosts });
-    });
+    void this.refreshSide();
     await this.loader.loadPreviews();
     if (this.probe) this.probe.firstData = this.runsV.map((r) => r.data);
     this.checkpoints = this.runsV.flatMap((r) => runCheckpoints(r.src, r.id));

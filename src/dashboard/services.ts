@@ -2,7 +2,7 @@ import type * as vscode from 'vscode';
 import { checkpointOfNode, type CheckpointRef as ArgsCheckpoint } from '../core/args/target';
 import { captureSnapshot } from '../core/baselines/capture';
 import type { EnvSnapshot } from '../core/baselines/envProbe';
-import type { BaselineStore } from '../core/baselines/store';
+import type { BaselineStore, StoreChange } from '../core/baselines/store';
 import type { BenchPoint, DriftSummary } from '../core/dashboard/protocol';
 import { benchHistory, benchReferenceOf, driftSummary, markBenchReference } from '../core/dashboard/sources';
 import { KnownGoodError, messageOf } from '../core/errors';
@@ -89,6 +89,29 @@ export class ContainerServices implements DashboardServices {
     const spec = this.d.hosts.find(hostId);
     if (!spec) throw new KnownGoodError('not-found', `unknown host ${hostId}`);
     await markBenchReference(this.d.store, [this.d.storeKeyOf(spec), spec.id], resultId);
+  }
+
+  /**
+   * A change in the store: returns the hosts (settings ids) it concerns. A snapshot it brings (a saved baseline's,
+   * or a compare's "now") is the newest of the host: it replaces the cached "now", so the panels show what the
+   * compare showed.
+   */
+  noteStoreChange(change: StoreChange): string[] {
+    const ids = this.d.hosts
+      .all()
+      .filter((spec) => spec.id === change.hostId || this.storeKey(spec) === change.hostId)
+      .map((spec) => spec.id);
+    const snapshot = change.snapshot;
+    if (snapshot) for (const id of ids) this.nowCache.set(id, { at: Date.now(), snapshot: Promise.resolve(snapshot) });
+    return ids;
+  }
+
+  private storeKey(spec: HostSpec): string | undefined {
+    try {
+      return this.d.storeKeyOf(spec);
+    } catch {
+      return undefined;
+    }
   }
 
   async sideData(hostId: string | undefined): Promise<{ drift: DriftSummary | null; bench: BenchPoint[] }> {

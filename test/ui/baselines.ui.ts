@@ -10,13 +10,15 @@ mkdirSync(scripts, { recursive: true });
 const train = join(scripts, 'train.py');
 writeFileSync(train, 'lr = 3e-4\n');
 
-/** Types into the open quick input (pick or input box) and accepts. */
-async function answer(vs: Workbench, text: string, rowText?: string): Promise<void> {
+/** Types into the open quick input (pick or input box) and accepts; returns when it pressed Enter (Date.now()). */
+async function answer(vs: Workbench, text: string, rowText?: string): Promise<number> {
   const input = vs.page.locator('.quick-input-widget input');
   await input.waitFor();
   await input.fill(text);
   if (rowText) await vs.page.locator('.quick-input-list .monaco-list-row', { hasText: rowText }).first().waitFor();
+  const at = Date.now();
   await vs.page.keyboard.press('Enter');
+  return at;
 }
 
 scenario(
@@ -66,10 +68,12 @@ scenario(
 
     writeFileSync(train, 'lr = 1e-3  # "just a quick tweak"\n');
     await vs.commandPalette('Known Good: Compare Environment with Baseline');
-    await answer(vs, 'ui known good', 'ui known good');
+    const picked = await answer(vs, 'ui known good', 'ui known good');
     const diff = page.locator('.monaco-diff-editor');
     await diff.waitFor({ timeout: 90_000 });
     await page.getByRole('tab', { name: /test-sshd: "ui known good" ↔ now/ }).waitFor();
+    // From the pick to the drift document on screen: a capture of the host now, then the diff.
+    console.log(`[timing] compare environment (sshd): ${Date.now() - picked} ms`);
     // The diff opens at the first change; the drift summary heads the document (Ctrl+Home shows it), and the
     // notification says the verdict.
     await diff.locator('.modified-in-monaco-diff-editor .view-lines').click();

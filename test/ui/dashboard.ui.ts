@@ -98,3 +98,54 @@ scenario('Open Dashboard on the demo run in Remote Runs (context menu)', options
   await vs.contextMenu(run, 'Open Dashboard');
   await checkDashboard(vs, 'dashboard-dark-tree');
 });
+
+// A training script This machine's baselines hash (knownGood.env.scriptGlobs): edited between capture and compare.
+const driftScripts = mkdtempSync(join(tmpdir(), 'kg-ui-dashboard-scripts-'));
+writeFileSync(join(driftScripts, 'train.py'), 'lr = 3e-4\n');
+
+scenario(
+  'The open dashboard follows Capture and Compare Environment on its host: the drift block changes without reopening',
+  {
+    ...options,
+    settings: {
+      ...options.settings,
+      'knownGood.env.scriptGlobs': [join(driftScripts, '*.py')],
+      // no copy in the demo root the other scenarios list
+      'knownGood.baselines.copyToRemote': false,
+    },
+    timeoutMs: 240_000,
+  },
+  async (vs) => {
+    const { page } = vs;
+    const input = page.locator('.quick-input-widget input');
+    const rows = page.locator('.quick-input-list .monaco-list-row');
+    await vs.openView('Known Good');
+    await vs.commandPalette('Known Good: Open Dashboard');
+    await rows.filter({ hasText: 'run-a' }).first().waitFor({ timeout: 30_000 });
+    await page.keyboard.press('Enter');
+    const dash = page.frameLocator('iframe.webview.ready').frameLocator('#active-frame');
+    const drift = dash.locator('.kg-drift');
+    await dash.locator('.kg-plot').first().waitFor({ timeout: 60_000 });
+    await drift.getByText('No baseline recorded for this host.').waitFor({ timeout: 30_000 });
+
+    // Capture (one host: only the label is asked): the dashboard shows it at once, no drift from itself.
+    await vs.commandPalette('Known Good: Capture Environment Baseline');
+    await input.waitFor();
+    await input.fill('dash known good');
+    await page.keyboard.press('Enter');
+    await drift.locator('.kg-muted', { hasText: /dash known good.*no drift/ }).waitFor({ timeout: 90_000 });
+
+    // Compare after an edit: the compare's snapshot is the dashboard's "now" too.
+    writeFileSync(join(driftScripts, 'train.py'), 'lr = 1e-3  # "just a quick tweak"\n');
+    await vs.commandPalette('Known Good: Compare Environment with Baseline');
+    await input.fill('dash known good');
+    await rows.filter({ hasText: 'dash known good' }).first().waitFor();
+    await page.keyboard.press('Enter');
+    await page.getByRole('tab', { name: /"dash known good" ↔ now/ }).waitFor({ timeout: 90_000 });
+    await page.getByRole('tab', { name: /^Dashboard: run-a/ }).click();
+    await drift.locator('.kg-muted', { hasText: /dash known good.*1 changed/ }).waitFor({ timeout: 30_000 });
+    await drift.locator('.kg-drift-text', { hasText: /scripts/ }).waitFor();
+    await vs.page.mouse.move(1100, 700);
+    await vs.screenshot('dashboard-drift-after-compare');
+  },
+);

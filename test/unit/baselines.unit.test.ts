@@ -241,6 +241,44 @@ void describe('baseline store', () => {
     await rm(dir, { recursive: true, force: true });
   });
 
+  void it('says each change after the write: save, rename, delete, results, reference, an announced snapshot', async () => {
+    const heard: { hostId: string; kind: string; snapshot?: EnvSnapshot; listed: number }[] = [];
+    const sub = store.onDidChange((c) => {
+      // After the write: what the listener reads back already has it.
+      void store.list(c.hostId).then((l) => heard.push({ ...c, listed: l.baselines.length }));
+    });
+    store.onDidChange(() => {
+      throw new Error('a failing listener neither fails the write nor silences the others');
+    });
+    const tick = () => new Promise((r) => setTimeout(r, 20));
+    const a = await store.save({ label: 'known good', host, snapshot: h200KnownGood });
+    await tick();
+    assert.deepEqual(heard.shift(), { hostId: host, kind: 'baseline', snapshot: h200KnownGood, listed: 1 });
+    await store.rename(host, a.baseline.id, 'trained well');
+    await tick();
+    assert.deepEqual(heard.shift(), { hostId: host, kind: 'baseline', listed: 1 });
+    const r = await store.appendResult(host, { kind: 'throughput', baselineId: null });
+    await tick();
+    assert.equal(heard.shift()?.kind, 'result');
+    await store.setReference(host, r.result.id);
+    await store.setReference(host, null);
+    await tick();
+    assert.deepEqual(
+      heard.splice(0).map((h) => h.kind),
+      ['reference', 'reference'],
+    );
+    store.announceSnapshot(host, h200Now);
+    await tick();
+    assert.deepEqual(heard.shift(), { hostId: host, kind: 'snapshot', snapshot: h200Now, listed: 1 });
+    await store.delete(host, a.baseline.id);
+    await tick();
+    assert.deepEqual(heard.shift(), { hostId: host, kind: 'baseline', listed: 0 });
+    sub.dispose();
+    await store.save({ label: 'unheard', host, snapshot: h200Now });
+    await tick();
+    assert.deepEqual(heard, []);
+  });
+
   void it('saves, lists, gets, renames and deletes', async () => {
     const a = await store.save({
       label: 'known good',

@@ -166,9 +166,43 @@ export interface SaveBaselineInput {
   capturedAt?: string;
 }
 
+/**
+ * What changed in the store, said after the write: `hostId` is the store key the write used. `snapshot` is the
+ * newest snapshot of the host when the change brought one: a saved baseline's, or a compare's "now" (announced).
+ */
+export interface StoreChange {
+  hostId: string;
+  kind: 'baseline' | 'result' | 'reference' | 'snapshot';
+  snapshot?: EnvSnapshot;
+}
+
 export class BaselineStore {
+  private readonly listeners = new Set<(change: StoreChange) => void>();
+
   /** @param dir the baselines folder, e.g. `<globalStorage>/baselines` */
   constructor(readonly dir: string) {}
+
+  /** Called after each write (save, rename, delete, reference, result) and each announced snapshot. */
+  onDidChange(listener: (change: StoreChange) => void): { dispose(): void } {
+    this.listeners.add(listener);
+    return { dispose: () => void this.listeners.delete(listener) };
+  }
+
+  /** A snapshot of the host taken outside the store (a compare with now): listeners may show it as the newest. */
+  announceSnapshot(hostId: string, snapshot: EnvSnapshot): void {
+    this.emit({ hostId, kind: 'snapshot', snapshot });
+  }
+
+  private emit(change: StoreChange): void {
+    // A listener's failure is its own: the write is done and the other listeners still hear of it.
+    for (const l of [...this.listeners]) {
+      try {
+        l(change);
+      } catch {
+        // ignored
+      }
+    }
+  }
 
   hostDir(hostId: string): string {
     return join(this.dir, hostFolder(hostId));
@@ -191,7 +225,9 @@ export class BaselineStore {
       snapshot: input.snapshot,
       ...(input.throughput ? { throughput: input.throughput } : {}),
     } satisfies BaselineInput);
-    return this.write(baseline);
+    const saved = await this.write(baseline);
+    this.emit({ hostId: baseline.host, kind: 'baseline', snapshot: baseline.snapshot });
+    return saved;
   }
 
   private async write(baseline: Baseline): Promise<StoredBaseline> {
@@ -272,6 +308,7 @@ export class BaselineStore {
     for (const r of await this.revisions(hostId, id)) {
       if (r.revision < next.revision) await fs.rm(r.file, { force: true });
     }
+    this.emit({ hostId, kind: 'baseline' });
     return saved;
   }
 
@@ -280,6 +317,7 @@ export class BaselineStore {
     if (!files.length) throw new KnownGoodError('not-found', `no baseline ${id} for ${hostId}`);
     for (const r of files) await fs.rm(r.file, { force: true });
     await syncDir(this.hostDir(hostId));
+    this.emit({ hostId, kind: 'baseline' });
   }
 
   private async revisions(hostId: string, id: string): Promise<{ revision: number; file: string }[]> {
@@ -309,6 +347,7 @@ export class BaselineStore {
   async setReference(hostId: string, resultId: string | null): Promise<void> {
     if (resultId === null) {
       await fs.rm(this.referenceFile(hostId), { force: true });
+      this.emit({ hostId, kind: 'reference' });
       return;
     }
     const { results } = await this.listResults(hostId);
@@ -317,6 +356,7 @@ export class BaselineStore {
     await fs.mkdir(this.hostDir(hostId), { recursive: true });
     const value: BenchReference = { resultId, markedAt: new Date().toISOString() };
     await writeFileAtomic(this.referenceFile(hostId), JSON.stringify(value) + '\n');
+    this.emit({ hostId, kind: 'reference' });
   }
 
   /** The result marked as known-good, or null (none marked, or an unreadable mark: reported as none). */
@@ -345,6 +385,7 @@ export class BaselineStore {
     await fs.mkdir(dir, { recursive: true });
     const file = join(dir, `${id}.json`);
     await writeFileAtomic(file, JSON.stringify(value, null, 1) + '\n', true);
+    this.emit({ hostId, kind: 'result' });
     return { result: value, file };
   }
 

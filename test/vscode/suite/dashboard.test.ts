@@ -3,6 +3,8 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:
 import { tmpdir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import * as vscode from 'vscode';
+import type { CaptureOutcome, CompareOutcome } from '../../../src/api';
+import type { DriftSummary } from '../../../src/core/dashboard/protocol';
 import { childrenOf, rootNode, type EntryNode } from '../../../src/core/runs/model';
 import { activated, setSetting, waitFor, type KnownGoodApi } from './helpers';
 
@@ -170,6 +172,62 @@ describe('Dashboard', () => {
     );
     assert.equal(data.run.skipped.nonFinite, 1, 'counts carry over');
     panel.simulate({ type: 'toggleFollow', on: false });
+  });
+
+  it("keeps its drift block current: a capture and a compare on the host re-send the side data, with the compare's now", async function () {
+    this.timeout(180_000);
+    const api = await activated();
+    await runNodes(api, root);
+    await setSetting('baselines.copyToRemote', false);
+    await setSetting('env.extraVariables', undefined);
+    const logPath = join(root, 'run-b', 'train_log.jsonl');
+    await vscode.commands.executeCommand('knownGood.dashboard.open', { hostId: 'local', logPath });
+    const panel = await waitFor('the run-b dashboard', () =>
+      api.dashboard.panels().find((p) => p.title === 'Dashboard: run-b'),
+    );
+    await waitFor('ready and init', () => (panel.received.includes('ready') ? panel.lastInit : undefined), 60_000);
+    /** The drift of This machine in the newest side message posted since `from` (messages posted), if it passes `ok`. */
+    const driftSince = (what: string, from: number, ok: (d: DriftSummary) => boolean) =>
+      waitFor(
+        what,
+        () => {
+          const m = panel.lastPosted;
+          const drift = panel.posted.length > from && m?.type === 'side' ? m.hosts[0]?.drift : undefined;
+          return drift && ok(drift) ? drift : undefined;
+        },
+        60_000,
+      );
+    let captured: CaptureOutcome | undefined;
+    try {
+      let from = panel.posted.length;
+      const label = `dashboard drift ${Date.now()}`;
+      captured = await vscode.commands.executeCommand<CaptureOutcome | undefined>(
+        'knownGood.baselines.capture',
+        { hostId: 'local' },
+        { label },
+      );
+      assert.ok(captured, 'the baseline was not captured');
+      // The capture is the newest snapshot of the host: the open panel compares with it, without being reopened.
+      const same = await driftSince('the side data after the capture', from, (d) => d.baseline === label);
+      assert.equal(same.changes, 0, same.text);
+
+      // One more variable recorded: the compare's "now" has it, the baseline does not.
+      await setSetting('env.extraVariables', ['HOME']);
+      from = panel.posted.length;
+      const out = await vscode.commands.executeCommand<CompareOutcome | undefined>('knownGood.baselines.compare', {
+        hostId: 'local',
+        baselineId: captured.id,
+      });
+      assert.ok(out);
+      assert.equal(out.unchanged, false, out.headline);
+      const drift = await driftSince('the side data after the compare', from, (d) => d.changes > 0);
+      assert.equal(drift.baseline, label);
+      assert.match(drift.text, /HOME/);
+    } finally {
+      await setSetting('env.extraVariables', undefined);
+      await setSetting('baselines.copyToRemote', undefined);
+      if (captured) rmSync(captured.file, { force: true });
+    }
   });
 
   it('a large log: a sampled preview first, then a runData with the exact data replaces it', async () => {
