@@ -149,3 +149,74 @@ scenario(
     await vs.screenshot('dashboard-drift-after-compare');
   },
 );
+
+scenario(
+  'Benchmark chart with one result: it can be marked known-good from the dashboard, and the chart says so',
+  {
+    ...options,
+    settings: {
+      ...options.settings,
+      // Debian's torch for a tiny CPU benchmark on This machine; xterm's DOM renderer, so its rows can be read
+      'knownGood.localPython': '/usr/bin/python3',
+      'terminal.integrated.gpuAcceleration': 'off',
+      'knownGood.baselines.copyToRemote': false,
+    },
+    timeoutMs: 300_000,
+  },
+  async (vs) => {
+    const { page } = vs;
+    const rows = page.locator('.quick-input-list .monaco-list-row');
+    await vs.openView('Known Good');
+    // One kept result (the only host is taken without asking).
+    await vs.commandPalette('Known Good: Run Throughput Benchmark');
+    await page.waitForFunction(
+      () =>
+        /Benchmark configuration/.test(
+          document.querySelector<HTMLInputElement>('.quick-input-widget input')?.placeholder ?? '',
+        ),
+      undefined,
+      { timeout: 30_000 },
+    );
+    await page.locator('.quick-input-widget input').fill('Tiny (CPU)');
+    await rows.first().waitFor();
+    await page.keyboard.press('Enter');
+    for (let i = 0; i < 720; i++) {
+      const text = (await page.locator('.xterm-rows > div').allTextContents()).join('\n');
+      if (/kept with the baselines of This machine/.test(text)) break;
+      assert.ok(i < 719, `the benchmark never finished: ${text}`);
+      await page.waitForTimeout(250);
+    }
+
+    await vs.commandPalette('Known Good: Open Dashboard');
+    await rows.filter({ hasText: 'run-a' }).first().waitFor({ timeout: 30_000 });
+    await page.keyboard.press('Enter');
+    const dash = page.frameLocator('iframe.webview.ready').frameLocator('#active-frame');
+    await dash.locator('.kg-plot').first().waitFor({ timeout: 60_000 });
+    const bench = dash.locator('.kg-bench-list');
+    await dash.getByText('no known-good result marked: mark one below').waitFor({ timeout: 60_000 });
+    assert.equal(await bench.locator('li').count(), 1);
+    // The one point's chart is drawn (uPlot's canvas has ink), on a range around it.
+    const inked = await dash
+      .locator('.kg-bench-canvas canvas')
+      .first()
+      .evaluate((el) => {
+        const c = el as HTMLCanvasElement;
+        const d = c.getContext('2d')?.getImageData(0, 0, c.width, c.height).data ?? new Uint8ClampedArray();
+        let n = 0;
+        for (let i = 3; i < d.length; i += 4) if (d[i]! > 0) n++;
+        return n;
+      });
+    assert.ok(inked > 200, `benchmark chart pixels: ${inked}`);
+
+    await bench.getByRole('button', { name: 'Mark known-good' }).click();
+    await bench.getByText('known-good', { exact: true }).waitFor({ timeout: 30_000 });
+    await dash.getByText(/^tokens\/s; known-good /).waitFor();
+    await bench.getByRole('button', { name: 'Unmark' }).waitFor();
+    await dash.locator('.kg-bench-canvas').first().scrollIntoViewIfNeeded();
+    await vs.page.mouse.move(1100, 700);
+    await vs.screenshot('dashboard-bench-marked');
+    // Unmark again: the host's one reference is What Changed?'s too.
+    await bench.getByRole('button', { name: 'Unmark' }).click();
+    await bench.getByRole('button', { name: 'Mark known-good' }).waitFor({ timeout: 30_000 });
+  },
+);
