@@ -15,6 +15,7 @@ import {
 import { badge, button, checkbox, dataGrid, divider, dropdown, slider } from './components';
 import {
   buildPlotModel,
+  changepointMarks,
   checkpointMarks,
   detectSeries,
   formatValue,
@@ -370,11 +371,15 @@ export class Dashboard {
     for (const key of keys) {
       const model = buildPlotModel(this.runs, key, this.axis, this.smoothing, this.override);
       const inPlot = new Set(model.runs.map((r) => r.runId));
-      const marks = checkpointMarks(
-        this.checkpoints.filter((c) => c.run === undefined || inPlot.has(c.run)),
-        this.runs,
-        this.axis,
-      );
+      const marks = [
+        ...checkpointMarks(
+          this.checkpoints.filter((c) => c.run === undefined || inPlot.has(c.run)),
+          this.runs,
+          this.axis,
+        ),
+        // level shifts of the lines themselves (on every axis: found on the plotted x)
+        ...changepointMarks(model),
+      ].sort((a, b) => a.x - b.x);
       const existing = this.plots.get(key);
       if (existing) {
         existing.plot.setMarks(marks);

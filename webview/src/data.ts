@@ -9,6 +9,7 @@ import type {
   SkippedCounts,
   XAxis,
 } from '../../src/core/dashboard/protocol';
+import { findChangepoints } from '../../src/core/whatChanged/changepoints';
 
 /** Keys that are an x axis rather than a metric; plotting them against step is a straight line. */
 const X_LIKE = new Set([
@@ -405,6 +406,29 @@ export function checkpointMarks(
     }
     if (x == null || !Number.isFinite(x)) continue;
     out.push({ x, label: c.label, ...(c.run !== undefined ? { run: c.run } : {}) });
+  }
+  return out.sort((a, b) => a.x - b.x);
+}
+
+/**
+ * Where each run's line shifts level (the changepoints What Changed? uses: binary segmentation on bucket means, see
+ * src/core/whatChanged/changepoints.ts), as marks labelled with the shift: `shift 12.8K → 4.3K (0.34×)`.
+ */
+export function changepointMarks(model: PlotModel): CheckpointMark[] {
+  const short = (v: number) => {
+    const a = Math.abs(v);
+    if (a >= 1e9) return `${(v / 1e9).toFixed(1)}G`;
+    if (a >= 1e6) return `${(v / 1e6).toFixed(1)}M`;
+    if (a >= 1e3) return `${(v / 1e3).toFixed(1)}K`;
+    return formatValue(v);
+  };
+  const out: CheckpointMark[] = [];
+  for (const r of model.runs) {
+    const ys = r.line.map((v) => (v === null ? NaN : v));
+    for (const c of findChangepoints(model.x, ys).changepoints) {
+      const ratio = c.ratio !== null ? ` (${c.ratio.toFixed(2)}×)` : '';
+      out.push({ x: c.at, label: `shift ${short(c.before)} → ${short(c.after)}${ratio}`, run: r.runId });
+    }
   }
   return out.sort((a, b) => a.x - b.x);
 }

@@ -1,0 +1,35 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { changepointMarks, type PlotModel } from '../../webview/src/data';
+
+/** A plotted line: 12.8K tok/s until step 600, 4.3K after, with a little noise (deterministic). */
+function story(): PlotModel {
+  const x: number[] = [];
+  const line: (number | null)[] = [];
+  for (let i = 0; i < 1000; i++) {
+    x.push(i + 1);
+    const noise = Math.sin(i * 12.9898) * 150;
+    line.push(i === 300 ? null : (i + 1 <= 600 ? 12_800 : 4_300) + noise);
+  }
+  return { key: 'tok_s', x, runs: [{ runId: 'r1', label: 'run-a', colorIndex: 0, line, min: line, max: line }] };
+}
+
+void describe('dashboard: level shifts marked on the plots', () => {
+  it('marks the step where tok/s fell, labelled with before, after and the ratio', () => {
+    const marks = changepointMarks(story());
+    assert.equal(marks.length, 1, JSON.stringify(marks));
+    const [m] = marks;
+    assert.ok(Math.abs(m!.x - 600) <= 10, `marked at ${m!.x}`);
+    assert.equal(m!.run, 'r1');
+    assert.match(m!.label, /^shift 12\.8K → 4\.3K \(0\.34×\)$/);
+  });
+
+  it('marks nothing on a steady line or a smooth ramp', () => {
+    const steady = story();
+    steady.runs[0]!.line = steady.x.map((x) => 1000 + Math.sin(x * 7.1) * 20);
+    assert.deepEqual(changepointMarks(steady), []);
+    const ramp = story();
+    ramp.runs[0]!.line = ramp.x.map((x) => 5 - x / 250);
+    assert.deepEqual(changepointMarks(ramp), []);
+  });
+});
