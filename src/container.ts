@@ -163,7 +163,10 @@ export class Container implements vscode.Disposable {
         compareBaseline: (hostId, baselineId) => executeCommand(BaselineCommands.compare, { hostId, baselineId }),
         compareBench: (hostId, referenceId) =>
           executeCommand(BenchCommands.compare, { hostId }, referenceId !== null ? { reference: referenceId } : {}),
-        openDashboard: (hostId, logPath) => executeCommand(Commands.openDashboard, { hostId, logPath }),
+        openDashboard: (hostId, logPath, window) =>
+          window
+            ? dashboard.openZoomed({ hostId, logPath }, window)
+            : executeCommand(Commands.openDashboard, { hostId, logPath }),
       },
     });
     registerFleet({

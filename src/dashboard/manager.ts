@@ -79,6 +79,12 @@ export class DashboardManager implements vscode.Disposable, DashboardTestApi {
     return panel.probe;
   }
 
+  /** Opens (or reveals) the dashboard of one log zoomed to steps [from, to]: What Changed?'s plot evidence. */
+  async openZoomed(target: DashboardTarget, window: { from: number; to: number }): Promise<void> {
+    const panel = this.show([await this.fromTarget(target)]);
+    panel.zoomTo(window);
+  }
+
   /** The command: (clicked node, selected nodes) from the tree, a DashboardTarget, or nothing (quick picks). */
   async command(node?: unknown, nodes?: unknown): Promise<void> {
     const picked = Array.isArray(nodes) && nodes.length > 1 ? nodes : node !== undefined ? [node] : [];

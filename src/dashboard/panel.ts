@@ -145,6 +145,7 @@ export class DashboardPanel implements vscode.Disposable {
   private readies = 0;
   /** The first init went out: later data goes as its own messages. */
   private initPosted = false;
+  private pendingZoom: { from: number; to: number } | undefined;
   /** For the log: ms from opening to the first plot data, and to exact data for every run. */
   private firstDataMs: number | undefined;
   private exactDataMs: number | undefined;
@@ -432,6 +433,17 @@ export class DashboardPanel implements vscode.Disposable {
     if (parsed.message.type === 'init') this.initPosted = true;
     this.probe?.sent(parsed.message);
     void this.panel.webview.postMessage(parsed.message);
+    if (parsed.message.type === 'init' && this.pendingZoom) {
+      const z = this.pendingZoom;
+      this.pendingZoom = undefined;
+      this.post({ type: 'zoom', from: z.from, to: z.to });
+    }
+  }
+
+  /** Zooms every plot to steps [from, to]: now if the page has its data, else right after it gets it. */
+  zoomTo(window: { from: number; to: number }): void {
+    if (this.initPosted) this.post({ type: 'zoom', from: window.from, to: window.to });
+    else this.pendingZoom = window;
   }
 
   dispose(): void {

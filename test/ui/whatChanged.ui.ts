@@ -81,5 +81,11 @@ scenario(
     await page.locator('.tabs-container .tab', { hasText: 'What Changed? run-a' }).click();
     await first.locator('a.kg-evidence', { hasText: /^plot of tok_s/ }).click();
     await page.locator('.tabs-container .tab', { hasText: /^Dashboard: / }).waitFor({ timeout: 60_000 });
+    // …zoomed to the steps around the changepoint (the evidence's window), as the toolbar says
+    const dash = page.frameLocator('iframe.webview.ready >> nth=-1').frameLocator('#active-frame');
+    await dash.locator('.kg-plot').first().waitFor({ timeout: 60_000 });
+    await dash.locator('.kg-zoom-note', { hasText: /^steps 5\d\d–7\d\d$/ }).waitFor({ timeout: 30_000 });
+    await page.mouse.move(1100, 700);
+    await vs.screenshot('what-changed-plot-zoomed');
   },
 );

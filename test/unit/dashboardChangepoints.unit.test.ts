@@ -33,3 +33,13 @@ void describe('dashboard: level shifts marked on the plots', () => {
     assert.deepEqual(changepointMarks(ramp), []);
   });
 });
+
+void describe('dashboard: the zoom message (What Changed?’s plot evidence)', () => {
+  it('is a host message with a finite step window; anything else is refused', async () => {
+    const { parseHostMessage } = await import('../../src/core/dashboard/protocol');
+    const ok = parseHostMessage({ type: 'zoom', from: 500, to: 701 });
+    assert.ok(ok.ok && ok.message.type === 'zoom' && ok.message.from === 500 && ok.message.to === 701);
+    assert.equal(parseHostMessage({ type: 'zoom', from: '500', to: 701 }).ok, false);
+    assert.equal(parseHostMessage({ type: 'zoom', from: 500 }).ok, false);
+  });
+});

@@ -161,6 +161,18 @@ export class Dashboard {
         this.els.banner.textContent = message.message;
         this.els.banner.hidden = false;
         break;
+      case 'zoom':
+        // a window in steps: on the step axis (switched to it if needed), as if the user had dragged it
+        if (this.axis !== 'step') {
+          this.axis = 'step';
+          this.renderControls();
+          this.renderPlots();
+        }
+        this.zoom = { min: message.from, max: message.to };
+        this.showZoom();
+        for (const { plot } of this.plots.values()) plot.setWindow(message.from, message.to);
+        this.requestRanges();
+        break;
     }
   }
 
@@ -245,7 +257,8 @@ export class Dashboard {
       title: 'Show the whole run (or double-click a plot)',
     });
     axis.dataset.control = 'axis';
-    this.els.toolbar.replaceChildren(axis, smooth, follow, reset);
+    this.showZoom();
+    this.els.toolbar.replaceChildren(axis, smooth, follow, reset, this.zoomNote);
 
     const visible = new Set(this.visibleSeries());
     const boxes = this.allSeries().map((key) =>
@@ -410,8 +423,19 @@ export class Dashboard {
     }
   }
 
+  /** The zoom window in words beside Reset zoom (`steps 500–701`), empty when the whole run shows. */
+  private readonly zoomNote = h('span', 'kg-zoom-note');
+
+  private showZoom(): void {
+    const z = this.zoom;
+    const fmt = (v: number) => (this.axis === 'time' ? readableTime(v) : formatValue(v));
+    const unit = this.axis === 'step' ? 'steps ' : this.axis === 'relative' ? 'hours ' : '';
+    this.zoomNote.textContent = z ? `${unit}${fmt(z.min)}–${fmt(z.max)}` : '';
+  }
+
   private onUserZoom(source: string, min: number, max: number): void {
     this.zoom = { min, max };
+    this.showZoom();
     for (const [key, { plot }] of this.plots) if (key !== source) plot.setWindow(min, max);
     // Dragging fires scale changes in bursts; ask the host once the window settles.
     clearTimeout(this.zoomTimer);
@@ -453,6 +477,7 @@ export class Dashboard {
     clearTimeout(this.zoomTimer);
     const hadFine = this.fine.size > 0;
     this.zoom = undefined;
+    this.showZoom();
     this.fine.clear();
     this.pending.clear();
     if (hadFine) this.renderPlots();

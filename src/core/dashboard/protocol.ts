@@ -150,6 +150,8 @@ export const sideMessageSchema = z.object({ type: z.literal('side'), hosts: z.ar
 
 export const followStateMessageSchema = z.object({ type: z.literal('follow'), on: z.boolean() });
 export const errorMessageSchema = z.object({ type: z.literal('error'), message: z.string() });
+/** Zoom every plot to steps [from, to] (What Changed?'s plot evidence: the window around a changepoint). */
+export const zoomMessageSchema = z.object({ type: z.literal('zoom'), from: finite, to: finite });
 
 export const hostMessageSchema = z.discriminatedUnion('type', [
   initMessageSchema,
@@ -158,6 +160,7 @@ export const hostMessageSchema = z.discriminatedUnion('type', [
   followStateMessageSchema,
   errorMessageSchema,
   sideMessageSchema,
+  zoomMessageSchema,
 ]);
 export type HostMessage = z.infer<typeof hostMessageSchema>;
 export type InitMessage = z.infer<typeof initMessageSchema>;
