@@ -1,3 +1,5 @@
+import { escapeHtml, webviewCsp } from '../../src/core/util/html';
+
 // The dashboard page, for the panel (src/dashboard/panel.ts) to set as webview.html. No DOM here: this runs in the
 // extension host. The CSP allows only the panel's own resources: scripts by nonce, styles from the webview's
 // resource origin (uPlot.min.css, dashboard.css) or by nonce, no eval, no network.
@@ -18,27 +20,8 @@ export interface DashboardHtmlOptions {
   title?: string;
 }
 
-function escapeHtml(s: string): string {
-  return s
-    .replace(/&/g, '&amp;')
-    .replace(/</g, '&lt;')
-    .replace(/>/g, '&gt;')
-    .replace(/"/g, '&quot;')
-    .replace(/'/g, '&#39;');
-}
-
-export function dashboardCsp(cspSource: string, nonce: string): string {
-  return [
-    "default-src 'none'",
-    `img-src ${cspSource} data:`,
-    // The toolkit's components style themselves with constructed stylesheets (adoptedStyleSheets) and uPlot through
-    // element.style: neither is inline markup, so no 'unsafe-inline' is needed. The one <style> element the toolkit
-    // creates (FAST's :focus-visible probe) takes its nonce from <meta property="csp-nonce">.
-    `style-src ${cspSource} 'nonce-${nonce}'`,
-    `script-src 'nonce-${nonce}'`,
-    `font-src ${cspSource}`,
-  ].join('; ');
-}
+/** The dashboard's CSP: the one of every Known Good webview (src/core/util/html.ts). */
+export const dashboardCsp = webviewCsp;
 
 export function dashboardHtml(options: DashboardHtmlOptions): string {
   const { cspSource, nonce, scriptUri, cssUris } = options;

@@ -1,5 +1,6 @@
 import { formatRate } from '../bench/compare';
 import { KnownGoodError } from '../errors';
+import { escapeHtml, webviewCsp } from '../util/html';
 import { formatRatio } from './analyze';
 import { evidenceText } from './render';
 import type { Suspect, WhatChangedReport } from './model';
@@ -10,28 +11,9 @@ import type { Suspect, WhatChangedReport } from './model';
  * default-src 'none', the script and the style by nonce, no eval, no network.
  */
 
-export function escapeHtml(s: string): string {
-  return s
-    .replace(/&/g, '&amp;')
-    .replace(/</g, '&lt;')
-    .replace(/>/g, '&gt;')
-    .replace(/"/g, '&quot;')
-    .replace(/'/g, '&#39;');
-}
-
 /** As the Markdown writes levels: `12.8K` for throughputs, three digits for the rest. */
 function level(n: number): string {
   return Math.abs(n) >= 1000 ? formatRate(n) : Number(n.toPrecision(3)).toString();
-}
-
-export function whatChangedCsp(cspSource: string, nonce: string): string {
-  return [
-    "default-src 'none'",
-    `img-src ${cspSource} data:`,
-    `style-src ${cspSource} 'nonce-${nonce}'`,
-    `script-src 'nonce-${nonce}'`,
-    `font-src ${cspSource}`,
-  ].join('; ');
 }
 
 const STYLE = `
@@ -159,7 +141,7 @@ export function whatChangedHtml(r: WhatChangedReport, options: WhatChangedHtmlOp
 <html lang="en">
 <head>
   <meta charset="UTF-8">
-  <meta http-equiv="Content-Security-Policy" content="${e(whatChangedCsp(cspSource, nonce))}">
+  <meta http-equiv="Content-Security-Policy" content="${e(webviewCsp(cspSource, nonce))}">
   <meta name="viewport" content="width=device-width, initial-scale=1.0">
   <style nonce="${e(nonce)}">${STYLE}</style>
   <title>What Changed?</title>
