@@ -16,6 +16,7 @@ import {
   type RunsNode,
 } from '../core/runs/model';
 import type { SectionNode, TreeSection } from '../shared/treeSection';
+import { DeferredChanges } from '../core/util/deferredChanges';
 
 export type TreeNode = RunsNode | SectionNode | SettingsProblemNode;
 interface SettingsProblemNode {
@@ -40,8 +41,15 @@ export interface ProviderOptions {
  * blocks the others: each lists on its own and shows its own error node with Retry.
  */
 export class RemoteRunsProvider implements vscode.TreeDataProvider<TreeNode>, vscode.Disposable {
-  private readonly changed = new vscode.EventEmitter<TreeNode | undefined>();
-  readonly onDidChangeTreeData = this.changed.event;
+  private readonly emitter = new vscode.EventEmitter<TreeNode | undefined>();
+  readonly onDidChangeTreeData = this.emitter.event;
+  /**
+   * Change events wait while any getChildren is in flight. VS Code fetches a node's children again when a change is
+   * fired for it (or an ancestor) during a fetch, and the second fetch then fails with "Element with id … is
+   * already registered", leaving that node empty (seen with the Slurm section while its squeue answered; VS Code
+   * issue #71698). Held events are merged: one for the whole tree wins over per-node ones.
+   */
+  private readonly changed = new DeferredChanges<TreeNode>((n) => this.emitter.fire(n));
   private readonly hostNodes = new Map<string, HostNode>();
   private readonly parents = new Map<string, TreeNode | undefined>();
   private readonly sections: TreeSection[] = [];
@@ -212,7 +220,11 @@ export class RemoteRunsProvider implements vscode.TreeDataProvider<TreeNode>, vs
     return kids;
   }
 
-  async getChildren(node?: TreeNode): Promise<TreeNode[]> {
+  getChildren(node?: TreeNode): Promise<TreeNode[]> {
+    return this.changed.during(this.fetchChildren(node));
+  }
+
+  private async fetchChildren(node?: TreeNode): Promise<TreeNode[]> {
     if (!node) {
       if (this.options.unconfigured?.() && this.problems().length === 0) return [];
       const hosts = this.registry.hosts().map((h) => this.nodeOfHost(h));
@@ -283,12 +295,12 @@ export class RemoteRunsProvider implements vscode.TreeDataProvider<TreeNode>, vs
     const host = this.registry.find(hostId);
     if (!host) return undefined;
     let cur: TreeNode = this.nodeOfHost(host);
-    let kids = await this.getChildren(cur);
+    let kids = await this.fetchChildren(cur);
     for (const id of ids) {
       const next: TreeNode | undefined = kids.find((k) => k.kind !== 'section' && k.id === id);
       if (!next) return undefined;
       cur = next;
-      if (id !== ids[ids.length - 1]) kids = await this.getChildren(cur);
+      if (id !== ids[ids.length - 1]) kids = await this.fetchChildren(cur);
     }
     return cur;
   }
@@ -296,5 +308,6 @@ export class RemoteRunsProvider implements vscode.TreeDataProvider<TreeNode>, vs
   dispose(): void {
     this.unsubscribe();
     this.changed.dispose();
+    this.emitter.dispose();
   }
 }

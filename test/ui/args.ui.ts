@@ -4,7 +4,7 @@ import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { repoRoot } from '../../scripts/vscode/server';
-import { pickMenuItem, scenario } from './harness';
+import { rowMenu, scenario } from './harness';
 
 /** run-a with step_600 (lr 3e-4) and step_690 (lr 1.5e-4) as the demo lays them out: step_N/checkpoint.pt. */
 function writeRun(root: string): void {
@@ -45,8 +45,7 @@ scenario(
         .locator('#workbench\\.parts\\.sidebar [role=treeitem]')
         .filter({ has: page.locator('.label-name', { hasText: new RegExp(`^${label}$`) }) });
     const contextMenu = async (label: string, command: string) => {
-      await row(label).click({ button: 'right' });
-      await pickMenuItem(page, page.getByRole('menuitem', { name: new RegExp(`^${command}`) }));
+      await rowMenu(page, row(label), page.getByRole('menuitem', { name: new RegExp(`^${command}`) }));
     };
     await vs.openView('Known Good');
     await vs.expand('This machine');

@@ -44,21 +44,9 @@ scenario(
       .first()
       .waitFor({ timeout: 90_000 });
     await vs.expand(TEST_SSH_HOST);
-    // Known race (reported to the tree's owner): VS Code fetches a node's children twice when the provider fires a
-    // change for the host while its children are still being fetched, and the second fetch fails with "Element with
-    // id … is already registered", leaving the host empty. Collapse and expand once to fetch again.
-    if (
-      !(await vs
-        .treeItem('Baselines')
-        .waitFor({ timeout: 20_000 })
-        .then(
-          () => true,
-          () => false,
-        ))
-    ) {
-      await vs.treeItem(TEST_SSH_HOST).click();
-      await vs.expand(TEST_SSH_HOST);
-    }
+    // (Once VS Code fetched the host's children twice when a change was fired during the fetch, and the host stayed
+    // empty: "Element with id … is already registered". The tree now holds changes until fetches settle.)
+    await vs.treeItem('Baselines').waitFor({ timeout: 30_000 });
     // The host re-renders when its listing arrives; a click that lands on the old row is lost: try once more.
     await vs.expand('Baselines').catch(() => vs.expand('Baselines'));
     const row = vs.treeItem('ui known good');

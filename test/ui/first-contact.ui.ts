@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { trainLogLine, trainLogPoints } from '../../scripts/demo/trainLog';
 import { repoRoot } from '../../scripts/vscode/server';
-import { pickMenuItem, scenario, TEST_SSH_HOST } from './harness';
+import { rowMenu, scenario, TEST_SSH_HOST } from './harness';
 
 /** A run with one checkpoint (step_100/checkpoint.pt with its args), as the demo lays them out. */
 function writeRun(root: string, steps: [number, number][] = [[100, 3e-4]]): void {
@@ -98,8 +98,7 @@ scenario(
     await vs.screenshot('first-contact-2-wrong-key');
 
     // Edit Host… on the error row: the wizard again, filled in; pick the right key.
-    await error.click({ button: 'right' });
-    await pickMenuItem(page, page.getByRole('menuitem', { name: /^Edit Host/ }));
+    await rowMenu(page, error, page.getByRole('menuitem', { name: /^Edit Host/ }));
     await q.step(/Edit Host \(1\/5\)/);
     await q.step(/Edit Host \(2\/5\): key/, 'id_test');
     await q.step(/Edit Host \(3\/5\)/);
@@ -148,8 +147,7 @@ scenario(
       });
     };
     const menu = async (label: string, command: RegExp, nth = 0) => {
-      await row(label).nth(nth).click({ button: 'right' });
-      await pickMenuItem(page, page.getByRole('menuitem', { name: command }));
+      await rowMenu(page, row(label).nth(nth), page.getByRole('menuitem', { name: command }));
     };
     const tab = (text: string) => page.locator('.tabs-container .tab', { hasText: text });
     const timed = async (what: string, action: () => Promise<unknown>, visible: () => Promise<unknown>) => {

@@ -78,15 +78,43 @@ const escapeRe = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
  * Clicks a context-menu entry. On a loaded machine the menu can still be laying out when the click lands and the
  * click is lost (the menu stays open with the entry highlighted): then the keyboard activates it.
  */
-export async function pickMenuItem(page: Page, entry: Locator): Promise<void> {
-  await entry.waitFor();
-  await entry.hover();
-  await entry.click();
+export async function pickMenuItem(page: Page, entry: Locator, timeout = 30_000): Promise<void> {
+  await entry.waitFor({ timeout });
+  await entry.hover({ timeout });
+  await entry.click({ timeout });
   await page.waitForTimeout(300);
   if (await entry.isVisible().catch(() => false)) {
     await entry.hover();
     await page.keyboard.press('Enter');
   }
+}
+
+/**
+ * Right-clicks `row` and picks `entry` from its context menu. A tree redraw (a listing arriving, ages ticking)
+ * can close the menu before the pick lands; then it is opened again (three tries). A lost pick never ran the
+ * command (Playwright throws only for a click it could not make).
+ */
+export async function rowMenu(page: Page, row: Locator, entry: Locator): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    await row.click({ button: 'right' });
+    try {
+      await pickMenuItem(page, entry, 10_000);
+      return;
+    } catch (e) {
+      if (attempt >= 3) throw e;
+      await page.keyboard.press('Escape');
+    }
+  }
+}
+
+/** Polls a locator's attribute (the element may be redrawn meanwhile; a handle would go stale). */
+async function waitAttribute(locator: Locator, name: string, value: string, ms: number): Promise<boolean> {
+  const until = Date.now() + ms;
+  while (Date.now() < until) {
+    if ((await locator.getAttribute(name, { timeout: 2_000 }).catch(() => null)) === value) return true;
+    await locator.page().waitForTimeout(200);
+  }
+  return false;
 }
 
 export function scenario(name: string, options: ScenarioOptions, body: (vs: Workbench) => Promise<void>): void {
@@ -171,19 +199,18 @@ function makeWorkbench(page: Page, server: VsCodeServer, sshd: TestSshd | undefi
     treeItem,
     async expand(name) {
       const row = treeItem(name);
-      await row.waitFor();
-      if ((await row.getAttribute('aria-expanded')) !== 'true') {
+      // A click selects and toggles in VS Code trees; a redraw (a listing arriving) can swallow it: click again
+      // (three tries), reading the state each time so an expanded row is never toggled shut.
+      for (let attempt = 1; ; attempt++) {
+        await row.waitFor();
+        if ((await row.getAttribute('aria-expanded')) === 'true') return row;
         await row.click();
-        // A click selects and toggles in VS Code trees; wait for the state, not for an animation.
-        await page.waitForFunction((el) => el?.getAttribute('aria-expanded') === 'true', await row.elementHandle(), {
-          timeout: 15_000,
-        });
+        if (await waitAttribute(row, 'aria-expanded', 'true', 10_000)) return row;
+        if (attempt >= 3) throw new Error(`tree row ${String(name)} did not expand after ${attempt} clicks`);
       }
-      return row;
     },
     async contextMenu(item, command) {
-      await treeItem(item).click({ button: 'right' });
-      await pickMenuItem(page, page.getByRole('menuitem', { name: exact(command) }));
+      await rowMenu(page, treeItem(item), page.getByRole('menuitem', { name: exact(command) }));
     },
     async commandPalette(text) {
       await page.keyboard.press('F1');

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { after } from 'node:test';
 import { repoRoot } from '../../scripts/vscode/server';
-import { pickMenuItem, scenario } from './harness';
+import { rowMenu, scenario } from './harness';
 
 /*
  * What PyTorch Lightning really writes (test/fixtures/real/lightning: lightning_logs/version_N/ with
@@ -65,8 +65,7 @@ scenario(
       ] as const);
     };
     const contextMenu = async (label: string, command: string) => {
-      await row(label).click({ button: 'right' });
-      await pickMenuItem(page, page.getByRole('menuitem', { name: new RegExp(`^${command}`) }));
+      await rowMenu(page, row(label), page.getByRole('menuitem', { name: new RegExp(`^${command}`) }));
     };
 
     await vs.openView('Known Good');

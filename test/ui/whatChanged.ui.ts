@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { requireTorch } from '../support/require';
 import { writeStory } from '../support/whatChangedStory';
-import { pickMenuItem, scenario } from './harness';
+import { rowMenu, scenario } from './harness';
 
 /*
  * Issue 16's story on This machine: run-a's tok/s falls from 12.8K to 4.3K after step 600, where the dataset arg
@@ -32,8 +32,7 @@ scenario(
     await vs.expand('This machine');
     // listing This machine starts a helper: slow on a loaded 2-core machine
     await row('run-a').waitFor({ timeout: 90_000 });
-    await row('run-a').click({ button: 'right' });
-    await pickMenuItem(page, page.getByRole('menuitem', { name: /^What Changed\?/ }));
+    await rowMenu(page, row('run-a'), page.getByRole('menuitem', { name: /^What Changed\?/ }));
 
     // VS Code puts a webview in an iframe that holds the page's own iframe.
     const report = page.frameLocator('iframe.webview.ready').frameLocator('#active-frame');
