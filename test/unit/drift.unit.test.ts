@@ -32,6 +32,15 @@ void describe('drift summary reads in the order that explains it', () => {
     assert.match(b[1]!, /^ {2}python: interpreter /);
   });
 
+  it('torch gone with the other interpreter is one fact, not each of its fields turned to "none"', () => {
+    const now = otherInterpreter(h200KnownGood);
+    now.torch = { ...now.torch, version: null, gitVersion: null, cuda: null, debug: null, location: null };
+    const torch = bullets(renderDriftText(computeDrift(h200KnownGood, now))).find((l) => l.startsWith('  torch: '));
+    assert.equal(torch, `  torch: not importable now (was ${h200KnownGood.torch.version})`);
+    const back = bullets(renderDriftText(computeDrift(now, h200KnownGood))).find((l) => l.startsWith('  torch: '));
+    assert.equal(back, `  torch: now importable: ${h200KnownGood.torch.version}`);
+  });
+
   it('PATH-like variables are shown entry by entry, after the plain variables', () => {
     const now = cloneSnapshot(h200KnownGood);
     now.env.vars['PATH'] = '/usr/local/cuda-13/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';

@@ -353,14 +353,21 @@ export function driftBullets(d: Drift): [string, string][] {
   const t = d.torch;
   const torchBits: string[] = [];
   const build = t.version ? buildChange(t.version.from, t.version.to) : undefined;
-  // A swapped build (cu128 → cu130, a CPU wheel) explains more than any other line: it leads the summary.
-  if (build) torchBits.push(`build ${build}`);
-  if (t.version) torchBits.push(`${v(t.version.from)} → ${v(t.version.to)}`);
-  if (t.gitVersion) torchBits.push(`git ${shortHash(t.gitVersion.from)} → ${shortHash(t.gitVersion.to)}`);
-  if (t.cuda) torchBits.push(`built for CUDA ${v(t.cuda.from)} → ${v(t.cuda.to)}`);
-  if (t.hip) torchBits.push(`HIP ${v(t.hip.from)} → ${v(t.hip.to)}`);
-  if (t.debug) torchBits.push(`debug ${t.debug.from} → ${t.debug.to}`);
-  if (t.location) torchBits.push(`now from ${v(t.location.to)}`);
+  // torch gone (another interpreter, a broken install) or new: one fact, not every field turned to "none".
+  if (t.version && t.version.to === null && t.version.from !== null) {
+    torchBits.push(`not importable now (was ${v(t.version.from)})`);
+  } else if (t.version && t.version.from === null && t.version.to !== null) {
+    torchBits.push(`now importable: ${v(t.version.to)}`);
+  } else {
+    // A swapped build (cu128 → cu130, a CPU wheel) explains more than any other line: it leads the summary.
+    if (build) torchBits.push(`build ${build}`);
+    if (t.version) torchBits.push(`${v(t.version.from)} → ${v(t.version.to)}`);
+    if (t.gitVersion) torchBits.push(`git ${shortHash(t.gitVersion.from)} → ${shortHash(t.gitVersion.to)}`);
+    if (t.cuda) torchBits.push(`built for CUDA ${v(t.cuda.from)} → ${v(t.cuda.to)}`);
+    if (t.hip) torchBits.push(`HIP ${v(t.hip.from)} → ${v(t.hip.to)}`);
+    if (t.debug) torchBits.push(`debug ${t.debug.from} → ${t.debug.to}`);
+    if (t.location) torchBits.push(`now from ${v(t.location.to)}`);
+  }
   if (t.cudnn) torchBits.push(`cuDNN ${v(t.cudnn.from)} → ${v(t.cudnn.to)}`);
   if (t.nccl) torchBits.push(`NCCL ${v(t.nccl.from)} → ${v(t.nccl.to)}`);
   if (torchBits.length) out.push(['torch', torchBits.join('; ')]);
