@@ -1,4 +1,5 @@
 import * as assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -145,6 +146,33 @@ describe('Remote Runs tree', () => {
       good.map((g) => g.label),
       [join(dir, 'runs-a')],
     );
+  });
+
+  it('a key fixed in settings.json takes effect without reload: the failed host lists with the new identityFile', async () => {
+    const api = await activated();
+    const sshd = testSshHost();
+    const wrong = join(dir, 'id_wrong');
+    execFileSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-f', wrong]);
+    const entry = { name: 'keyed', host: '127.0.0.1', port: sshd.port, user: sshd.user, roots: [join(dir, 'runs-a')] };
+    // As a user writes it in settings.json: the wrong key first.
+    await setSetting('hosts', [{ ...entry, identityFile: wrong }]);
+    await waitFor('the host', () => (api.registry.hosts().some((h) => h.name === 'keyed') ? true : undefined));
+    const failed = await settledRows(api, (await hostRow(api, 'keyed')).node);
+    assert.equal(failed.length, 1, JSON.stringify(failed.map((b) => b.label)));
+    assert.equal(failed[0]!.node.kind, 'message');
+    assert.match(failed[0]!.label, /auth|key|denied/i);
+
+    // The key fixed in settings.json: no Retry, no reload; the host lists with the new key.
+    await setSetting('hosts', [{ ...entry, identityFile: sshd.identityFile }]);
+    const listed = await waitFor(
+      'the host listed with the new key',
+      async () => {
+        const r = await settledRows(api, (await hostRow(api, 'keyed')).node);
+        return r.some((x) => x.label === join(dir, 'runs-a')) ? r : undefined;
+      },
+      45_000,
+    );
+    assert.equal(listed.filter((x) => x.node.kind === 'message').length, 0, JSON.stringify(listed.map((x) => x.label)));
   });
 
   it('shows a "not found" root for a missing folder', async () => {
