@@ -213,9 +213,20 @@ function makeWorkbench(page: Page, server: VsCodeServer, sshd: TestSshd | undefi
       await rowMenu(page, treeItem(item), page.getByRole('menuitem', { name: exact(command) }));
     },
     async commandPalette(text) {
-      await page.keyboard.press('F1');
       const input = page.locator('.quick-input-widget input');
-      await input.waitFor();
+      // F1 can be lost while focus moves (a terminal taking it, a quick input still closing): press it again.
+      for (let attempt = 1; ; attempt++) {
+        await page.keyboard.press('F1');
+        const opened = await input.waitFor({ timeout: 5_000 }).then(
+          () => true,
+          () => false,
+        );
+        if (opened) break;
+        if (attempt >= 4) {
+          await input.waitFor({ timeout: 15_000 });
+          break;
+        }
+      }
       await input.fill(`>${text}`);
       await page.locator('.quick-input-list .monaco-list-row').first().waitFor();
       await page.keyboard.press('Enter');

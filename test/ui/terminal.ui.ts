@@ -76,6 +76,21 @@ scenario(
       assert.match(text, /Press any key to close this terminal/);
       if (i === 1) break;
       await vs.screenshot('terminal-bench');
+      // One result kept: Compare says there is nothing to compare it with yet, as information, not as an error.
+      await vs.commandPalette('Notifications: Clear All Notifications');
+      await vs.commandPalette('Known Good: Compare Throughput with Baseline');
+      await pick(vs, /of which host/, 'This machine');
+      const toast = vs.page.locator('.notification-toast', { hasText: /Only one benchmark result for This machine/ });
+      await toast.waitFor({ timeout: 30_000 });
+      assert.equal(await toast.locator('.codicon-error').count(), 0, 'shown as an error');
+      assert.equal(await toast.locator('.codicon-info').count(), 1, 'not shown as information');
+      // (Toasts stack: the notification centre shows it whole, with its icon.)
+      await vs.commandPalette('Notifications: Show Notifications');
+      await vs.page
+        .locator('.notifications-center .notification-list-item', { hasText: /Only one benchmark result/ })
+        .waitFor({ timeout: 15_000 });
+      await vs.screenshot('terminal-bench-only-one');
+      await vs.page.keyboard.press('Escape');
       // A key after the end closes the terminal: the next run's text is then the only "kept" on screen.
       await vs.page.locator('.xterm:visible').last().click();
       await vs.page.keyboard.press('x');
