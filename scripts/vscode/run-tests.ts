@@ -2,7 +2,7 @@
 // (the pinned VS Code server + headless Debian Chromium). Exit code: the extension host's, then the UI tests'.
 //
 //   node --import tsx scripts/vscode/run-tests.ts [--no-build] [--only ext|ui] [--grep <mocha grep>] [--headed] [--bail]
-//   env: KG_VSCODE_TIMEOUT_S (extension-host suite, default 480), KG_UI_TIMEOUT_S (UI tests, default 600),
+//   env: KG_VSCODE_TIMEOUT_S (extension-host suite, default 480), KG_UI_TIMEOUT_S (UI tests, default 1200),
 //        KG_KEEP_VSCODE_STATE=1 keeps the server's temp state folder for debugging.
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -31,7 +31,8 @@ const say = (line: string) => process.stdout.write(`[test:vscode] ${line}\n`);
 async function main(): Promise<number> {
   // Last resort if something hangs outside the per-phase timeouts (install, server start, browser launch);
   // exiting runs server.ts's exit handler, which kills the servers' process groups.
-  const hardS = Number(process.env['KG_VSCODE_TIMEOUT_S'] ?? 480) + Number(process.env['KG_UI_TIMEOUT_S'] ?? 600) + 300;
+  const hardS =
+    Number(process.env['KG_VSCODE_TIMEOUT_S'] ?? 480) + Number(process.env['KG_UI_TIMEOUT_S'] ?? 1200) + 300;
   setTimeout(() => {
     process.stderr.write(`[test:vscode] gave up after ${hardS} s\n`);
     process.exit(124);
@@ -131,8 +132,11 @@ async function runUiTests(): Promise<number> {
     .map((f) => join(dir, f));
   if (files.length === 0) return 0;
   const started = Date.now();
-  const timeoutS = Number(process.env['KG_UI_TIMEOUT_S'] ?? 600);
+  const timeoutS = Number(process.env['KG_UI_TIMEOUT_S'] ?? 1200);
   const nodeArgs = ['--import', 'tsx', '--test', '--test-concurrency=1', '--test-timeout=180000'];
+  // --grep picks UI scenarios by name too (a regular expression, as for the mocha suite).
+  const grep = option('--grep');
+  if (grep) nodeArgs.push(`--test-name-pattern=${grep}`);
   if (flag('--headed')) process.env['KG_UI_HEADED'] = '1';
   // Its own process group, so a hung scenario dies with it; the VS Code servers it starts have groups of their
   // own, which they list in pgidFile for us to kill when the scenarios could not.
