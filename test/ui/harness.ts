@@ -78,28 +78,31 @@ const escapeRe = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
  * Clicks a context-menu entry. On a loaded machine the menu can still be laying out when the click lands and the
  * click is lost (the menu stays open with the entry highlighted): then the keyboard activates it.
  */
-export async function pickMenuItem(page: Page, entry: Locator, timeout = 30_000): Promise<void> {
+export async function pickMenuItem(page: Page, entry: Locator, timeout = 30_000): Promise<number> {
   await entry.waitFor({ timeout });
   await entry.hover({ timeout });
+  let clickedAt = Date.now();
   await entry.click({ timeout });
   await page.waitForTimeout(300);
   if (await entry.isVisible().catch(() => false)) {
     await entry.hover();
+    clickedAt = Date.now();
     await page.keyboard.press('Enter');
   }
+  return clickedAt;
 }
 
 /**
  * Right-clicks `row` and picks `entry` from its context menu. A tree redraw (a listing arriving, ages ticking)
  * can close the menu before the pick lands; then it is opened again (three tries). A lost pick never ran the
- * command (Playwright throws only for a click it could not make).
+ * command (Playwright throws only for a click it could not make). Returns when the entry was clicked (Date.now()):
+ * "click to visible" timings start there, not at the right-click.
  */
-export async function rowMenu(page: Page, row: Locator, entry: Locator): Promise<void> {
+export async function rowMenu(page: Page, row: Locator, entry: Locator): Promise<number> {
   for (let attempt = 1; ; attempt++) {
     await row.click({ button: 'right' });
     try {
-      await pickMenuItem(page, entry, 10_000);
-      return;
+      return await pickMenuItem(page, entry, 10_000);
     } catch (e) {
       if (attempt >= 3) throw e;
       await page.keyboard.press('Escape');
