@@ -227,7 +227,9 @@ export class DashboardPanel implements vscode.Disposable {
       case 'ready':
         this.isReady = true;
         if (this.readies === 1)
-          this.services.log.info(`dashboard: page ready ${Math.round(performance.now() - this.openedAt)} ms after opening`);
+          this.services.log.info(
+            `dashboard: page ready ${Math.round(performance.now() - this.openedAt)} ms after opening`,
+          );
         await this.loading;
         this.postInit();
         if (this.restoreFollow && !this.following && this.readies === 1) {
