@@ -19,16 +19,7 @@ sys.path.insert(0, PY_DIR)
 import ckpt_args  # noqa: E402
 import kg_common  # noqa: E402
 
-TORCH_PY = os.environ.get("KG_TORCH_PYTHON", "/usr/bin/python3")
-
-
-def _has_torch():
-    if not os.path.exists(TORCH_PY):
-        return False
-    return subprocess.run([TORCH_PY, "-c", "import torch"], capture_output=True).returncode == 0
-
-
-HAS_TORCH = _has_torch()
+from kg_test_env import TORCH_PY, needs_torch  # noqa: E402
 
 
 def _run_torch_probe(*argv):
@@ -72,7 +63,7 @@ class StatTest(unittest.TestCase):
         self.assertEqual(cm.exception.code, "not-found")
 
 
-@unittest.skipUnless(HAS_TORCH, "a torch interpreter is needed (Debian's python3-torch)")
+@needs_torch
 class TorchFallbackTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):

@@ -7,6 +7,8 @@ import sys
 import tempfile
 import unittest
 
+from kg_test_env import needs_git  # noqa: E402
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 PROBE = os.path.join(HERE, "..", "..", "python", "what_changed.py")
 PYDIR = os.path.join(HERE, "..", "..", "python")
@@ -80,7 +82,7 @@ class Fingerprints(unittest.TestCase):
         self.assertEqual(doc["stats"][0]["error"], "not found")
 
 
-@unittest.skipUnless(shutil.which("git"), "git not installed")
+@needs_git
 class Git(unittest.TestCase):
     def setUp(self):
         self.d = tempfile.mkdtemp()

@@ -17,10 +17,7 @@ sys.path.insert(0, os.path.join(ROOT, "python"))
 import ckpt_args  # noqa: E402
 import write_checkpoint as wc  # noqa: E402
 
-# Debian torch here; KG_TORCH_PYTHON points at another torch (a GPU box with torch 2.x) for the same tests.
-TORCH_PY = os.environ.get("KG_TORCH_PYTHON", "/usr/bin/python3")
-HAS_TORCH = os.path.exists(TORCH_PY) and subprocess.run([TORCH_PY, "-c", "import torch"],
-                                                         capture_output=True).returncode == 0
+from kg_test_env import TORCH_PY, needs_torch  # noqa: E402
 
 # Loads each file with real torch and prints what it found, as JSON.
 LOADER = r'''
@@ -67,7 +64,7 @@ print(json.dumps(out))
 '''
 
 
-@unittest.skipUnless(HAS_TORCH, "Debian's torch (/usr/bin/python3 with python3-torch) is needed")
+@needs_torch
 class RealTorchReadsIt(unittest.TestCase):
     @classmethod
     def setUpClass(cls):

@@ -1,12 +1,11 @@
 import * as assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, utimesSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { trainLogLine, trainLogPoints } from '../../scripts/demo/trainLog';
-import { repoRoot } from '../../scripts/vscode/server';
 import { TORCH_PYTHON } from '../support/require';
-import { scenario } from './harness';
+import { scenario, writeDemoCheckpoint } from './harness';
 
 // Issue 15 items 8 and 10, what a VS Code user expects without asking: ages in Remote Runs move on by themselves;
 // the status-bar throughput item names the run it follows and opens its dashboard; Select Remote Python lists the
@@ -15,18 +14,8 @@ import { scenario } from './harness';
 
 const root = mkdtempSync(join(tmpdir(), 'kg-ui-afford-'));
 const run = join(root, 'run-a');
-for (const step of [100, 200]) {
-  const dir = join(run, `step_${step}`);
-  mkdirSync(dir, { recursive: true });
-  execFileSync('python3', [
-    join(repoRoot, 'scripts', 'demo', 'write_checkpoint.py'),
-    join(dir, 'checkpoint.pt'),
-    '--step',
-    String(step),
-    '--args-json',
-    JSON.stringify({ batch_size: 32, model: 'gpt-small', lr: 3e-4 }),
-  ]);
-}
+for (const step of [100, 200])
+  writeDemoCheckpoint(join(run, `step_${step}`), step, { batch_size: 32, model: 'gpt-small', lr: 3e-4 });
 writeFileSync(
   join(run, 'train_log.jsonl'),
   trainLogPoints({ steps: 300, seed: 3 }).map(trainLogLine).join('\n') + '\n',
@@ -37,11 +26,7 @@ scenario(
   { localRoots: [root], settings: { 'knownGood.localPython': TORCH_PYTHON }, timeoutMs: 300_000 },
   async (vs) => {
     const { page } = vs;
-    const side = page.locator('#workbench\\.parts\\.sidebar');
-    const row = (label: string) =>
-      side
-        .locator('[role=treeitem]')
-        .filter({ has: page.locator('.label-name', { hasText: new RegExp(`^${label}$`) }) });
+    const row = vs.row;
     // A checkpoint written 20 s ago: its row says "… s ago", and a minute later something older.
     const written = Date.now() / 1000 - 20;
     utimesSync(join(run, 'step_200', 'checkpoint.pt'), written, written);

@@ -1,10 +1,8 @@
 import * as assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { repoRoot } from '../../scripts/vscode/server';
-import { rowMenu, scenario } from './harness';
+import { rowMenu, scenario, writeDemoCheckpoint } from './harness';
 
 /** run-a with step_600 (lr 3e-4) and step_690 (lr 1.5e-4) as the demo lays them out: step_N/checkpoint.pt. */
 function writeRun(root: string): void {
@@ -14,16 +12,7 @@ function writeRun(root: string): void {
     [690, 1.5e-4],
   ] as const) {
     const dir = join(root, 'run-a', `step_${step}`);
-    mkdirSync(dir, { recursive: true });
-    const args = JSON.stringify({ ...base, lr });
-    execFileSync('python3', [
-      join(repoRoot, 'scripts', 'demo', 'write_checkpoint.py'),
-      join(dir, 'checkpoint.pt'),
-      '--step',
-      String(step),
-      '--args-json',
-      args,
-    ]);
+    const args = writeDemoCheckpoint(dir, step, { ...base, lr });
     writeFileSync(join(dir, 'config.json'), args + '\n');
   }
 }
@@ -40,10 +29,7 @@ scenario(
   async (vs) => {
     const { page } = vs;
     // Rows by their visible label: a row's accessible name is its tooltip (the full path) where it has one.
-    const row = (label: string) =>
-      page
-        .locator('#workbench\\.parts\\.sidebar [role=treeitem]')
-        .filter({ has: page.locator('.label-name', { hasText: new RegExp(`^${label}$`) }) });
+    const row = vs.row;
     const contextMenu = async (label: string, command: string) => {
       await rowMenu(page, row(label), page.getByRole('menuitem', { name: new RegExp(`^${command}`) }));
     };

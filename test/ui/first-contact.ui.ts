@@ -5,23 +5,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { trainLogLine, trainLogPoints } from '../../scripts/demo/trainLog';
-import { repoRoot } from '../../scripts/vscode/server';
-import { rowMenu, scenario, TEST_SSH_HOST } from './harness';
+import { rowMenu, scenario, TEST_SSH_HOST, writeDemoCheckpoint } from './harness';
 
 /** A run with one checkpoint (step_100/checkpoint.pt with its args), as the demo lays them out. */
 function writeRun(root: string, steps: [number, number][] = [[100, 3e-4]]): void {
   for (const [step, lr] of steps) {
-    const dir = join(root, 'run-a', `step_${step}`);
-    mkdirSync(dir, { recursive: true });
-    const args = JSON.stringify({ batch_size: 32, model: 'gpt-small', lr });
-    execFileSync('python3', [
-      join(repoRoot, 'scripts', 'demo', 'write_checkpoint.py'),
-      join(dir, 'checkpoint.pt'),
-      '--step',
-      String(step),
-      '--args-json',
-      args,
-    ]);
+    writeDemoCheckpoint(join(root, 'run-a', `step_${step}`), step, { batch_size: 32, model: 'gpt-small', lr });
   }
 }
 
@@ -134,10 +123,7 @@ scenario(
   async (vs) => {
     const { page } = vs;
     const side = page.locator('#workbench\\.parts\\.sidebar');
-    const row = (label: string) =>
-      side
-        .locator('[role=treeitem]')
-        .filter({ has: page.locator('.label-name', { hasText: new RegExp(`^${label}$`) }) });
+    const row = vs.row;
     const open = async (label: string) => {
       const r = row(label);
       await r.waitFor({ timeout: 90_000 });

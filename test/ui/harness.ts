@@ -10,6 +10,7 @@
 //   });
 //
 // Run one: `node --import tsx --test test/ui/<feature>.ui.ts` (after `npm run build`); all: `npm run test:vscode`.
+import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -60,6 +61,11 @@ export interface Workbench {
   openView(title: string): Promise<void>;
   /** A tree row in the side bar by its accessible name (label, then description). */
   treeItem(name: string | RegExp): Locator;
+  /**
+   * A tree row in the side bar by its visible label, exactly (`step_600`, not `step_6000`): for rows whose accessible
+   * name is their tooltip (a full path) rather than their label.
+   */
+  row(this: void, label: string): Locator;
   /** Expands a tree row (no-op when already expanded) and waits until it is. */
   expand(name: string | RegExp): Promise<Locator>;
   /** Right-clicks a tree row and picks a context-menu entry by its title. */
@@ -118,6 +124,24 @@ async function waitAttribute(locator: Locator, name: string, value: string, ms: 
     await locator.page().waitForTimeout(200);
   }
   return false;
+}
+
+/**
+ * A checkpoint as the demo writes it (scripts/demo/write_checkpoint.py: a real torch zip-format checkpoint with
+ * `args`), at `<dir>/checkpoint.pt`; returns the args as JSON.
+ */
+export function writeDemoCheckpoint(dir: string, step: number, args: Record<string, unknown>): string {
+  mkdirSync(dir, { recursive: true });
+  const json = JSON.stringify(args);
+  execFileSync('python3', [
+    join(repoRoot, 'scripts', 'demo', 'write_checkpoint.py'),
+    join(dir, 'checkpoint.pt'),
+    '--step',
+    String(step),
+    '--args-json',
+    json,
+  ]);
+  return json;
 }
 
 export function scenario(name: string, options: ScenarioOptions, body: (vs: Workbench) => Promise<void>): void {
@@ -200,6 +224,10 @@ function makeWorkbench(page: Page, server: VsCodeServer, sshd: TestSshd | undefi
       await sideBar.locator('.composite.title').getByText(title, { exact: false }).first().waitFor();
     },
     treeItem,
+    row: (label) =>
+      sideBar
+        .locator('[role=treeitem]')
+        .filter({ has: page.locator('.label-name', { hasText: new RegExp(`^${escapeRe(label)}$`) }) }),
     async expand(name) {
       const row = treeItem(name);
       // A click selects and toggles in VS Code trees; a redraw (a listing arriving) can swallow it: click again

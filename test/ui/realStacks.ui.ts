@@ -51,10 +51,7 @@ scenario(
     const { page } = vs;
     assert.deepEqual(differing.sort(), ['dataset', 'lr']);
     // Rows by their visible label: a row's accessible name is its tooltip (the full path) where it has one.
-    const row = (label: string) =>
-      page
-        .locator('#workbench\\.parts\\.sidebar [role=treeitem]')
-        .filter({ has: page.locator('.label-name', { hasText: new RegExp(`^${label.replace(/[.=]/g, '\\$&')}$`) }) });
+    const row = vs.row;
     const setExpanded = async (label: string, expanded: boolean) => {
       const r = row(label);
       await r.waitFor({ timeout: 30_000 });

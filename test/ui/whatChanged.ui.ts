@@ -24,10 +24,7 @@ scenario(
   { localRoots: [join(story, 'runs')], timeoutMs: 300_000 },
   async (vs) => {
     const { page } = vs;
-    const row = (label: string) =>
-      page
-        .locator('#workbench\\.parts\\.sidebar [role=treeitem]')
-        .filter({ has: page.locator('.label-name', { hasText: new RegExp(`^${label}$`) }) });
+    const row = vs.row;
     await vs.openView('Known Good');
     await vs.expand('This machine');
     // listing This machine starts a helper: slow on a loaded 2-core machine
