@@ -125,28 +125,34 @@ describe('Dashboard', () => {
     );
     assert.ok(out?.file, out?.error ?? out?.screen);
     const id = basename(out.file, '.json');
-    const before = panel.posted.length;
     const dropped = panel.dropped;
-    panel.simulate({ type: 'markReference', host: 'local', result: id });
-    const side = await waitFor(
-      'the side data, marked',
-      () => (panel.posted.length > before && panel.lastPosted?.type === 'side' ? panel.lastPosted : undefined),
-      60_000,
-    );
-    const point = side.hosts[0]?.bench.find((b) => b.id === id);
-    assert.ok(point, JSON.stringify(side.hosts));
-    assert.equal(point.baseline, true);
-    assert.ok(existsSync(join(dirname(dirname(out.file)), 'reference.json')), 'the mark is not stored');
-    assert.equal(panel.dropped, dropped, 'the message was dropped');
-    // Unmark again: the host's one known-good reference is also What Changed?'s, and no other test expects one.
-    const beforeUnmark = panel.posted.length;
-    panel.simulate({ type: 'markReference', host: 'local', result: null });
-    const unmarked = await waitFor(
-      'the side data, unmarked',
-      () => (panel.posted.length > beforeUnmark && panel.lastPosted?.type === 'side' ? panel.lastPosted : undefined),
-      60_000,
-    );
-    assert.equal(unmarked.hosts[0]?.bench.find((b) => b.id === id)?.baseline, false);
+    // The bench result just kept makes the panel read its side data too; that read may still be in flight and post
+    // an unmarked point after the mark. The promise is that the last post is never older than the last change: wait
+    // for the marked one.
+    const sideWith = (what: string, marked: boolean) =>
+      waitFor(
+        what,
+        () => {
+          const m = panel.lastPosted;
+          return m?.type === 'side' && m.hosts[0]?.bench.find((b) => b.id === id)?.baseline === marked ? m : undefined;
+        },
+        60_000,
+      );
+    try {
+      panel.simulate({ type: 'markReference', host: 'local', result: id });
+      const side = await sideWith('the side data, marked', true);
+      assert.ok(
+        side.hosts[0]?.bench.some((b) => b.id === id && b.baseline),
+        JSON.stringify(side.hosts),
+      );
+      assert.ok(existsSync(join(dirname(dirname(out.file)), 'reference.json')), 'the mark is not stored');
+      assert.equal(panel.dropped, dropped, 'the message was dropped');
+    } finally {
+      // Unmark again: the host's one known-good reference is also What Changed?'s, and no other test expects one.
+      panel.simulate({ type: 'markReference', host: 'local', result: null });
+    }
+    await sideWith('the side data, unmarked', false);
+    assert.ok(!existsSync(join(dirname(dirname(out.file)), 'reference.json')), 'the mark is still stored');
     await vscode.commands.executeCommand('workbench.action.terminal.killAll');
   });
 
