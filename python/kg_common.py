@@ -47,7 +47,6 @@ ERROR_CODES = (
     "not-found",
     "permission-denied",
     "not-regular",
-    "not-a-file",
     "unreadable",
     "unreadable-format",
     # checkpoints

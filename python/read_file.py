@@ -61,12 +61,10 @@ def main(argv):
         f = kg_common.open_regular(p)
     except kg_common.ProbeError as e:
         # Our own codes, and the path as given (a b64: one is shown decoded, not as a bytes repr).
-        # not-a-file: what this probe has always answered for a folder or a FIFO (kg_common says not-regular)
-        code = {"not-regular": "not-a-file"}.get(e.code, e.code)
         shown = os.fsdecode(p) if isinstance(p, bytes) else p
         if e.code == "not-found":
-            raise kg_common.ProbeError("%s does not exist" % shown, code)
-        raise kg_common.ProbeError(str(e).replace(str(p), shown), code)
+            raise kg_common.ProbeError("%s does not exist" % shown, e.code)
+        raise kg_common.ProbeError(str(e).replace(str(p), shown), e.code)
     try:
         with f:
             st = os.fstat(f.fileno())

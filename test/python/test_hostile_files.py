@@ -256,10 +256,10 @@ class LogTailHostile(Hostile):
 class ReadFileHostile(Hostile):
     def test_devices_and_fifos_are_refused(self):
         doc = envelope("read_file", "/dev/zero")
-        self.assertEqual(doc["error"]["code"], "not-a-file")
+        self.assertEqual(doc["error"]["code"], "not-regular")
         self.assertIn("character device", doc["error"]["message"])
         doc = envelope("read_file", self.fifo(), timeout=20)
-        self.assertEqual(doc["error"]["code"], "not-a-file")
+        self.assertEqual(doc["error"]["code"], "not-regular")
         self.assertIn("FIFO", doc["error"]["message"])
 
     def test_max_bytes_is_bounded_and_words_are_checked(self):

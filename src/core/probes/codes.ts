@@ -11,7 +11,6 @@ export const PROBE_ERROR_CODES = [
   'not-found',
   'permission-denied',
   'not-regular',
-  'not-a-file',
   'unreadable',
   'unreadable-format',
   'corrupt',
