@@ -157,6 +157,7 @@ export class Container implements vscode.Disposable {
       ...common,
       store,
       storeKeyOf,
+      kept: context.workspaceState,
       // each kind of evidence opens in the view that owns it
       evidence: {
         openArgsDiff: (a, b) => args.openDiff(a, b),

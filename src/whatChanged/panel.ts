@@ -12,6 +12,9 @@ import {
 import { evidenceText, renderWhatChangedMarkdown } from '../core/whatChanged/render';
 import { createWebviewPanel, showError } from '../window';
 
+// the page loads nothing: its style and script are inline, by nonce
+const WEBVIEW_OPTIONS: vscode.WebviewOptions = { enableScripts: true, localResourceRoots: [] };
+
 /** What the panel does with a click: open the evidence (the feature maps each kind to a view), copy, refresh. */
 export interface ReportActions {
   open(link: EvidenceLink, suspectTitle: string, detail: string): Promise<unknown>;
@@ -37,14 +40,21 @@ export class WhatChangedPanel implements vscode.Disposable {
     report: WhatChangedReport,
     private readonly actions: ReportActions,
     onDispose: (p: WhatChangedPanel) => void,
+    /** What the page keeps for a restore after a reload (see restoredReportState). */
+    private readonly keep: (report: WhatChangedReport) => unknown,
+    /** A panel VS Code restored after a reload: shown again instead of a new one. */
+    restored?: vscode.WebviewPanel,
   ) {
     this.report_ = report;
-    this.panel = createWebviewPanel(WHAT_CHANGED_VIEW_TYPE, title, vscode.ViewColumn.Active, {
-      enableScripts: true,
-      // the page loads nothing: its style and script are inline, by nonce
-      localResourceRoots: [],
-      enableFindWidget: true,
-    });
+    if (restored) {
+      restored.webview.options = WEBVIEW_OPTIONS;
+      this.panel = restored;
+    } else {
+      this.panel = createWebviewPanel(WHAT_CHANGED_VIEW_TYPE, title, vscode.ViewColumn.Active, {
+        ...WEBVIEW_OPTIONS,
+        enableFindWidget: true,
+      });
+    }
     this.render();
     this.subscriptions.push(
       this.panel.webview.onDidReceiveMessage((raw: unknown) => void this.onMessage(raw)),
@@ -67,7 +77,11 @@ export class WhatChangedPanel implements vscode.Disposable {
 
   private render(): void {
     const webview = this.panel.webview;
-    webview.html = whatChangedHtml(this.report_, { cspSource: webview.cspSource, nonce: newNonce(24) });
+    webview.html = whatChangedHtml(this.report_, {
+      cspSource: webview.cspSource,
+      nonce: newNonce(24),
+      state: this.keep(this.report_),
+    });
   }
 
   private post(m: WhatChangedHostMessage): void {

@@ -1,7 +1,7 @@
 import { posix } from 'node:path';
 import * as vscode from 'vscode';
 import type { MarkKnownGoodOutcome, WhatChangedOutcome } from '../api';
-import { Commands } from '../constants';
+import { Commands, WHAT_CHANGED_VIEW_TYPE } from '../constants';
 import type { CheckpointRef as ArgsCheckpoint } from '../core/args/target';
 import type { BaselineStore } from '../core/baselines/store';
 import { KnownGoodError, messageOf } from '../core/errors';
@@ -10,12 +10,18 @@ import { toRemoteFileUri } from '../core/remote/readFile';
 import type { TargetOf } from '../core/runs/targets';
 import { whatChanged, type WhatChangedOptions } from '../core/whatChanged/gather';
 import type { CheckpointLink, EvidenceLink, WhatChangedReport } from '../core/whatChanged/model';
+import {
+  parseWhatChangedPageState,
+  parseWhatChangedPanelState,
+  type WhatChangedPageState,
+} from '../core/whatChanged/protocol';
+import { newNonce } from '../core/util/nonce';
 import { renderWhatChangedMarkdown } from '../core/whatChanged/render';
 import { WhatChangedStore } from '../core/whatChanged/store';
 import type { RegisterCommand } from '../shared/commands';
 import type { Hosts } from '../shared/hosts';
 import type { SettingsAccess } from '../shared/settings';
-import { showInfo, withProgress } from '../window';
+import { registerWebviewPanelSerializer, showInfo, withProgress } from '../window';
 import { WhatChangedPanel } from './panel';
 
 /** What "What Changed?" needs: hosts, settings, the shared store and its key, and how to open each kind of evidence. */
@@ -28,6 +34,8 @@ export interface WhatChangedDeps {
   store: BaselineStore;
   /** The id the host's baselines, results and marks are kept by (its transport's id). */
   storeKeyOf(host: HostSpec): string;
+  /** The workspace's storage (ExtensionContext.workspaceState): report panels kept for a restore after a reload. */
+  kept: Pick<vscode.Memento, 'get' | 'update'>;
   /** Other features' views, passed on by the container (ids are settings host ids). */
   evidence: {
     openArgsDiff(a: ArgsCheckpoint, b: ArgsCheckpoint): Promise<unknown>;
@@ -36,6 +44,10 @@ export interface WhatChangedDeps {
     openDashboard(hostId: string, logPath: string, window?: { from: number; to: number }): Thenable<unknown>;
   };
 }
+
+/** Where report panels are kept for a restore (workspaceState), and how many. */
+const KEPT_KEY = 'knownGood.whatChanged.panels';
+const KEPT_MAX = 10;
 
 /** The run folder a checkpoint belongs to: its parent, or the parent's parent for a `checkpoints/` folder. */
 export function runOfCheckpoint(path: string): string {
@@ -166,14 +178,40 @@ export function registerWhatChanged(d: WhatChangedDeps): void {
     }
   };
 
-  const show = async (s: Subject): Promise<WhatChangedOutcome> => {
-    const report = await gather(s);
+  /**
+   * Keeps a panel's report under its id for a restore after a reload (the newest KEPT_MAX panels; a closed one is
+   * pushed out by newer ones: a reload disposes panels too, so a dispose cannot tell "closed" from "reloading").
+   * Returns what the page keeps: the id only.
+   */
+  const keep = (id: string, s: Subject, report: WhatChangedReport): WhatChangedPageState => {
+    const all = { ...(d.kept.get<Record<string, { at: number; state: unknown }>>(KEPT_KEY) ?? {}) };
+    all[id] = {
+      at: Date.now(),
+      state: {
+        v: 1,
+        hostId: s.host.id,
+        run: s.run,
+        ...(s.nowCheckpoint !== undefined ? { nowCheckpoint: s.nowCheckpoint } : {}),
+        report,
+      },
+    };
+    const newest = Object.keys(all)
+      .sort((x, y) => (all[y]?.at ?? 0) - (all[x]?.at ?? 0))
+      .slice(0, KEPT_MAX);
+    d.kept
+      .update(KEPT_KEY, Object.fromEntries(newest.map((k) => [k, all[k]])))
+      .then(undefined, (e: unknown) => d.log.error(`What Changed?: could not keep the report: ${messageOf(e)}`));
+    return { v: 1, id };
+  };
+
+  /** A panel for a subject's report: a new one, or the one VS Code restored after a reload (`restored`, its id). */
+  const panelFor = (
+    s: Subject,
+    report: WhatChangedReport,
+    restored?: { panel: vscode.WebviewPanel; id: string },
+  ): WhatChangedPanel => {
     const key = keyOf(s);
-    const existing = panels.get(key);
-    if (existing) {
-      existing.show(report);
-      return outcomeOf(s, report, existing, true);
-    }
+    const id = restored?.id ?? newNonce(12);
     const panel = new WhatChangedPanel(
       key,
       titleOf(s),
@@ -186,11 +224,56 @@ export function registerWhatChanged(d: WhatChangedDeps): void {
       (p) => {
         if (panels.get(p.key) === p) panels.delete(p.key);
       },
+      (r) => keep(id, s, r),
+      restored?.panel,
     );
     panels.set(key, panel);
+    return panel;
+  };
+
+  const show = async (s: Subject): Promise<WhatChangedOutcome> => {
+    const report = await gather(s);
+    const existing = panels.get(keyOf(s));
+    if (existing) {
+      existing.show(report);
+      return outcomeOf(s, report, existing, true);
+    }
+    const panel = panelFor(s, report);
     d.log.info(`What Changed? ${s.host.name} ${s.run ?? '(host)'}: ${report.headline}`);
     return outcomeOf(s, report, panel, false);
   };
+
+  // After a window reload VS Code gives back each report panel with what its page kept: the report is shown again
+  // as gathered (its time is on it; Refresh gathers anew). A host gone from the settings, or a state that is not
+  // one, closes the panel rather than show a report whose evidence cannot open.
+  d.track(
+    registerWebviewPanelSerializer(WHAT_CHANGED_VIEW_TYPE, {
+      deserializeWebviewPanel: (restored: vscode.WebviewPanel, raw: unknown) => {
+        const page = parseWhatChangedPageState(raw);
+        const kept = page ? d.kept.get<Record<string, { state: unknown }>>(KEPT_KEY)?.[page.id] : undefined;
+        const state = parseWhatChangedPanelState(kept?.state);
+        const host = state ? d.hosts.find(state.hostId) : undefined;
+        if (!page || !state || !host) {
+          const why = !page ? 'the page kept no id' : !state ? 'its report is no longer kept' : 'its host is gone';
+          d.log.info(`What Changed?: a report panel from before the reload was not restored (${why})`);
+          restored.dispose();
+          return Promise.resolve();
+        }
+        const s: Subject = {
+          host,
+          run: state.run,
+          ...(state.nowCheckpoint !== undefined ? { nowCheckpoint: state.nowCheckpoint } : {}),
+        };
+        try {
+          panelFor(s, state.report as unknown as WhatChangedReport, { panel: restored, id: page.id });
+        } catch (e) {
+          d.log.error(`What Changed?: could not restore a report panel: ${messageOf(e)}`);
+          restored.dispose();
+        }
+        return Promise.resolve();
+      },
+    }),
+  );
 
   // A second call on a target still being gathered (a double click, Refresh pressed twice) waits for the first.
   const inFlight = new Map<string, Promise<WhatChangedOutcome>>();

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { requireTorch } from '../support/require';
 import { writeStory } from '../support/whatChangedStory';
+import type { FrameLocator, Page } from 'playwright-core';
 import { rowMenu, scenario } from './harness';
 
 /*
@@ -17,6 +18,26 @@ const story = mkdtempSync(join(tmpdir(), 'kg-ui-why-'));
 writeStory(story);
 
 /** Monaco renders spaces as no-break spaces. */
+/** The page (inside VS Code's webview iframe) of the webview that shows `selector`. */
+async function waitForFrame(page: Page, selector: string, timeoutMs: number): Promise<FrameLocator> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const n = await page.locator('iframe.webview.ready').count();
+    for (let i = 0; i < n; i++) {
+      const f = page.frameLocator(`iframe.webview.ready >> nth=${i}`).frameLocator('#active-frame');
+      if (
+        (await f
+          .locator(selector)
+          .count()
+          .catch(() => 0)) > 0
+      )
+        return f;
+    }
+    if (Date.now() > until) throw new Error(`no webview shows ${selector}`);
+    await page.waitForTimeout(250);
+  }
+}
+
 const plain = (text: string | null) => (text ?? '').replace(/\u00a0/g, ' ');
 
 scenario(
@@ -83,5 +104,27 @@ scenario(
     await dash.locator('.kg-zoom-note', { hasText: /^steps 5\d\d–7\d\d$/ }).waitFor({ timeout: 30_000 });
     await page.mouse.move(1100, 700);
     await vs.screenshot('what-changed-plot-zoomed');
+
+    // Reload the window: the report comes back as gathered (no remote call), and its evidence still opens.
+    await page.reload();
+    await page.locator('.monaco-workbench').waitFor({ timeout: 60_000 });
+    const reportTab = page.locator('.tabs-container .tab', { hasText: 'What Changed? run-a' });
+    await reportTab.waitFor({ timeout: 60_000 });
+    await reportTab.click();
+    // (the restored dashboard has a webview too: take the one that shows the report)
+    const again = await waitForFrame(page, 'h1.kg-headline', 60_000);
+    assert.equal((await again.locator('h1.kg-headline').textContent()) ?? '', text);
+    await page.mouse.move(1100, 700);
+    await vs.screenshot('what-changed-restored');
+    // Its evidence opens from the restored panel: the args diff (restored with the window too) closed, then a click.
+    const restoredDiff = page.locator('.tabs-container .tab', { hasText: /args: step_600 ↔ step_700/ });
+    if (await restoredDiff.count()) {
+      await restoredDiff.first().hover();
+      await restoredDiff.first().locator('.codicon-close').click();
+      await restoredDiff.first().waitFor({ state: 'detached', timeout: 15_000 });
+    }
+    await reportTab.click();
+    await again.locator('li.kg-suspect').first().locator('.kg-detail').click();
+    await page.locator('.tabs-container .tab', { hasText: /args: step_600 ↔ step_700/ }).waitFor({ timeout: 60_000 });
   },
 );

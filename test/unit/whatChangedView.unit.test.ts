@@ -1,8 +1,12 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { whatChangedHtml } from '../../src/core/whatChanged/html';
+import { jsonForScriptBlock, whatChangedHtml } from '../../src/core/whatChanged/html';
 import type { WhatChangedReport } from '../../src/core/whatChanged/model';
-import { parseWhatChangedViewMessage } from '../../src/core/whatChanged/protocol';
+import {
+  parseWhatChangedPageState,
+  parseWhatChangedPanelState,
+  parseWhatChangedViewMessage,
+} from '../../src/core/whatChanged/protocol';
 
 const NONCE = 'abcdefghijklmnopqrstuvwxyz012345';
 const EVIL = '<img src=x onerror=alert(1)>"\'&';
@@ -69,4 +73,35 @@ void test('messages from the page are validated: anything else is dropped', () =
   assert.equal(parseWhatChangedViewMessage({ type: 'open', suspect: '0', evidence: 0 }), undefined);
   assert.equal(parseWhatChangedViewMessage({ type: 'run', command: 'rm -rf /' }), undefined);
   assert.equal(parseWhatChangedViewMessage(null), undefined);
+});
+
+void test('a report panel is restored from an id the page keeps; the report itself stays with the extension', () => {
+  const html = whatChangedHtml(report(), {
+    cspSource: "'self'",
+    nonce: NONCE,
+    state: { v: 1, id: 'abcDEF123_-x' },
+  });
+  // the page keeps the id in a data block (never run: no nonce, not JavaScript) and nothing of the report's links
+  assert.match(html, /<script type="application\/json" id="kg-state">\{"v":1,"id":"abcDEF123_-x"\}<\/script>/);
+  assert.equal((html.match(/<script nonce=/g) ?? []).length, 1);
+  assert.doesNotMatch(html, /checkpoint\.pt/);
+  assert.deepEqual(parseWhatChangedPageState({ v: 1, id: 'abcDEF123_-x' }), { v: 1, id: 'abcDEF123_-x' });
+  assert.equal(parseWhatChangedPageState({ v: 1, id: '../../x' }), undefined);
+  assert.equal(parseWhatChangedPageState({ v: 2, id: 'abcDEF123_-x' }), undefined);
+  assert.equal(parseWhatChangedPageState('abcDEF123_-x'), undefined);
+  // what the extension keeps parses back whole; a damaged one is refused (the panel is then closed, not half shown)
+  const kept = JSON.parse(JSON.stringify({ v: 1, hostId: 'local', run: '/r', report: report() })) as unknown;
+  const back = parseWhatChangedPanelState(kept);
+  assert.ok(back);
+  assert.equal(back.report.headline, report().headline);
+  assert.deepEqual(back.report, report());
+  assert.equal(parseWhatChangedPanelState({ v: 1, hostId: 'local', run: '/r', report: { headline: 1 } }), undefined);
+  assert.equal(parseWhatChangedPanelState(undefined), undefined);
+});
+
+void test('JSON in the page stays data: no character can end or change its block', () => {
+  const v = { a: '</script><script>alert(1)</script>', b: '<!-- & \u2028 \u2029 >' };
+  const s = jsonForScriptBlock(v);
+  assert.doesNotMatch(s, /[<>&\u2028\u2029]/);
+  assert.deepEqual(JSON.parse(s), v);
 });

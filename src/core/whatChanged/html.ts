@@ -48,10 +48,15 @@ code { font-family: var(--vscode-editor-font-family); }
 #kg-status { margin-left: 8px; }
 `;
 
-/** Clicks → messages; nothing else runs in the page. */
+/**
+ * Clicks → messages; and the page keeps what it was opened on (the #kg-state data block) as its webview state, so
+ * VS Code can give it back to the extension to restore the panel after a reload. Nothing else runs in the page.
+ */
 const SCRIPT = `
 const vscode = acquireVsCodeApi();
 const post = (m) => vscode.postMessage(m);
+const kept = document.getElementById('kg-state');
+if (kept) { try { vscode.setState(JSON.parse(kept.textContent)); } catch (e) { /* nothing to keep */ } }
 document.addEventListener('click', (ev) => {
   const t = ev.target instanceof Element ? ev.target : null;
   if (!t) return;
@@ -100,6 +105,19 @@ export interface WhatChangedHtmlOptions {
   cspSource: string;
   /** Fresh per page (newNonce(24)). */
   nonce: string;
+  /** Kept by the page as its webview state (a JSON value), for restoring the panel after a reload. */
+  state?: unknown;
+}
+
+/**
+ * JSON that stays data inside a `<script type="application/json">` block: no `<`, `>` or `&` (so no `</script>` or
+ * `<!--` can end or change the block) and no U+2028/U+2029; JSON.parse reads it back unchanged.
+ */
+export function jsonForScriptBlock(value: unknown): string {
+  return JSON.stringify(value).replace(
+    /[<>&\u2028\u2029]/g,
+    (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`,
+  );
 }
 
 export function whatChangedHtml(r: WhatChangedReport, options: WhatChangedHtmlOptions): string {
@@ -167,6 +185,7 @@ export function whatChangedHtml(r: WhatChangedReport, options: WhatChangedHtmlOp
   ${unranked.length ? `<h2>${r.verdict === 'regression' ? 'Not ranked (cosmetic)' : 'Differences (not ranked: nothing to explain)'}</h2><ul class="kg-facts">${unranked.join('')}</ul>` : ''}
   ${unknown.length ? `<h2>Not known</h2><ul class="kg-facts">${unknown.join('')}</ul>` : ''}
   <p class="kg-muted">Gathered in ${g.roundTrips} round trips (${g.requests} requests) in ${(g.elapsedMs / 1000).toFixed(2)} s; args of ${g.checkpointsRead} of ${g.checkpoints} checkpoints; ${e(r.generatedAt)}.</p>
+  ${options.state !== undefined ? `<script type="application/json" id="kg-state">${jsonForScriptBlock(options.state)}</script>` : ''}
   <script nonce="${e(nonce)}">${SCRIPT}</script>
 </body>
 </html>
