@@ -3,7 +3,7 @@ import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { trainLogLine, trainLogPoints } from '../../scripts/demo/trainLog';
-import { scenario, type Workbench } from './harness';
+import { reloadWindow, scenario, type Workbench } from './harness';
 
 /** The demo's story in small: run-a's loss falls, then rises a little after step 690 when lr was halved. */
 function writeDemoRun(root: string): void {
@@ -97,6 +97,10 @@ scenario('Open Dashboard on the demo run in Remote Runs (context menu)', options
   await vs.treeItem(run).waitFor({ timeout: 30_000 });
   await vs.contextMenu(run, 'Open Dashboard');
   await checkDashboard(vs, 'dashboard-dark-tree');
+  // A window reload brings the dashboard back, drawn again from the run's log.
+  await reloadWindow(vs);
+  await vs.page.locator('.tabs-container .tab', { hasText: /^Dashboard: / }).waitFor({ timeout: 60_000 });
+  await checkDashboard(vs, 'dashboard-restored-after-reload');
 });
 
 // A training script This machine's baselines hash (knownGood.env.scriptGlobs): edited between capture and compare.

@@ -116,6 +116,17 @@ export async function rowMenu(page: Page, row: Locator, entry: Locator): Promise
   }
 }
 
+/**
+ * Developer: Reload Window, as a person does it: the workbench shuts down properly (editors and webview states are
+ * saved; a bare page reload can lose them), then loads again. Returns once the new workbench is up.
+ */
+export async function reloadWindow(vs: Workbench): Promise<void> {
+  const old = await vs.page.evaluate(() => performance.timeOrigin);
+  await vs.commandPalette('Developer: Reload Window');
+  await vs.page.waitForFunction((t) => performance.timeOrigin !== t, old, { timeout: 60_000 });
+  await vs.page.locator('.monaco-workbench').waitFor({ timeout: 60_000 });
+}
+
 /** Polls a locator's attribute (the element may be redrawn meanwhile; a handle would go stale). */
 async function waitAttribute(locator: Locator, name: string, value: string, ms: number): Promise<boolean> {
   const until = Date.now() + ms;

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { requireTorch } from '../support/require';
 import { writeStory } from '../support/whatChangedStory';
 import type { FrameLocator, Page } from 'playwright-core';
-import { rowMenu, scenario } from './harness';
+import { reloadWindow, rowMenu, scenario } from './harness';
 
 /*
  * Issue 16's story on This machine: run-a's tok/s falls from 12.8K to 4.3K after step 600, where the dataset arg
@@ -106,8 +106,7 @@ scenario(
     await vs.screenshot('what-changed-plot-zoomed');
 
     // Reload the window: the report comes back as gathered (no remote call), and its evidence still opens.
-    await page.reload();
-    await page.locator('.monaco-workbench').waitFor({ timeout: 60_000 });
+    await reloadWindow(vs);
     const reportTab = page.locator('.tabs-container .tab', { hasText: 'What Changed? run-a' });
     await reportTab.waitFor({ timeout: 60_000 });
     await reportTab.click();
