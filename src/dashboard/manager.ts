@@ -208,9 +208,12 @@ export class DashboardManager implements vscode.Disposable, DashboardTestApi {
           targets.push({ hostId, logPath: byId?.logPath ?? r.path, label: r.label });
       }
       if (!targets.length) {
-        this.d.log.info(
-          `dashboard: a panel from before the reload was not restored (${state ? `its ${state.runs.length} run(s) are on hosts no longer set up` : raw === undefined || raw === null ? 'it kept no state' : `its state is not one: ${JSON.stringify(raw).slice(0, 300)}`})`,
-        );
+        const why = state
+          ? `its ${state.runs.length} run(s) are on hosts no longer set up`
+          : raw == null
+            ? 'it kept no state'
+            : `its state is not one: ${JSON.stringify(raw).slice(0, 300)}`;
+        this.d.log.info(`dashboard: a panel from before the reload was not restored (${why})`);
         panel.dispose();
         return;
       }

@@ -40,7 +40,7 @@ export class WhatChangedPanel implements vscode.Disposable {
     report: WhatChangedReport,
     private readonly actions: ReportActions,
     onDispose: (p: WhatChangedPanel) => void,
-    /** What the page keeps for a restore after a reload (see restoredReportState). */
+    /** Keeps the report for a restore after a reload; returns what the page keeps (its id). */
     private readonly keep: (report: WhatChangedReport) => unknown,
     /** A panel VS Code restored after a reload: shown again instead of a new one. */
     restored?: vscode.WebviewPanel,

@@ -212,6 +212,8 @@ export function registerWhatChanged(d: WhatChangedDeps): void {
   ): WhatChangedPanel => {
     const key = keyOf(s);
     const id = restored?.id ?? newNonce(12);
+    // A restored panel's report is already kept as it is: its first render only gives the page its id back.
+    let keptAlready = restored !== undefined;
     const panel = new WhatChangedPanel(
       key,
       titleOf(s),
@@ -224,7 +226,11 @@ export function registerWhatChanged(d: WhatChangedDeps): void {
       (p) => {
         if (panels.get(p.key) === p) panels.delete(p.key);
       },
-      (r) => keep(id, s, r),
+      (r): WhatChangedPageState => {
+        if (!keptAlready) return keep(id, s, r);
+        keptAlready = false;
+        return { v: 1, id };
+      },
       restored?.panel,
     );
     panels.set(key, panel);
