@@ -4,7 +4,6 @@ import json
 import os
 import re
 import sys
-import time
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -61,16 +60,17 @@ class RedactionTest(unittest.TestCase):
         self.assertNotEqual(a, b)
         self.assertRegex(a, r"^<redacted sha256:[0-9a-f]{12}>$")
 
-    def test_a_metrics_result_is_fast(self):
+    def test_a_metrics_result_is_not_copied(self):
         doc = {"series": [{"key": "train/loss", "steps": list(range(200000)),
                            "values": [float(i) / 7 for i in range(200000)]} for _ in range(3)],
                "records": [{"step": i, "loss": 1.5, "phase": "train"} for i in range(50000)]}
-        t = time.perf_counter()
         out = kg_common.redact_tree(doc)
-        took = time.perf_counter() - t
-        self.assertIs(out["series"][0]["values"], doc["series"][0]["values"])  # numbers are not copied
+        # Lists of numbers are walked once and returned as they are (what keeps redaction cheap on a big result;
+        # its time is in the bench's probe footprints, not a timed test).
+        for a, b in zip(out["series"], doc["series"]):
+            self.assertIs(a["values"], b["values"])
+            self.assertIs(a["steps"], b["steps"])
         self.assertEqual(out["records"][7], doc["records"][7])
-        self.assertLess(took, 1.0, "%.3f s" % took)
 
 
 if __name__ == "__main__":
