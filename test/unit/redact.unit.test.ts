@@ -68,17 +68,15 @@ void describe('redaction (the vectors shared with kg_common.py)', () => {
     assert.notEqual(redactValue('hub_token', 'hf_one'), redactValue('hub_token', 'hf_two'));
   });
 
-  void it('leaves a metrics-sized result of numbers alone, quickly', () => {
+  void it('leaves a metrics-sized result of numbers alone (not copied)', () => {
     const values = Array.from({ length: 200_000 }, (_v, i) => i / 7);
     const doc = {
       series: [{ name: 'train/loss', values }],
       records: Array.from({ length: 50_000 }, (_v, i) => ({ step: i, phase: 'train' })),
     };
-    const t = performance.now();
     const out = redactTree(doc);
-    const took = performance.now() - t;
     assert.equal(out.series[0]!.values, values);
-    assert.ok(took < 1000, `${took} ms`);
+    assert.deepEqual(out.records[7], doc.records[7]);
   });
 });
 
