@@ -64,6 +64,16 @@ scenario(
       (await first.locator('.kg-title').textContent())?.trim(),
       'dataset openwebtext-10k → openwebtext-dedup-v2',
     );
+    // a change its timing rules out (the data folder itself, written with the story, long after the shift) is
+    // listed last under its own heading, never ranked among the causes
+    assert.match(
+      plain(await report.locator('h3.kg-ruled-out').textContent()),
+      /^Changed, but not where the metric shifted/,
+    );
+    assert.match(
+      (await report.locator('ol.kg-ruled-out li.kg-suspect .kg-title').first().textContent()) ?? '',
+      /^data .*\/data modified after the reference$/,
+    );
     await page.locator('.tabs-container .tab', { hasText: 'What Changed? run-a' }).waitFor();
     await page.mouse.move(1100, 700);
     await page.waitForTimeout(500);

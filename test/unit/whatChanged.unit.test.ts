@@ -414,3 +414,51 @@ void test("the marked benchmark result is the host's one bench reference (the da
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+void test('a change its timing rules out is listed after every other suspect, whatever its weight, and never leads', () => {
+  // The torch build moved (weight 30) but was installed after the shift: 30 − 25 = 5. A package of no known effect
+  // (weight 5) changed at some time since the baseline: 5. Equal scores; the build's heavier category would put it
+  // first, but a change after the drop cannot have caused it.
+  const good = baseline(
+    'b-good',
+    'good-run',
+    T0 + 150,
+    snapshot(T0 + 150, {
+      torch: { found: true, version: '2.11.0+cu128', location: '/site/torch' },
+      packages: { packages: { tqdm: '4.66.0' } },
+    }),
+  );
+  const now = snapshot(T0 + 20000, {
+    torch: { found: true, version: '2.11.0+cu130', location: '/site/torch' },
+    packages: { packages: { tqdm: '4.67.1' } },
+  });
+  const stats = [{ path: '/site/torch/version.py', exists: true, size: 10, mtime: T0 + 9000, error: null }];
+  const r = analyze(
+    facts({
+      env: { now, baselines: [good] },
+      probe: { now: T0 + 20000, paths: [], git: [], stats, elapsedMs: 1 },
+    }),
+  );
+  const rows = r.suspects.map((s) => `${s.title} ${s.score}${s.ruledOut ? ' ruled out' : ''}`);
+  const torch = r.suspects.findIndex((s) => s.category === 'torch-build');
+  const tqdm = r.suspects.findIndex((s) => s.title === '1 other package changed');
+  assert.equal(r.suspects[0]!.title, 'batch_size 32 → 16', rows.join(' | '));
+  assert.ok(torch > tqdm && tqdm > 0, rows.join(' | '));
+  assert.equal(r.suspects[torch]!.score, r.suspects[tqdm]!.score, rows.join(' | '));
+  assert.equal(r.suspects[torch]!.ruledOut, true);
+  assert.match(r.suspects[torch]!.reasons.map((x) => x.why).join('; '), /changed after the shift/);
+  assert.equal(r.suspects[tqdm]!.ruledOut, false);
+  assert.equal(r.suspects.at(-1)!.category, 'torch-build', 'the ruled-out ones come last');
+  const md = renderWhatChangedMarkdown(r);
+  assert.match(md, /#### Changed, but not where the metric shifted \(their timing rules them out\)\n\n\d+\. \*\*torch/);
+
+  // Only changes after the shift: the headline names none of them as the cause, and says they are listed.
+  const late = facts({ log: { path: '/r/train_log.jsonl', reduction: log((s) => (s <= 300 ? 10000 : 5000)) } });
+  const lateR = analyze(late);
+  assert.equal(lateR.verdict, 'regression');
+  assert.ok(
+    lateR.suspects.length > 0 && lateR.suspects.every((s) => s.ruledOut),
+    lateR.suspects.map((s) => s.title).join(' | '),
+  );
+  assert.match(lateR.headline, /; no recorded change at the shift explains it \(1 changed at other times, listed\)$/);
+});

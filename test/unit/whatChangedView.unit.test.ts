@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { jsonForScriptBlock, whatChangedHtml } from '../../src/core/whatChanged/html';
+import { renderWhatChangedMarkdown } from '../../src/core/whatChanged/render';
 import type { WhatChangedReport } from '../../src/core/whatChanged/model';
 import {
   parseWhatChangedPageState,
@@ -33,6 +34,7 @@ function report(): WhatChangedReport {
         detail: EVIL,
         when: { text: EVIL },
         coincides: true,
+        ruledOut: false,
         score: 90,
         reasons: [{ points: 50, why: EVIL }],
         evidence: [{ kind: 'args-diff', title: EVIL, hostId: 'local', a: ck(600), b: ck(700) }],
@@ -60,6 +62,38 @@ void test('the report page escapes every text of the report and runs only its ow
   assert.match(html, new RegExp(`<script nonce="${NONCE}">`));
   assert.throws(() => whatChangedHtml(report(), { cspSource: "'self'; script-src *", nonce: NONCE }));
   assert.throws(() => whatChangedHtml(report(), { cspSource: "'self'", nonce: 'short' }));
+});
+
+void test('suspects their timing rules out come last, under their own heading, numbered on; never hidden', () => {
+  const r = report();
+  const first = r.suspects[0]!;
+  r.suspects.push({
+    ...first,
+    id: 's2',
+    title: 'NCCL_DEBUG=INFO added',
+    coincides: false,
+    ruledOut: true,
+    score: -10,
+    reasons: [{ points: -25, why: 'changed after the shift' }],
+  });
+  const html = whatChangedHtml(r, { cspSource: "'self'", nonce: NONCE });
+  const heading = html.indexOf('<h3 class="kg-ruled-out">Changed, but not where the metric shifted');
+  assert.ok(heading > html.indexOf('data-suspect="0"'), 'the heading comes after the ranked suspect');
+  assert.ok(html.indexOf('data-suspect="1"') > heading, 'the ruled-out suspect sits under it');
+  assert.match(
+    html,
+    /data-suspect="1"[^>]*>\s*<div><span class="kg-rank">2\.<\/span><span class="kg-title">NCCL_DEBUG=INFO added/,
+  );
+  const md = renderWhatChangedMarkdown(r);
+  assert.match(
+    md,
+    /1\. \*\*dataset a → [^\n]*\n[\s\S]*#### Changed, but not where the metric shifted[^\n]*\n\n2\. \*\*NCCL_DEBUG=INFO added\*\* — score -10/,
+  );
+  // a report kept by an older version (no ruledOut on its suspects) shows one list, as it did
+  const old = report();
+  delete (old.suspects[0] as Partial<(typeof old.suspects)[0]>).ruledOut;
+  assert.doesNotMatch(whatChangedHtml(old, { cspSource: "'self'", nonce: NONCE }), /kg-ruled-out">/);
+  assert.doesNotMatch(renderWhatChangedMarkdown(old), /####/);
 });
 
 void test('messages from the page are validated: anything else is dropped', () => {

@@ -281,7 +281,7 @@ function scoreOf(
   d: Draft,
   main: { key: string; cp: Changepoint } | undefined,
   win: Window | undefined,
-): Pick<Suspect, 'score' | 'reasons' | 'coincides'> {
+): Pick<Suspect, 'score' | 'reasons' | 'coincides' | 'ruledOut'> {
   const cat = d.category as SuspectCategory;
   const reasons = [
     {
@@ -291,6 +291,11 @@ function scoreOf(
   ];
   if (cat === 'other') reasons[0]!.why = `${CATEGORY_TEXT[cat]} (weight ${CATEGORY_WEIGHT[cat]})`;
   let coincides = false;
+  let ruledOut = false;
+  const timingRulesOut = (why: string) => {
+    ruledOut = true;
+    reasons.push({ points: AFTER_SHIFT_POINTS, why });
+  };
   if (main && win) {
     const at = `${main.key} shifted at step ${main.cp.at} (${formatLevel(main.cp.before)} → ${formatLevel(main.cp.after)})`;
     const s = d.when.steps;
@@ -301,9 +306,9 @@ function scoreOf(
         coincides = true;
         reasons.push({ points: COINCIDES_POINTS, why: `changed between steps ${s.from} and ${s.to}, where ${at}` });
       } else if (s.from >= main.cp.firstAfter) {
-        reasons.push({ points: AFTER_SHIFT_POINTS, why: `changed after the shift (from step ${s.from} on; ${at})` });
+        timingRulesOut(`changed after the shift (from step ${s.from} on; ${at})`);
       } else if (s.to <= lo) {
-        reasons.push({ points: AFTER_SHIFT_POINTS, why: `changed before the shift and the level held (${at})` });
+        timingRulesOut(`changed before the shift and the level held (${at})`);
       }
     } else if (t && win.time) {
       const point = t.from === t.to;
@@ -314,7 +319,7 @@ function scoreOf(
           why: `changed at ${isoOf(t.from)}, between ${isoOf(win.time.from)} and ${isoOf(win.time.to)}, where ${at}`,
         });
       } else if (t.from > win.time.to) {
-        reasons.push({ points: AFTER_SHIFT_POINTS, why: `changed after the shift (${isoOf(t.from)}; ${at})` });
+        timingRulesOut(`changed after the shift (${isoOf(t.from)}; ${at})`);
       } else if (point && t.to <= win.time.from) {
         reasons.push({
           points: AFTER_SHIFT_POINTS,
@@ -327,7 +332,7 @@ function scoreOf(
       reasons.push({ points: 0, why: 'when it changed is not known' });
     }
   }
-  return { score: reasons.reduce((n, r) => n + r.points, 0), reasons, coincides };
+  return { score: reasons.reduce((n, r) => n + r.points, 0), reasons, coincides, ruledOut };
 }
 
 function formatLevel(n: number): string {
@@ -816,7 +821,10 @@ export function analyze(facts: WhatChangedFacts, generatedAt = new Date()): What
   }
   suspects.sort(
     (a, b) =>
-      b.score - a.score || CATEGORY_WEIGHT[b.category] - CATEGORY_WEIGHT[a.category] || a.id.localeCompare(b.id),
+      Number(a.ruledOut) - Number(b.ruledOut) ||
+      b.score - a.score ||
+      CATEGORY_WEIGHT[b.category] - CATEGORY_WEIGHT[a.category] ||
+      a.id.localeCompare(b.id),
   );
 
   const throughput: ThroughputSummary = { log: logTp, bench, dropped };
@@ -859,6 +867,10 @@ function zoom(cp: Changepoint, s: ReducedSeries | undefined): { from: number; to
 function suspectTail(report: WhatChangedReport, main: { key: string; cp: Changepoint } | undefined): string {
   const top = report.suspects[0];
   if (!top) return '; no recorded change explains it (see what could not be gathered)';
+  if (top.ruledOut) {
+    const n = report.suspects.length;
+    return `; no recorded change at the shift explains it (${n} changed at other times, listed)`;
+  }
   const src = top.source;
   if (top.coincides && main) return `; changed at step ${main.cp.at}: ${top.title} (${src}, ${top.when.text})`;
   return `; first suspect: ${top.title} (${src}, ${top.when.text})`;

@@ -2,7 +2,7 @@ import { formatRate } from '../bench/compare';
 import { KnownGoodError } from '../errors';
 import { escapeHtml, webviewCsp } from '../util/html';
 import { formatRatio } from './analyze';
-import { evidenceText } from './render';
+import { evidenceText, firstRuledOut, RULED_OUT_HEADING } from './render';
 import type { Suspect, WhatChangedReport } from './model';
 
 /*
@@ -37,6 +37,7 @@ li.kg-suspect { border: 1px solid var(--vscode-panel-border, var(--vscode-widget
 li.kg-suspect:hover, li.kg-suspect:focus { background: var(--vscode-list-hoverBackground); outline: 1px solid var(--vscode-focusBorder); }
 .kg-title { font-weight: 600; font-size: 1.08em; }
 .kg-rank { color: var(--vscode-descriptionForeground); margin-right: 6px; }
+h3.kg-ruled-out { font-size: 1em; margin: 18px 0 8px; color: var(--vscode-descriptionForeground); }
 .kg-score { float: right; color: var(--vscode-descriptionForeground); }
 .kg-shift { color: var(--vscode-charts-red, var(--vscode-errorForeground)); margin-left: 6px; font-size: 0.9em; }
 .kg-detail { margin: 4px 0; }
@@ -99,6 +100,21 @@ function suspectHtml(s: Suspect, i: number): string {
   <ul class="kg-reasons">${reasons}</ul>
   <div>${evidence || '<span class="kg-muted">no evidence to open</span>'}</div>
 </li>`;
+}
+
+/** The ranked suspects, then (under their own heading, numbered on) the ones their timing rules out. */
+function suspectLists(suspects: readonly Suspect[]): string {
+  const cut = firstRuledOut(suspects);
+  const first = suspects.slice(0, cut).map((s, i) => suspectHtml(s, i));
+  const rest = suspects.slice(cut).map((s, i) => suspectHtml(s, cut + i));
+  return [
+    first.length ? `<ol class="kg-suspects">${first.join('\n')}</ol>` : '',
+    rest.length
+      ? `<h3 class="kg-ruled-out">${escapeHtml(RULED_OUT_HEADING)}</h3>\n<ol class="kg-suspects kg-ruled-out" start="${cut + 1}">${rest.join('\n')}</ol>`
+      : '',
+  ]
+    .filter(Boolean)
+    .join('\n');
 }
 
 export interface WhatChangedHtmlOptions {
@@ -176,7 +192,7 @@ export function whatChangedHtml(r: WhatChangedReport, options: WhatChangedHtmlOp
   ${
     r.verdict === 'regression'
       ? `<h2>Suspects, ranked <span class="kg-muted">— click one to open its evidence</span></h2>
-  ${r.suspects.length ? `<ol class="kg-suspects">${r.suspects.map(suspectHtml).join('\n')}</ol>` : '<p class="kg-muted">No fact that differs was found: see what could not be gathered below.</p>'}`
+  ${r.suspects.length ? suspectLists(r.suspects) : '<p class="kg-muted">No fact that differs was found: see what could not be gathered below.</p>'}`
       : ''
   }
   <h2>Changepoints</h2>

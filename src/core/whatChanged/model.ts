@@ -80,6 +80,11 @@ export interface Suspect {
   when: ChangeTime;
   /** It changed where a metric shifted (the step or time window of a changepoint). */
   coincides: boolean;
+  /**
+   * When it changed rules it out: after the shift, or before it while the level held. Such suspects are listed
+   * after every other one (whatever their score), under their own heading, and never lead the headline.
+   */
+  ruledOut: boolean;
   score: number;
   reasons: ScoreReason[];
   evidence: EvidenceLink[];
@@ -151,7 +156,7 @@ export interface WhatChangedReport {
   now: { checkpoint: CheckpointLink | null; time: number | null; envCapturedAt: string | null; log: string | null };
   throughput: ThroughputSummary;
   changepoints: { method: string; why: string; series: SeriesChangepoints[] };
-  /** Ranked, highest score first; empty when the verdict is steady. */
+  /** Ranked, highest score first, the ones their timing rules out last; empty when the verdict is steady. */
   suspects: Suspect[];
   /** Differences seen but not ranked: cosmetic ones, and every one when nothing needs explaining. */
   unranked: (CosmeticChange | Suspect)[];

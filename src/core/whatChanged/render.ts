@@ -22,6 +22,15 @@ function iso(epoch: number | null): string {
   return epoch === null ? 'unknown time' : new Date(epoch * 1000).toISOString().replace(/\.\d{3}Z$/, 'Z');
 }
 
+/** Heading of the suspects whose timing rules them out (listed, never hidden, after all the others). */
+export const RULED_OUT_HEADING = 'Changed, but not where the metric shifted (their timing rules them out)';
+
+/** Where the suspects their timing rules out begin (they are sorted last). */
+export function firstRuledOut(suspects: readonly Suspect[]): number {
+  const i = suspects.findIndex((s) => s.ruledOut);
+  return i < 0 ? suspects.length : i;
+}
+
 export function evidenceText(e: EvidenceLink): string {
   switch (e.kind) {
     case 'args-diff':
@@ -78,7 +87,17 @@ export function renderWhatChangedMarkdown(r: WhatChangedReport): string {
   if (r.verdict === 'regression') {
     out.push('### Suspects, ranked');
     if (!r.suspects.length) out.push('', 'No fact that differs was found: see what could not be gathered below.');
-    else out.push('', ...r.suspects.flatMap((s, i) => suspectLines(s, i)));
+    else {
+      const cut = firstRuledOut(r.suspects);
+      out.push('', ...r.suspects.slice(0, cut).flatMap((s, i) => suspectLines(s, i)));
+      if (cut < r.suspects.length)
+        out.push(
+          '',
+          `#### ${RULED_OUT_HEADING}`,
+          '',
+          ...r.suspects.slice(cut).flatMap((s, i) => suspectLines(s, cut + i)),
+        );
+    }
     out.push('');
   }
 
