@@ -461,4 +461,5 @@ void test('a change its timing rules out is listed after every other suspect, wh
     lateR.suspects.map((s) => s.title).join(' | '),
   );
   assert.match(lateR.headline, /; no recorded change at the shift explains it \(1 changed at other times, listed\)$/);
+  assert.match(renderWhatChangedMarkdown(lateR), /### Suspects, ranked\n\n#### Changed, but not where/);
 });

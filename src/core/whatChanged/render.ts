@@ -89,7 +89,7 @@ export function renderWhatChangedMarkdown(r: WhatChangedReport): string {
     if (!r.suspects.length) out.push('', 'No fact that differs was found: see what could not be gathered below.');
     else {
       const cut = firstRuledOut(r.suspects);
-      out.push('', ...r.suspects.slice(0, cut).flatMap((s, i) => suspectLines(s, i)));
+      if (cut > 0) out.push('', ...r.suspects.slice(0, cut).flatMap((s, i) => suspectLines(s, i)));
       if (cut < r.suspects.length)
         out.push(
           '',
