@@ -256,20 +256,21 @@ function makeWorkbench(page: Page, server: VsCodeServer, sshd: TestSshd | undefi
     },
     async commandPalette(text) {
       const input = page.locator('.quick-input-widget input');
-      // F1 can be lost while focus moves (a terminal taking it, a quick input still closing): press it again.
+      // F1 can be lost while focus moves (a terminal taking it), and the palette of the last command, still closing,
+      // can show for a moment and then hide with the keys meant for the new one: let it close first, and start over
+      // when the typing finds no open palette.
       for (let attempt = 1; ; attempt++) {
+        const last = attempt >= 4;
+        await input.waitFor({ state: 'hidden', timeout: 5_000 }).catch(() => undefined);
         await page.keyboard.press('F1');
-        const opened = await input.waitFor({ timeout: 5_000 }).then(
-          () => true,
-          () => false,
-        );
-        if (opened) break;
-        if (attempt >= 4) {
-          await input.waitFor({ timeout: 15_000 });
+        try {
+          await input.waitFor({ timeout: last ? 15_000 : 5_000 });
+          await input.fill(`>${text}`, { timeout: last ? 30_000 : 5_000 });
           break;
+        } catch (e) {
+          if (last) throw e;
         }
       }
-      await input.fill(`>${text}`);
       await page.locator('.quick-input-list .monaco-list-row').first().waitFor();
       await page.keyboard.press('Enter');
     },
