@@ -29,6 +29,31 @@ import { startSshd, type TestSshd } from '../support/sshd';
 
 const N2_ENV = (site: string) => ({ NCCL_SOCKET_IFNAME: 'eth9', PYTHONPATH: site });
 
+/**
+ * A sitecustomize for a node's PYTHONPATH: once torch is imported, `before` (Python lines, with os, sys and time
+ * imported) runs before every AdamW step, as a throttled GPU or a held step would.
+ */
+function aroundAdamWStep(before: readonly string[]): string {
+  return [
+    'import builtins, os, sys, time',
+    '_import = builtins.__import__',
+    'def _hooked_import(name, *args, **kwargs):',
+    '    module = _import(name, *args, **kwargs)',
+    '    torch = sys.modules.get("torch")',
+    '    optim = getattr(torch, "optim", None)',
+    '    if optim is not None and hasattr(optim, "AdamW") and not getattr(optim.AdamW, "_kg_hooked", False):',
+    '        step = optim.AdamW.step',
+    '        def hooked_step(self, *a, **k):',
+    ...before.map((l) => `            ${l}`),
+    '            return step(self, *a, **k)',
+    '        optim.AdamW.step = hooked_step',
+    '        optim.AdamW._kg_hooked = True',
+    '    return module',
+    'builtins.__import__ = _hooked_import',
+    '',
+  ].join('\n');
+}
+
 /** Gone, or a zombie waiting for its reaper: it runs no more code. */
 function exited(pid: number): boolean {
   try {
@@ -228,27 +253,7 @@ void describe('Fleet: the nodes of a Slurm job through the login node', () => {
     // imported (sleeping, so the other "nodes" on this machine keep their CPU), as a throttled GPU would.
     const busy = join(dir, 'slow-site');
     mkdirSync(busy, { recursive: true });
-    writeFileSync(
-      join(busy, 'sitecustomize.py'),
-      [
-        'import builtins, sys, time',
-        '_import = builtins.__import__',
-        'def _slow_import(name, *args, **kwargs):',
-        '    module = _import(name, *args, **kwargs)',
-        '    torch = sys.modules.get("torch")',
-        '    optim = getattr(torch, "optim", None)',
-        '    if optim is not None and hasattr(optim, "AdamW") and not getattr(optim.AdamW, "_kg_slow", False):',
-        '        step = optim.AdamW.step',
-        '        def slow_step(self, *a, **k):',
-        '            time.sleep(0.2)',
-        '            return step(self, *a, **k)',
-        '        optim.AdamW.step = slow_step',
-        '        optim.AdamW._kg_slow = True',
-        '    return module',
-        'builtins.__import__ = _slow_import',
-        '',
-      ].join('\n'),
-    );
+    writeFileSync(join(busy, 'sitecustomize.py'), aroundAdamWStep(['time.sleep(0.2)']));
     slurm.setNodeEnv({ n2: N2_ENV(site), n3: { PYTHONPATH: busy } });
     try {
       const t0 = Date.now();
@@ -335,27 +340,12 @@ void describe('Fleet: the nodes of a Slurm job through the login node', () => {
     writeFileSync(hold, '');
     writeFileSync(
       join(holdSite, 'sitecustomize.py'),
-      [
-        'import builtins, os, sys, time',
-        '_import = builtins.__import__',
-        'def _held_import(name, *args, **kwargs):',
-        '    module = _import(name, *args, **kwargs)',
-        '    torch = sys.modules.get("torch")',
-        '    optim = getattr(torch, "optim", None)',
-        '    if optim is not None and hasattr(optim, "AdamW") and not getattr(optim.AdamW, "_kg_held", False):',
-        '        step = optim.AdamW.step',
-        '        def held_step(self, *a, **k):',
-        `            with open(${JSON.stringify(held)}, "w") as f:`,
-        '                f.write(str(os.getpid()))',
-        `            while os.path.exists(${JSON.stringify(hold)}):`,
-        '                time.sleep(0.05)',
-        '            return step(self, *a, **k)',
-        '        optim.AdamW.step = held_step',
-        '        optim.AdamW._kg_held = True',
-        '    return module',
-        'builtins.__import__ = _held_import',
-        '',
-      ].join('\n'),
+      aroundAdamWStep([
+        `with open(${JSON.stringify(held)}, "w") as f:`,
+        '    f.write(str(os.getpid()))',
+        `while os.path.exists(${JSON.stringify(hold)}):`,
+        '    time.sleep(0.05)',
+      ]),
     );
     slurm.setNodeEnv({ n2: N2_ENV(site), n3: { PYTHONPATH: holdSite } });
     try {
