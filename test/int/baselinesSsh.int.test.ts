@@ -255,10 +255,23 @@ void describe('environment baselines through a real sshd', () => {
       );
       // The temp file is named after the writing shell's PID; its parent is the connection's sshd process.
       const shell = Number(tempOf()!.split('.').pop());
-      const server = Number(execFileSync('ps', ['-o', 'ppid=', '-p', String(shell)], { encoding: 'utf8' }).trim());
-      assert.match(execFileSync('ps', ['-o', 'args=', '-p', String(server)], { encoding: 'utf8' }), /^sshd: /);
-      process.kill(server, 'SIGKILL');
-      await assert.rejects(writing);
+      // Stopped at once (its process group: the shell and what it runs), the write cannot finish before the kill
+      // however fast this machine is; resumed after the kill, it finds the connection gone.
+      const group = Number(
+        readFileSync(`/proc/${shell}/stat`, 'utf8')
+          .replace(/^.*\) /s, '')
+          .split(' ')[2],
+      );
+      assert.equal(group, shell, 'the writing shell leads a process group of its own (sshd made it a session)');
+      process.kill(-group, 'SIGSTOP');
+      try {
+        const server = Number(execFileSync('ps', ['-o', 'ppid=', '-p', String(shell)], { encoding: 'utf8' }).trim());
+        assert.match(execFileSync('ps', ['-o', 'args=', '-p', String(server)], { encoding: 'utf8' }), /^sshd: /);
+        process.kill(server, 'SIGKILL');
+        await assert.rejects(writing);
+      } finally {
+        process.kill(-group, 'SIGCONT');
+      }
       assert.ok(await waitUntil(() => !pidAlive(shell), 30_000), 'the writing shell never ended');
       assert.equal(
         existsSync(target),
