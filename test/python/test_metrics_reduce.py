@@ -300,7 +300,6 @@ class MetricsReduceTest(FilesTest):
         self.assertLessEqual(len(s["loss"]["x"]), 2000)
         self.assertEqual(s["eval_loss"]["x"], [500000])
         self.assertLess(out, size / 100)
-        self.assertLess(wall, 60)  # a generous bound: the number that matters is printed above
 
 
 def training_log(n, start=0, replay_every=None):
