@@ -8,6 +8,7 @@ interpreter behind a small bootstrap that registers this module first and sets
 conda messages printed before it then do no harm), or it runs ``main`` inside
 the resident helper (python/kg_helper.py) without any process start.
 """
+import errno
 import hashlib
 import json
 import math
@@ -277,6 +278,26 @@ def open_regular(path, buffering=-1):
     except BaseException:
         os.close(fd)
         raise
+
+
+def next_data(f, pos):
+    """The offset of the first byte at or after pos that is not in a hole of a sparse file (pos where holes cannot be
+    told); leaves ``f`` at pos.  A hole reads as zeros, so it holds no newline: a line being skipped passes over it
+    unread, and a 10 GB sparse file neither costs 10 GB of reading nor fills the host's page cache with zeros."""
+    seek_data = getattr(os, "SEEK_DATA", None)
+    if seek_data is None:
+        return pos
+    try:
+        return max(pos, os.lseek(f.fileno(), pos, seek_data))
+    except OSError as e:
+        if e.errno == getattr(errno, "ENXIO", None):  # only a hole up to the end
+            try:
+                return max(pos, os.fstat(f.fileno()).st_size)
+            except OSError:
+                return pos
+        return pos
+    finally:
+        f.seek(pos)
 
 
 def read_bounded(f, limit=None, what="file"):
