@@ -20,6 +20,7 @@ PYDIR = os.path.join(ROOT, "python")
 sys.path.insert(0, PYDIR)
 
 import ckpt_args  # noqa: E402
+import ckpt_formats  # noqa: E402
 import kg_common  # noqa: E402
 
 from kg_test_env import TORCH_PY, needs_torch  # noqa: E402
@@ -720,7 +721,7 @@ class NoTorchNeeded(unittest.TestCase):
     def test_legacy_module_class_reference(self):
         # legacy torch.save: an nn.Module class is the persistent id ('module', cls, source file, source)
         P = pickle
-        head = b"".join(pickle.dumps(v, 2) for v in (ckpt_args.LEGACY_MAGIC, 1001, {}))
+        head = b"".join(pickle.dumps(v, 2) for v in (ckpt_formats.LEGACY_MAGIC, 1001, {}))
         for mod, want, unsafe in ((b"mylib.layers\nBlock\n", "<mylib.layers.Block>", []),
                                   (b"posix\nsystem\n", "<posix.system>", ["posix.system"]),
                                   (b"", "<torch.nn.Module>", [])):
