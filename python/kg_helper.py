@@ -1,7 +1,7 @@
 """Known Good resident helper (stdlib only, Python 3.8+, Linux/macOS).
 
 Started once per host connection as ``python3 -u -c <loader>``; the loader reads
-this source as the first stdin line (JSON-encoded string) and executes it.  The
+kg_modules, kg_common and this source as the first stdin line (JSON) and executes them.  The
 client sends nothing else until the ready line.  Then it answers JSON-line
 requests on the same channel:
 
@@ -13,7 +13,9 @@ requests on the same channel:
 
 ``src`` is sent only the first time a probe (by hash) is used; afterwards the
 client sends the hash alone, and an unknown hash is answered with code
-"need-source".
+"need-source".  The python/ modules a probe imports besides kg_common travel the
+same way: ``"modules": [[name, hash, source], ...]``, the source left out once
+sent; the child imports them through kg_modules' finder.
 
 This process (the parent) never runs probe code: it is one thread in a selector
 loop that reads requests, keeps each probe's compiled code, and forks one child
@@ -92,6 +94,10 @@ def _error(rid, message, code):
     return doc
 
 
+class _BadModule(ValueError):
+    pass
+
+
 class _Job(object):
     """One request: waiting, then running in child ``pid`` whose answer arrives on ``rfd``."""
 
@@ -113,7 +119,8 @@ class _Job(object):
         self.state_follows = False
         self.state_taken = False
         self.timeout_s = None  # type: Optional[float]
-        self.code = None
+        self.code = None  # type: Optional[types.CodeType]
+        self.mods = {}  # name -> compiled code of the modules it imports besides kg_common
 
 
 class Helper(object):
@@ -251,29 +258,47 @@ class Helper(object):
         if not isinstance(name, str) or not isinstance(digest, str) or not isinstance(args, list):
             self.send(_error(rid, "a probe request needs name, hash and args", "bad-request"))
             return
-        if digest not in self.modules:
-            src = req.get("src")
-            if src is None:
-                self.send(_error(rid, "source needed", "need-source"))
-                return
-            try:
-                # Compiling is not running: the module's code runs in the child.
-                code = compile(src, name + ".py", "exec", dont_inherit=True)
-            except (SyntaxError, ValueError) as e:
-                self.send(_error(rid, "%s.py does not compile: %s" % (name, e), "bad-request"))
-                return
-            while len(self.modules) >= MAX_MODULES:
-                del self.modules[next(iter(self.modules))]
-            self.modules[digest] = (name, code)
+        try:
+            code = self.code(name, digest, req.get("src"))
+            mods = {}
+            for entry in req.get("modules") or ():
+                if (not isinstance(entry, list) or len(entry) < 2 or not all(isinstance(e, str) for e in entry[:3])
+                        or not re.match(r"[A-Za-z_][A-Za-z0-9_]*\Z", entry[0])):
+                    raise _BadModule("a module is [name, hash] or [name, hash, source]")
+                mods[entry[0]] = self.code(entry[0], entry[1], entry[2] if len(entry) > 2 else None)
+        except _BadModule as e:
+            self.send(_error(rid, str(e), "bad-request"))
+            return
+        if code is None or any(c is None for c in mods.values()):
+            self.send(_error(rid, "source needed", "need-source"))
+            return
         timeout = req.get("timeoutMs")
         timeout_s = float(timeout) / 1000.0 if isinstance(timeout, (int, float)) and timeout > 0 else DEFAULT_TIMEOUT_S
         job = _Job(rid, name, digest, [a if isinstance(a, str) else json.dumps(a) for a in args],
                    time.monotonic() + timeout_s)
         job.timeout_s = timeout_s
-        job.code = self.modules[digest][1]  # kept with the request: the module cache may drop it meanwhile
+        # Kept with the request: the module cache may drop them meanwhile.
+        job.code = code
+        job.mods = mods
         self.by_id[rid] = job
         self.queue.append(job)
         self.start_waiting()
+
+    def code(self, name, digest, src):
+        """The compiled module of source hash ``digest`` (compiled from ``src`` the first time), or None unknown."""
+        if digest in self.modules:
+            return self.modules[digest][1]
+        if src is None:
+            return None
+        try:
+            # Compiling is not running: the module's code runs in the child.
+            code = compile(src, name + ".py", "exec", dont_inherit=True)
+        except (SyntaxError, ValueError) as e:
+            raise _BadModule("%s.py does not compile: %s" % (name, e))
+        while len(self.modules) >= MAX_MODULES:
+            del self.modules[next(iter(self.modules))]
+        self.modules[digest] = (name, code)
+        return code
 
     def cancel(self, rid):
         job = self.by_id.get(rid)
@@ -324,7 +349,7 @@ class Helper(object):
             pid, ctl, rfd = self.spare
             self.spare = None
             try:
-                _write_all(ctl, marshal.dumps((job.rid, job.name, job.args, code)))
+                _write_all(ctl, marshal.dumps((job.rid, job.name, job.args, code, job.mods)))
                 ok = True
             except OSError:
                 ok = False
@@ -731,7 +756,7 @@ def _child(helper, job, code, state, rfd, wfd):
         _child_setup(helper, [rfd])
     except BaseException:  # noqa: BLE001
         os._exit(70)
-    _run(job.rid, job.name, job.args, code, state, wfd)
+    _run(job.rid, job.name, job.args, code, job.mods, state, wfd)
 
 
 def _spare(helper, ctl_r, ctl_w, rfd, wfd):
@@ -747,18 +772,20 @@ def _spare(helper, ctl_r, ctl_w, rfd, wfd):
         os.close(ctl_r)
         if not chunks:
             os._exit(0)  # not needed after all
-        rid, name, args, code = marshal.loads(b"".join(chunks))
+        rid, name, args, code, mods = marshal.loads(b"".join(chunks))
         chunks = None
     except BaseException:  # noqa: BLE001
         os._exit(70)
-    _run(rid, name, args, code, None, wfd)
+    _run(rid, name, args, code, mods, None, wfd)
 
 
-def _run(rid, name, args, code, state, wfd):
+def _run(rid, name, args, code, mods, state, wfd):
     """Runs one request in this child and leaves with os._exit: never returns to the loop."""
     status = 70
     try:
         kg = _kg()
+        if mods:
+            sys.modules["kg_modules"].install(mods)
         mod = types.ModuleType("kg_probe_" + name)
         mod.__file__ = name + ".py"
         sys.modules[mod.__name__] = mod

@@ -9,7 +9,11 @@ import { isKnownGoodError } from '../../src/core/errors';
 import { metricsReduceProbe } from '../../src/core/metrics/metricsProbe';
 import { readFileProbe } from '../../src/core/remote/readFile';
 import { hostInfoProbe } from '../../src/core/probes/hostProbes';
+import { defineProbe } from '../../src/core/probes/probe';
 import { ProbeRunner } from '../../src/core/probes/runner';
+import { setProbeSource } from '../../src/core/probes/sources';
+import type { Transport } from '../../src/core/transport/types';
+import { z } from 'zod';
 import { SshPool } from '../../src/core/transport/ssh';
 import { generateMetricsLog } from '../../bench/cases/metrics';
 import { endpointOf, recordingPrompts, sshOptions } from '../support/hosts';
@@ -191,4 +195,51 @@ void test('a 64 MB answer through the helper is parsed in about the time of the 
   assert.ok(residentMs < 10_000, `${residentMs} ms`);
   assert.ok(residentMs < 3 * onceMs + 1000, `helper ${residentMs} ms, one-shot ${onceMs} ms`);
   assert.ok(resident.footprint && resident.footprint.maxRssKb > 46 << 10, 'the footprint is in the outcome');
+});
+
+void test("a probe's modules travel with it: sent when the helper lacks them, by hash after, re-sent when changed", async () => {
+  // What the client writes to its helper, to see which sources travelled.
+  const written: string[] = [];
+  const inner = pool.transport(endpointOf(sshd), 'test-sshd');
+  const recording: Transport = {
+    id: inner.id,
+    label: inner.label,
+    exec: (argv, o) => inner.exec(argv, o),
+    dispose: () => inner.dispose(),
+    spawn: async (argv, o) => {
+      const h = await inner.spawn(argv, o);
+      const write = h.stdin.write.bind(h.stdin) as (chunk: string) => boolean;
+      (h.stdin as { write: (chunk: string) => boolean }).write = (chunk: string) => {
+        written.push(String(chunk));
+        return write(chunk);
+      };
+      return h;
+    },
+  };
+  const own = new ProbeRunner(recording, { python: 'python3', timeoutMs: 60_000 });
+  try {
+    setProbeSource('kg_t_a', 'import kg_t_b\nWHO = "a1"\ndef both():\n    return WHO + "+" + kg_t_b.WHO\n');
+    setProbeSource('kg_t_b', 'import kg_t_a\nWHO = "b1"\n');
+    setProbeSource(
+      'kg_t_probe',
+      'import kg_common\nimport kg_t_a\ndef main(argv):\n    return {"got": kg_t_a.both(), "pid": __import__("os").getpid()}\n' +
+        'if __name__ == "__main__":\n    kg_common.run(main)\n',
+    );
+    const probe = defineProbe('kg_t_probe', z.object({ got: z.string(), pid: z.number() }), () => [], {
+      modules: ['kg_t_a', 'kg_t_b'],
+    });
+    const sentWith = (text: string) => written.filter((w) => w.includes('"op":"probe"') && w.includes(text)).length;
+    assert.equal((await own.run(probe())).value.got, 'a1+b1');
+    assert.equal(sentWith('WHO = \\"b1\\"'), 1, 'the helper lacked kg_t_b: its source was sent');
+    assert.equal((await own.run(probe())).value.got, 'a1+b1');
+    assert.equal(sentWith('WHO = \\"b1\\"'), 1, 'known by hash: not sent again');
+    setProbeSource('kg_t_b', 'import kg_t_a\nWHO = "b2"\n');
+    assert.equal((await own.run(probe())).value.got, 'a1+b2', 'the changed module is what runs');
+    assert.equal(sentWith('WHO = \\"b2\\"'), 1, 'the changed module was sent once');
+    assert.equal(sentWith('WHO = \\"a1\\"'), 1, 'the unchanged one stayed home');
+    // One-shot over the same connection carries them all in its program.
+    assert.equal((await own.runOnce(probe())).value.got, 'a1+b2');
+  } finally {
+    own.dispose();
+  }
 });

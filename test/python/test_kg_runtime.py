@@ -53,7 +53,7 @@ class HelperCase(unittest.TestCase):
             stderr=subprocess.PIPE,
             universal_newlines=True,
         )
-        first = {"modules": [["kg_common", src("kg_common")], ["kg_helper", src("kg_helper")]], "nonce": "n0nce"}
+        first = {"modules": [[n, src(n)] for n in ("kg_modules", "kg_common", "kg_helper")], "nonce": "n0nce"}
         self.p.stdin.write(json.dumps(first) + "\n")
         self.p.stdin.flush()
         ready = json.loads(self.p.stdout.readline())
@@ -89,6 +89,27 @@ class ResidentHelper(HelperCase):
         self.assertEqual(r2["result"]["end"], 5)
         r3 = self.ask({"id": 3, "op": "probe", "name": "other", "hash": "unknown", "args": []})
         self.assertEqual(r3["error"]["code"], "need-source")
+
+    def test_modules_travel_by_hash_and_import_each_other_in_any_order(self):
+        # The probe imports kg_t_a, which imports kg_t_b, which imports kg_t_a back (a cycle, as plain imports allow).
+        a = "import kg_t_b\nWHO = 'a1'\ndef both():\n    return WHO + '+' + kg_t_b.WHO\n"
+        b = "import kg_t_a\nWHO = 'b1'\n"
+        probe = "import kg_t_a\ndef main(argv):\n    return {'got': kg_t_a.both(), 'file': kg_t_a.__file__}\n"
+        req = {"op": "probe", "name": "p", "hash": "p1", "src": probe, "args": []}
+        r1 = self.ask(dict(req, id=1, modules=[["kg_t_a", "a1", a], ["kg_t_b", "b1", b]]))
+        self.assertEqual(r1["result"], {"got": "a1+b1", "file": "kg_t_a.py"}, r1)
+        # Known by hash: the sources stay home.
+        r2 = self.ask({"id": 2, "op": "probe", "name": "p", "hash": "p1", "args": [], "modules": [["kg_t_a", "a1"], ["kg_t_b", "b1"]]})
+        self.assertEqual(r2["result"]["got"], "a1+b1", r2)
+        # A module the helper has not seen (changed on the client: a new hash) is asked for...
+        r3 = self.ask({"id": 3, "op": "probe", "name": "p", "hash": "p1", "args": [], "modules": [["kg_t_a", "a1"], ["kg_t_b", "b2"]]})
+        self.assertEqual(r3["error"]["code"], "need-source")
+        # ...and once sent, the new one is what the probe imports.
+        r4 = self.ask(dict(req, id=4, modules=[["kg_t_a", "a1"], ["kg_t_b", "b2", b.replace("b1", "b2")]]))
+        self.assertEqual(r4["result"]["got"], "a1+b2", r4)
+        bad = self.ask(dict(req, id=5, modules=[["kg_t_c", "c1", "def ("]]))
+        self.assertEqual(bad["error"]["code"], "bad-request")
+        self.assertIn("kg_t_c.py does not compile", bad["error"]["message"])
 
     def test_probe_errors_come_back_as_documents_and_the_helper_lives_on(self):
         s = src("read_file")

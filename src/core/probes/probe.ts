@@ -12,8 +12,28 @@ export type Interpreter = z.infer<typeof interpreterSchema>;
  */
 export interface ProbeCall<R> {
   readonly probe: string;
+  /** The python/ modules the probe imports besides kg_common (they travel with it: `ProbeProgram`). */
+  readonly modules: readonly string[];
   readonly args: readonly string[];
   parse(raw: unknown): R;
+}
+
+/** What must travel for a probe to run on a host: its own source and the modules it declared. */
+export type ProbeProgram = Pick<ProbeCall<unknown>, 'probe' | 'modules'>;
+
+export interface ProbeOptions {
+  /**
+   * The python/ modules the probe imports besides kg_common, its own imports' imports included (a unit test keeps
+   * this equal to what the sources import).
+   */
+  modules?: readonly string[];
+}
+
+const declared: { probe: string; modules: readonly string[] }[] = [];
+
+/** Every probe definition so far, with the modules it declared (for the test that keeps declarations true). */
+export function declaredProbes(): readonly { probe: string; modules: readonly string[] }[] {
+  return declared;
 }
 
 /** What a probe's process took of the host it ran on (peak resident memory, CPU time). */
@@ -38,9 +58,13 @@ export function defineProbe<A extends unknown[], S extends z.ZodType>(
   probe: string,
   schema: S,
   buildArgs: (...a: A) => string[],
+  options: ProbeOptions = {},
 ): (...a: A) => ProbeCall<z.infer<S>> {
+  const modules = [...(options.modules ?? [])].sort();
+  declared.push({ probe, modules });
   return (...a: A) => ({
     probe,
+    modules,
     args: buildArgs(...a),
     parse(raw: unknown): z.infer<S> {
       const r = schema.safeParse(raw);

@@ -118,7 +118,7 @@ export class ProbeRunner implements ProbeRunnerLike {
     let res;
     try {
       res = await this.transport.exec(argv, {
-        stdin: oneShotProgram(call.probe, nonce),
+        stdin: oneShotProgram(call, nonce),
         timeoutMs: options.timeoutMs ?? this.options.timeoutMs,
         ...(options.signal ? { signal: options.signal } : {}),
       });
@@ -210,6 +210,7 @@ class ResidentHelper {
       this.stderrTail = (this.stderrTail + c.toString('utf8')).slice(-2000);
     });
     const modules = [
+      ['kg_modules', probeSource('kg_modules').source],
       ['kg_common', probeSource('kg_common').source],
       ['kg_helper', probeSource('kg_helper').source],
     ];
@@ -280,6 +281,8 @@ class ResidentHelper {
     if (signal?.aborted) throw new KnownGoodError('cancelled', `${call.probe} was cancelled`);
     const { handle } = await withTimeout(this.started, timeoutMs, () => this.startTimeout(timeoutMs));
     const src = probeSource(call.probe);
+    // kg_common came with the helper; the others travel by hash like the probe's own source.
+    const modules = call.modules.filter((m) => m !== 'kg_common').map(probeSource);
     const send = (withSource: boolean): Promise<unknown> => {
       const id = this.nextId++;
       // The helper kills the request at timeoutMs itself (and on cancel), so nothing of it keeps running.
@@ -291,7 +294,12 @@ class ResidentHelper {
         args: call.args,
         timeoutMs,
       };
-      if (withSource) req['src'] = src.source;
+      if (withSource || !this.sent.has(src.hash)) req['src'] = src.source;
+      if (modules.length) {
+        req['modules'] = modules.map((m) =>
+          withSource || !this.sent.has(m.hash) ? [m.name, m.hash, m.source] : [m.name, m.hash],
+        );
+      }
       const cancel = () => {
         if (!this.dead) handle.stdin.write(asciiJson({ op: 'cancel', id }) + '\n');
       };
@@ -323,11 +331,12 @@ class ResidentHelper {
         }, timeoutMs);
         signal?.addEventListener('abort', onAbort, { once: true });
         this.pending.set(id, p);
-        if (withSource) this.sent.add(src.hash);
+        this.sent.add(src.hash);
+        for (const m of modules) this.sent.add(m.hash);
         handle.stdin.write(asciiJson(req) + '\n');
       });
     };
-    let doc = (await send(!this.sent.has(src.hash))) as { ok?: boolean; error?: { code?: string } };
+    let doc = (await send(false)) as { ok?: boolean; error?: { code?: string } };
     if (doc.ok === false && doc.error?.code !== undefined && probeErrorCode(doc.error.code) === 'need-source')
       doc = (await send(true)) as typeof doc;
     return doc;
