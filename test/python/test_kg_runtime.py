@@ -349,7 +349,10 @@ class Isolation(HelperCase):
         with open(path, "w") as f:
             for i in range(20000):
                 f.write('{"step": %d, "loss": %f}\n' % (i, 1.0 / (i + 1)))
-        req = {"op": "probe", "name": "metrics_reduce", "hash": "mr", "src": src("metrics_reduce"), "args": [path]}
+        # Its modules travel beside it, as the extension sends them (defineProbe's modules).
+        mods = [[n, n, src(n)] for n in ("metrics_cache", "metrics_lines", "metrics_pass", "metrics_scan", "metrics_tb")]
+        req = {"op": "probe", "name": "metrics_reduce", "hash": "mr", "src": src("metrics_reduce"), "args": [path],
+               "modules": mods}
         first = self.ask(dict(req, id=1))
         second = self.ask(dict(req, id=2))
         self.assertEqual((first["result"]["source"], second["result"]["source"]), ("read", "cache"))
