@@ -230,15 +230,7 @@ def _tensor_summary(v):
         else:
             leaves[id(x)] = x
     nbytes = sum(x.nbytes for x in leaves.values())
-    return "<%d tensor%s, %s>" % (len(leaves), "" if len(leaves) == 1 else "s", _human(nbytes))
-
-
-def _human(n):
-    for unit in ("bytes", "KB", "MB", "GB", "TB"):
-        if n < 1024 or unit == "TB":
-            return ("%d %s" if unit == "bytes" else "%.1f %s") % (n, unit)
-        n /= 1024.0
-    return str(n)
+    return "<%d tensor%s, %s>" % (len(leaves), "" if len(leaves) == 1 else "s", kg_common.format_bytes(nbytes))
 
 
 def _key(k):

@@ -127,7 +127,8 @@ def _read_torch_zip(fileobj, path, reader):
             reader.warnings.append("several data.pkl entries; read %s" % pkls[0].filename)
         info = pkls[0]
         if info.file_size > kg_common.LIMITS["read"]:
-            raise kg_common.LimitError("read", "the pickle in %s is %s" % (path, kg_common.human_bytes(info.file_size)))
+            raise kg_common.LimitError("read", "the pickle in %s is %s"
+                                       % (path, kg_common.format_bytes(info.file_size)))
         prefix = info.filename[:-len("data.pkl")]
         names = set(i.filename for i in infos)
         try:
@@ -193,7 +194,7 @@ def _read_safetensors_header(fileobj, path, size):
     if n + 8 > size:
         raise kg_common.ProbeError("truncated or corrupt safetensors header: %s" % path, "corrupt")
     if n > min(MAX_SAFETENSORS_HEADER, kg_common.LIMITS["read"]):
-        raise kg_common.LimitError("read", "the safetensors header of %s is %s" % (path, kg_common.human_bytes(n)))
+        raise kg_common.LimitError("read", "the safetensors header of %s is %s" % (path, kg_common.format_bytes(n)))
     raw = fileobj.read(n)
     try:
         header = kg_common.loads_bounded(raw.decode("utf-8"), "the safetensors header of %s" % path)

@@ -10,7 +10,6 @@ comes back as ``{"error": "..."}`` and is listed in ``errors``; the rest of the 
 Secrets never leave the host (kg_common.redact_*): secret-looking variables, URL passwords and tokens inside any
 value become a short hash of the value.
 """
-import argparse
 import csv
 import glob
 import hashlib
@@ -90,13 +89,8 @@ sys.stdout.write("\n@@DEEP@@" + json.dumps(out) + "\n")
 """
 
 
-class _ArgParser(argparse.ArgumentParser):
-    def error(self, message):
-        raise kg_common.ProbeError("env_snapshot: " + message, "bad-args")
-
-
 def _parse_args(argv):
-    p = _ArgParser(prog="env_snapshot.py", add_help=True)
+    p = kg_common.arg_parser("env_snapshot.py", add_help=True)
     p.add_argument("--script", action="append", default=[], metavar="GLOB")
     p.add_argument("--cache-dir", action="append", default=[], metavar="DIR")
     p.add_argument("--root", action="append", default=[], metavar="DIR")

@@ -130,21 +130,47 @@ _LIMIT_WORDS = {
 }
 
 
-def human_bytes(n):
-    """1.5 KiB / 12.0 MiB: binary units, as the TypeScript side prints them."""
-    n = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if n < 1024 or unit == "TiB":
-            return ("%d %s" % (n, unit)) if unit == "B" else ("%.1f %s" % (n, unit))
-        n /= 1024.0
-    return "%d B" % n
+_BYTE_UNITS = ("KB", "MB", "GB", "TB", "PB", "EB")
+
+
+def _round_half_up(x):
+    # JavaScript's Math.round (halves go up), not Python's round (halves to even): the two sides must print alike.
+    r = math.floor(x)
+    return r + 1 if x - r >= 0.5 else r
+
+
+def _round_shown(v):
+    return _round_half_up(v * 10) / 10.0 if v < 100 else float(_round_half_up(v))
+
+
+def format_bytes(n):
+    """A size as the TypeScript side prints it (src/core/util/format.ts formatBytes; test/fixtures/format/bytes.json
+    keeps the two equal): 1024-based, one decimal below 100: ``512 B``, ``2.1 GB``, ``24.3 GB``, ``512 MB``; None is
+    ``unknown``, a negative or non-finite number ``?``."""
+    if n is None:
+        return "unknown"
+    try:
+        n = float(n)
+    except (OverflowError, TypeError, ValueError):
+        return "?"
+    if not math.isfinite(n) or n < 0:
+        return "?"
+    if n < 1024:
+        return "%d B" % _round_half_up(n)
+    v = n / 1024.0
+    u = 0
+    while u < len(_BYTE_UNITS) - 1 and _round_shown(v) >= 1024:
+        v /= 1024.0
+        u += 1
+    shown = _round_shown(v)
+    return ("%.1f %s" if shown < 100 else "%d %s") % (shown, _BYTE_UNITS[u])
 
 
 def _limit_text(name, value):
     if value is None:
         return "no %s" % _LIMIT_WORDS.get(name, name)
     if name in ("memory", "output", "read", "line"):
-        return "%s of %s" % (_LIMIT_WORDS[name], human_bytes(value))
+        return "%s of %s" % (_LIMIT_WORDS[name], format_bytes(value))
     if name == "cpu":
         return "%s of %d s" % (_LIMIT_WORDS[name], value)
     return "%s of %d" % (_LIMIT_WORDS.get(name, name), value)
@@ -160,6 +186,24 @@ class LimitError(ProbeError):
             message = "%s: %s" % (what, message)
         ProbeError.__init__(self, message, "limit-" + name)
         self.limit = name
+
+
+_ARG_PARSER = []
+
+
+def arg_parser(prog, **kwargs):
+    """An argparse parser for probe ``prog`` (``name.py``) whose mistakes are a ProbeError ``name: message`` with code
+    bad-args (a probe answers with one document), never argparse's usage on stderr and exit 2.  argparse is imported
+    on first use: the probes that parse by hand do not pay for it."""
+    if not _ARG_PARSER:
+        import argparse
+
+        class ArgParser(argparse.ArgumentParser):
+            def error(self, message):
+                raise ProbeError("%s: %s" % (os.path.splitext(self.prog)[0], message), "bad-args")
+
+        _ARG_PARSER.append(ArgParser)
+    return _ARG_PARSER[0](prog=prog, **kwargs)
 
 
 def effective_limits(overrides=None):
@@ -415,7 +459,7 @@ def call_probe(main, argv, limits=None):
     out_limit = limits.get("output")
     if out_limit is not None and len(text) > out_limit:
         doc = envelope_error(
-            "the answer is %s: %s" % (human_bytes(len(text)), LimitError("output", "", limits=limits)), "limit-output")
+            "the answer is %s: %s" % (format_bytes(len(text)), LimitError("output", "", limits=limits)), "limit-output")
         doc["footprint"] = footprint()
         text, status = dumps(doc), 2
     return doc, text, status

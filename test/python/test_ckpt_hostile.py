@@ -159,7 +159,7 @@ class Hostile(unittest.TestCase):
         s, _t = probe_child(path)
         self.assertFalse(s["ok"])
         self.assertEqual(s["error"]["code"], "limit-read", s)
-        self.assertIn("read limit of 64.0 MiB", s["error"]["message"])
+        self.assertIn("read limit of 64.0 MB", s["error"]["message"])
         self.assertSmall(s, "inflating zip")
 
     def test_long_strings_are_cut_with_their_length(self):
