@@ -193,7 +193,7 @@ def collect_host(roots):
     except (AttributeError, OSError):
         affinity = None
     try:
-        shm = _statvfs("/dev/shm")
+        shm = _statvfs("/dev/shm")  # type: dict
         shm["path"] = "/dev/shm"
     except OSError as e:
         shm = {"path": "/dev/shm", "error": _msg(e)}

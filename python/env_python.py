@@ -148,7 +148,7 @@ def read_torch_version_py(path):
             target, value = node.targets[0].id, node.value
         elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
             target, value = node.target.id, node.value
-        if target is None:
+        if target is None or value is None:
             continue
         try:
             values[target] = ast.literal_eval(value)

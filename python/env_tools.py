@@ -83,7 +83,7 @@ def parse_gpu_csv(text, fields):
     for i, row in enumerate(csv.reader(text.splitlines(), skipinitialspace=True)):
         if not row or not "".join(row).strip():
             continue
-        g = {"index": len(gpus)}
+        g = {"index": len(gpus)}  # type: dict
         for j, f in enumerate(fields):
             raw = _na(row[j]) if j < len(row) else None
             conv = GPU_NUMERIC.get(f)
@@ -133,7 +133,7 @@ def query_topology(smi):
     rc, out, err = _run_tool([smi, "topo", "-m"])
     if rc != 0:
         raise RuntimeError(((err or out).strip().splitlines() or ["exit code %d" % rc])[0])
-    t = parse_topology(out)
+    t = parse_topology(out)  # type: dict
     t["raw"] = out if len(out) < 20000 else out[:20000]
     return t
 

@@ -409,6 +409,7 @@ def _safe_float(v=0.0):
 
 
 def _safe_str(v="", *_rest):
+    # type: (object, *object) -> str
     return v if isinstance(v, str) else v.decode("latin-1") if isinstance(v, bytes) else _short_repr(v)
 
 

@@ -72,7 +72,8 @@ class _Reader(object):
             return _ODict(_safe_dict(*args, **(kwargs or {})))
         if isinstance(func, _Sealed):
             if how == "NEWOBJ":
-                obj = func.__new__(func, *args, **(kwargs or {}))
+                # A class made by _Sealed: pyright takes its __new__ for the metaclass's (type.__new__).
+                obj = func.__new__(func, *args, **(kwargs or {}))  # pyright: ignore[reportCallIssue, reportArgumentType]
                 return obj
             obj = func(*args, **(kwargs or {}))
             if how == "REDUCE" and isinstance(obj, _StandIn):
@@ -304,7 +305,7 @@ class _Reader(object):
 
     def _reconstructor(self, cls, base=None, state=None):
         if isinstance(cls, type) and isinstance(cls, _Sealed):
-            obj = cls.__new__(cls)
+            obj = cls.__new__(cls)  # pyright: ignore[reportCallIssue] (the class's __new__, not _Sealed's)
             if state is not None:
                 self.build(obj, state)
             return obj

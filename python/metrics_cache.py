@@ -171,7 +171,7 @@ def reduce_file(a, xmode):
             # Following: the appended lines are the answer.  Where they continue what was kept, the kept
             # reduction and zone map grow with them, so that reopening or zooming a live run stays cheap.
             p, pos = read_range(a, xmode, f, size, a.offset, k is not None and a.offset == k["pos"])
-            if p.zones is not None and pos != k["pos"] and whole:
+            if k is not None and p.zones is not None and pos != k["pos"] and whole:
                 if exact:
                     m = _restore(a, xmode, k)
                     # A copy: merging regrids the buckets it is given, and p's are the answer.
@@ -180,7 +180,7 @@ def reduce_file(a, xmode):
                 else:
                     _remember(key, f, st, pos, list(k["zones"]) + p.zones, None, None)
             return p, pos, size, None, "read"
-        if exact and whole:
+        if exact and whole and k is not None:
             # The exact reduction up to where it was read, plus the lines appended since.
             p = _restore(a, xmode, k)
             q, pos = read_range(a, xmode, f, size, k["pos"], True)

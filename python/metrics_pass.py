@@ -29,7 +29,7 @@ class Reducer(object):
         self.window = lo is not None
         self.origin = lo
         self.width = None
-        if self.window:
+        if lo is not None and hi is not None:  # a window (--from and --to go together)
             self.width = (hi - lo) / nb if hi > lo else 1.0
             self.hi = hi
         self.lo_idx = None
@@ -41,6 +41,8 @@ class Reducer(object):
         self.xmax = None
 
     def _double(self):
+        # Only once points are in: the width and the index range are set.
+        assert self.width is not None and self.lo_idx is not None and self.hi_idx is not None
         self.width *= 2.0
         self.lo_idx //= 2
         self.hi_idx //= 2
@@ -112,7 +114,7 @@ class Reducer(object):
             o, w = self.origin, self.width
             blo = math.floor((xmin - o) / w)
             bhi = math.floor((xmax - o) / w)
-            if self.lo_idx is None:
+            if self.lo_idx is None or self.hi_idx is None:
                 self.lo_idx, self.hi_idx = blo, bhi
             while max(self.hi_idx, bhi) - min(self.lo_idx, blo) + 1 > self.nb:
                 self._double()

@@ -65,7 +65,7 @@ PREVIEW_BYTES = 8 << 20
 class _Args(object):
     """The parsed command line (attributes set by parse_args)."""
 
-    path = None  # type: Optional[str]
+    path = ""  # type: str
     buckets = 0  # type: int
     x = "step"  # type: str
     lo = None  # type: Optional[float]
@@ -82,7 +82,7 @@ class _Args(object):
 
 def parse_args(argv):
     a = _Args()
-    a.path = None
+    path = None
     a.buckets = DEFAULT_BUCKETS
     a.x = "step"
     a.lo = None
@@ -136,20 +136,21 @@ def parse_args(argv):
             a.verify = True
         elif tok.startswith("--"):
             raise kg_common.ProbeError("unknown option %s" % tok, "bad-args")
-        elif a.path is None:
-            a.path = tok
+        elif path is None:
+            path = tok
         else:
             raise kg_common.ProbeError("only one FILE is read", "bad-args")
-    if a.path is None:
+    if path is None:
         raise kg_common.ProbeError("usage: metrics_reduce.py FILE [--buckets N] [--x step|time|line] "
                                    "[--from X --to X] [--offset BYTES] [--series k1,k2]", "bad-args")
+    a.path = path
     if a.x not in ("step", "time", "line"):
         raise kg_common.ProbeError("--x must be step, time or line", "bad-args")
     if not 1 <= a.buckets <= 1000000:
         raise kg_common.ProbeError("--buckets must be between 1 and 1000000", "bad-args")
     if (a.lo is None) != (a.hi is None):
         raise kg_common.ProbeError("--from and --to go together", "bad-args")
-    if a.lo is not None and not (math.isfinite(a.lo) and math.isfinite(a.hi) and a.lo <= a.hi):
+    if a.lo is not None and a.hi is not None and not (math.isfinite(a.lo) and math.isfinite(a.hi) and a.lo <= a.hi):
         raise kg_common.ProbeError("--from must be a number not above --to", "bad-args")
     if a.offset < 0:
         raise kg_common.ProbeError("--offset must not be negative", "bad-args")
@@ -212,7 +213,7 @@ def reduce_csv(a, xmode, f, size):
     def records():
         nonlocal header, pos
         for lineno, after, text in _text_lines(f, 0, size, p.counts):
-            if lineno is None:
+            if lineno is None or text is None:  # the end: both None
                 pos = after
                 return
             if header is None:

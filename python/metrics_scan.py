@@ -277,6 +277,7 @@ def sample(p, f, start, size, budget):
                 scan(p, f, lo, None, buf)
                 used += 1
             break
+        assert lo is not None  # a window without a line start was passed over above, all but the last
         done = scan(p, f, lo, min(lo + win, size), buf)
         if done == lo:
             # No whole line fits in a window: take the one that starts here, however long.
