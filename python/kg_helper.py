@@ -79,8 +79,9 @@ PRELOAD = ("json", "re", "struct", "subprocess", "threading", "tempfile", "shuti
            "platform", "glob", "base64", "zipfile", "warnings", "posixpath", "pickle", "itertools", "io",
            "hashlib", "datetime", "bisect", "stat", "getpass", "ctypes", "resource", "pwd")
 
-# The answer's length, and whether the probe's state follows it.
-_HEAD = struct.Struct(">Q?")
+# The answer's length, whether the probe's state follows it, and the child's time stamps (time.perf_counter, one
+# clock for every process): request in hand, module executed, limits and state applied, main returned, answer framed.
+_HEAD = struct.Struct(">Q?5d")
 _STATE_HEAD = struct.Struct(">cQ")
 
 
@@ -121,6 +122,13 @@ class _Job(object):
         self.timeout_s = None  # type: Optional[float]
         self.code = None  # type: Optional[types.CodeType]
         self.mods = {}  # name -> compiled code of the modules it imports besides kg_common
+        # Where its time went, answered in a "timing" field when the request asks (npm run bench reads it).
+        self.timing = False
+        self.t_arrival = 0.0
+        self.t_dispatch = 0.0
+        self.compile_s = 0.0
+        self.how = None  # "prepared" (its module executed ahead), "spare" (forked ahead) or "fork"
+        self.key = None  # the probe's and its modules' source hashes: what a prepared spare must match
 
 
 class Helper(object):
@@ -136,10 +144,14 @@ class Helper(object):
         self.queue = deque()
         self.running = {}  # pid -> job
         self.by_id = {}  # rid -> job (waiting or running)
-        self.spare = None  # (pid, control fd, answer fd) of a child forked ahead of need
+        self.spare = None  # (pid, control fd, answer fd, what it prepared) of a child forked ahead of need
+        # The last request's probe (key, name, code, modules): the next spare executes its modules ahead of need.
+        self.prep = None
         self.stdin_open = True
         self.stop = False
         self.max_out = None
+        self.t_input = 0.0  # when the bytes being parsed were read
+        self.compile_s = 0.0
 
     # ------------------------------------------------------------------------------------------------ output
     def send(self, doc):
@@ -203,6 +215,7 @@ class Helper(object):
     def on_input(self):
         try:
             data = os.read(0, 1 << 20)
+            self.t_input = time.perf_counter()
         except (BlockingIOError, InterruptedError):
             return
         except OSError:
@@ -258,6 +271,7 @@ class Helper(object):
         if not isinstance(name, str) or not isinstance(digest, str) or not isinstance(args, list):
             self.send(_error(rid, "a probe request needs name, hash and args", "bad-request"))
             return
+        self.compile_s = 0.0
         try:
             code = self.code(name, digest, req.get("src"))
             mods = {}
@@ -280,6 +294,10 @@ class Helper(object):
         # Kept with the request: the module cache may drop them meanwhile.
         job.code = code
         job.mods = mods
+        job.key = (digest, tuple(sorted((e[0], e[1]) for e in req.get("modules") or ())))
+        job.timing = req.get("timing") is True
+        job.t_arrival = self.t_input
+        job.compile_s = self.compile_s
         self.by_id[rid] = job
         self.queue.append(job)
         self.start_waiting()
@@ -290,11 +308,13 @@ class Helper(object):
             return self.modules[digest][1]
         if src is None:
             return None
+        t0 = time.perf_counter()
         try:
             # Compiling is not running: the module's code runs in the child.
             code = compile(src, name + ".py", "exec", dont_inherit=True)
         except (SyntaxError, ValueError) as e:
             raise _BadModule("%s.py does not compile: %s" % (name, e))
+        self.compile_s += time.perf_counter() - t0
         while len(self.modules) >= MAX_MODULES:
             del self.modules[next(iter(self.modules))]
         self.modules[digest] = (name, code)
@@ -344,12 +364,20 @@ class Helper(object):
     def fork(self, job):
         code = job.code
         state = self.states.get(job.name)
+        job.t_dispatch = time.perf_counter()
+        job.how = "fork"
+        self.prep = (job.key, job.name, code, job.mods)
         if self.spare is not None and state is None:
-            # The child forked ahead of need takes it: the request does not wait for a fork.
-            pid, ctl, rfd = self.spare
+            # The child forked ahead of need takes it: the request does not wait for a fork, nor (when it is the
+            # probe the spare prepared) for its modules to execute.
+            pid, ctl, rfd, key = self.spare
             self.spare = None
+            if key == job.key:
+                job.how, msg = "prepared", ("p", job.rid, job.args)
+            else:
+                job.how, msg = "spare", ("f", job.rid, job.name, job.args, code, job.mods)
             try:
-                _write_all(ctl, marshal.dumps((job.rid, job.name, job.args, code, job.mods)))
+                _write_all(ctl, marshal.dumps(msg))
                 ok = True
             except OSError:
                 ok = False
@@ -395,18 +423,18 @@ class Helper(object):
                 os.close(fd)
             return
         if pid == 0:
-            _spare(self, ctl_r, ctl_w, rfd, wfd)
+            _spare(self, ctl_r, ctl_w, rfd, wfd, self.prep[1:] if self.prep is not None else None)
         os.close(ctl_r)
         os.close(wfd)
         try:
             os.setpgid(pid, pid)
         except OSError:
             pass
-        self.spare = (pid, ctl_w, rfd)
+        self.spare = (pid, ctl_w, rfd, self.prep[0] if self.prep is not None else None)
 
     def drop_spare(self):
         if self.spare is not None:
-            pid, ctl, rfd = self.spare
+            pid, ctl, rfd, _ = self.spare
             self.spare = None
             os.close(ctl)
             os.close(rfd)
@@ -436,15 +464,19 @@ class Helper(object):
         """Sends the answer as soon as it is whole (the child goes on to export its state)."""
         if job.answered or len(job.buf) < _HEAD.size:
             return
-        n, job.state_follows = _HEAD.unpack_from(job.buf)
+        head = _HEAD.unpack_from(job.buf)
+        n, job.state_follows = head[0], head[1]
         end = _HEAD.size + n
         if len(job.buf) < end:
             return
+        t_read = time.perf_counter()
         job.answered = True
         self.by_id.pop(job.rid, None)
         with memoryview(job.buf) as view:
             answer = bytes(view[_HEAD.size:end])
         job.buf = job.buf[end:]
+        if job.timing and answer.endswith(b"}"):
+            answer = answer[:-1] + b', "timing": ' + _timing(job, head[2:], t_read).encode("ascii") + b"}"
         self.send_line(answer)
         if not job.state_follows:
             self.start_waiting()
@@ -677,6 +709,24 @@ def _died(job):
     return "%s ended (exit status %d) before it answered" % (job.name, os.WEXITSTATUS(status)), "crashed"
 
 
+def _timing(job, stamps, t_read):
+    """Where a request's time went in the helper (milliseconds), from the parent's and the child's stamps."""
+    got, executed, ready, ran, framed = stamps
+    ms = lambda a, b: round(max(0.0, b - a) * 1000.0, 3)  # noqa: E731
+    return json.dumps({
+        "how": job.how,
+        "parse": ms(job.t_arrival, job.t_dispatch - job.compile_s),
+        "compile": round(job.compile_s * 1000.0, 3),
+        "handoff": ms(job.t_dispatch, got),
+        "exec": ms(got, executed),
+        "setup": ms(executed, ready),
+        "run": ms(ready, ran),
+        "frame": ms(ran, framed),
+        "pipe": ms(framed, t_read),
+        "total": ms(job.t_arrival, t_read),
+    })
+
+
 def _data_bytes():
     """Data segment this process already has (what fork copied from the parent), on Linux."""
     try:
@@ -728,7 +778,7 @@ def _child_setup(helper, close):
     # The parent's descriptors are not ours: its selector, the other requests' pipes, the spare's, the channel.
     fds = list(close) + list(helper.wake_fds) + [j.rfd for j in helper.running.values() if j.rfd is not None]
     if helper.spare is not None:
-        fds += list(helper.spare[1:])
+        fds += list(helper.spare[1:3])
     for fd in fds:
         try:
             os.close(fd)
@@ -759,10 +809,14 @@ def _child(helper, job, code, state, rfd, wfd):
     _run(job.rid, job.name, job.args, code, job.mods, state, wfd)
 
 
-def _spare(helper, ctl_r, ctl_w, rfd, wfd):
-    """A child forked ahead of need: set up, it waits for its request (rid, name, code, args) on ``ctl_r``."""
+def _spare(helper, ctl_r, ctl_w, rfd, wfd, prep):
+    """A child forked ahead of need: set up, and the last request's probe ``prep`` (name, code, modules) executed
+    and its limits applied, it waits for its request on ``ctl_r``: ("p", rid, args) for the probe it prepared,
+    ("f", rid, name, args, code, modules) for another."""
     try:
         _child_setup(helper, [ctl_w, rfd])
+        helper = None
+        ready = _prepare(*prep) if prep is not None else None
         chunks = []
         while True:
             c = os.read(ctl_r, 1 << 20)
@@ -772,32 +826,84 @@ def _spare(helper, ctl_r, ctl_w, rfd, wfd):
         os.close(ctl_r)
         if not chunks:
             os._exit(0)  # not needed after all
-        rid, name, args, code, mods = marshal.loads(b"".join(chunks))
+        msg = marshal.loads(b"".join(chunks))
         chunks = None
     except BaseException:  # noqa: BLE001
         os._exit(70)
-    _run(rid, name, args, code, mods, None, wfd)
+    if msg[0] == "p" and ready is not None:
+        _run(msg[1], prep[0], msg[2], prep[1], prep[2], None, wfd, ready[0])
+    if ready is not None:
+        _unprepare(ready)
+    if msg[0] == "p":
+        # Its module failed to execute ahead: executed again, the failure is this request's answer.
+        _run(msg[1], prep[0], msg[2], prep[1], prep[2], None, wfd)
+    _run(msg[1], msg[2], msg[3], msg[4], msg[5], None, wfd)
 
 
-def _run(rid, name, args, code, mods, state, wfd):
-    """Runs one request in this child and leaves with os._exit: never returns to the loop."""
+def _load(name, code, mods):
+    """Executes probe ``name``'s module (its modules importable) and applies its limits: (module, main, limits)."""
+    kg = _kg()
+    if mods:
+        sys.modules["kg_modules"].install(mods)
+    mod = types.ModuleType("kg_probe_" + name)
+    mod.__file__ = name + ".py"
+    sys.modules[mod.__name__] = mod
+    exec(code, mod.__dict__)
+    main = mod.main
+    limits = dict(kg.probe_limits(main))
+    if limits.get("memory") is not None:
+        # The probe's own allowance, on top of what this process is at fork.
+        limits["memory"] += _data_bytes()
+    kg.apply_process_limits(limits)
+    return mod, main, limits
+
+
+def _prepare(name, code, mods):
+    """A spare's guess that the next request is the last one's probe: ((module, main, limits), undo) or None."""
+    undo = (set(sys.modules), list(sys.meta_path), _rlimits())
+    try:
+        return _load(name, code, mods), undo
+    except BaseException:  # noqa: BLE001 - the request, if it comes, runs it again and answers the failure
+        _unprepare((None, undo))
+        return None
+
+
+def _unprepare(ready):
+    """Forgets what a spare prepared for another probe: modules imported, finder, limits."""
+    before, meta, limits = ready[1]
+    for name in [n for n in sys.modules if n not in before]:
+        del sys.modules[name]
+    sys.meta_path[:] = meta
+    try:
+        import resource
+
+        for which, soft_hard in limits:
+            resource.setrlimit(which, soft_hard)
+    except (ImportError, ValueError, OSError):
+        pass
+
+
+def _rlimits():
+    try:
+        import resource
+
+        return [(w, resource.getrlimit(w)) for w in (resource.RLIMIT_DATA, resource.RLIMIT_CPU)]
+    except (ImportError, AttributeError, ValueError, OSError):
+        return []
+
+
+def _run(rid, name, args, code, mods, state, wfd, loaded=None):
+    """Runs one request in this child (its module executed already when ``loaded``) and leaves with os._exit:
+    never returns to the loop."""
     status = 70
+    t_got = time.perf_counter()
+    t_exec = t_ready = t_ran = t_got
     try:
         kg = _kg()
-        if mods:
-            sys.modules["kg_modules"].install(mods)
-        mod = types.ModuleType("kg_probe_" + name)
-        mod.__file__ = name + ".py"
-        sys.modules[mod.__name__] = mod
-        text = None
+        text = mod = None
         try:
-            exec(code, mod.__dict__)
-            main = mod.main
-            limits = dict(kg.probe_limits(main))
-            if limits.get("memory") is not None:
-                # The probe's own allowance, on top of what this process is at fork.
-                limits["memory"] += _data_bytes()
-            kg.apply_process_limits(limits)
+            mod, main, limits = loaded if loaded is not None else _load(name, code, mods)
+            t_exec = time.perf_counter()
             imp = getattr(mod, "KG_STATE_IMPORT", None)
             if state and callable(imp):
                 try:
@@ -806,7 +912,9 @@ def _run(rid, name, args, code, mods, state, wfd):
                 except Exception as e:  # noqa: BLE001 - a cache that cannot be restored is started afresh
                     sys.stderr.write("kg_helper: %s state not restored: %s\n" % (name, e))
             state = None
+            t_ready = time.perf_counter()
             text = kg.call_probe(main, args, limits)[1]
+            t_ran = time.perf_counter()
             # The answer is all this process holds now: the bytes to send, made once.
             body = text.encode("ascii")
             text = None
@@ -820,7 +928,8 @@ def _run(rid, name, args, code, mods, state, wfd):
         # {"id": N, + the envelope without its opening brace, written from the one copy.
         prefix = ('{"id": %s, ' % json.dumps(rid)).encode("ascii")
         get = getattr(mod, "KG_STATE_EXPORT", None)
-        _write_all(wfd, _HEAD.pack(len(prefix) + len(body) - 1, callable(get)) + prefix)
+        stamps = (t_got, max(t_exec, t_got), max(t_ready, t_exec), max(t_ran, t_ready), time.perf_counter())
+        _write_all(wfd, _HEAD.pack(len(prefix) + len(body) - 1, callable(get), *stamps) + prefix)
         _write_all(wfd, memoryview(body)[1:])
         body = None
         status = 0
