@@ -358,3 +358,4 @@ def _codecs_encode(text, encoding="utf-8", *_rest):
     # protocol 2 writes bytes as _codecs.encode(str, 'latin1')
     if isinstance(text, str) and encoding in ("latin1", "latin-1", "utf-8", "utf8", "ascii"):
         return text.encode(encoding)
+    return b""

@@ -1,4 +1,5 @@
 """Tests of python/ckpt_args.py on real checkpoints written at test time by Debian's torch (/usr/bin/python3)."""
+import codecs
 import enum
 import io
 import json
@@ -664,6 +665,21 @@ class NoTorchNeeded(unittest.TestCase):
         self.assertEqual(doc["args"], {"lr": 0.5})
         full = ckpt_args.main([path, "--all"])["args"]
         self.assertEqual(full["other"]["$class"], "mylib.factory(...)")
+        self.assertEqual(doc["unsafeGlobals"], [])
+
+    def test_bytes_written_as_codecs_encode(self):
+        # Protocol 2 writes bytes as _codecs.encode(str, "latin1"); any other call of it gives empty bytes, never
+        # None and never the codec run.
+        class Encoded(object):
+            def __init__(self, text, codec):
+                self.args = (text, codec)
+
+            def __reduce__(self):
+                return (codecs.encode, self.args)
+
+        pkl = pickle.dumps({"args": {"ok": Encoded("x\xe9", "latin1"), "odd": Encoded("x", "rot13")}}, 2)
+        doc = ckpt_args.main([self._zip_with_pickle("codecs.pt", pkl)])
+        self.assertEqual(doc["args"], {"ok": repr(b"x\xe9"), "odd": repr(b"")})
         self.assertEqual(doc["unsafeGlobals"], [])
 
     def _enum_args(self, member, name="e.pt", key=None):
