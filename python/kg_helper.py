@@ -143,6 +143,7 @@ class _Job(object):
         self.t_dispatch = 0.0
         self.compile_s = 0.0
         self.how = None  # "prepared" (its module executed ahead), "spare" (forked ahead) or "fork"
+        self.zygote_child = False  # forked by the zygote: its wait status comes from there
         self.key = None  # type: Optional[tuple]  # the probe's and its modules' source hashes: what a prepared spare must match
 
 
@@ -404,6 +405,7 @@ class Helper(object):
             os.close(ctl)
             if ok:
                 self._started(job, pid, rfd)
+                job.zygote_child = self.zygote is not None
                 if self.zygote is not None:
                     # The next spare is forked while this request runs, not after it answered.
                     self.make_spares()
@@ -488,12 +490,21 @@ class Helper(object):
     def stop_zygote(self):
         """The zygote is gone or failed: spares are forked here from now on."""
         zygote, self.zygote = self.zygote, None
-        if zygote is not None:
-            try:
-                self.sel.unregister(zygote.sock)
-            except (KeyError, ValueError):
-                pass
-            zygote.close()
+        if zygote is None:
+            return
+        try:
+            self.sel.unregister(zygote.sock)
+        except (KeyError, ValueError):
+            pass
+        zygote.close()
+        # Its children die with it (PR_SET_PDEATHSIG), and no one will report how: killed, as far as we know.
+        self.drop_spares()
+        for job in [j for j in self.running.values() if j.zygote_child and j.status is None]:
+            _kill_group(job.pid)
+            job.status = signal.SIGKILL  # a wait status: killed by SIGKILL
+            if job.rfd is not None:
+                self.on_child_output(job)
+            self._settle(job)
 
     def drop_spares(self):
         while self.spares:

@@ -3,6 +3,7 @@ import errno
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -372,6 +373,35 @@ class Isolation(HelperCase):
         r = self.ask({"id": 3, "op": "probe", "name": "ex", "hash": "ex", "src": exits, "args": []})
         self.assertEqual(r["error"]["code"], "crashed", r)
         self.assertIn("exit status 9", r["error"]["message"])
+
+    def zygote(self):
+        for pid in os.listdir("/proc"):
+            if pid.isdigit():
+                try:
+                    with open("/proc/%s/stat" % pid) as f:
+                        comm, rest = f.read().split(" (", 1)[1].rsplit(")", 1)
+                    if comm == "kg-zygote" and int(rest.split()[1]) == self.p.pid:
+                        return int(pid)
+                except (OSError, IndexError, ValueError):
+                    pass
+        return None
+
+    @unittest.skipUnless(sys.platform.startswith("linux"), "the zygote is Linux only")
+    def test_a_zygote_that_dies_takes_its_requests_with_it_and_the_helper_serves_on(self):
+        zygote = self.zygote()
+        self.assertIsNotNone(zygote, "no kg-zygote below the helper")
+        where = os.path.join(self.dir, "pids")
+        self.write({"id": 1, "op": "probe", "name": "spin", "hash": "spin", "src": SPIN, "args": [where]})
+        pid, tool = self.pids_in(where)  # running: its pid is written
+        os.kill(zygote, signal.SIGKILL)
+        r = self.read()
+        self.assertEqual((r["id"], r["error"]["code"]), (1, "killed"), r)
+        self.assertEqual(self.wait_gone([pid, tool]), [], "the request outlived its zygote")
+        # Forked by the helper itself from now on.
+        ok = self.ask({"id": 2, "op": "probe", "name": "hi", "hash": "hi", "src": "def main(argv):\n    return 1\n",
+                       "args": [], "timing": True})
+        self.assertEqual(ok["result"], 1, ok)
+        self.assertEqual(self.lingering_children(), [])
 
     def test_answers_carry_the_footprint(self):
         r = self.ask({"id": 1, "op": "probe", "name": "read_file", "hash": "rf", "src": src("read_file"), "args": [__file__]})
