@@ -23,6 +23,9 @@ import { waitUntil } from '../support/process';
 // The resident helper over a real sshd: each request runs in its own child on the host, which is killed at its
 // deadline or on cancel (with the workers it forked), so nothing keeps running; large answers stream in linear time.
 
+/** kg_helper.py SPARES: the children it keeps forked ahead of need, idle. */
+const SPARES = 2;
+
 let sshd: TestSshd;
 let pool: SshPool;
 let runner: ProbeRunner;
@@ -52,6 +55,8 @@ interface Proc {
   /** State of each of its threads (R: running). */
   states: string[];
   cmd: string;
+  /** The process's name: kg_helper's zygote (the process that forks the requests' children on Linux) names itself. */
+  comm: string;
 }
 
 function stat(path: string): { ppid: number; state: string } {
@@ -69,7 +74,8 @@ function processesUnderSshd(): Proc[] {
       const { ppid } = stat(`/proc/${name}/stat`);
       const states = readdirSync(`/proc/${name}/task`).map((t) => stat(`/proc/${name}/task/${t}/stat`).state);
       const cmd = readFileSync(`/proc/${name}/cmdline`, 'utf8').replace(/\0/g, ' ');
-      all.set(Number(name), { pid: Number(name), ppid, states, cmd });
+      const comm = readFileSync(`/proc/${name}/comm`, 'utf8').trim();
+      all.set(Number(name), { pid: Number(name), ppid, states, cmd, comm });
     } catch {
       /* gone meanwhile */
     }
@@ -93,14 +99,17 @@ function processesUnderSshd(): Proc[] {
 }
 
 /**
- * The helper's children (one, idle, is forked ahead for the next request), those of them running (or runnable),
- * and whether anything below sshd is burning CPU or left a zombie.
+ * The processes of the helper's requests, its children or its zygote's (one, idle, is forked ahead for the next
+ * request: SPARES), those of them running (or runnable), and whether anything below sshd is burning CPU or left a zombie.
  */
 function helperState(): { children: number; busyChildren: number; running: string[] } {
   const procs = processesUnderSshd();
   const helpers = new Set(procs.filter((p) => p.cmd.includes('kg_helper')).map((p) => p.pid));
   const topHelpers = [...helpers].filter((pid) => !helpers.has(procs.find((p) => p.pid === pid)!.ppid));
-  const children = procs.filter((p) => topHelpers.includes(p.ppid));
+  const zygotes = procs.filter((p) => topHelpers.includes(p.ppid) && p.comm === 'kg-zygote').map((p) => p.pid);
+  const children = procs.filter(
+    (p) => (topHelpers.includes(p.ppid) || zygotes.includes(p.ppid)) && !zygotes.includes(p.pid),
+  );
   const running = procs
     .filter((p) => p.states.some((s) => s === 'R' || s === 'Z'))
     .map((p) => `${p.pid} ${p.states.join('')} ${p.cmd.slice(0, 60)}`);
@@ -111,7 +120,7 @@ function helperState(): { children: number; busyChildren: number; running: strin
 async function settled(ms: number): Promise<boolean> {
   return waitUntil(() => {
     const s = helperState();
-    return s.children <= 1 && s.running.length === 0;
+    return s.children <= SPARES && s.running.length === 0;
   }, ms);
 }
 

@@ -3,6 +3,7 @@ import errno
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -10,6 +11,8 @@ import time
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+# kg_helper.SPARES: the children it keeps forked ahead of need, idle.
+SPARES = 2
 PY_DIR = os.path.join(HERE, "..", "..", "python")
 
 LOADER = (
@@ -178,19 +181,23 @@ class Isolation(HelperCase):
         shutil.rmtree(self.dir, ignore_errors=True)
 
     def children(self):
-        """The helper's children but the one it keeps forked ahead, idle (sleeping): zombies count too."""
-        out = []
+        """The processes of the helper's requests but those forked ahead, idle (sleeping): zombies count too. They
+        are the helper's children, or its zygote's (kg_helper.py: the process that forks them on Linux)."""
+        procs = {}
         for pid in os.listdir("/proc"):
             if pid.isdigit():
                 try:
                     with open("/proc/%s/stat" % pid) as f:
-                        fields = f.read().rsplit(")", 1)[1].split()
-                    if int(fields[1]) == self.p.pid:
-                        out.append((int(pid), fields[0]))
+                        comm, rest = f.read().split(" (", 1)[1].rsplit(")", 1)
+                    fields = rest.split()
+                    procs[int(pid)] = (int(fields[1]), fields[0], comm)
                 except (OSError, IndexError, ValueError):
                     pass
+        zygotes = [pid for pid, (ppid, _, comm) in procs.items() if ppid == self.p.pid and comm == "kg-zygote"]
+        out = [(pid, st) for pid, (ppid, st, _) in procs.items()
+               if (ppid == self.p.pid or ppid in zygotes) and pid not in zygotes]
         idle = [c for c in out if c[1] == "S"]
-        return [c for c in out if c[1] != "S"] + idle[1:]
+        return [c for c in out if c[1] != "S"] + idle[SPARES:]
 
     def lingering_children(self):
         """Children still there once things settle: the helper's spare, forked after a request ends, runs ('R')
@@ -280,6 +287,35 @@ class Isolation(HelperCase):
         self.assertEqual(r1["result"], {"seen": ["a"], "mutated": None})
         self.assertEqual(r2["result"], {"seen": ["b"], "mutated": None})
 
+    def test_a_requests_child_is_never_reused_even_when_prepared_ahead(self):
+        # The same probe again and again: each later request is served by a spare that executed the probe's module
+        # (and its module kg_t_m) before the request came. Each still runs in a process of its own, and nothing the
+        # previous request set (a global of the probe, of its module, of kg_common) is there.
+        mod = "import kg_common\nMARK = []\n"
+        src = (
+            "import os, kg_common, kg_t_m\n"
+            "SEEN = []\n"
+            "def main(argv):\n"
+            "    before = (list(SEEN), list(kg_t_m.MARK), getattr(kg_common, 'kg_t_mark', None))\n"
+            "    SEEN.append(argv[0]); kg_t_m.MARK.append(argv[0]); kg_common.kg_t_mark = argv[0]\n"
+            "    return {'pid': os.getpid(), 'before': before}\n"
+        )
+        req = {"op": "probe", "name": "reuse", "hash": "reuse1", "src": src, "timing": True,
+               "modules": [["kg_t_m", "m1", mod]]}
+        answers = [self.ask(dict(req, id=i, args=[str(i)])) for i in range(1, 6)]
+        for r in answers:
+            self.assertTrue(r["ok"], r)
+            self.assertEqual(r["result"]["before"], [[], [], None], r)
+        pids = [r["result"]["pid"] for r in answers]
+        self.assertEqual(len(set(pids)), len(pids), pids)
+        self.assertNotIn(self.p.pid, pids)
+        # What the answers say of where their time went; the later ones found the module executed already.
+        for r in answers:
+            self.assertIn(r["timing"]["how"], ("prepared", "spare", "fork"))
+            for phase in ("handoff", "exec", "run", "frame", "pipe", "total"):
+                self.assertGreaterEqual(r["timing"][phase], 0.0)
+        self.assertIn("prepared", [r["timing"]["how"] for r in answers[1:]])
+
     def test_state_is_carried_only_as_plain_data(self):
         src = (
             "COUNT = {}\n"
@@ -337,6 +373,35 @@ class Isolation(HelperCase):
         r = self.ask({"id": 3, "op": "probe", "name": "ex", "hash": "ex", "src": exits, "args": []})
         self.assertEqual(r["error"]["code"], "crashed", r)
         self.assertIn("exit status 9", r["error"]["message"])
+
+    def zygote(self):
+        for pid in os.listdir("/proc"):
+            if pid.isdigit():
+                try:
+                    with open("/proc/%s/stat" % pid) as f:
+                        comm, rest = f.read().split(" (", 1)[1].rsplit(")", 1)
+                    if comm == "kg-zygote" and int(rest.split()[1]) == self.p.pid:
+                        return int(pid)
+                except (OSError, IndexError, ValueError):
+                    pass
+        return None
+
+    @unittest.skipUnless(sys.platform.startswith("linux"), "the zygote is Linux only")
+    def test_a_zygote_that_dies_takes_its_requests_with_it_and_the_helper_serves_on(self):
+        zygote = self.zygote()
+        self.assertIsNotNone(zygote, "no kg-zygote below the helper")
+        where = os.path.join(self.dir, "pids")
+        self.write({"id": 1, "op": "probe", "name": "spin", "hash": "spin", "src": SPIN, "args": [where]})
+        pid, tool = self.pids_in(where)  # running: its pid is written
+        os.kill(zygote, signal.SIGKILL)
+        r = self.read()
+        self.assertEqual((r["id"], r["error"]["code"]), (1, "killed"), r)
+        self.assertEqual(self.wait_gone([pid, tool]), [], "the request outlived its zygote")
+        # Forked by the helper itself from now on.
+        ok = self.ask({"id": 2, "op": "probe", "name": "hi", "hash": "hi", "src": "def main(argv):\n    return 1\n",
+                       "args": [], "timing": True})
+        self.assertEqual(ok["result"], 1, ok)
+        self.assertEqual(self.lingering_children(), [])
 
     def test_answers_carry_the_footprint(self):
         r = self.ask({"id": 1, "op": "probe", "name": "read_file", "hash": "rf", "src": src("read_file"), "args": [__file__]})

@@ -42,11 +42,32 @@ export interface Footprint {
   cpuS: number;
 }
 
+/**
+ * Where one request's time went in the resident helper (ms), when asked for (`RunOptions.timing`; the bench does):
+ * parsing it, compiling sources that came with it, handing it to its child, executing the probe's module, limits
+ * and state, `main` and its JSON, framing the answer, and the pipe back. `how`: `prepared` (a child forked ahead had
+ * executed the probe's module already), `spare` (forked ahead for another probe) or `fork` (forked for it).
+ */
+export interface HelperTiming {
+  how: string;
+  parse: number;
+  compile: number;
+  handoff: number;
+  exec: number;
+  setup: number;
+  run: number;
+  frame: number;
+  pipe: number;
+  total: number;
+}
+
 export interface ProbeOutcome<R> {
   value: R;
   python: Interpreter;
   /** Absent when the host could not tell (no `resource` module). */
   footprint?: Footprint;
+  /** Only when asked for, through the resident helper. */
+  timing?: HelperTiming;
 }
 
 /** Runs probes on one host (one-shot, or through the resident helper). */

@@ -11,12 +11,27 @@ import { whyFailed } from '../transport/collect';
 /** What the probe's process took of the host (kg_common.footprint): peak RSS and CPU seconds. */
 const footprintSchema = z.object({ maxRssKb: z.number(), cpuS: z.number() });
 
+const ms = z.number();
+const timingSchema = z.object({
+  how: z.string(),
+  parse: ms,
+  compile: ms,
+  handoff: ms,
+  exec: ms,
+  setup: ms,
+  run: ms,
+  frame: ms,
+  pipe: ms,
+  total: ms,
+});
+
 const envelopeSchema = z.union([
   z.object({
     ok: z.literal(true),
     result: z.unknown(),
     python: interpreterSchema,
     footprint: footprintSchema.nullish(),
+    timing: timingSchema.optional(),
   }),
   z.object({
     ok: z.literal(false),
@@ -29,6 +44,8 @@ const envelopeSchema = z.union([
 export interface RunOptions {
   timeoutMs?: number;
   signal?: AbortSignal;
+  /** Ask the resident helper where the request's time went (`ProbeOutcome.timing`). */
+  timing?: boolean;
 }
 
 /** The framed JSON document in a probe's stdout; whatever a login shell printed around it is ignored. */
@@ -59,7 +76,13 @@ export function probeOutcome<R>(call: ProbeCall<R>, raw: unknown, where: string)
     });
   }
   const footprint = env.data.footprint ?? undefined;
-  return { value: call.parse(env.data.result), python: env.data.python, ...(footprint ? { footprint } : {}) };
+  const timing = env.data.timing;
+  return {
+    value: call.parse(env.data.result),
+    python: env.data.python,
+    ...(footprint ? { footprint } : {}),
+    ...(timing ? { timing } : {}),
+  };
 }
 
 export interface ProbeRunnerOptions {
@@ -107,7 +130,12 @@ export class ProbeRunner implements ProbeRunnerLike {
       this.helper = new ResidentHelper(this.transport, this.options.python);
     }
     const helper = this.helper;
-    const raw = await helper.request(call, options.timeoutMs ?? this.options.timeoutMs, options.signal);
+    const raw = await helper.request(
+      call,
+      options.timeoutMs ?? this.options.timeoutMs,
+      options.signal,
+      options.timing === true,
+    );
     return probeOutcome(call, raw, this.transport.label);
   }
 
@@ -277,7 +305,7 @@ class ResidentHelper {
     p.resolve(doc);
   }
 
-  async request<R>(call: ProbeCall<R>, timeoutMs: number, signal?: AbortSignal): Promise<unknown> {
+  async request<R>(call: ProbeCall<R>, timeoutMs: number, signal?: AbortSignal, timing = false): Promise<unknown> {
     if (signal?.aborted) throw new KnownGoodError('cancelled', `${call.probe} was cancelled`);
     const { handle } = await withTimeout(this.started, timeoutMs, () => this.startTimeout(timeoutMs));
     const src = probeSource(call.probe);
@@ -295,6 +323,7 @@ class ResidentHelper {
         timeoutMs,
       };
       if (withSource || !this.sent.has(src.hash)) req['src'] = src.source;
+      if (timing) req['timing'] = true;
       if (modules.length) {
         req['modules'] = modules.map((m) =>
           withSource || !this.sent.has(m.hash) ? [m.name, m.hash, m.source] : [m.name, m.hash],
