@@ -700,6 +700,8 @@ class Helper(object):
         for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
             signal.signal(sig, self._on_stop_signal)
         signal.signal(signal.SIGCHLD, lambda *_: None)
+        # Before the ready line: a client (or a test) that sees it finds the zygote there.
+        self.zygote = _Zygote.start(self)
         self.send({"ready": self.nonce, "python": _kg().interpreter()})
         # Non-blocking output, so a slow reader never stops deadlines from being kept; unless stdout and stderr
         # are one file (a terminal), where children's stderr would then fail with EAGAIN.
@@ -711,7 +713,6 @@ class Helper(object):
             pass
         self.sel.register(0, selectors.EVENT_READ, "in")
         self.sel.register(wake_r, selectors.EVENT_READ, "wake")
-        self.zygote = _Zygote.start(self)
         if self.zygote is not None:
             self.sel.register(self.zygote.sock, selectors.EVENT_READ, "zygote")
         try:
@@ -792,12 +793,23 @@ class _Zygote(object):
         except (OSError, AttributeError):
             return None
         gc.freeze()
+        # Named before the fork, so it has its name from its first instant (ps, tests), and this process back after.
+        try:
+            with open("/proc/self/comm", "rb") as f:
+                name = f.read().strip()
+        except OSError:
+            name = None
+        if name is not None:
+            helper.prctl(_PR_SET_NAME, b"kg-zygote", 0, 0, 0)
         try:
             pid = os.fork()
         except OSError:
             ours.close()
             theirs.close()
             return None
+        finally:
+            if name is not None and os.getpid() == helper.pid:
+                helper.prctl(_PR_SET_NAME, name, 0, 0, 0)
         if pid == 0:
             _zygote(helper, theirs, ours)
         theirs.close()
@@ -890,7 +902,6 @@ def _zygote(helper, sock, theirs):
     """The zygote's loop: forks a spare per request of the helper and reports how each ended; never returns."""
     try:
         _child_setup(helper, [theirs.fileno()])
-        helper.prctl(_PR_SET_NAME, b"kg-zygote", 0, 0, 0)
         prctl, zpid = helper.prctl, os.getpid()
         wake_r, wake_w = os.pipe()
         os.set_blocking(wake_r, False)
