@@ -781,7 +781,9 @@ class _Zygote(object):
         self.pid = pid  # type: Optional[int]
         self.sock = sock
         self.asked = deque()  # (control fd, answer fd, key) of each spare asked for, not yet forked: in order
-        self.known = set()  # what the zygote keeps, by key: the probes spares may prepare
+        # What the zygote keeps, by key (the probes its spares may prepare): the same keys in the same order as its
+        # own dict, both dropping the oldest past ZYGOTE_PREPS, so "k" is sent only for what it has.
+        self.known = {}
         self.buf = b""
 
     @staticmethod
@@ -851,8 +853,8 @@ class _Zygote(object):
             os.close(ctl_w)
             os.close(rfd)
             return False
-        if key is not None:
-            self.known.add(key)
+        if msg[0] == "c":
+            _remember(self.known, key, True)
         self.asked.append((ctl_w, rfd, key))
         return True
 
@@ -887,6 +889,17 @@ class _Zygote(object):
             except OSError:
                 pass
             self.pid = None
+
+
+ZYGOTE_PREPS = 16
+
+
+def _remember(kept, key, value):
+    """Adds to ``kept`` (oldest first), dropping the oldest past ZYGOTE_PREPS: the helper and the zygote alike."""
+    kept.pop(key, None)
+    while len(kept) >= ZYGOTE_PREPS:
+        del kept[next(iter(kept))]
+    kept[key] = value
 
 
 def _readable(sock, timeout):
@@ -924,9 +937,7 @@ def _zygote(helper, sock, theirs):
                     continue
                 msg, fds = _zygote_message(sock)
                 if msg[0] == "c":
-                    while len(preps) >= 16:
-                        del preps[next(iter(preps))]
-                    preps[msg[1]] = msg[2:]
+                    _remember(preps, msg[1], msg[2:])
                 prep = preps.get(msg[1]) if msg[0] in ("c", "k") else None
                 pid = -1
                 if len(fds) == 2:
@@ -1154,7 +1165,10 @@ def _spare(helper, ctl_r, ctl_w, rfd, wfd, prep, parent=None):
         chunks = None
     except BaseException:  # noqa: BLE001
         os._exit(70)
-    if msg[0] == "p" and prep is not None:
+    if msg[0] == "p":
+        if prep is None:
+            # Cannot happen (the helper mirrors what the zygote keeps); answered, not crashed, if it ever does.
+            prep = ("unknown", compile("raise RuntimeError('the spare had no probe')", "kg_helper", "exec"), None)
         name, code, mods = prep
         if ready is not None:
             _run(msg[1], name, msg[2], code, mods, None, wfd, ready[0])
