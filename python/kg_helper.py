@@ -164,6 +164,7 @@ class Helper(object):
         # The last request's probe (key, name, code, modules): the next spare executes its modules ahead of need.
         self.prep = None  # type: Optional[tuple]
         self.zygote = None  # type: Optional[_Zygote]
+        self.zygote_later = []  # what the zygote said while a request was being started: (pid, status), None: gone
         self.stdin_open = True
         self.stop = False
         self.max_out = 1 << 30  # kg_common's output limit, from serve()
@@ -442,7 +443,7 @@ class Helper(object):
         if zygote is not None:
             while len(self.spares) + len(zygote.asked) < SPARES:
                 if not zygote.ask(self.prep):
-                    self.stop_zygote()
+                    self.zygote_later.append(None)  # stopped from the loop (this may run inside a start)
                     return
             return
         if self.spares:
@@ -468,24 +469,36 @@ class Helper(object):
         self.spares.append((pid, ctl_w, rfd, self.prep[0] if self.prep is not None else None))
 
     def on_zygote(self, wait_s=0.0):
-        """Takes what the zygote said: a spare it forked, a child of it that ended."""
+        """Takes what the zygote said: a spare it forked, a child of it that ended. Waiting (from fork, while a
+        request is being started) only the spares are taken at once; the rest waits for the loop (settling a
+        child starts waiting requests, which must not happen inside a start)."""
         zygote = self.zygote
         if zygote is None:
             return
         records = zygote.records(wait_s)
         if records is None:
-            self.stop_zygote()
-            return
-        for kind, pid, status in records:
-            if kind == b"P" and zygote.asked:
-                ctl_w, rfd, key = zygote.asked.popleft()
-                if pid > 0:
-                    self.spares.append((pid, ctl_w, rfd, key))
-                else:
-                    os.close(ctl_w)
-                    os.close(rfd)
-            elif kind == b"X":
-                self.ended(pid, status)
+            self.zygote_later.append(None)
+        else:
+            for kind, pid, status in records:
+                if kind == b"P" and zygote.asked:
+                    ctl_w, rfd, key = zygote.asked.popleft()
+                    if pid > 0:
+                        self.spares.append((pid, ctl_w, rfd, key))
+                    else:
+                        os.close(ctl_w)
+                        os.close(rfd)
+                elif kind == b"X":
+                    self.zygote_later.append((pid, status))
+        if not wait_s:
+            self.after_zygote()
+
+    def after_zygote(self):
+        later, self.zygote_later = self.zygote_later, []
+        for event in later:
+            if event is None:
+                self.stop_zygote()
+            else:
+                self.ended(*event)
 
     def stop_zygote(self):
         """The zygote is gone or failed: spares are forked here from now on."""
@@ -736,6 +749,7 @@ class Helper(object):
                             pass
                     else:
                         self.on_child_output(key.data)
+                self.after_zygote()
                 self.reap()
                 self.on_deadlines()
         finally:
