@@ -20,7 +20,8 @@ class Modules(object):
             return None
         from importlib.machinery import ModuleSpec
 
-        return ModuleSpec(name, self, origin=name + ".py")
+        # A loader by protocol (create_module, exec_module): importlib.abc.Loader is not imported for the type.
+        return ModuleSpec(name, self, origin=name + ".py")  # pyright: ignore[reportArgumentType]
 
     def create_module(self, spec):
         return None  # the default module object

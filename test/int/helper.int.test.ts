@@ -140,8 +140,9 @@ void test('a request past its deadline is killed on the host, with the workers i
 void test('cancelling a request (AbortSignal) kills it on the host', async () => {
   const ac = new AbortController();
   const run = runner.run(metricsReduceProbe({ path: bigLog, jobs: 2, fresh: true }), { signal: ac.signal });
-  // Reducing the 111 MB log takes over a second: half a second in, it is running on the host.
-  await new Promise((r) => setTimeout(r, 500));
+  // Cancelled once its child is seen running on the host (reducing the 111 MB log takes seconds of CPU, polled
+  // every 50 ms), not after a set time a fast machine might finish the reduction in.
+  assert.ok(await waitUntil(() => helperState().busyChildren >= 1, 30_000), 'the request never ran on the host');
   ac.abort();
   await assert.rejects(run, (e: unknown) => isKnownGoodError(e, 'cancelled'));
   assert.ok(await settled(1000), `still running on the host: ${JSON.stringify(helperState())}`);
@@ -182,7 +183,7 @@ void test('two slow requests run at once, each in its own process', async () => 
   assert.equal(b.value.lines, one.value.lines);
 });
 
-void test('a 64 MB answer through the helper is parsed in about the time of the one-shot path', async () => {
+void test('a 64 MB answer through the helper arrives whole, as the one-shot path gives it', async () => {
   // 46 MiB of bytes: read_file answers them as 61 MiB of base64, under the 64 MiB answer limit.
   const file = join(dir, 'blob.bin');
   writeFileSync(file, randomBytes(46 << 20));
@@ -200,9 +201,8 @@ void test('a 64 MB answer through the helper is parsed in about the time of the 
   );
   assert.equal(resident.value.end, 46 << 20);
   assert.equal(resident.value.data, once.value.data);
-  // The old client took 36 s for 68 MB (every chunk appended to a string and rescanned from its start).
-  assert.ok(residentMs < 10_000, `${residentMs} ms`);
-  assert.ok(residentMs < 3 * onceMs + 1000, `helper ${residentMs} ms, one-shot ${onceMs} ms`);
+  // The old client took 36 s for 68 MB (every chunk appended to a string and rescanned from its start); the times
+  // are printed above, not asserted: on a shared machine they measure the machine (npm run bench has the targets).
   assert.ok(resident.footprint && resident.footprint.maxRssKb > 46 << 10, 'the footprint is in the outcome');
 });
 

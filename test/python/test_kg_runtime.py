@@ -128,12 +128,22 @@ class ResidentHelper(HelperCase):
         self.assertEqual(printer["result"], {"ok": 1}, "a probe's print() must not corrupt the channel")
 
     def test_a_slow_request_does_not_hold_up_a_quick_one(self):
-        slow = "import time\ndef main(argv):\n    time.sleep(float(argv[0]))\n    return {'slept': argv[0]}\n"
-        self.p.stdin.write(json.dumps({"id": 1, "op": "probe", "name": "slow", "hash": "s", "src": slow, "args": ["2"]}) + "\n")
-        self.p.stdin.write(json.dumps({"id": 2, "op": "probe", "name": "slow", "hash": "s", "src": slow, "args": ["0"]}) + "\n")
-        self.p.stdin.flush()
-        first = json.loads(self.p.stdout.readline())
-        second = json.loads(self.p.stdout.readline())
+        # The slow one is held until a file exists, which the test makes only once the quick one has answered: no
+        # race with how long forking and compiling take here. Held up behind it, the quick one would answer only
+        # after the slow one gives up waiting (60 s), second.
+        slow = ("import os, time\ndef main(argv):\n    end = time.monotonic() + 60\n"
+                "    while argv and not os.path.exists(argv[0]) and time.monotonic() < end:\n        time.sleep(0.01)\n"
+                "    return {'held': bool(argv)}\n")
+        tmp = tempfile.mkdtemp(prefix="kg-release-")
+        release = os.path.join(tmp, "release")
+        try:
+            self.write({"id": 1, "op": "probe", "name": "slow", "hash": "s", "src": slow, "args": [release]})
+            self.write({"id": 2, "op": "probe", "name": "slow", "hash": "s", "src": slow, "args": []})
+            first = self.read()
+            open(release, "w").close()
+            second = self.read()
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
         self.assertEqual([first["id"], second["id"]], [2, 1])
 
     def test_two_slow_requests_run_at_once(self):
@@ -216,13 +226,13 @@ class Isolation(HelperCase):
         return len(os.listdir("/proc/%d/task" % self.p.pid))
 
     def wait_gone(self, pids):
-        end = time.monotonic() + 5
+        end = time.monotonic() + 30  # fails only if they never go
         while time.monotonic() < end and any(alive(p) for p in pids):
             time.sleep(0.05)
         return [p for p in pids if alive(p)]
 
     def pids_in(self, path):
-        end = time.monotonic() + 10
+        end = time.monotonic() + 30  # fails only if the probe never says
         while time.monotonic() < end:
             try:
                 with open(path) as f:
@@ -425,7 +435,10 @@ class Isolation(HelperCase):
         with open(path, "w") as f:
             for i in range(20000):
                 f.write('{"step": %d, "loss": %f}\n' % (i, 1.0 / (i + 1)))
-        req = {"op": "probe", "name": "metrics_reduce", "hash": "mr", "src": src("metrics_reduce"), "args": [path]}
+        # Its modules travel beside it, as the extension sends them (defineProbe's modules).
+        mods = [[n, n, src(n)] for n in ("metrics_cache", "metrics_lines", "metrics_pass", "metrics_scan", "metrics_tb")]
+        req = {"op": "probe", "name": "metrics_reduce", "hash": "mr", "src": src("metrics_reduce"), "args": [path],
+               "modules": mods}
         first = self.ask(dict(req, id=1))
         second = self.ask(dict(req, id=2))
         self.assertEqual((first["result"]["source"], second["result"]["source"]), ("read", "cache"))
