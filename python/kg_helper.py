@@ -386,8 +386,9 @@ class Helper(object):
         job.how = "fork"
         self.prep = (job.key, job.name, code, job.mods)
         if not self.spares and state is None and self.zygote is not None and self.zygote.asked:
-            # Asked for and on its way: waiting for it is shorter than a fork here.
-            self.on_zygote(wait_s=2.0)
+            # Asked for and on its way: waiting for it is shorter than a fork here. Not long, though: this loop
+            # keeps the other requests' deadlines (past ZYGOTE_WAIT_S, this one is forked here).
+            self.on_zygote(wait_s=ZYGOTE_WAIT_S)
         if self.spares and state is None:
             # A child forked ahead of need takes it: the request does not wait for a fork, nor (when it is the
             # probe the spare prepared) for its modules to execute.
@@ -906,6 +907,7 @@ class _Zygote(object):
 
 
 ZYGOTE_PREPS = 16
+ZYGOTE_WAIT_S = 0.1
 
 
 def _remember(kept, key, value):
