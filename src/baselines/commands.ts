@@ -11,7 +11,7 @@ import { showInfo, showInputBox, showQuickPick, showWarning } from '../window';
 import type { TargetOf } from '../core/runs/targets';
 import { withCancellableProgress, type BaselinesFeature } from './common';
 import { envUri } from './content';
-import { BaselineCommands } from './ids';
+import { BaselineCommands } from '../constants';
 
 /** A baseline with the host it belongs to. */
 interface HostBaseline {

@@ -1,5 +1,6 @@
 import * as vscode from 'vscode';
 import type { BenchRunOutcome } from '../api';
+import { BenchCommands } from '../constants';
 import type { BenchConfig, BenchResult } from '../core/bench/benchProbe';
 import { benchProcess } from '../core/bench/run';
 import { benchDocUri, comparisonChoice, formatRate } from '../core/bench/compare';
@@ -38,12 +39,6 @@ import type { RegisterCommand } from '../shared/commands';
 import type { Hosts } from '../shared/hosts';
 import type { SettingsAccess } from '../shared/settings';
 import { whyFailed } from '../core/transport/collect';
-
-export const BenchCommands = {
-  run: 'knownGood.bench.run',
-  runCustom: 'knownGood.bench.runCustom',
-  compare: 'knownGood.bench.compareWithBaseline',
-} as const;
 
 /** Read-only comparison documents, by URI. */
 class ComparisonDocuments implements vscode.TextDocumentContentProvider {

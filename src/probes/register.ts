@@ -14,14 +14,11 @@ import {
   type ProbeContext,
 } from '../core/probes/catalogue';
 import type { ProbeRunOutcome } from '../api';
+import { ProbeCommands } from '../constants';
 import type { RegisterCommand } from '../shared/commands';
 import type { Hosts } from '../shared/hosts';
 import { runInTerminal } from '../shared/terminal';
 import { showInfo, showInputBox, showQuickPick } from '../window';
-
-export const TerminalCommands = {
-  runProbe: 'knownGood.probes.run',
-} as const;
 
 /** What Run Probe needs: hosts, the log, and the baselines capability for a snapshot's "Save as Baseline". */
 export interface ProbesDeps {
@@ -33,7 +30,7 @@ export interface ProbesDeps {
 
 export function registerProbes(d: ProbesDeps): void {
   d.command(
-    TerminalCommands.runProbe,
+    ProbeCommands.runProbe,
     { kinds: ['host', 'root', 'run', 'checkpoint'], pick: 'Run the probe on which host?' },
     (target, call) => runProbe(d, target, typeof call.extra === 'string' ? call.extra : undefined),
   );
