@@ -9,7 +9,8 @@ import { KnownGoodError } from '../core/errors';
 import type { HostSpec } from '../core/hosts';
 import { showInfo, showInputBox, showQuickPick, showWarning } from '../window';
 import type { TargetOf } from '../core/runs/targets';
-import { withCancellableProgress, type BaselinesFeature } from './common';
+import { withCancellableProgress } from '../shared/progress';
+import type { BaselinesFeature } from './common';
 import { envUri } from './content';
 import { BaselineCommands } from '../constants';
 

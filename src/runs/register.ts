@@ -9,7 +9,8 @@ import { Commands } from '../constants';
 import type { RegisterCommand } from '../shared/commands';
 import type { Hosts } from '../shared/hosts';
 import type { SettingsAccess } from '../shared/settings';
-import { showInfo, showInputBox, showQuickPick, showWarning, withProgress } from '../window';
+import { showInfo, showInputBox, showQuickPick, showWarning } from '../window';
+import { withCancellableProgress } from '../shared/progress';
 import { hostWizard } from './hostWizard';
 import { RemoteFileProvider, remoteFileUri } from './remoteFiles';
 
@@ -181,18 +182,10 @@ export function registerRuns(d: RunsDeps): void {
   command(Commands.selectPython, { kinds: ['host'], pick: 'Select the Python of which host?' }, async ({ hostId }) => {
     const spec = hosts.get(hostId);
     const session = hosts.session(spec);
-    const found = await withProgress(
-      {
-        location: vscode.ProgressLocation.Notification,
-        title: `Looking for Python interpreters on ${session.label}…`,
-        cancellable: true,
-      },
-      (_p, token) => {
-        const ac = new AbortController();
-        token.onCancellationRequested(() => ac.abort());
-        return session.probes.runOnce(findPythonsProbe(), { signal: ac.signal, timeoutMs: 120000 });
-      },
+    const found = await withCancellableProgress(`Looking for Python interpreters on ${session.label}…`, (signal) =>
+      session.probes.runOnce(findPythonsProbe(), { signal, timeoutMs: 120000 }),
     );
+    if (!found) return;
     const items = pythonPickOrder(found.value.candidates).map((cand) => ({
       label: cand.path,
       description: [
