@@ -20,7 +20,8 @@ import { commandRegistrar, type RegisterCommand } from './shared/commands';
 import { hostsOf, type Hosts } from './shared/hosts';
 import { SettingsService } from './shared/settings';
 import { AgeTicker, AutoRefresh } from './tree/autoRefresh';
-import { RemoteRunsProvider, type TreeNode } from './tree/provider';
+import { RemoteRunsProvider } from './tree/provider';
+import type { TreeNode } from './shared/treeSection';
 import { registerWhatChanged } from './whatChanged/register';
 import { executeCommand, getConfiguration, showError } from './window';
 

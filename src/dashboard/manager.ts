@@ -13,28 +13,9 @@ import {
 import { KnownGoodError } from '../core/errors';
 import { decodeTarget, runsNodeOf } from '../core/runs/targets';
 import { createWebviewPanel, showQuickPick } from '../window';
-import { DashboardPanel, webviewOptions, type PanelOptions, type PanelProbe } from './panel';
+import type { DashboardOpenOptions, DashboardTarget, DashboardTestApi, PanelProbe } from '../api';
+import { DashboardPanel, webviewOptions, type PanelOptions } from './panel';
 import { ContainerServices, type DashboardDeps } from './services';
-
-/** A run named without a tree node: by other extensions, tests and the restored panels. */
-export interface DashboardTarget {
-  hostId: string;
-  logPath: string;
-  label?: string;
-}
-
-/** The extension-host tests' view of the dashboards (through KnownGoodApi). */
-export interface DashboardTestApi {
-  panels(): readonly PanelProbe[];
-  /**
-   * `previewBytes`: the preview's read budget for this panel (tests make a few-MB log sample); `beforeExact`: the
-   * exact reads wait for it (see PanelOptions).
-   */
-  open(
-    targets: readonly DashboardTarget[],
-    options?: Pick<PanelOptions, 'previewBytes' | 'beforeExact'>,
-  ): Promise<PanelProbe>;
-}
 
 const basename = (p: string) => p.slice(p.lastIndexOf('/') + 1) || p;
 const usage = () => new KnownGoodError('usage', 'Open Dashboard: pick a run, a metrics log or a host');
@@ -66,10 +47,7 @@ export class DashboardManager implements vscode.Disposable, DashboardTestApi {
     return this.open_.flatMap((p) => (p.probe ? [p.probe] : []));
   }
 
-  async open(
-    targets: readonly DashboardTarget[],
-    options: Pick<PanelOptions, 'previewBytes' | 'beforeExact'> = {},
-  ): Promise<PanelProbe> {
+  async open(targets: readonly DashboardTarget[], options: DashboardOpenOptions = {}): Promise<PanelProbe> {
     const sources = await Promise.all(targets.map((t) => this.fromTarget(t)));
     const panel = this.show(sources, undefined, {
       previewBytes: options.previewBytes,
