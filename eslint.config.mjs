@@ -3,6 +3,8 @@ import tseslint from 'typescript-eslint';
 
 // The parts of the extension and the arrows allowed between them (docs/architecture.md draws them).
 const FEATURES = ['args', 'baselines', 'bench', 'dashboard', 'fleet', 'probes', 'runs', 'tree', 'whatChanged'];
+/** The feature folders of src/core (the rest is infrastructure they share: probes, transport, util, …). */
+const CORE_FEATURES = ['args', 'baselines', 'bench', 'dashboard', 'fleet', 'metrics', 'remote', 'runs', 'whatChanged'];
 const NAMED_EXPORTS = { selector: 'ExportDefaultDeclaration', message: 'Use named exports.' };
 const NO_GET_CONFIGURATION = {
   selector: "MemberExpression[property.name='getConfiguration'], ImportSpecifier[imported.name='getConfiguration']",
@@ -87,6 +89,28 @@ function layers() {
           },
         ],
         'no-restricted-syntax': ['error', NAMED_EXPORTS, NO_PLAIN_ERROR],
+      },
+    },
+    {
+      // The probe machinery (defineProbe, the runner, the Run Probe catalogue) is what features build on: it knows
+      // none of them. A feature's Run Probe choice lives with the feature; src/probes/choices.ts lists them.
+      files: ['src/core/probes/**/*.ts'],
+      rules: {
+        'no-restricted-imports': [
+          'error',
+          {
+            paths: [
+              { name: 'vscode', message: 'src/core must not import vscode: put VS Code code in the adapter layer.' },
+            ],
+            patterns: [
+              { group: ['../../*', '!../../core/**'], message: 'src/core imports only src/core (and packages).' },
+              {
+                group: CORE_FEATURES.map((f) => `../${f}/*`),
+                message: 'core/probes knows no feature: the feature imports it (and offers its probe choices).',
+              },
+            ],
+          },
+        ],
       },
     },
   ];

@@ -5,14 +5,8 @@ import type { HostSpec } from '../core/hosts';
 import type { TargetOf } from '../core/runs/targets';
 import { newNonce } from '../core/util/nonce';
 import { probeTerminalCommand } from '../core/terminal/command';
-import {
-  parseFramedResult,
-  probeChoice,
-  PROBES,
-  terminalName,
-  type ProbeChoice,
-  type ProbeContext,
-} from '../core/probes/catalogue';
+import { parseFramedResult, terminalName, type ProbeChoice, type ProbeContext } from '../core/probes/catalogue';
+import { probeChoice, PROBES } from './choices';
 import type { ProbeRunOutcome } from '../api';
 import { ProbeCommands } from '../constants';
 import type { RegisterCommand } from '../shared/commands';

@@ -14,7 +14,8 @@ import { benchRecord, comparisonDocument, parseBenchConfig } from '../../src/cor
 import { probeTerminalCommand, TERMINAL_LOADER } from '../../src/core/terminal/command';
 import { FrameFilter } from '../../src/core/terminal/frame';
 import { formatLive, liveTargetOf, LiveThroughput, type LiveState } from '../../src/core/metrics/liveThroughput';
-import { parseFramedResult, PROBES, terminalName } from '../../src/core/probes/catalogue';
+import { parseFramedResult, terminalName } from '../../src/core/probes/catalogue';
+import { PROBES } from '../../src/probes/choices';
 
 const N = 'abc123';
 const framed = (doc: string) => `\r\n@@KNOWN-GOOD-BEGIN ${N}@@\r\n${doc}\r\n@@KNOWN-GOOD-END ${N}@@\r\n`;
