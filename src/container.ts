@@ -110,6 +110,7 @@ export class Container implements vscode.Disposable {
 
     const command: RegisterCommand = commandRegistrar({
       hosts: this.hosts,
+      resolve: (t) => listings.resolve(t),
       log: this.log,
       track: (d) => this.track(d),
     });
@@ -147,12 +148,13 @@ export class Container implements vscode.Disposable {
       recordForTests: underTest,
       extensionUri: context.extensionUri,
       ensureListing: (hostId) => listings.ensure(hostId),
+      resolve: (t) => listings.resolve(t),
       store,
       storeKeyOf,
       args,
     });
     registerProbes({ ...common, baselines });
-    registerBench({ ...common, store, storeKeyOf, view: treeView });
+    registerBench({ ...common, store, storeKeyOf, view: treeView, resolve: (t) => listings.resolve(t) });
     registerWhatChanged({
       ...common,
       store,

@@ -196,7 +196,7 @@ export function registerBaselineCommands(f: BaselinesFeature): BaselineDiffs {
     { kinds: ['baseline'] },
     async (t, call): Promise<CompareOutcome | undefined> => {
       const chosen: HostBaseline[] = [];
-      const given = call.selectedNodes.length ? call.selection : t ? [t] : [];
+      const given = call.selection.length ? call.selection : t ? [t] : [];
       for (const s of given) {
         if (s.kind !== 'baseline') continue;
         const b = await baselineOf(s);

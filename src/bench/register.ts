@@ -13,6 +13,8 @@ import {
 import type { BaselineStore, ThroughputResult } from '../core/baselines/store';
 import { KnownGoodError, messageOf } from '../core/errors';
 import type { HostSpec } from '../core/hosts';
+import type { ResolvedTarget } from '../core/runs/listings';
+import type { CommandTarget } from '../core/runs/targets';
 import {
   BENCH_PRESETS,
   benchRecord,
@@ -76,6 +78,8 @@ export interface BenchDeps {
   /** Results are kept with the host's baselines. */
   store: BaselineStore;
   storeKeyOf(host: HostSpec): string;
+  /** A target as its host's listing has it (Listings.resolve): live throughput follows a run's metrics log. */
+  resolve(target: CommandTarget): ResolvedTarget | undefined;
   /** Remote Runs: live throughput follows its selection while it is visible. */
   view: Pick<vscode.TreeView<unknown>, 'selection' | 'visible' | 'onDidChangeSelection' | 'onDidChangeVisibility'>;
 }
