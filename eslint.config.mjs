@@ -26,6 +26,15 @@ const noContainer = {
   message: 'Features get their …Deps from the container; they never import it.',
 };
 
+/** What src/core may import (a later block for the same files replaces the rule, so it repeats these). */
+const coreImports = (...more) => ({
+  paths: [{ name: 'vscode', message: 'src/core must not import vscode: put VS Code code in the adapter layer.' }],
+  patterns: [
+    { group: ['../../*', '!../../core/**'], message: 'src/core imports only src/core (and packages).' },
+    ...more,
+  ],
+});
+
 function layers() {
   const featureBlocks = FEATURES.map((f) => ({
     files: [`src/${f}/**/*.ts`],
@@ -77,17 +86,7 @@ function layers() {
       // KnownGoodErrors with a code.
       files: ['src/core/**/*.ts'],
       rules: {
-        'no-restricted-imports': [
-          'error',
-          {
-            paths: [
-              { name: 'vscode', message: 'src/core must not import vscode: put VS Code code in the adapter layer.' },
-            ],
-            patterns: [
-              { group: ['../../*', '!../../core/**'], message: 'src/core imports only src/core (and packages).' },
-            ],
-          },
-        ],
+        'no-restricted-imports': ['error', coreImports()],
         'no-restricted-syntax': ['error', NAMED_EXPORTS, NO_PLAIN_ERROR],
       },
     },
@@ -98,18 +97,10 @@ function layers() {
       rules: {
         'no-restricted-imports': [
           'error',
-          {
-            paths: [
-              { name: 'vscode', message: 'src/core must not import vscode: put VS Code code in the adapter layer.' },
-            ],
-            patterns: [
-              { group: ['../../*', '!../../core/**'], message: 'src/core imports only src/core (and packages).' },
-              {
-                group: CORE_FEATURES.map((f) => `../${f}/*`),
-                message: 'core/probes knows no feature: the feature imports it (and offers its probe choices).',
-              },
-            ],
-          },
+          coreImports({
+            group: CORE_FEATURES.map((f) => `../${f}/*`),
+            message: 'core/probes knows no feature: the feature imports it (and offers its probe choices).',
+          }),
         ],
       },
     },

@@ -1,7 +1,7 @@
 import { localHost } from '../../src/core/hosts';
 import type { ProbeCall, ProbeRunnerLike } from '../../src/core/probes/probe';
 import { Listings } from '../../src/core/runs/listings';
-import type { RootListing } from '../../src/core/runs/listRuns';
+import type { RootListing, RunEntry } from '../../src/core/runs/listRuns';
 
 /**
  * Listings holding `roots` as This machine's listing (id `local`), as if list_runs.py had answered them: what
@@ -28,4 +28,9 @@ export async function listingsOf(roots: RootListing[], graft?: RootListing): Pro
   });
   await l.ensure(host.id);
   return l;
+}
+
+/** An entry of a listing at `path` (relative to its root): a small file of no role unless `extra` says otherwise. */
+export function entry(path: string, extra: Partial<RunEntry> = {}): RunEntry {
+  return { name: path.split('/').pop() || 'ck', path, kind: 'file', size: 1, mtime: 1, role: 'other', ...extra };
 }

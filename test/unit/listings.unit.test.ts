@@ -3,9 +3,9 @@ import { describe, it } from 'node:test';
 import { localHost, type HostSpec } from '../../src/core/hosts';
 import type { ProbeCall, ProbeRunnerLike } from '../../src/core/probes/probe';
 import { Listings } from '../../src/core/runs/listings';
-import type { RootListing, RunEntry, RunsListing } from '../../src/core/runs/listRuns';
+import type { RootListing, RunsListing } from '../../src/core/runs/listRuns';
 import { entryNodeId } from '../../src/core/runs/model';
-import { listingsOf } from '../support/listings';
+import { entry as e, listingsOf } from '../support/listings';
 
 const listing: RunsListing = { roots: [], depth: 3, maxEntries: 5000, now: 1_700_000_000, user: 'me', elapsedMs: 1 };
 
@@ -91,15 +91,6 @@ void describe('Listings: one listing per host, owned by the core', () => {
 });
 
 void describe('Listings.resolve: a target as its listing has it (entry, root, step, format, metrics log)', () => {
-  const e = (path: string, extra: Partial<RunEntry> = {}): RunEntry => ({
-    name: path.split('/').pop() || 'ck',
-    path,
-    kind: 'file',
-    size: 1,
-    mtime: 1,
-    role: 'other',
-    ...extra,
-  });
   const root: RootListing = {
     root: '~/ck',
     path: '/ck',

@@ -14,8 +14,8 @@ import { benchRecord, comparisonDocument, parseBenchConfig } from '../../src/cor
 import { probeTerminalCommand, TERMINAL_LOADER } from '../../src/core/terminal/command';
 import { FrameFilter } from '../../src/core/terminal/frame';
 import { formatLive, liveTargetOf, LiveThroughput, type LiveState } from '../../src/core/metrics/liveThroughput';
-import type { RootListing, RunEntry } from '../../src/core/runs/listRuns';
-import { listingsOf } from '../support/listings';
+import type { RootListing } from '../../src/core/runs/listRuns';
+import { entry as e, listingsOf } from '../support/listings';
 import { parseFramedResult, terminalName } from '../../src/core/probes/catalogue';
 import { PROBES } from '../../src/probes/choices';
 
@@ -139,15 +139,6 @@ test('custom benchmark: throughput by jsonl key from a log with a torn last line
 });
 
 test('live target of tree nodes: a run folder picks its metrics jsonl, a train log file is itself', async () => {
-  const e = (path: string, extra: Partial<RunEntry>): RunEntry => ({
-    name: path.split('/').pop()!,
-    path,
-    kind: 'file',
-    size: 1,
-    mtime: 1,
-    role: 'other',
-    ...extra,
-  });
   const root: RootListing = {
     root: '/ck',
     path: '/ck',
@@ -155,7 +146,6 @@ test('live target of tree nodes: a run folder picks its metrics jsonl, a train l
     message: '',
     signature: null,
     entry: e('', {
-      name: 'ck',
       kind: 'dir',
       role: 'dir',
       children: [
