@@ -34,3 +34,9 @@ export async function listingsOf(roots: RootListing[], graft?: RootListing): Pro
 export function entry(path: string, extra: Partial<RunEntry> = {}): RunEntry {
   return { name: path.split('/').pop() || 'ck', path, kind: 'file', size: 1, mtime: 1, role: 'other', ...extra };
 }
+
+/** A root listing at `path` whose entry holds `children` (`root`: the root as the settings write it). */
+export function rootListing(path: string, children: RunEntry[], root = path): RootListing {
+  const e = entry('', { kind: 'dir', role: 'dir', children });
+  return { root, path, status: 'ok', message: '', signature: null, entry: e };
+}

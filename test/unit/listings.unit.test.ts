@@ -3,9 +3,9 @@ import { describe, it } from 'node:test';
 import { localHost, type HostSpec } from '../../src/core/hosts';
 import type { ProbeCall, ProbeRunnerLike } from '../../src/core/probes/probe';
 import { Listings } from '../../src/core/runs/listings';
-import type { RootListing, RunsListing } from '../../src/core/runs/listRuns';
+import type { RunsListing } from '../../src/core/runs/listRuns';
 import { entryNodeId } from '../../src/core/runs/model';
-import { entry as e, listingsOf } from '../support/listings';
+import { entry as e, listingsOf, rootListing } from '../support/listings';
 
 const listing: RunsListing = { roots: [], depth: 3, maxEntries: 5000, now: 1_700_000_000, user: 'me', elapsedMs: 1 };
 
@@ -91,35 +91,28 @@ void describe('Listings: one listing per host, owned by the core', () => {
 });
 
 void describe('Listings.resolve: a target as its listing has it (entry, root, step, format, metrics log)', () => {
-  const root: RootListing = {
-    root: '~/ck',
-    path: '/ck',
-    status: 'ok',
-    message: '',
-    signature: null,
-    entry: e('', {
-      kind: 'dir',
-      role: 'dir',
-      children: [
-        e('run-a', {
-          kind: 'dir',
-          role: 'dir',
-          children: [
-            e('run-a/train_log.jsonl', { role: 'train-log', format: 'jsonl' }),
-            e('run-a/step_600', {
-              kind: 'dir',
-              role: 'checkpoint',
-              step: 600,
-              format: 'hf',
-              children: [e('run-a/step_600/trainer_state.json', { role: 'metrics', format: 'hf-trainer-state' })],
-            }),
-            e('run-a/checkpoint_3', { kind: 'dir', role: 'checkpoint', step: 3, stepIsIndex: true, children: [] }),
-          ],
-        }),
-        e('run-deep', { kind: 'dir', role: 'dir', listed: false }),
-      ],
-    }),
-  };
+  const root = rootListing(
+    '/ck',
+    [
+      e('run-a', {
+        kind: 'dir',
+        role: 'dir',
+        children: [
+          e('run-a/train_log.jsonl', { role: 'train-log', format: 'jsonl' }),
+          e('run-a/step_600', {
+            kind: 'dir',
+            role: 'checkpoint',
+            step: 600,
+            format: 'hf',
+            children: [e('run-a/step_600/trainer_state.json', { role: 'metrics', format: 'hf-trainer-state' })],
+          }),
+          e('run-a/checkpoint_3', { kind: 'dir', role: 'checkpoint', step: 3, stepIsIndex: true, children: [] }),
+        ],
+      }),
+      e('run-deep', { kind: 'dir', role: 'dir', listed: false }),
+    ],
+    '~/ck',
+  );
 
   void it('gives the entry, its root, step, format and metrics log; nothing for a path no listing holds', async () => {
     const l = await listingsOf([root]);
@@ -144,14 +137,7 @@ void describe('Listings.resolve: a target as its listing has it (entry, root, st
   });
 
   void it('a folder listed later is its grafted entry; nested roots resolve in the innermost', async () => {
-    const deep: RootListing = {
-      root: '/ck/run-deep',
-      path: '/ck/run-deep',
-      status: 'ok',
-      message: '',
-      signature: null,
-      entry: e('', { kind: 'dir', role: 'dir', children: [e('train_log.jsonl', { role: 'train-log' })] }),
-    };
+    const deep = rootListing('/ck/run-deep', [e('train_log.jsonl', { role: 'train-log' })]);
     const l = await listingsOf([root], deep);
     const folder = root.entry!.children![1]!;
     assert.equal(l.resolve({ kind: 'run', hostId: 'local', path: '/ck/run-deep' })?.metricsLog, undefined);

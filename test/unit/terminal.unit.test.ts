@@ -14,8 +14,7 @@ import { benchRecord, comparisonDocument, parseBenchConfig } from '../../src/cor
 import { probeTerminalCommand, TERMINAL_LOADER } from '../../src/core/terminal/command';
 import { FrameFilter } from '../../src/core/terminal/frame';
 import { formatLive, liveTargetOf, LiveThroughput, type LiveState } from '../../src/core/metrics/liveThroughput';
-import type { RootListing } from '../../src/core/runs/listRuns';
-import { entry as e, listingsOf } from '../support/listings';
+import { entry as e, listingsOf, rootListing } from '../support/listings';
 import { parseFramedResult, terminalName } from '../../src/core/probes/catalogue';
 import { PROBES } from '../../src/probes/choices';
 
@@ -139,29 +138,18 @@ test('custom benchmark: throughput by jsonl key from a log with a torn last line
 });
 
 test('live target of tree nodes: a run folder picks its metrics jsonl, a train log file is itself', async () => {
-  const root: RootListing = {
-    root: '/ck',
-    path: '/ck',
-    status: 'ok',
-    message: '',
-    signature: null,
-    entry: e('', {
+  const root = rootListing('/ck', [
+    e('run1', {
       kind: 'dir',
       role: 'dir',
       children: [
-        e('run1', {
-          kind: 'dir',
-          role: 'dir',
-          children: [
-            e('run1/train.jsonl', { role: 'train-log', mtime: 5 }),
-            e('run1/metrics.jsonl', { role: 'metrics', mtime: 1 }),
-            e('run1/step_100', { kind: 'dir', role: 'checkpoint', step: 100, children: [] }),
-          ],
-        }),
-        e('run2', { kind: 'dir', role: 'dir', children: [e('run2/step_1', { kind: 'dir', role: 'checkpoint' })] }),
+        e('run1/train.jsonl', { role: 'train-log', mtime: 5 }),
+        e('run1/metrics.jsonl', { role: 'metrics', mtime: 1 }),
+        e('run1/step_100', { kind: 'dir', role: 'checkpoint', step: 100, children: [] }),
       ],
     }),
-  };
+    e('run2', { kind: 'dir', role: 'dir', children: [e('run2/step_1', { kind: 'dir', role: 'checkpoint' })] }),
+  ]);
   const l = await listingsOf([root]);
   const live = (kind: 'run' | 'log' | 'checkpoint', path: string) =>
     liveTargetOf(l.resolve({ kind, hostId: 'local', path }));
