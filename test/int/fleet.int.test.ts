@@ -13,6 +13,9 @@ import { runOnNodes } from '../../src/core/fleet/run';
 import { slurmSettings } from '../../src/core/fleet/settings';
 import { listJobs, listNodes, type FleetHost } from '../../src/core/fleet/slurm';
 import { hostInfoProbe } from '../../src/core/probes/hostProbes';
+import { defineProbe } from '../../src/core/probes/probe';
+import { setProbeSource } from '../../src/core/probes/sources';
+import { z } from 'zod';
 import { SshPool } from '../../src/core/transport/ssh';
 import { endpointOf, recordingPrompts, sshOptions } from '../support/hosts';
 import { waitUntil } from '../support/process';
@@ -225,6 +228,31 @@ void describe('Fleet: the nodes of a Slurm job through the login node', () => {
         ['n3', true],
       ],
     );
+  });
+
+  void it("a probe's modules travel to every node in the packed program; a changed module is what runs next", async () => {
+    setProbeSource('kg_t_a', 'import kg_t_b\nWHO = "a1"\ndef both():\n    return WHO + "+" + kg_t_b.WHO\n');
+    setProbeSource('kg_t_b', 'import kg_t_a\nWHO = "b1"\n');
+    setProbeSource(
+      'kg_t_probe',
+      'import kg_common\nimport kg_t_a\ndef main(argv):\n    return {"got": kg_t_a.both()}\n' +
+        'if __name__ == "__main__":\n    kg_common.run(main)\n',
+    );
+    const probe = defineProbe('kg_t_probe', z.object({ got: z.string() }), () => [], { modules: ['kg_t_a', 'kg_t_b'] });
+    const open = { ...host, slurm: { ...host.slurm, allowNodesOutsideJobs: true } };
+    const got = async () =>
+      (await runOnNodes(open, probe(), { kind: 'nodes', nodes: ['n1', 'n2'] })).nodes.map((n) =>
+        n.ok ? [n.node, n.outcome.value.got] : [n.node, n.error],
+      );
+    assert.deepEqual(await got(), [
+      ['n1', 'a1+b1'],
+      ['n2', 'a1+b1'],
+    ]);
+    setProbeSource('kg_t_b', 'import kg_t_a\nWHO = "b2"\n');
+    assert.deepEqual(await got(), [
+      ['n1', 'a1+b2'],
+      ['n2', 'a1+b2'],
+    ]);
   });
 
   void it('a node whose probe hangs (a stuck nvidia-smi) is stopped at the per-node timeout; the others answer', async () => {

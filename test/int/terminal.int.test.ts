@@ -130,7 +130,7 @@ describe('terminal runner over a real sshd (pty)', () => {
     const nonce = newNonce();
     const choice = probeChoice('gpuStatus');
     const call = choice.call({ hostLabel: 'x', roots: [] });
-    const cmd = probeTerminalCommand('python3', call.probe, call.args, nonce);
+    const cmd = probeTerminalCommand('python3', call, nonce);
     const o = open(t, cmd.argv, { nonce, display: cmd.display });
     await o.r.start({ cols: 80, rows: 24 });
     const exit = await o.r.exited;
@@ -146,7 +146,7 @@ describe('terminal runner over a real sshd (pty)', () => {
   test('probe arguments with spaces and quotes arrive intact in the terminal form', async () => {
     const nonce = newNonce();
     const call = probeChoice('listRuns').call({ hostLabel: 'x', roots: [`/tmp/no such 'root' $HOME`] });
-    const cmd = probeTerminalCommand('python3', call.probe, call.args, nonce);
+    const cmd = probeTerminalCommand('python3', call, nonce);
     const o = open(t, cmd.argv, { nonce });
     await o.r.start();
     await o.r.exited;
@@ -218,7 +218,7 @@ describe('terminal runner on This machine (pipes, own line discipline)', () => {
   test('torch_check in the terminal form (the real torch here)', { timeout: 120_000 }, async () => {
     const nonce = newNonce();
     const call = torchCheckProbe();
-    const cmd = probeTerminalCommand('/usr/bin/python3', call.probe, call.args, nonce);
+    const cmd = probeTerminalCommand('/usr/bin/python3', call, nonce);
     const o = open(t, cmd.argv, { nonce });
     await o.r.start();
     const exit = await o.r.exited;

@@ -9,7 +9,7 @@ import { throughputFromJsonl } from '../../src/core/bench/customBenchmark';
 import { BaselineStore } from '../../src/core/baselines/store';
 import { parsePythonJson } from '../../src/core/json';
 import type { ProbeCall, ProbeOutcome, ProbeRunnerLike } from '../../src/core/probes/probe';
-import { oneShotProgram } from '../../src/core/probes/sources';
+import { importedModules, oneShotProgram } from '../../src/core/probes/sources';
 import { benchRecord, comparisonDocument, parseBenchConfig } from '../../src/core/bench/records';
 import { probeTerminalCommand, TERMINAL_LOADER } from '../../src/core/terminal/command';
 import { FrameFilter } from '../../src/core/terminal/frame';
@@ -44,13 +44,15 @@ test('FrameFilter passes text that only looks like a marker start, and a prompt 
 });
 
 test('the terminal command carries the probe program in one argv word that decodes to the one-shot program', () => {
-  const cmd = probeTerminalCommand('python3', 'list_runs', ['--', '/a b'], N);
+  const call = { probe: 'list_runs', modules: [], args: ['--', '/a b'] };
+  const cmd = probeTerminalCommand('python3', call, N);
   assert.deepEqual(cmd.argv.slice(0, 4), ['python3', '-u', '-c', TERMINAL_LOADER]);
   assert.deepEqual(cmd.argv.slice(5), ['--', '/a b']);
-  assert.equal(inflateSync(Buffer.from(cmd.argv[4]!, 'base64')).toString('utf8'), oneShotProgram('list_runs', N));
+  assert.equal(inflateSync(Buffer.from(cmd.argv[4]!, 'base64')).toString('utf8'), oneShotProgram(call, N));
   assert.match(cmd.display, /^python3 -u -c <loader> <python\/list_runs\.py: [\d.]+ KB zlib\+base64> -- '\/a b' {2}# /);
   // The largest probe fits in one argument word with room to spare.
-  assert.ok(probeTerminalCommand('python3', 'ckpt_args', [], N).argv[4]!.length < 60 * 1024);
+  const ckptArgs = { probe: 'ckpt_args', modules: importedModules('ckpt_args'), args: [] };
+  assert.ok(probeTerminalCommand('python3', ckptArgs, N).argv[4]!.length < 60 * 1024);
 });
 
 test('parseFramedResult: ok, probe error, missing frame', () => {
