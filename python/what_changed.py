@@ -235,7 +235,8 @@ def git_state(path, since):
         return out
     out["repo"] = top
     try:
-    except Exception as e:  # RecursionError, a bug, ...: any failure of one fact is its own reason
+        head = _git(top, "log", "-1", "--no-show-signature", "--no-ext-diff", "--no-textconv",
+                    "--format=%H %ct").split()
         if head:
             out["head"], out["headTime"] = head[0], float(head[1])
         branch = _git(top, "rev-parse", "--abbrev-ref", "HEAD").strip()
@@ -276,7 +277,7 @@ def _alone(gather, path, *args):
     """One fact, whatever fails inside it: a failure costs this fact (its ``error``), never the others."""
     try:
         return gather(path, *args)
-    except Exception as e:  # RecursionError, MemoryError's kin, a bug: any failure of one fact is its own reason
+    except Exception as e:  # RecursionError, a bug, ...: any failure of one fact is its own reason
         # exists false: the report lists it under "Not known" with this reason, like a path it cannot find
         return {"path": path, "exists": False, "error": "not gathered: %s" % _msg(e)}
 
