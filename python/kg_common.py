@@ -307,6 +307,13 @@ def open_regular(path, buffering=-1):
     except IsADirectoryError:
         raise ProbeError("%s is a folder, not a file" % path, "not-regular")
     except OSError as e:
+        # A UNIX socket cannot be opened at all (ENXIO, "No such device or address"): say what it is
+        try:
+            mode = os.stat(path).st_mode
+        except OSError:
+            mode = None
+        if mode is not None and not stat.S_ISREG(mode):
+            raise ProbeError("%s is %s, not a regular file: not read" % (path, file_kind(mode)), "not-regular")
         raise ProbeError("cannot read %s: %s" % (path, e.strerror or e), "unreadable")
     try:
         st = os.fstat(fd)
@@ -455,6 +462,8 @@ def call_probe(main, argv, limits=None):
         code = e.code if isinstance(e, ProbeError) else "limit-memory"
         msg = str(e) if isinstance(e, ProbeError) else str(LimitError("memory", "the answer", limits=limits))
         doc, status = envelope_error(msg, code), 2
+        # The footprint is what tells how close to the memory limit the answer came: kept on this path too
+        doc["footprint"] = footprint()
         text = dumps(doc)
     out_limit = limits.get("output")
     if out_limit is not None and len(text) > out_limit:

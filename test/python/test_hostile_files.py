@@ -92,6 +92,16 @@ class MetricsReduceHostile(Hostile):
         self.assertEqual(doc["error"]["code"], "not-regular")
         self.assertIn("FIFO", doc["error"]["message"])
 
+    def test_a_unix_socket_is_refused_as_not_regular(self):
+        # open() of a socket fails with ENXIO: it was reported "unreadable: No such device or address"
+        p = self.path("train.sock")
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.addCleanup(s.close)
+        s.bind(p)
+        doc = envelope("metrics_reduce", p, timeout=20)
+        self.assertEqual(doc["error"]["code"], "not-regular")
+        self.assertIn("is a socket, not a regular file", doc["error"]["message"])
+
     def test_hundreds_of_megabytes_without_a_newline_are_skipped_and_the_rest_plots(self):
         p = self.with_middle("hole.jsonl", 300 * MiB)
         doc = envelope("metrics_reduce", p, "--jobs", "2")
