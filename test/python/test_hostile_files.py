@@ -281,6 +281,19 @@ class ReadFileHostile(Hostile):
 
 
 class ListRunsHostile(Hostile):
+    def test_fifos_and_sockets_inside_a_run_show_their_kind_and_are_never_a_log(self):
+        # They were listed as kind "file" (a FIFO named metrics.jsonl even with role "metrics")
+        run = self.path("run")
+        os.mkdir(run)
+        os.mkfifo(os.path.join(run, "metrics.jsonl"))
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.addCleanup(s.close)
+        s.bind(os.path.join(run, "ctl.sock"))
+        doc = envelope("list_runs", self.dir, timeout=20)
+        kids = {e["name"]: e for e in doc["result"]["roots"][0]["entry"]["children"][0]["children"]}
+        self.assertEqual({n: (e["kind"], e.get("special"), e["role"]) for n, e in kids.items()},
+                         {"metrics.jsonl": ("special", "fifo", "other"), "ctl.sock": ("special", "socket", "other")})
+
     def test_a_root_that_is_a_fifo_or_socket_is_named_so(self):
         fifo = self.fifo()
         sock_path = self.path("s.sock")
