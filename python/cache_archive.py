@@ -95,7 +95,7 @@ def describe_cache(name, path):
 def read_manifest(path):
     try:
         if os.path.getsize(path) > MAX_MANIFEST_BYTES:
-            return None, "manifest larger than 1 MiB"
+            return None, "manifest larger than %s" % kg_common.format_bytes(MAX_MANIFEST_BYTES)
         with open(path, "rb") as f:
             return json.loads(f.read().decode("utf-8")), None
     except OSError as e:

@@ -90,7 +90,7 @@ def collect_env(extra):
 
 def _hash_file(path, size):
     if size > MAX_HASH_BYTES:
-        return None, None, "larger than %d MiB: not hashed" % (MAX_HASH_BYTES >> 20)
+        return None, None, "larger than %s: not hashed" % kg_common.format_bytes(MAX_HASH_BYTES)
     sha = hashlib.sha256()
     try:
         md5 = hashlib.md5(usedforsecurity=False)  # type: ignore[call-arg]
