@@ -24,6 +24,8 @@ import kg_common
 MiB = 1024 * 1024
 MAX_WALK = 200000
 MAX_LISTED = 200
+# How deep a data folder is walked: below it, the fingerprint says so (truncated) rather than spend the probe on it.
+MAX_DEPTH = 256
 GIT_TIMEOUT_S = 10.0
 # What one git command may answer: beyond it, the command is stopped and only whole lines read so far count (a
 # `git log --name-only` over years of a big repository would otherwise be read whole into memory).
@@ -87,8 +89,25 @@ def fingerprint(path):
     files = size = seen = 0
     newest = st.st_mtime
     unreadable = 0
-    for top, dirs, names in os.walk(path, onerror=lambda e: None):
-        dirs.sort()
+    too_deep = False
+    # An explicit stack, not os.walk (recursive before Python 3.12: a folder 1,500 levels deep raised RecursionError
+    # and took every other fact of the probe with it).  Same order as os.walk top-down with sorted names, so the
+    # hash of a folder is what it was.
+    stack = [(path, 0)]
+    while stack and not out["truncated"]:
+        top, depth = stack.pop()
+        try:
+            with os.scandir(top) as it:
+                entries = list(it)
+        except OSError:
+            continue
+        dirs, names = [], []
+        for e in entries:
+            try:
+                is_dir = e.is_dir()
+            except OSError:
+                is_dir = False
+            (dirs if is_dir else names).append(e.name)
         for name in sorted(names):
             seen += 1
             if seen > MAX_WALK:
@@ -105,23 +124,57 @@ def fingerprint(path):
             newest = max(newest, s.st_mtime)
             h.update(("%s\0%d\0%d\n" % (os.path.relpath(p, path), s.st_size, int(s.st_mtime))).encode("utf-8",
                                                                                                      "replace"))
-        if out["truncated"]:
-            break
+        below = [os.path.join(top, d) for d in sorted(dirs, reverse=True)]
+        below = [d for d in below if not os.path.islink(d)]  # os.walk's followlinks=False
+        if below and depth >= MAX_DEPTH:
+            too_deep = True
+            continue
+        stack.extend((d, depth + 1) for d in below)
     out.update(files=files, size=size, newestMtime=newest, hash=h.hexdigest()[:16])
-    if unreadable:
+    if too_deep:
+        out["truncated"] = True
+        out["error"] = "folders nested deeper than %d levels were not walked" % MAX_DEPTH
+    elif unreadable:
         out["error"] = "%d entries could not be read" % unreadable
     return out
 
 
-# git runs commands a repository configures for some operations: core.fsmonitor on status (turned off here), and
-# clean/process filters when status must compare content (checked for first, see git_state). Status takes no index
-# lock (GIT_OPTIONAL_LOCKS=0): a training job's own git calls are never blocked by this probe.
-_GIT_ENV = dict(os.environ, GIT_OPTIONAL_LOCKS="0", GIT_TERMINAL_PROMPT="0")
+# Policy for a checkout that may be anyone's (a run folder on a shared filesystem): reading it never runs a program it
+# names.  git cannot be told to skip a repository's own config (and include/includeIf are followed), so instead:
+# - only read-only plumbing-like commands run (rev-parse, log without patches or signatures, status, config --get);
+#   none of them fetches, signs, diffs content, pages or runs hooks;
+# - every key that names a program is overridden on the command line (-c wins over every config file), and the
+#   features that would consult one are switched off (signatures, external diff, textconv, submodule recursion);
+# - clean/process filters, whose names are the repository's own and so cannot be overridden one by one, are looked
+#   for first: with any, status is not run at all (see git_state);
+# - system and global config are not read (GIT_CONFIG_NOSYSTEM, GIT_CONFIG_GLOBAL): the answer does not depend on
+#   the account's own git setup either.  Status takes no index lock (GIT_OPTIONAL_LOCKS=0): a training job's own
+#   git calls are never blocked, and no index write can fire a post-index-change hook.
+# docs/what-changed.md "Git on untrusted checkouts" states this for users; test_what_changed tests each key.
+_GIT_SAFE = [
+    "core.fsmonitor=false", "core.untrackedCache=false", "core.hooksPath=/dev/null", "core.pager=cat",
+    "core.sshCommand=false", "core.askPass=false", "core.gitProxy=false", "core.editor=false",
+    "core.alternateRefsCommand=false",
+    "log.showSignature=false", "gpg.program=false", "gpg.openpgp.program=false", "gpg.x509.program=false",
+    "gpg.ssh.program=false", "gpg.ssh.defaultKeyCommand=false",
+    "diff.external=false", "diff.ignoreSubmodules=all", "status.submoduleSummary=false", "submodule.recurse=false",
+    "credential.helper=", "protocol.allow=never", "uploadpack.packObjectsHook=false",
+    "pager.log=false", "pager.status=false", "pager.config=false", "safe.bareRepository=explicit",
+]
+_GIT_ENV = dict(os.environ, GIT_OPTIONAL_LOCKS="0", GIT_TERMINAL_PROMPT="0", GIT_CONFIG_NOSYSTEM="1",
+                GIT_CONFIG_GLOBAL=os.devnull, GIT_PAGER="cat", PAGER="cat",
+                GIT_SSH_COMMAND="false", GIT_ASKPASS="false", SSH_ASKPASS="false")
+for _k in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_CONFIG", "GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT",
+           "GIT_EXTERNAL_DIFF"):
+    _GIT_ENV.pop(_k, None)
 
 
 def _git(cwd, *args):
     """git's answer, read at most GIT_MAX_OUTPUT bytes and GIT_TIMEOUT_S seconds (TimeoutExpired past it)."""
-    cmd = ["git", "-c", "core.fsmonitor=false", "-c", "core.untrackedCache=false", "-C", cwd] + list(args)
+    cmd = ["git", "--no-pager"]
+    for kv in _GIT_SAFE:
+        cmd += ["-c", kv]
+    cmd += ["-C", cwd] + list(args)
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=_GIT_ENV)
     deadline = time.monotonic() + GIT_TIMEOUT_S
     chunks, size, over = [], 0, False
@@ -155,9 +208,11 @@ def _git(cwd, *args):
 
 def _git_filters(top):
     """Content filters the repository's configuration names (their commands would run on status)."""
-    r = subprocess.run(["git", "-C", top, "config", "--get-regexp", r"^filter\..*\.(clean|process)$"],
-                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=GIT_TIMEOUT_S, env=_GIT_ENV)
-    return [line.split(" ", 1)[0] for line in r.stdout.decode("utf-8", "replace").splitlines() if line.strip()]
+    try:
+        text = _git(top, "config", "--get-regexp", r"^filter\..*\.(clean|process)$")
+    except RuntimeError:
+        return []  # exit 1: no such key
+    return [line.split(" ", 1)[0] for line in text.splitlines() if line.strip()]
 
 
 def git_state(path, since):
@@ -180,7 +235,8 @@ def git_state(path, since):
         return out
     out["repo"] = top
     try:
-        head = _git(top, "log", "-1", "--format=%H %ct").split()
+        head = _git(top, "log", "-1", "--no-show-signature", "--no-ext-diff", "--no-textconv",
+                    "--format=%H %ct").split()
         if head:
             out["head"], out["headTime"] = head[0], float(head[1])
         branch = _git(top, "rev-parse", "--abbrev-ref", "HEAD").strip()
@@ -190,11 +246,12 @@ def git_state(path, since):
             out["error"] = ("uncommitted changes not checked: the repository configures %s, which git status would "
                             "run" % ", ".join(filters[:3]))
         else:
-            status = _git(top, "status", "--porcelain", "--untracked-files=no").splitlines()
+            status = _git(top, "status", "--porcelain", "--untracked-files=no", "--ignore-submodules=all").splitlines()
             out["dirty"] = bool(status)
             out["dirtyFiles"] = sorted(line[3:] for line in status)[:MAX_LISTED]
         if since is not None:
-            log = _git(top, "log", "--since=@%d" % int(since), "--format=@%H", "--name-only")
+            log = _git(top, "log", "--no-show-signature", "--no-ext-diff", "--no-textconv", "--since=@%d" % int(since),
+                       "--format=@%H", "--name-only")
             commits = [line for line in log.splitlines() if line.startswith("@")]
             files = sorted(set(line for line in log.splitlines() if line and not line.startswith("@")))
             out["commitsSince"] = len(commits)
@@ -216,14 +273,23 @@ def plain_stat(path):
         return {"path": path, "exists": False, "size": None, "mtime": None, "error": _msg(e)}
 
 
+def _alone(gather, path, *args):
+    """One fact, whatever fails inside it: a failure costs this fact (its ``error``), never the others."""
+    try:
+        return gather(path, *args)
+    except Exception as e:  # RecursionError, a bug, ...: any failure of one fact is its own reason
+        # exists false: the report lists it under "Not known" with this reason, like a path it cannot find
+        return {"path": path, "exists": False, "error": "not gathered: %s" % _msg(e)}
+
+
 def main(argv):
     a = _parse_args(argv)
     started = time.time()
     return {
         "now": started,
-        "paths": [fingerprint(p) for p in a.path],
-        "git": [git_state(p, a.since) for p in a.git],
-        "stats": [plain_stat(p) for p in a.stat],
+        "paths": [_alone(fingerprint, p) for p in a.path],
+        "git": [_alone(git_state, p, a.since) for p in a.git],
+        "stats": [_alone(plain_stat, p) for p in a.stat],
         "elapsedMs": round((time.time() - started) * 1000, 1),
     }
 

@@ -75,6 +75,51 @@ class Fingerprints(unittest.TestCase):
         self.assertEqual(second["files"], 4)
         self.assertNotEqual(first["hash"], second["hash"])
 
+    def test_a_folder_nested_1500_levels_deep_costs_its_own_fingerprint_only(self):
+        # os.walk recursed: RecursionError on Python < 3.12 failed the whole probe (every fact lost)
+        deep = os.path.join(self.d, "deep")
+        level = deep
+        os.mkdir(level)
+        for _ in range(1500):  # os.makedirs recurses as well
+            level = os.path.join(level, "d")
+            os.mkdir(level)
+        with open(os.path.join(deep, "top.txt"), "w") as f:
+            f.write("x")
+        plain = os.path.join(self.d, "plain")
+        os.mkdir(plain)
+        with open(os.path.join(plain, "a.txt"), "w") as f:
+            f.write("x")
+        try:
+            out = run("--path", deep, "--path", plain, "--stat", plain)
+        finally:
+            # shutil.rmtree recurses too: take the chain down from its bottom
+            bottom = os.path.join(deep, *(["d"] * 1500))
+            while len(bottom) > len(deep):
+                os.rmdir(bottom)
+                bottom = os.path.dirname(bottom)
+        d, p = out["paths"]
+        self.assertEqual(d["kind"], "dir")
+        self.assertEqual(d["files"], 1)
+        self.assertTrue(d["truncated"])
+        self.assertIn("nested deeper than 256 levels", d["error"])
+        self.assertEqual((p["files"], p["error"]), (1, None))
+        self.assertTrue(out["stats"][0]["exists"])
+
+    def test_a_failing_fact_is_that_facts_error_only(self):
+        sys.path.insert(0, PYDIR)
+        import what_changed
+
+        def boom(path):
+            raise RecursionError("maximum recursion depth exceeded")
+        saved = what_changed.fingerprint
+        what_changed.fingerprint = boom
+        try:
+            out = what_changed.main(["--path", self.d, "--stat", self.d])
+        finally:
+            what_changed.fingerprint = saved
+        self.assertEqual(out["paths"][0]["error"], "not gathered: RecursionError: maximum recursion depth exceeded")
+        self.assertTrue(out["stats"][0]["exists"])
+
     def test_a_missing_path_is_reported_not_found_never_left_out(self):
         doc = run("--path", os.path.join(self.d, "gone"), "--stat", os.path.join(self.d, "gone2"))
         self.assertEqual(doc["paths"][0]["exists"], False)
@@ -159,6 +204,69 @@ class Git(unittest.TestCase):
         finally:
             if os.path.exists(marker):
                 os.remove(marker)
+
+    def _marker_script(self, marker):
+        prog = self.d + "-prog.sh"
+        with open(prog, "w") as f:
+            f.write("#!/bin/sh\necho \"$0 $*\" >> %s\ncat\n" % marker)
+        os.chmod(prog, 0o755)
+        self.addCleanup(os.remove, prog)
+        return prog
+
+    def test_no_program_a_repository_names_runs_for_any_key(self):
+        # Each key git knows that names a program, set in the repository's own config to a marker program; HEAD is
+        # a signed commit (so log.showSignature would run gpg.program) and a submodule configures its own filter.
+        marker = self.d + "-PWNED"
+        self.addCleanup(lambda: os.path.exists(marker) and os.remove(marker))
+        prog = self._marker_script(marker)
+        git(self.d, "init", "-q", "-b", "main")
+        with open(os.path.join(self.d, "train.py"), "w") as f:
+            f.write("print(1)\n")
+        git(self.d, "add", ".")
+        git(self.d, "commit", "-q", "-m", "one")
+        tree = subprocess.run(["git", "-C", self.d, "rev-parse", "HEAD^{tree}"], stdout=subprocess.PIPE,
+                              check=True).stdout.decode().strip()
+        parent = subprocess.run(["git", "-C", self.d, "rev-parse", "HEAD"], stdout=subprocess.PIPE,
+                                check=True).stdout.decode().strip()
+        signed = ("tree %s\nparent %s\nauthor t <t@x> 1600000000 +0000\ncommitter t <t@x> 1600000000 +0000\n"
+                  "gpgsig -----BEGIN PGP SIGNATURE-----\n \n iQEzBAABCAAdFiEE\n -----END PGP SIGNATURE-----\n\nsigned\n"
+                  % (tree, parent))
+        sha = subprocess.run(["git", "-C", self.d, "hash-object", "-t", "commit", "-w", "--stdin"],
+                             input=signed.encode(), stdout=subprocess.PIPE, check=True).stdout.decode().strip()
+        git(self.d, "update-ref", "refs/heads/main", sha)
+        sub = os.path.join(self.d, "sub")
+        os.mkdir(sub)
+        git(sub, "init", "-q")
+        with open(os.path.join(sub, ".gitattributes"), "w") as f:
+            f.write("* filter=subevil\n")
+        with open(os.path.join(sub, "x.py"), "w") as f:
+            f.write("x\n")
+        git(sub, "add", ".")
+        git(sub, "commit", "-q", "-m", "sub")
+        git(sub, "config", "filter.subevil.clean", prog)
+        git(sub, "config", "core.fsmonitor", prog)
+        os.utime(os.path.join(sub, "x.py"), (1, 1))
+        git(self.d, "-c", "protocol.file.allow=always", "submodule", "add", "-q", "./sub", "sub")
+        git(self.d, "commit", "-q", "-m", "with sub")
+        for key in ("core.fsmonitor", "core.hooksPath", "core.pager", "core.sshCommand", "core.askPass",
+                    "core.gitProxy", "core.editor", "core.alternateRefsCommand", "gpg.program",
+                    "gpg.openpgp.program", "gpg.x509.program", "gpg.ssh.program", "gpg.ssh.defaultKeyCommand",
+                    "diff.external", "diff.py.textconv", "diff.py.command", "credential.helper",
+                    "uploadpack.packObjectsHook", "pager.log", "pager.status"):
+            git(self.d, "config", key, prog if key != "core.hooksPath" else os.path.dirname(prog))
+        git(self.d, "config", "log.showSignature", "true")
+        git(self.d, "config", "status.submoduleSummary", "true")
+        git(self.d, "config", "submodule.recurse", "true")
+        with open(os.path.join(self.d, ".gitattributes"), "w") as f:
+            f.write("*.py diff=py\n")
+        for hook in ("post-index-change", "post-checkout", "reference-transaction"):
+            shutil.copy(prog, os.path.join(self.d, ".git", "hooks", hook))
+        g = run("--git", os.path.join(self.d, "train.py"), "--since", "1500000000")["git"][0]
+        self.assertFalse(os.path.exists(marker), open(marker).read() if os.path.exists(marker) else "")
+        self.assertEqual(len(g["head"]), 40)
+        self.assertEqual(g["branch"], "main")
+        self.assertIsNone(g["error"])
+        self.assertEqual(g["commitsSince"], 3, g)
 
     def test_outside_a_checkout_and_without_git_the_reason_is_given(self):
         g = run("--git", self.d)["git"][0]
