@@ -411,7 +411,7 @@ export function checkpointMarks(
 }
 
 /**
- * Where each run's line shifts level (the changepoints What Changed? uses: binary segmentation on bucket means, see
+ * Where each run's line shifts level (the changepoints What Changed? uses: binary segmentation on de-stalled medians, see
  * src/core/whatChanged/changepoints.ts), as marks labelled with the shift: `shift 12.8K → 4.3K (0.34×)`.
  */
 export function changepointMarks(model: PlotModel): CheckpointMark[] {

@@ -38,9 +38,10 @@ export const AFTER_SHIFT_POINTS = -25;
 const MIN_POINTS = 20;
 
 export const CHANGEPOINT_WHY =
-  'binary segmentation on the bucket means (the largest shift first; σ from the median absolute first difference; ' +
-  'a shift is kept when it saves more than max(20, 3 ln n)·σ², is at least 3% of the level, spans at least 1% of ' +
-  'the points on each side, and is a jump rather than a slope)';
+  'binary segmentation on de-stalled bucket medians (the warm-up after each launch left out; a point more than 4σ ' +
+  'from the running median of its neighbours on both sides is a stall — a save, an eval — and left out; σ from the ' +
+  'MAD of the residuals); a shift is kept when it saves more than max(20, 3 ln n)·σ², moves the median level by at ' +
+  'least 5%, spans at least 1% of the points on each side, and is a jump rather than a slope)';
 
 // ------------------------------------------------------------------------------------------------ changepoints
 
