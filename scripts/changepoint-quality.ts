@@ -34,7 +34,7 @@ function delays(label: string, speed: (s: number) => number, first: number, laun
     // the true boundary lies between first − 10 and first: found when the reported interval holds it
     const hit = cps.find((c) => c.at <= first && c.firstAfter >= first - 10 && c.at >= first - 60);
     if (cps.some((c) => Math.abs(c.at - (first - 10)) <= 30)) near++;
-    else d.push(Math.max(0, hit.at - (first - 10)));
+    if (hit) d.push(Math.max(0, hit.at - (first - 10)));
     if (hit?.launch !== undefined) onLaunch++;
     extra += cps.length - (hit ? 1 : 0);
   }

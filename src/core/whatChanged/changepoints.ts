@@ -344,15 +344,18 @@ export function findChangepoints(
     const before = medianOf(y, a, k);
     const after = medianOf(y, k, b);
     const launch = (options.launches ?? []).find((l) => l > x[k - 1]! && l <= x[k]!);
+    // With a launch between them, every point before it (a save stall left out included) ran at the old launch.
+    let at = x[k - 1]!;
+    if (launch !== undefined) for (const v of bucketed.x) if (v < launch && v > at) at = v;
     changepoints.push({
       ...(launch !== undefined ? { launch } : {}),
-      at: x[k - 1]!,
-      firstAfter: x[k]!,
+      at,
+      firstAfter: launch ?? x[k]!,
       before,
       after,
       ratio: before !== 0 ? after / before : null,
       sigmas: Math.abs(after - before) / sigma,
-      segmentBefore: [x[a]!, x[k - 1]!],
+      segmentBefore: [x[a]!, at],
       segmentAfter: [x[k]!, x[b - 1]!],
     });
   }
