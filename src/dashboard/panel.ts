@@ -10,6 +10,7 @@ import {
   type WebviewMessage,
 } from '../core/dashboard/protocol';
 import { seriesFromReduction } from '../core/dashboard/fromReduction';
+import { FROM_WALL_TIME, withDerivedSpeed } from '../core/metrics/speedFromTime';
 import { ProgressiveRuns, sideByHost, type LoadedRun } from '../core/dashboard/progressive';
 import { runCheckpoints, runId, type CheckpointSource, type RunSource } from '../core/dashboard/sources';
 import { messageOf } from '../core/errors';
@@ -383,10 +384,17 @@ export class DashboardPanel implements vscode.Disposable {
     // Window reads are exact whether the run's data is still a preview or not.
     const r = this.runsV.find((x) => x.id === run);
     if (!r) return;
-    const { value } = await this.services
-      .probes(r.src.hostId)
-      .run(metricsReduceProbe({ path: r.src.logPath, x: 'step', window: { from, to }, series: [series] }));
-    const s = value.series.find((x) => x.key === series);
+    // a speed derived from wall times is not in the log: its window comes from the log's series with times
+    const derived = series.endsWith(FROM_WALL_TIME);
+    const { value } = await this.services.probes(r.src.hostId).run(
+      metricsReduceProbe({
+        path: r.src.logPath,
+        x: 'step',
+        window: { from, to },
+        ...(derived ? {} : { series: [series] }),
+      }),
+    );
+    const s = (derived ? withDerivedSpeed(value.series) : value.series).find((x) => x.key === series);
     const data = s ? seriesFromReduction(s) : { key: series, x: [], min: [], max: [], last: [] };
     // from/to echoed exactly: the webview drops answers for a window it no longer waits for.
     this.post({ type: 'rangeData', run, series, from, to, data });

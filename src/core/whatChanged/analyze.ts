@@ -4,6 +4,7 @@ import type { Baseline, ThroughputResult } from '../baselines/store';
 import { formatRate } from '../bench/compare';
 import type { ReducedSeries } from '../metrics/metricsProbe';
 import { restartsFromTimes } from '../metrics/restarts';
+import { withDerivedSpeed } from '../metrics/speedFromTime';
 import {
   argCategory,
   CATEGORY_TEXT,
@@ -724,7 +725,9 @@ function benchOf(facts: WhatChangedFacts, refTime: number | null): ThroughputSum
 /** The report, from the facts: pure, no I/O. */
 export function analyze(facts: WhatChangedFacts, generatedAt = new Date()): WhatChangedReport {
   const unknown: UnknownFact[] = [...facts.unknown];
-  const series = facts.log ? seriesChangepoints(facts.log.reduction.series) : [];
+  // the log's series, with steps/s (and tokens/s) from its wall times when it logs no speed of its own
+  const logSeries = facts.log ? withDerivedSpeed(facts.log.reduction.series) : [];
+  const series = seriesChangepoints(logSeries);
   const main = mainChangepoint(series);
   const ref0 = pickReference(facts, main);
   const base = pickBaseline(facts, ref0.time);
@@ -737,14 +740,14 @@ export function analyze(facts: WhatChangedFacts, generatedAt = new Date()): What
   const cks = facts.checkpoints;
   const refCk = ref0.checkpoint ? cks.find((c) => c.label === ref0.checkpoint!.label) : undefined;
   const nowCk = cks[cks.length - 1];
-  const tpSeries = facts.log?.reduction.series.find((s) => s.key === main?.key);
+  const tpSeries = logSeries.find((s) => s.key === main?.key);
   const win = main ? windowOf(main.cp, cks, tpSeries) : undefined;
 
   // throughput
   const tp = series.find((s) => s.throughput);
   let logTp: ThroughputSummary['log'] = null;
   if (tp && facts.log) {
-    const raw = facts.log.reduction.series.find((s) => s.key === tp.key)!;
+    const raw = logSeries.find((s) => s.key === tp.key)!;
     const levelAt = (step: number): number => {
       const cps = tp.changepoints;
       const idx = cps.findIndex((c) => step <= c.at);
