@@ -75,6 +75,16 @@ export function seriesChangepoints(
   );
 }
 
+/** The steps where the run's launches after the first began (the stitched history's restarts). */
+export function launchesOf(log: WhatChangedFacts['log']): number[] {
+  return (log?.restarts ?? []).map((r) => r.step);
+}
+
+/** The log's series, with steps/s (and tokens/s) from its wall times when it logs no speed of its own. */
+export function logSeriesOf(log: WhatChangedFacts['log']): ReducedSeries[] {
+  return log ? withDerivedSpeed(log.reduction.series, launchesOf(log)) : [];
+}
+
 /** How much slower the run got at a changepoint (>1: slower), for a speed series; 0 for a speed-up. */
 function slowdownOf(key: string, c: Changepoint): number {
   const dir = speedDirection(key);
@@ -725,9 +735,8 @@ function benchOf(facts: WhatChangedFacts, refTime: number | null): ThroughputSum
 /** The report, from the facts: pure, no I/O. */
 export function analyze(facts: WhatChangedFacts, generatedAt = new Date()): WhatChangedReport {
   const unknown: UnknownFact[] = [...facts.unknown];
-  // the log's series, with steps/s (and tokens/s) from its wall times when it logs no speed of its own
-  const logSeries = facts.log ? withDerivedSpeed(facts.log.reduction.series) : [];
-  const series = seriesChangepoints(logSeries);
+  const logSeries = logSeriesOf(facts.log);
+  const series = seriesChangepoints(logSeries, launchesOf(facts.log));
   const main = mainChangepoint(series);
   const ref0 = pickReference(facts, main);
   const base = pickBaseline(facts, ref0.time);
@@ -866,6 +875,21 @@ export function analyze(facts: WhatChangedFacts, generatedAt = new Date()): What
   );
 
   const throughput: ThroughputSummary = { log: logTp, bench, dropped };
+  // what is known to have changed at each restart: the args whose change lies between the checkpoints around it
+  const restarts = (facts.log?.restarts ?? []).map((r) => {
+    const changed = [...suspects, ...unranked]
+      .filter((u): u is Suspect => 'when' in u && u.when.steps !== undefined)
+      .filter((u) => u.when.steps!.from < r.step && u.when.steps!.to >= (r.prevStep ?? r.step))
+      .map((u) => u.title);
+    return {
+      step: r.step,
+      time: r.time,
+      gapSeconds: r.gapSeconds,
+      signals: r.signals,
+      ...(r.source !== undefined ? { source: r.source } : {}),
+      changed,
+    };
+  });
   const report: WhatChangedReport = {
     schema: 1,
     headline: '',
@@ -882,6 +906,8 @@ export function analyze(facts: WhatChangedFacts, generatedAt = new Date()): What
     },
     throughput,
     changepoints: { method: 'binary-segmentation', why: CHANGEPOINT_WHY, series },
+    ...(restarts.length ? { restarts } : {}),
+    ...(facts.log?.sources && facts.log.sources.length > 1 ? { logSources: facts.log.sources } : {}),
     suspects,
     unranked,
     unknown,
