@@ -9,6 +9,7 @@ import type {
   SkippedCounts,
   XAxis,
 } from '../../src/core/dashboard/protocol';
+import { throughputRank } from '../../src/core/whatChanged/categories';
 import { findChangepoints } from '../../src/core/whatChanged/changepoints';
 
 /** Keys that are an x axis rather than a metric; plotting them against step is a straight line. */
@@ -25,7 +26,7 @@ const X_LIKE = new Set([
   '_runtime',
 ]);
 
-/** Familiar metrics first, in the order people look at them; the rest alphabetically. */
+/** Familiar metrics first, in the order people look at them: the run's speed, then its loss; the rest alphabetically. */
 const PRIORITY = [
   /^(train[/_.])?loss$/i,
   /loss/i,
@@ -36,7 +37,14 @@ const PRIORITY = [
   /grad.?norm/i,
 ];
 
+/** Counters (epoch, batch index, tokens seen): plotted after everything else. */
+const COUNTER = /(^|[/._])(epoch|batch_idx|num_input_tokens_seen|tokens_seen|total_flos)$/i;
+
 function rank(key: string): number {
+  // throughput first (tok/s before samples/s before steps/s and step time), as What Changed? ranks them
+  const tp = throughputRank(key);
+  if (tp > 0) return -tp;
+  if (COUNTER.test(key)) return PRIORITY.length + 1;
   const i = PRIORITY.findIndex((re) => re.test(key));
   return i < 0 ? PRIORITY.length : i;
 }
