@@ -16,6 +16,7 @@ import { badge, button, checkbox, dataGrid, divider, dropdown, slider } from './
 import {
   buildPlotModel,
   changepointMarks,
+  restartMarks,
   checkpointMarks,
   detectSeries,
   formatValue,
@@ -390,8 +391,9 @@ export class Dashboard {
           this.runs,
           this.axis,
         ),
-        // level shifts of the lines themselves (on every axis: found on the plotted x)
-        ...changepointMarks(model),
+        // level shifts of the lines themselves (on every axis: found on the plotted x), restarts as launches
+        ...changepointMarks(model, this.axis === 'step' ? this.runs : []),
+        ...restartMarks(this.runs, inPlot, this.axis),
       ].sort((a, b) => a.x - b.x);
       const existing = this.plots.get(key);
       if (existing) {

@@ -35,6 +35,8 @@ export const runInfoSchema = z.object({
    * that read did not succeed, so the preview is all there is.
    */
   sample: z.object({ bytes: count, of: count, failed: z.boolean().default(false) }).optional(),
+  /** The run's launches after the first (its stitched history's restarts): marked on every plot. */
+  restarts: z.array(z.object({ step: finite, time: finite.nullable(), label: z.string() })).optional(),
 });
 export type RunInfo = z.infer<typeof runInfoSchema>;
 
