@@ -146,7 +146,7 @@ export class DashboardPanel implements vscode.Disposable {
   private readies = 0;
   /** The first init went out: later data goes as its own messages. */
   private initPosted = false;
-  private pendingZoom: { from: number; to: number } | undefined;
+  private pendingZoom: { from: number; to: number; series?: string } | undefined;
   /** For the log: ms from opening to the first plot data, and to exact data for every run. */
   private firstDataMs: number | undefined;
   private exactDataMs: number | undefined;
@@ -203,6 +203,11 @@ export class DashboardPanel implements vscode.Disposable {
   }
 
   /** Same runs (in any order): the command reveals this panel instead of opening another. */
+  /** Whether one of its runs is of this log (its file, or one file of its stitched history). */
+  holdsLog(hostId: string, logPath: string): boolean {
+    return this.sources.some((s) => s.hostId === hostId && (s.logPath === logPath || !!s.history?.includes(logPath)));
+  }
+
   shows(sources: readonly RunSource[]): boolean {
     const mine = new Set(this.runs);
     return sources.length === mine.size && sources.every((s) => mine.has(runId(s.hostId, s.logPath)));
@@ -448,14 +453,18 @@ export class DashboardPanel implements vscode.Disposable {
     if (parsed.message.type === 'init' && this.pendingZoom) {
       const z = this.pendingZoom;
       this.pendingZoom = undefined;
-      this.post({ type: 'zoom', from: z.from, to: z.to });
+      this.post({ type: 'zoom', from: z.from, to: z.to, ...(z.series !== undefined ? { series: z.series } : {}) });
     }
   }
 
-  /** Zooms every plot to steps [from, to]: now if the page has its data, else right after it gets it. */
-  zoomTo(window: { from: number; to: number }): void {
-    if (this.initPosted) this.post({ type: 'zoom', from: window.from, to: window.to });
-    else this.pendingZoom = window;
+  /**
+   * Zooms every plot to steps [from, to], the plot of `series` shown and brought into view: now if the page has its
+   * data, else right after it gets it.
+   */
+  zoomTo(window: { from: number; to: number }, series?: string): void {
+    const z = { from: window.from, to: window.to, ...(series !== undefined ? { series } : {}) };
+    if (this.initPosted) this.post({ type: 'zoom', ...z });
+    else this.pendingZoom = z;
   }
 
   dispose(): void {
