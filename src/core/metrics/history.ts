@@ -116,9 +116,15 @@ export interface RunHistory {
   sources: HistorySource[];
 }
 
+/**
+ * The first step a file logged and (about) when: `xRange` is exact, a bucket's x is its last point's (a file of more
+ * points than buckets starts before its first bucket's x); the time is the first bucket's.
+ */
 function firstOf(r: MetricsReduction): { x: number; t: number | null } | undefined {
   let best: { x: number; t: number | null } | undefined;
   for (const s of r.series) if (s.x.length && (!best || s.x[0]! < best.x)) best = { x: s.x[0]!, t: s.t?.[0] ?? null };
+  const lo = r.xRange?.[0];
+  if (best && lo !== undefined && Number.isFinite(lo) && lo < best.x) best = { x: lo, t: best.t };
   return best;
 }
 
@@ -218,7 +224,11 @@ export function stitchReductions(parts: readonly HistoryPart[]): RunHistory {
   // restarts inside one file (a jsonl a resumed run appended to) show on its clock
   const clock = [...series].filter((s) => s.t).sort((a, b) => b.x.length - a.x.length)[0];
   if (clock)
-    for (const r of restartsFromTimes(clock.x, clock.t)) if (!restarts.some((q) => q.step === r.step)) restarts.push(r);
+    for (const r of restartsFromTimes(clock.x, clock.t)) {
+      // the same restart when a launch already found lies between the points either side of the gap
+      const known = restarts.some((q) => q.step === r.step || (q.step > (r.prevStep ?? r.step) && q.step <= r.step));
+      if (!known) restarts.push(r);
+    }
   restarts.sort((a, b) => a.step - b.step);
   return { series, restarts, sources };
 }
