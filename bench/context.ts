@@ -1,4 +1,4 @@
-import type { ProbeCall, ProbeOutcome } from '../src/core/probes/probe';
+import type { HelperTiming, ProbeCall, ProbeOutcome } from '../src/core/probes/probe';
 import { ProbeRunner, type RunOptions } from '../src/core/probes/runner';
 import { SshPool } from '../src/core/transport/ssh';
 import type { Transport } from '../src/core/transport/types';
@@ -13,6 +13,47 @@ export interface BenchResult {
   note?: string;
   /** Peak RSS (MB) on the remote of each probe the case ran, from the answers' footprint. */
   remote_rss_mb?: Record<string, number>;
+  /** The issue's target for `ours_ms`, printed beside it. */
+  target_ms?: number;
+  /** Where one request of each probe the case ran through the helper spent its time (medians, ms). */
+  request_ms?: Record<string, RequestCost>;
+}
+
+/** One request of a probe through the resident helper: the client's wall time and the helper's own phases. */
+export interface RequestCost {
+  n: number;
+  wall: number;
+  /** wall minus the helper's total: the client, ssh2, sshd and the channel, both ways. */
+  transport: number;
+  helper: Omit<HelperTiming, 'how'>;
+  how: Record<string, number>;
+}
+
+const requests = new Map<string, { wall: number; timing: HelperTiming }[]>();
+
+/** The costs of the requests seen since the last call, per probe, and a fresh start for the next case. */
+export function takeRequestCosts(): Record<string, RequestCost> {
+  const out: Record<string, RequestCost> = {};
+  for (const [probe, seen] of requests) {
+    const phase = (k: keyof Omit<HelperTiming, 'how'>) => median(seen.map((r) => r.timing[k]));
+    const helper = {
+      parse: phase('parse'),
+      compile: phase('compile'),
+      handoff: phase('handoff'),
+      exec: phase('exec'),
+      setup: phase('setup'),
+      run: phase('run'),
+      frame: phase('frame'),
+      pipe: phase('pipe'),
+      total: phase('total'),
+    };
+    const how: Record<string, number> = {};
+    for (const r of seen) how[r.timing.how] = (how[r.timing.how] ?? 0) + 1;
+    const wall = median(seen.map((r) => r.wall));
+    out[probe] = { n: seen.length, wall, transport: median(seen.map((r) => r.wall - r.timing.total)), helper, how };
+  }
+  requests.clear();
+  return out;
 }
 
 /** Peak RSS (kB) of each probe on the remote since the last `takeRemotePeaks`. */
@@ -35,7 +76,15 @@ export function takeRemotePeaks(): Record<string, number> {
 /** A ProbeRunner that notes each probe's remote footprint for the report (the cases use it, never a bare one). */
 export class MeasuredProbeRunner extends ProbeRunner {
   override async run<R>(call: ProbeCall<R>, options?: RunOptions): Promise<ProbeOutcome<R>> {
-    return notePeak(call.probe, await super.run(call, options));
+    const t0 = performance.now();
+    const outcome = await super.run(call, { ...options, timing: true });
+    const wall = performance.now() - t0;
+    if (outcome.timing) {
+      const seen = requests.get(call.probe) ?? [];
+      seen.push({ wall, timing: outcome.timing });
+      requests.set(call.probe, seen);
+    }
+    return notePeak(call.probe, outcome);
   }
 
   override async runOnce<R>(call: ProbeCall<R>, options?: RunOptions): Promise<ProbeOutcome<R>> {

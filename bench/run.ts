@@ -3,7 +3,7 @@
  * ratio (this machine is noisy: ratios and medians, never single absolute times as pass/fail).
  */
 import { writeFileSync } from 'node:fs';
-import { BenchContext, takeRemotePeaks, type BenchResult } from './context';
+import { BenchContext, takeRemotePeaks, takeRequestCosts, type BenchResult, type RequestCost } from './context';
 import { benchHelperRequests } from './cases/helperRequests';
 import { benchArgs } from './cases/args';
 import { benchListing } from './cases/listing';
@@ -48,16 +48,25 @@ async function main(): Promise<number> {
       if (only && !c.name.includes(only)) continue;
       try {
         takeRemotePeaks();
+        takeRequestCosts();
         const out = await c.run(ctx);
         const peaks = takeRemotePeaks();
+        const costs = takeRequestCosts();
         for (const r of Array.isArray(out) ? out : [out]) {
           r.ratio = r.usual_ms / r.ours_ms;
           if (Object.keys(peaks).length) r.remote_rss_mb = peaks;
+          if (Object.keys(costs).length) r.request_ms = costs;
           results.push(r);
+          const target =
+            r.target_ms !== undefined
+              ? `   target ≤ ${fmt(r.target_ms)}: ${r.ours_ms <= r.target_ms ? 'met' : 'MISSED'}`
+              : '';
           console.log(
-            `${r.case}\n  ours ${fmt(r.ours_ms).padStart(10)}   usual ${fmt(r.usual_ms).padStart(10)}   ${r.ratio.toFixed(1)}× faster${r.note ? `   (${r.note})` : ''}`,
+            `${r.case}\n  ours ${fmt(r.ours_ms).padStart(10)}   usual ${fmt(r.usual_ms).padStart(10)}   ${r.ratio.toFixed(1)}× faster${target}${r.note ? `   (${r.note})` : ''}`,
           );
         }
+        // Where one request's time went: the helper's own phases, the rest is the client, ssh and the channel.
+        for (const [probe, c] of Object.entries(costs)) console.log(`  ${describeRequestCost(probe, c)}`);
         // What the probes took of the remote host: peak resident memory of each (the answers' footprint).
         if (Object.keys(peaks).length) {
           const rss = Object.entries(peaks).map(([probe, mb]) => `${probe} ${mb.toFixed(1)} MB`);
@@ -82,6 +91,8 @@ async function main(): Promise<number> {
           ratio: r.ratio,
           ...(r.note ? { note: r.note } : {}),
           ...(r.remote_rss_mb ? { remote_rss_mb: r.remote_rss_mb } : {}),
+          ...(r.target_ms !== undefined ? { target_ms: r.target_ms } : {}),
+          ...(r.request_ms ? { request_ms: r.request_ms } : {}),
         })),
         null,
         2,
@@ -89,6 +100,19 @@ async function main(): Promise<number> {
     );
   }
   return failed ? 1 : 0;
+}
+
+function describeRequestCost(probe: string, c: RequestCost): string {
+  const h = c.helper;
+  const f = (x: number) => x.toFixed(2);
+  const how = Object.entries(c.how)
+    .map(([k, n]) => `${k} ${n}`)
+    .join(', ');
+  return (
+    `one ${probe} request (median of ${c.n}): ${f(c.wall)} ms = client+ssh ${f(c.transport)} + helper ${f(h.total)} ` +
+    `[parse ${f(h.parse)}, compile ${f(h.compile)}, handoff ${f(h.handoff)}, exec ${f(h.exec)}, setup ${f(h.setup)}, ` +
+    `run ${f(h.run)}, frame ${f(h.frame)}, pipe ${f(h.pipe)}; child: ${how}]`
+  );
 }
 
 void main().then((code) => process.exit(code));

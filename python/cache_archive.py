@@ -8,7 +8,6 @@ triton caches are (the same rules as env_snapshot.py and torch itself), how big 
 destination has (statvfs of the nearest existing folder), which archives already exist there with their manifests,
 and whether the remote ``tar`` is GNU tar (its ``--checkpoint`` gives progress).
 """
-import argparse
 import json
 import os
 import re
@@ -22,13 +21,8 @@ MAX_MANIFEST_BYTES = 1024 * 1024
 ARCHIVE_RE = re.compile(r"^cache-[0-9A-Za-z_-]+\.tar\.gz$")
 
 
-class _ArgParser(argparse.ArgumentParser):
-    def error(self, message):
-        raise kg_common.ProbeError("cache_archive: " + message)
-
-
 def _parse_args(argv):
-    p = _ArgParser(prog="cache_archive.py", add_help=False)
+    p = kg_common.arg_parser("cache_archive.py", add_help=False)
     p.add_argument("--root", required=True, metavar="DIR")
     p.add_argument("--cache-dir", action="append", default=[], metavar="DIR")
     return p.parse_args(argv)
@@ -101,7 +95,7 @@ def describe_cache(name, path):
 def read_manifest(path):
     try:
         if os.path.getsize(path) > MAX_MANIFEST_BYTES:
-            return None, "manifest larger than 1 MiB"
+            return None, "manifest larger than %s" % kg_common.format_bytes(MAX_MANIFEST_BYTES)
         with open(path, "rb") as f:
             return json.loads(f.read().decode("utf-8")), None
     except OSError as e:

@@ -8,6 +8,7 @@ interpreter behind a small bootstrap that registers this module first and sets
 conda messages printed before it then do no harm), or it runs ``main`` inside
 the resident helper (python/kg_helper.py) without any process start.
 """
+import errno
 import hashlib
 import json
 import math
@@ -129,21 +130,47 @@ _LIMIT_WORDS = {
 }
 
 
-def human_bytes(n):
-    """1.5 KiB / 12.0 MiB: binary units, as the TypeScript side prints them."""
-    n = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if n < 1024 or unit == "TiB":
-            return ("%d %s" % (n, unit)) if unit == "B" else ("%.1f %s" % (n, unit))
-        n /= 1024.0
-    return "%d B" % n
+_BYTE_UNITS = ("KB", "MB", "GB", "TB", "PB", "EB")
+
+
+def _round_half_up(x):
+    # JavaScript's Math.round (halves go up), not Python's round (halves to even): the two sides must print alike.
+    r = math.floor(x)
+    return r + 1 if x - r >= 0.5 else r
+
+
+def _round_shown(v):
+    return _round_half_up(v * 10) / 10.0 if v < 100 else float(_round_half_up(v))
+
+
+def format_bytes(n):
+    """A size as the TypeScript side prints it (src/core/util/format.ts formatBytes; test/fixtures/format/bytes.json
+    keeps the two equal): 1024-based, one decimal below 100: ``512 B``, ``2.1 GB``, ``24.3 GB``, ``512 MB``; None is
+    ``unknown``, a negative or non-finite number ``?``."""
+    if n is None:
+        return "unknown"
+    try:
+        n = float(n)
+    except (OverflowError, TypeError, ValueError):
+        return "?"
+    if not math.isfinite(n) or n < 0:
+        return "?"
+    if n < 1024:
+        return "%d B" % _round_half_up(n)
+    v = n / 1024.0
+    u = 0
+    while u < len(_BYTE_UNITS) - 1 and _round_shown(v) >= 1024:
+        v /= 1024.0
+        u += 1
+    shown = _round_shown(v)
+    return ("%.1f %s" if shown < 100 else "%d %s") % (shown, _BYTE_UNITS[u])
 
 
 def _limit_text(name, value):
     if value is None:
         return "no %s" % _LIMIT_WORDS.get(name, name)
     if name in ("memory", "output", "read", "line"):
-        return "%s of %s" % (_LIMIT_WORDS[name], human_bytes(value))
+        return "%s of %s" % (_LIMIT_WORDS[name], format_bytes(value))
     if name == "cpu":
         return "%s of %d s" % (_LIMIT_WORDS[name], value)
     return "%s of %d" % (_LIMIT_WORDS.get(name, name), value)
@@ -159,6 +186,24 @@ class LimitError(ProbeError):
             message = "%s: %s" % (what, message)
         ProbeError.__init__(self, message, "limit-" + name)
         self.limit = name
+
+
+_ARG_PARSER = []
+
+
+def arg_parser(prog, **kwargs):
+    """An argparse parser for probe ``prog`` (``name.py``) whose mistakes are a ProbeError ``name: message`` with code
+    bad-args (a probe answers with one document), never argparse's usage on stderr and exit 2.  argparse is imported
+    on first use: the probes that parse by hand do not pay for it."""
+    if not _ARG_PARSER:
+        import argparse
+
+        class ArgParser(argparse.ArgumentParser):
+            def error(self, message):
+                raise ProbeError("%s: %s" % (os.path.splitext(self.prog)[0], message), "bad-args")
+
+        _ARG_PARSER.append(ArgParser)
+    return _ARG_PARSER[0](prog=prog, **kwargs)
 
 
 def effective_limits(overrides=None):
@@ -279,6 +324,26 @@ def open_regular(path, buffering=-1):
         raise
 
 
+def next_data(f, pos):
+    """The offset of the first byte at or after pos that is not in a hole of a sparse file (pos where holes cannot be
+    told); leaves ``f`` at pos.  A hole reads as zeros, so it holds no newline: a line being skipped passes over it
+    unread, and a 10 GB sparse file neither costs 10 GB of reading nor fills the host's page cache with zeros."""
+    seek_data = getattr(os, "SEEK_DATA", None)
+    if seek_data is None:
+        return pos
+    try:
+        return max(pos, os.lseek(f.fileno(), pos, seek_data))
+    except OSError as e:
+        if e.errno == getattr(errno, "ENXIO", None):  # only a hole up to the end
+            try:
+                return max(pos, os.fstat(f.fileno()).st_size)
+            except OSError:
+                return pos
+        return pos
+    finally:
+        f.seek(pos)
+
+
 def read_bounded(f, limit=None, what="file"):
     """All of ``f`` up to ``limit`` bytes (LIMITS["read"]); more raises LimitError naming ``what``."""
     limit = LIMITS["read"] if limit is None else limit
@@ -394,7 +459,7 @@ def call_probe(main, argv, limits=None):
     out_limit = limits.get("output")
     if out_limit is not None and len(text) > out_limit:
         doc = envelope_error(
-            "the answer is %s: %s" % (human_bytes(len(text)), LimitError("output", "", limits=limits)), "limit-output")
+            "the answer is %s: %s" % (format_bytes(len(text)), LimitError("output", "", limits=limits)), "limit-output")
         doc["footprint"] = footprint()
         text, status = dumps(doc), 2
     return doc, text, status

@@ -1,7 +1,7 @@
 """Known Good resident helper (stdlib only, Python 3.8+, Linux/macOS).
 
 Started once per host connection as ``python3 -u -c <loader>``; the loader reads
-this source as the first stdin line (JSON-encoded string) and executes it.  The
+kg_modules, kg_common and this source as the first stdin line (JSON) and executes them.  The
 client sends nothing else until the ready line.  Then it answers JSON-line
 requests on the same channel:
 
@@ -13,7 +13,9 @@ requests on the same channel:
 
 ``src`` is sent only the first time a probe (by hash) is used; afterwards the
 client sends the hash alone, and an unknown hash is answered with code
-"need-source".
+"need-source".  The python/ modules a probe imports besides kg_common travel the
+same way: ``"modules": [[name, hash, source], ...]``, the source left out once
+sent; the child imports them through kg_modules' finder.
 
 This process (the parent) never runs probe code: it is one thread in a selector
 loop that reads requests, keeps each probe's compiled code, and forks one child
@@ -26,6 +28,16 @@ goes with it.  A request still running at its deadline ("timeoutMs", from the
 client) or cancelled is killed with its whole process group (SIGKILL); a child
 that dies without answering (SIGXCPU at the CPU limit, the OOM killer) is
 answered with the signal named.
+
+Small requests at the cost of two process wake-ups: a request is served by a
+child forked before it arrived (SPARES of them wait), which has already
+executed the last request's probe module and its modules (compiled once, here)
+and applied its limits, and walked the answer's path once with made-up data.
+A request of another probe makes the child forget that (sys.modules, finder,
+limits) and execute its own.  On Linux the children are forked by a zygote
+(_Zygote), so this process never forks after start and never pays the
+copy-on-write faults a fork leaves behind.  Asked ("timing": true), an answer
+says where its time went (_timing): npm run bench prints it.
 
 State a probe wants to keep between requests (metrics_reduce's reductions) is
 carried explicitly, as plain data (None, bool, int, float, str, bytes, list,
@@ -43,6 +55,7 @@ child of that probe gets it all as one full document, through fork's copy of
 memory, before ``main`` runs.  Two requests of one probe at once: each delta is
 applied as it arrives, so the last one for a key wins.
 """
+import array
 import gc
 import json
 import marshal
@@ -50,6 +63,7 @@ import os
 import re
 import selectors
 import signal
+import socket
 import struct
 import sys
 import time
@@ -62,6 +76,9 @@ _out = sys.stdout
 sys.stdout = sys.stderr
 
 MAX_CHILDREN = 8
+# Children forked ahead of need, idle until a request comes: two where the zygote forks them, so that requests back
+# to back (a poll, a burst of clicks) do not wait for the next one to be made; one where this process forks them.
+SPARES = 2
 # Seconds past its deadline an answered child may still take to hand over its state.
 STATE_GRACE_S = 30.0
 # Without a "timeoutMs" in the request (the client always sends one).
@@ -77,8 +94,9 @@ PRELOAD = ("json", "re", "struct", "subprocess", "threading", "tempfile", "shuti
            "platform", "glob", "base64", "zipfile", "warnings", "posixpath", "pickle", "itertools", "io",
            "hashlib", "datetime", "bisect", "stat", "getpass", "ctypes", "resource", "pwd")
 
-# The answer's length, and whether the probe's state follows it.
-_HEAD = struct.Struct(">Q?")
+# The answer's length, whether the probe's state follows it, and the child's time stamps (time.perf_counter, one
+# clock for every process): request in hand, module executed, limits and state applied, main returned, answer framed.
+_HEAD = struct.Struct(">Q?5d")
 _STATE_HEAD = struct.Struct(">cQ")
 
 
@@ -90,6 +108,10 @@ def _error(rid, message, code):
     doc = _kg().envelope_error(message, code)
     doc["id"] = rid
     return doc
+
+
+class _BadModule(ValueError):
+    pass
 
 
 class _Job(object):
@@ -113,7 +135,16 @@ class _Job(object):
         self.state_follows = False
         self.state_taken = False
         self.timeout_s = None  # type: Optional[float]
-        self.code = None
+        self.code = None  # type: Optional[types.CodeType]
+        self.mods = {}  # name -> compiled code of the modules it imports besides kg_common
+        # Where its time went, answered in a "timing" field when the request asks (npm run bench reads it).
+        self.timing = False
+        self.t_arrival = 0.0
+        self.t_dispatch = 0.0
+        self.compile_s = 0.0
+        self.how = None  # "prepared" (its module executed ahead), "spare" (forked ahead) or "fork"
+        self.zygote_child = False  # forked by the zygote: its wait status comes from there
+        self.key = None  # type: Optional[tuple]  # the probe's and its modules' source hashes: what a prepared spare must match
 
 
 class Helper(object):
@@ -129,10 +160,16 @@ class Helper(object):
         self.queue = deque()
         self.running = {}  # pid -> job
         self.by_id = {}  # rid -> job (waiting or running)
-        self.spare = None  # (pid, control fd, answer fd) of a child forked ahead of need
+        self.spares = []  # (pid, control fd, answer fd, what it prepared) of the children forked ahead of need
+        # The last request's probe (key, name, code, modules): the next spare executes its modules ahead of need.
+        self.prep = None  # type: Optional[tuple]
+        self.zygote = None  # type: Optional[_Zygote]
+        self.zygote_later = []  # what the zygote said while a request was being started: (pid, status), None: gone
         self.stdin_open = True
         self.stop = False
-        self.max_out = None
+        self.max_out = 1 << 30  # kg_common's output limit, from serve()
+        self.t_input = 0.0  # when the bytes being parsed were read
+        self.compile_s = 0.0
 
     # ------------------------------------------------------------------------------------------------ output
     def send(self, doc):
@@ -196,6 +233,7 @@ class Helper(object):
     def on_input(self):
         try:
             data = os.read(0, 1 << 20)
+            self.t_input = time.perf_counter()
         except (BlockingIOError, InterruptedError):
             return
         except OSError:
@@ -251,29 +289,54 @@ class Helper(object):
         if not isinstance(name, str) or not isinstance(digest, str) or not isinstance(args, list):
             self.send(_error(rid, "a probe request needs name, hash and args", "bad-request"))
             return
-        if digest not in self.modules:
-            src = req.get("src")
-            if src is None:
-                self.send(_error(rid, "source needed", "need-source"))
-                return
-            try:
-                # Compiling is not running: the module's code runs in the child.
-                code = compile(src, name + ".py", "exec", dont_inherit=True)
-            except (SyntaxError, ValueError) as e:
-                self.send(_error(rid, "%s.py does not compile: %s" % (name, e), "bad-request"))
-                return
-            while len(self.modules) >= MAX_MODULES:
-                del self.modules[next(iter(self.modules))]
-            self.modules[digest] = (name, code)
+        self.compile_s = 0.0
+        try:
+            code = self.code(name, digest, req.get("src"))
+            mods = {}
+            for entry in req.get("modules") or ():
+                if (not isinstance(entry, list) or len(entry) < 2 or not all(isinstance(e, str) for e in entry[:3])
+                        or not re.match(r"[A-Za-z_][A-Za-z0-9_]*\Z", entry[0])):
+                    raise _BadModule("a module is [name, hash] or [name, hash, source]")
+                mods[entry[0]] = self.code(entry[0], entry[1], entry[2] if len(entry) > 2 else None)
+        except _BadModule as e:
+            self.send(_error(rid, str(e), "bad-request"))
+            return
+        if code is None or any(c is None for c in mods.values()):
+            self.send(_error(rid, "source needed", "need-source"))
+            return
         timeout = req.get("timeoutMs")
         timeout_s = float(timeout) / 1000.0 if isinstance(timeout, (int, float)) and timeout > 0 else DEFAULT_TIMEOUT_S
         job = _Job(rid, name, digest, [a if isinstance(a, str) else json.dumps(a) for a in args],
                    time.monotonic() + timeout_s)
         job.timeout_s = timeout_s
-        job.code = self.modules[digest][1]  # kept with the request: the module cache may drop it meanwhile
+        # Kept with the request: the module cache may drop them meanwhile.
+        job.code = code
+        job.mods = mods
+        job.key = (digest, tuple(sorted((e[0], e[1]) for e in req.get("modules") or ())))
+        job.timing = req.get("timing") is True
+        job.t_arrival = self.t_input
+        job.compile_s = self.compile_s
         self.by_id[rid] = job
         self.queue.append(job)
         self.start_waiting()
+
+    def code(self, name, digest, src):
+        """The compiled module of source hash ``digest`` (compiled from ``src`` the first time), or None unknown."""
+        if digest in self.modules:
+            return self.modules[digest][1]
+        if src is None:
+            return None
+        t0 = time.perf_counter()
+        try:
+            # Compiling is not running: the module's code runs in the child.
+            code = compile(src, name + ".py", "exec", dont_inherit=True)
+        except (SyntaxError, ValueError) as e:
+            raise _BadModule("%s.py does not compile: %s" % (name, e))
+        self.compile_s += time.perf_counter() - t0
+        while len(self.modules) >= MAX_MODULES:
+            del self.modules[next(iter(self.modules))]
+        self.modules[digest] = (name, code)
+        return code
 
     def cancel(self, rid):
         job = self.by_id.get(rid)
@@ -319,18 +382,35 @@ class Helper(object):
     def fork(self, job):
         code = job.code
         state = self.states.get(job.name)
-        if self.spare is not None and state is None:
-            # The child forked ahead of need takes it: the request does not wait for a fork.
-            pid, ctl, rfd = self.spare
-            self.spare = None
+        job.t_dispatch = time.perf_counter()
+        job.how = "fork"
+        self.prep = (job.key, job.name, code, job.mods)
+        if not self.spares and state is None and self.zygote is not None and self.zygote.asked:
+            # Asked for and on its way: waiting for it is shorter than a fork here. Not long, though: this loop
+            # keeps the other requests' deadlines (past ZYGOTE_WAIT_S, this one is forked here).
+            self.on_zygote(wait_s=ZYGOTE_WAIT_S)
+        if self.spares and state is None:
+            # A child forked ahead of need takes it: the request does not wait for a fork, nor (when it is the
+            # probe the spare prepared) for its modules to execute.
+            spare = next((sp for sp in self.spares if sp[3] == job.key), self.spares[0])
+            self.spares.remove(spare)
+            pid, ctl, rfd, key = spare
+            if key == job.key:
+                job.how, msg = "prepared", ("p", job.rid, job.args)
+            else:
+                job.how, msg = "spare", ("f", job.rid, job.name, job.args, code, job.mods)
             try:
-                _write_all(ctl, marshal.dumps((job.rid, job.name, job.args, code)))
+                _write_all(ctl, marshal.dumps(msg))
                 ok = True
             except OSError:
                 ok = False
             os.close(ctl)
             if ok:
                 self._started(job, pid, rfd)
+                job.zygote_child = self.zygote is not None
+                if self.zygote is not None:
+                    # The next spare is forked while this request runs, not after it answered.
+                    self.make_spares()
                 return
             os.close(rfd)
             _kill_group(pid)
@@ -357,8 +437,18 @@ class Helper(object):
         self.running[pid] = job
         self.sel.register(rfd, selectors.EVENT_READ, job)
 
-    def make_spare(self):
-        """Forks the next request's child while nothing is waiting: a fork costs 1-3 ms, off the request's path."""
+    def make_spares(self):
+        """Forks the next requests' children ahead of need: a fork costs 1-3 ms, off the request's path. Asked of
+        the zygote where there is one (then this process never forks, see _Zygote), else forked here."""
+        zygote = self.zygote
+        if zygote is not None:
+            while len(self.spares) + len(zygote.asked) < SPARES:
+                if not zygote.ask(self.prep):
+                    self.zygote_later.append(None)  # stopped from the loop (this may run inside a start)
+                    return
+            return
+        if self.spares:
+            return
         ctl_r, ctl_w = os.pipe()
         rfd, wfd = os.pipe()
         # What exists now is never collected in the child: its collector does not touch (and copy) those pages.
@@ -370,19 +460,69 @@ class Helper(object):
                 os.close(fd)
             return
         if pid == 0:
-            _spare(self, ctl_r, ctl_w, rfd, wfd)
+            _spare(self, ctl_r, ctl_w, rfd, wfd, self.prep[1:] if self.prep is not None else None)
         os.close(ctl_r)
         os.close(wfd)
         try:
             os.setpgid(pid, pid)
         except OSError:
             pass
-        self.spare = (pid, ctl_w, rfd)
+        self.spares.append((pid, ctl_w, rfd, self.prep[0] if self.prep is not None else None))
 
-    def drop_spare(self):
-        if self.spare is not None:
-            pid, ctl, rfd = self.spare
-            self.spare = None
+    def on_zygote(self, wait_s=0.0):
+        """Takes what the zygote said: a spare it forked, a child of it that ended. Waiting (from fork, while a
+        request is being started) only the spares are taken at once; the rest waits for the loop (settling a
+        child starts waiting requests, which must not happen inside a start)."""
+        zygote = self.zygote
+        if zygote is None:
+            return
+        records = zygote.records(wait_s)
+        if records is None:
+            self.zygote_later.append(None)
+        else:
+            for kind, pid, status in records:
+                if kind == b"P" and zygote.asked:
+                    ctl_w, rfd, key = zygote.asked.popleft()
+                    if pid > 0:
+                        self.spares.append((pid, ctl_w, rfd, key))
+                    else:
+                        os.close(ctl_w)
+                        os.close(rfd)
+                elif kind == b"X":
+                    self.zygote_later.append((pid, status))
+        if not wait_s:
+            self.after_zygote()
+
+    def after_zygote(self):
+        later, self.zygote_later = self.zygote_later, []
+        for event in later:
+            if event is None:
+                self.stop_zygote()
+            else:
+                self.ended(*event)
+
+    def stop_zygote(self):
+        """The zygote is gone or failed: spares are forked here from now on."""
+        zygote, self.zygote = self.zygote, None
+        if zygote is None:
+            return
+        try:
+            self.sel.unregister(zygote.sock)
+        except (KeyError, ValueError):
+            pass
+        zygote.close()
+        # Its children die with it (PR_SET_PDEATHSIG), and no one will report how: killed, as far as we know.
+        self.drop_spares()
+        for job in [j for j in self.running.values() if j.zygote_child and j.status is None]:
+            _kill_group(job.pid)
+            job.status = signal.SIGKILL  # a wait status: killed by SIGKILL
+            if job.rfd is not None:
+                self.on_child_output(job)
+            self._settle(job)
+
+    def drop_spares(self):
+        while self.spares:
+            pid, ctl, rfd, _ = self.spares.pop()
             os.close(ctl)
             os.close(rfd)
             _kill_group(pid)
@@ -411,15 +551,19 @@ class Helper(object):
         """Sends the answer as soon as it is whole (the child goes on to export its state)."""
         if job.answered or len(job.buf) < _HEAD.size:
             return
-        n, job.state_follows = _HEAD.unpack_from(job.buf)
+        head = _HEAD.unpack_from(job.buf)
+        n, job.state_follows = head[0], head[1]
         end = _HEAD.size + n
         if len(job.buf) < end:
             return
+        t_read = time.perf_counter()
         job.answered = True
         self.by_id.pop(job.rid, None)
         with memoryview(job.buf) as view:
             answer = bytes(view[_HEAD.size:end])
         job.buf = job.buf[end:]
+        if job.timing and answer.endswith(b"}"):
+            answer = answer[:-1] + b', "timing": ' + _timing(job, head[2:], t_read).encode("ascii") + b"}"
         self.send_line(answer)
         if not job.state_follows:
             self.start_waiting()
@@ -474,7 +618,7 @@ class Helper(object):
             job.rfd = None
 
     def reap(self):
-        while self.running or self.spare is not None:
+        while True:
             try:
                 pid, status = os.waitpid(-1, os.WNOHANG)
             except ChildProcessError:
@@ -483,18 +627,26 @@ class Helper(object):
                 continue
             if pid == 0:
                 return
-            job = self.running.get(pid)
-            if job is None:
-                if self.spare is not None and self.spare[0] == pid:
-                    os.close(self.spare[1])
-                    os.close(self.spare[2])
-                    self.spare = None
-                continue
-            job.status = status
-            if job.rfd is not None:
-                # Everything it wrote is in the pipe by now (its writes finished before it exited).
-                self.on_child_output(job)
-            self._settle(job)
+            if self.zygote is not None and pid == self.zygote.pid:
+                self.zygote.pid = None  # reaped: not to be killed again
+                self.stop_zygote()
+            else:
+                self.ended(pid, status)
+
+    def ended(self, pid, status):
+        """A child (forked here, or by the zygote) ended with wait status ``status``."""
+        job = self.running.get(pid)
+        if job is None:
+            for spare in [sp for sp in self.spares if sp[0] == pid]:
+                self.spares.remove(spare)
+                os.close(spare[1])
+                os.close(spare[2])
+            return
+        job.status = status
+        if job.rfd is not None:
+            # Everything it wrote is in the pipe by now (its writes finished before it exited).
+            self.on_child_output(job)
+        self._settle(job)
 
     def _settle(self, job):
         """A job whose child has exited: answered if it was not, its group killed, its slot freed."""
@@ -548,6 +700,8 @@ class Helper(object):
             # The standard library caches what it learns of the host (platform.platform() reads the interpreter's
             # binary to find its libc: 10 ms); learnt once here, every child starts with it.
             sys.modules["platform"].platform()
+            # Likewise the C library's user database: its first look-up loads the NSS modules (0.3 ms a child).
+            sys.modules["pwd"].getpwuid(os.getuid())
         except Exception:  # noqa: BLE001
             pass
         self.prctl = _prctl()
@@ -560,6 +714,8 @@ class Helper(object):
         for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
             signal.signal(sig, self._on_stop_signal)
         signal.signal(signal.SIGCHLD, lambda *_: None)
+        # Before the ready line: a client (or a test) that sees it finds the zygote there.
+        self.zygote = _Zygote.start(self)
         self.send({"ready": self.nonce, "python": _kg().interpreter()})
         # Non-blocking output, so a slow reader never stops deadlines from being kept; unless stdout and stderr
         # are one file (a terminal), where children's stderr would then fail with EAGAIN.
@@ -571,16 +727,21 @@ class Helper(object):
             pass
         self.sel.register(0, selectors.EVENT_READ, "in")
         self.sel.register(wake_r, selectors.EVENT_READ, "wake")
+        if self.zygote is not None:
+            self.sel.register(self.zygote.sock, selectors.EVENT_READ, "zygote")
         try:
             # The client closing stdin (or the connection) ends the helper and every request still running.
             while not self.stop and self.stdin_open:
-                if self.spare is None and not self.queue and all(j.answered for j in self.running.values()):
-                    self.make_spare()
+                if not self.queue and (
+                        self.zygote is not None or all(j.answered for j in self.running.values())):
+                    self.make_spares()
                 for key, _ in self.sel.select(self.next_timeout()):
                     if key.data == "in":
                         self.on_input()
                     elif key.data == "out":
                         self._flush()
+                    elif key.data == "zygote":
+                        self.on_zygote()
                     elif key.data == "wake":
                         try:
                             while os.read(wake_r, 512):
@@ -589,10 +750,12 @@ class Helper(object):
                             pass
                     else:
                         self.on_child_output(key.data)
+                self.after_zygote()
                 self.reap()
                 self.on_deadlines()
         finally:
-            self.drop_spare()
+            self.drop_spares()
+            self.stop_zygote()
             for job in list(self.running.values()):
                 _kill_group(job.pid)
             for job in list(self.running.values()):
@@ -609,6 +772,239 @@ class Helper(object):
 
     def _on_stop_signal(self, *_):
         self.stop = True
+
+
+_PR_SET_NAME = 15
+_LEN = struct.Struct(">I")
+# From the zygote: b"P" + the pid of the spare it forked (-1: it could not), b"X" + pid + wait status of one that
+# ended.
+_ZREC = struct.Struct(">cqi")
+
+
+class _Zygote(object):
+    """A process forked once at start (Linux) that forks the spares, so that this process never forks again.
+
+    A fork costs its parent twice: the fork itself (0.3-0.7 ms for a 15 MB interpreter, more on a VM), then a
+    copy-on-write fault on every page it writes afterwards (~300 a request, 1 ms of system time measured). Forked
+    from the zygote, which does nothing else, a spare costs this process neither. The spare's two pipes are made
+    here and their far ends handed to the zygote with SCM_RIGHTS; the zygote answers with the spare's pid, reaps its
+    spares and reports each one's wait status, so a request is killed (its process group), settled and its death
+    named here as before. The zygote dies with this process and its spares with it (PR_SET_PDEATHSIG).
+    """
+
+    def __init__(self, pid, sock):
+        self.pid = pid  # type: Optional[int]
+        self.sock = sock
+        self.asked = deque()  # (control fd, answer fd, key) of each spare asked for, not yet forked: in order
+        # What the zygote keeps, by key (the probes its spares may prepare): the same keys in the same order as its
+        # own dict, both dropping the oldest past ZYGOTE_PREPS, so "k" is sent only for what it has.
+        self.known = {}
+        self.buf = b""
+
+    @staticmethod
+    def start(helper):
+        if helper.prctl is None or not hasattr(socket.socket, "sendmsg") or not hasattr(socket, "SCM_RIGHTS"):
+            return None
+        try:
+            ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        except (OSError, AttributeError):
+            return None
+        gc.freeze()
+        # Named before the fork, so it has its name from its first instant (ps, tests), and this process back after.
+        try:
+            with open("/proc/self/comm", "rb") as f:
+                name = f.read().strip()
+        except OSError:
+            name = None
+        if name is not None:
+            helper.prctl(_PR_SET_NAME, b"kg-zygote", 0, 0, 0)
+        try:
+            pid = os.fork()
+        except OSError:
+            ours.close()
+            theirs.close()
+            return None
+        finally:
+            if name is not None and os.getpid() == helper.pid:
+                helper.prctl(_PR_SET_NAME, name, 0, 0, 0)
+        if pid == 0:
+            _zygote(helper, theirs, ours)
+        theirs.close()
+        ours.setblocking(False)
+        return _Zygote(pid, ours)
+
+    def fds(self):
+        return [self.sock.fileno()] + [fd for a in self.asked for fd in a[:2]]
+
+    def ask(self, prep):
+        """Asks for a spare that prepares ``prep`` (key, name, code, modules); False if the zygote cannot be told."""
+        ctl_r, ctl_w = os.pipe()
+        rfd, wfd = os.pipe()
+        key = prep[0] if prep is not None else None
+        if prep is None:
+            msg = ("n",)
+        elif key in self.known:
+            msg = ("k", key)
+        else:
+            msg = ("c", key, prep[1], prep[2], prep[3])
+        ok = False
+        try:
+            data = marshal.dumps(msg)
+            data = _LEN.pack(len(data)) + data
+            self.sock.setblocking(True)
+            sent = self.sock.sendmsg([data], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [ctl_r, wfd]))])
+            self.sock.sendall(data[sent:])
+            ok = True
+        except (OSError, ValueError):
+            pass
+        finally:
+            try:
+                self.sock.setblocking(False)
+            except OSError:
+                ok = False
+        os.close(ctl_r)
+        os.close(wfd)
+        if not ok:
+            os.close(ctl_w)
+            os.close(rfd)
+            return False
+        if msg[0] == "c":
+            _remember(self.known, key, True)
+        self.asked.append((ctl_w, rfd, key))
+        return True
+
+    def records(self, wait_s=0.0):
+        """The records the zygote has sent, [(kind, pid, status)]; None once it is gone."""
+        if wait_s and not _readable(self.sock, wait_s):
+            return []
+        try:
+            data = self.sock.recv(1 << 16)
+        except (BlockingIOError, InterruptedError):
+            return []
+        except OSError:
+            data = b""
+        if not data:
+            return None
+        self.buf += data
+        n = len(self.buf) - len(self.buf) % _ZREC.size
+        out = [_ZREC.unpack_from(self.buf, i) for i in range(0, n, _ZREC.size)]
+        self.buf = self.buf[n:]
+        return out
+
+    def close(self):
+        while self.asked:
+            ctl_w, rfd, _ = self.asked.popleft()
+            os.close(ctl_w)
+            os.close(rfd)
+        self.sock.close()
+        if self.pid is not None:
+            _kill_group(self.pid)
+            try:
+                os.waitpid(self.pid, 0)
+            except OSError:
+                pass
+            self.pid = None
+
+
+ZYGOTE_PREPS = 16
+ZYGOTE_WAIT_S = 0.1
+
+
+def _remember(kept, key, value):
+    """Adds to ``kept`` (oldest first), dropping the oldest past ZYGOTE_PREPS: the helper and the zygote alike."""
+    kept.pop(key, None)
+    while len(kept) >= ZYGOTE_PREPS:
+        del kept[next(iter(kept))]
+    kept[key] = value
+
+
+def _readable(sock, timeout):
+    sel = selectors.DefaultSelector()
+    try:
+        sel.register(sock, selectors.EVENT_READ)
+        return bool(sel.select(timeout))
+    finally:
+        sel.close()
+
+
+def _zygote(helper, sock, theirs):
+    """The zygote's loop: forks a spare per request of the helper and reports how each ended; never returns."""
+    try:
+        _child_setup(helper, [theirs.fileno()])
+        prctl, zpid = helper.prctl, os.getpid()
+        wake_r, wake_w = os.pipe()
+        os.set_blocking(wake_r, False)
+        os.set_blocking(wake_w, False)
+        signal.set_wakeup_fd(wake_w)
+        signal.signal(signal.SIGCHLD, lambda *_: None)
+        preps = {}
+        fd = sock.fileno()
+        sel = selectors.DefaultSelector()
+        sel.register(fd, selectors.EVENT_READ)
+        sel.register(wake_r, selectors.EVENT_READ)
+        while True:
+            for key, _ in sel.select():
+                if key.fd == wake_r:
+                    try:
+                        while os.read(wake_r, 512):
+                            pass
+                    except (BlockingIOError, InterruptedError, OSError):
+                        pass
+                    continue
+                msg, fds = _zygote_message(sock)
+                if msg[0] == "c":
+                    _remember(preps, msg[1], msg[2:])
+                prep = preps.get(msg[1]) if msg[0] in ("c", "k") else None
+                pid = -1
+                if len(fds) == 2:
+                    try:
+                        pid = os.fork()
+                    except OSError:
+                        pid = -1
+                    if pid == 0:
+                        for f in (fd, wake_r, wake_w):
+                            os.close(f)
+                        signal.set_wakeup_fd(-1)
+                        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+                        _spare(None, fds[0], None, None, fds[1], prep, (prctl, zpid))
+                for f in fds:
+                    os.close(f)
+                _write_all(fd, _ZREC.pack(b"P", pid, 0))
+            while True:
+                try:
+                    pid, status = os.waitpid(-1, os.WNOHANG)
+                except ChildProcessError:
+                    break
+                except InterruptedError:
+                    continue
+                if pid == 0:
+                    break
+                _write_all(fd, _ZREC.pack(b"X", pid, status))
+    except BaseException:  # noqa: BLE001 - the helper forks its spares itself once the zygote is gone
+        pass
+    os._exit(0)
+
+
+def _zygote_message(sock):
+    """One length-framed message from the helper and the descriptors that came with it; exits when it is gone."""
+    fds = []
+    head, anc, _, _ = sock.recvmsg(_LEN.size, socket.CMSG_LEN(2 * 4))
+    for level, kind, data in anc:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+            fds += array.array("i", data[:len(data) - len(data) % 4]).tolist()
+    body = b""
+    while len(head) < _LEN.size:
+        more = sock.recv(_LEN.size - len(head))
+        if not more:
+            os._exit(0)
+        head += more
+    n = _LEN.unpack(head)[0]
+    while len(body) < n:
+        more = sock.recv(n - len(body))
+        if not more:
+            os._exit(0)
+        body += more
+    return marshal.loads(body), fds
 
 
 def _same_file(a, b):
@@ -650,6 +1046,24 @@ def _died(job):
             return str(_kg().LimitError("cpu", job.name + " was killed by SIGXCPU")), code
         return "%s was killed by %s, before it answered" % (job.name, what), code
     return "%s ended (exit status %d) before it answered" % (job.name, os.WEXITSTATUS(status)), "crashed"
+
+
+def _timing(job, stamps, t_read):
+    """Where a request's time went in the helper (milliseconds), from the parent's and the child's stamps."""
+    got, executed, ready, ran, framed = stamps
+    ms = lambda a, b: round(max(0.0, b - a) * 1000.0, 3)  # noqa: E731
+    return json.dumps({
+        "how": job.how,
+        "parse": ms(job.t_arrival, job.t_dispatch - job.compile_s),
+        "compile": round(job.compile_s * 1000.0, 3),
+        "handoff": ms(job.t_dispatch, got),
+        "exec": ms(got, executed),
+        "setup": ms(executed, ready),
+        "run": ms(ready, ran),
+        "frame": ms(ran, framed),
+        "pipe": ms(framed, t_read),
+        "total": ms(job.t_arrival, t_read),
+    })
 
 
 def _data_bytes():
@@ -702,8 +1116,10 @@ def _child_setup(helper, close):
     _die_with_parent(helper.prctl, helper.pid)
     # The parent's descriptors are not ours: its selector, the other requests' pipes, the spare's, the channel.
     fds = list(close) + list(helper.wake_fds) + [j.rfd for j in helper.running.values() if j.rfd is not None]
-    if helper.spare is not None:
-        fds += list(helper.spare[1:])
+    for spare in helper.spares:
+        fds += list(spare[1:3])
+    if helper.zygote is not None:
+        fds += helper.zygote.fds()
     for fd in fds:
         try:
             os.close(fd)
@@ -731,13 +1147,27 @@ def _child(helper, job, code, state, rfd, wfd):
         _child_setup(helper, [rfd])
     except BaseException:  # noqa: BLE001
         os._exit(70)
-    _run(job.rid, job.name, job.args, code, state, wfd)
+    _run(job.rid, job.name, job.args, code, job.mods, state, wfd)
 
 
-def _spare(helper, ctl_r, ctl_w, rfd, wfd):
-    """A child forked ahead of need: set up, it waits for its request (rid, name, code, args) on ``ctl_r``."""
+def _spare(helper, ctl_r, ctl_w, rfd, wfd, prep, parent=None):
+    """A child forked ahead of need: set up, and the last request's probe ``prep`` (name, code, modules) executed
+    and its limits applied, it waits for its request on ``ctl_r``: ("p", rid, args) for the probe it prepared,
+    ("f", rid, name, args, code, modules) for another. ``helper`` is None when the zygote forked it: set up
+    already, it dies with its ``parent`` (prctl, the zygote's pid)."""
     try:
-        _child_setup(helper, [ctl_w, rfd])
+        if helper is not None:
+            _child_setup(helper, [ctl_w, rfd])
+        else:
+            try:
+                os.setpgid(0, 0)
+            except OSError:
+                pass
+            if parent is not None:
+                _die_with_parent(*parent)
+        helper = None
+        ready = _prepare(*prep) if prep is not None else None
+        _rehearse()
         chunks = []
         while True:
             c = os.read(ctl_r, 1 << 20)
@@ -747,30 +1177,101 @@ def _spare(helper, ctl_r, ctl_w, rfd, wfd):
         os.close(ctl_r)
         if not chunks:
             os._exit(0)  # not needed after all
-        rid, name, args, code = marshal.loads(b"".join(chunks))
+        msg = marshal.loads(b"".join(chunks))
         chunks = None
     except BaseException:  # noqa: BLE001
         os._exit(70)
-    _run(rid, name, args, code, None, wfd)
+    if msg[0] == "p":
+        if prep is None:
+            # Cannot happen (the helper mirrors what the zygote keeps); answered, not crashed, if it ever does.
+            prep = ("unknown", compile("raise RuntimeError('the spare had no probe')", "kg_helper", "exec"), None)
+        name, code, mods = prep
+        if ready is not None:
+            _run(msg[1], name, msg[2], code, mods, None, wfd, ready[0])
+        # Its module failed to execute ahead: executed again, the failure is this request's answer.
+        _run(msg[1], name, msg[2], code, mods, None, wfd)
+    if ready is not None:
+        _unprepare(ready)
+    _run(msg[1], msg[2], msg[3], msg[4], msg[5], None, wfd)
 
 
-def _run(rid, name, args, code, state, wfd):
-    """Runs one request in this child and leaves with os._exit: never returns to the loop."""
-    status = 70
+def _rehearse():
+    """Walks the answer's path once (envelope, footprint, JSON) with made-up data, before the request: the pages it
+    touches are copied (a fault each, 2-10 us) here rather than on the request's time. Nothing of a request is in it."""
     try:
         kg = _kg()
-        mod = types.ModuleType("kg_probe_" + name)
-        mod.__file__ = name + ".py"
-        sys.modules[mod.__name__] = mod
-        text = None
+        kg.call_probe(lambda argv: {"a": [1, 2.5, "x", None, True, {"b": "c"}]}, [])
+        kg.interpreter()
+        marshal.loads(marshal.dumps(("p", 1, ["x"])))
+        _HEAD.pack(1, False, 0.0, 0.0, 0.0, 0.0, time.perf_counter())
+    except Exception:  # noqa: BLE001 - only a head start
+        pass
+
+
+def _load(name, code, mods):
+    """Executes probe ``name``'s module (its modules importable) and applies its limits: (module, main, limits)."""
+    kg = _kg()
+    if mods:
+        sys.modules["kg_modules"].install(mods)
+    mod = types.ModuleType("kg_probe_" + name)
+    mod.__file__ = name + ".py"
+    sys.modules[mod.__name__] = mod
+    exec(code, mod.__dict__)
+    main = mod.main
+    limits = dict(kg.probe_limits(main))
+    if limits.get("memory") is not None:
+        # The probe's own allowance, on top of what this process is at fork.
+        limits["memory"] += _data_bytes()
+    kg.apply_process_limits(limits)
+    return mod, main, limits
+
+
+def _prepare(name, code, mods):
+    """A spare's guess that the next request is the last one's probe: ((module, main, limits), undo) or None."""
+    undo = (set(sys.modules), list(sys.meta_path), _rlimits())
+    try:
+        return _load(name, code, mods), undo
+    except BaseException:  # noqa: BLE001 - the request, if it comes, runs it again and answers the failure
+        _unprepare((None, undo))
+        return None
+
+
+def _unprepare(ready):
+    """Forgets what a spare prepared for another probe: modules imported, finder, limits."""
+    before, meta, limits = ready[1]
+    for name in [n for n in sys.modules if n not in before]:
+        del sys.modules[name]
+    sys.meta_path[:] = meta
+    try:
+        import resource
+
+        for which, soft_hard in limits:
+            resource.setrlimit(which, soft_hard)
+    except (ImportError, ValueError, OSError):
+        pass
+
+
+def _rlimits():
+    try:
+        import resource
+
+        return [(w, resource.getrlimit(w)) for w in (resource.RLIMIT_DATA, resource.RLIMIT_CPU)]
+    except (ImportError, AttributeError, ValueError, OSError):
+        return []
+
+
+def _run(rid, name, args, code, mods, state, wfd, loaded=None):
+    """Runs one request in this child (its module executed already when ``loaded``) and leaves with os._exit:
+    never returns to the loop."""
+    status = 70
+    t_got = time.perf_counter()
+    t_exec = t_ready = t_ran = t_got
+    try:
+        kg = _kg()
+        text = mod = None
         try:
-            exec(code, mod.__dict__)
-            main = mod.main
-            limits = dict(kg.probe_limits(main))
-            if limits.get("memory") is not None:
-                # The probe's own allowance, on top of what this process is at fork.
-                limits["memory"] += _data_bytes()
-            kg.apply_process_limits(limits)
+            mod, main, limits = loaded if loaded is not None else _load(name, code, mods)
+            t_exec = time.perf_counter()
             imp = getattr(mod, "KG_STATE_IMPORT", None)
             if state and callable(imp):
                 try:
@@ -779,7 +1280,9 @@ def _run(rid, name, args, code, state, wfd):
                 except Exception as e:  # noqa: BLE001 - a cache that cannot be restored is started afresh
                     sys.stderr.write("kg_helper: %s state not restored: %s\n" % (name, e))
             state = None
+            t_ready = time.perf_counter()
             text = kg.call_probe(main, args, limits)[1]
+            t_ran = time.perf_counter()
             # The answer is all this process holds now: the bytes to send, made once.
             body = text.encode("ascii")
             text = None
@@ -793,7 +1296,8 @@ def _run(rid, name, args, code, state, wfd):
         # {"id": N, + the envelope without its opening brace, written from the one copy.
         prefix = ('{"id": %s, ' % json.dumps(rid)).encode("ascii")
         get = getattr(mod, "KG_STATE_EXPORT", None)
-        _write_all(wfd, _HEAD.pack(len(prefix) + len(body) - 1, callable(get)) + prefix)
+        stamps = (t_got, max(t_exec, t_got), max(t_ready, t_exec), max(t_ran, t_ready), time.perf_counter())
+        _write_all(wfd, _HEAD.pack(len(prefix) + len(body) - 1, callable(get), *stamps) + prefix)
         _write_all(wfd, memoryview(body)[1:])
         body = None
         status = 0
@@ -803,7 +1307,7 @@ def _run(rid, name, args, code, state, wfd):
                 if kept is None:
                     _write_all(wfd, _STATE_HEAD.pack(b"D", 0))
                 elif _plain(kept):
-                    blob = marshal.dumps(kept)
+                    blob = marshal.dumps(kept)  # pyright: ignore[reportArgumentType] (checked plain above)
                     if len(blob) <= STATE_BYTES:
                         _write_all(wfd, _STATE_HEAD.pack(b"S", len(blob)) + blob)
                     else:

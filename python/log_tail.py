@@ -19,7 +19,6 @@ line, ``nextOffset`` is where reading stopped, inside it, and a read that starts
 one); a line nested deeper than LIMITS["depth"] or of more than LIMITS["keys"] keys is returned as ``$raw`` and
 counted in ``tooDeep`` / ``tooManyKeys``.  FIFOs and devices are refused unread.
 """
-import errno
 import os
 
 import kg_common
@@ -172,8 +171,8 @@ def _read_lines(f, start, max_bytes):
             nl = chunk.find(b"\n")
             if nl < 0:
                 pos += len(chunk)
-                # A hole of a sparse file is zeros, no newline: passed over unread (metrics_reduce.next_data).
-                hole = _next_data(f, pos)
+                # A hole of a sparse file is zeros, no newline: passed over unread (kg_common.next_data).
+                hole = kg_common.next_data(f, pos)
                 if hole > pos:
                     pos = hole
                     f.seek(pos)
@@ -205,20 +204,6 @@ def _read_lines(f, start, max_bytes):
             pending = b""
 
 
-def _next_data(f, pos):
-    seek_data = getattr(os, "SEEK_DATA", None)
-    if seek_data is None:
-        return pos
-    try:
-        return max(pos, os.lseek(f.fileno(), pos, seek_data))
-    except OSError as e:
-        if e.errno == errno.ENXIO:  # only a hole up to the end
-            return max(pos, os.fstat(f.fileno()).st_size)
-        return pos
-    finally:
-        f.seek(pos)
-
-
 def _check(doc):
     """A decoded line nested deeper than LIMITS["depth"] or of more than LIMITS["keys"] keys raises LimitError."""
     depth_limit = kg_common.LIMITS["depth"]
@@ -238,7 +223,7 @@ def _check(doc):
 def main(argv):
     path, offset, max_bytes, inode, latest_only = parse_args(argv)
     try:
-        f = kg_common.open_regular(path, buffering=0)  # unbuffered: _next_data moves the descriptor
+        f = kg_common.open_regular(path, buffering=0)  # unbuffered: next_data moves the descriptor
     except kg_common.ProbeError as e:
         if e.code != "not-found":
             raise

@@ -14,7 +14,6 @@ Defaults: a tiny shape on CPU (runs in seconds anywhere), a meaningful one on CU
 bf16 autocast).  FLOPs per token use the PaLM convention: 6 * (non-embedding parameters) + 12 * layers * width *
 seq (attention scores and values, forward and backward, causal mask not discounted).
 """
-import argparse
 import math
 import os
 import platform
@@ -32,13 +31,8 @@ CUDA_DEFAULTS = {
 }
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):
-        raise kg_common.ProbeError("throughput_bench: " + message, "bad-args")
-
-
 def parse_args(argv):
-    p = _Parser(prog="throughput_bench.py", add_help=False)
+    p = kg_common.arg_parser("throughput_bench.py", add_help=False)
     for name in ("layers", "width", "heads", "seq", "batch", "vocab", "steps", "warmup"):
         p.add_argument("--" + name, type=int, default=None)
     p.add_argument("--dtype", choices=("bf16", "fp32", "fp16"), default=None)

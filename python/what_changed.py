@@ -12,7 +12,6 @@ stdlib only, never imports torch.  Every fact that cannot be gathered says why (
   changed by commits since ``--since`` (epoch seconds).  git missing or no checkout: ``error`` says which.
 - ``--stat P``: size and mtime only (e.g. torch/version.py, whose mtime is when that torch was installed).
 """
-import argparse
 import hashlib
 import os
 import select
@@ -31,13 +30,8 @@ GIT_TIMEOUT_S = 10.0
 GIT_MAX_OUTPUT = 8 * MiB
 
 
-class _ArgParser(argparse.ArgumentParser):
-    def error(self, message):
-        raise kg_common.ProbeError("what_changed: " + message, "bad-args")
-
-
 def _parse_args(argv):
-    p = _ArgParser(prog="what_changed.py", add_help=True)
+    p = kg_common.arg_parser("what_changed.py", add_help=True)
     p.add_argument("--path", action="append", default=[], metavar="P")
     p.add_argument("--git", action="append", default=[], metavar="DIR")
     p.add_argument("--stat", action="append", default=[], metavar="P")

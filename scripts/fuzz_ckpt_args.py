@@ -27,7 +27,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--count", type=int, default=20000)
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--time-limit", type=float, default=10.0, help="seconds one case may take")
+    ap.add_argument("--time-limit", type=float, default=10.0, help="CPU seconds one case may take")
     ap.add_argument("--keep", help="folder for the cases (kept); default: a temp folder, removed unless a case fails")
     a = ap.parse_args()
     folder = a.keep or tempfile.mkdtemp(prefix="kg-fuzz-ckpt-")

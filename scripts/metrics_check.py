@@ -14,7 +14,9 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
 
+import metrics_cache  # noqa: E402
 import metrics_reduce  # noqa: E402
+import metrics_scan  # noqa: E402
 
 
 def write_log(path, n):
@@ -46,12 +48,12 @@ def timed(args):
 
 def main():
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 1000000
-    metrics_reduce._KEEP = True  # as inside the resident helper
+    metrics_cache._KEEP = True  # as inside the resident helper
     d = tempfile.mkdtemp(prefix="kg-metrics-check-")
     path = os.path.join(d, "train_log.jsonl")
     try:
         write_log(path, n)
-        out = {"python": sys.version.split()[0], "cpus": metrics_reduce.default_jobs(), "lines": n,
+        out = {"python": sys.version.split()[0], "cpus": metrics_scan.default_jobs(), "lines": n,
                "bytes": os.path.getsize(path)}
         out["preview"] = timed([path, "--preview"])
         for jobs in ("1", "2", "8"):

@@ -1,4 +1,5 @@
-"""Check the stdlib TensorBoard reader (python/metrics_reduce.py) against tensorboard's own EventAccumulator.
+"""Check the stdlib TensorBoard reader (python/metrics_tb.py, behind python/metrics_reduce.py) against tensorboard's
+own EventAccumulator.
 
     python3 scripts/tb_check.py OUTDIR [--steps 250000]
 
@@ -50,7 +51,7 @@ print(json.dumps({"seconds": round(secs, 2), "maxRssMb": resource.getrusage(reso
 OURS = r"""
 import json, os, resource, sys, time
 sys.path.insert(0, sys.argv[3])
-import metrics_reduce as m
+import metrics_tb as m
 t = time.time()
 r = m.TfEventsReader()
 cols = {}

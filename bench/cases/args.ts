@@ -65,6 +65,7 @@ export async function benchArgs(ctx: BenchContext): Promise<BenchResult[]> {
         case: `args of a ${size.label} torch checkpoint: probe via resident helper vs ssh HOST python -c 'torch.load(…)'`,
         ours_ms: median(ours),
         usual_ms: median(usual),
+        ...(size.mb === 1024 ? { target_ms: 2 } : {}), // issue 21
         note: `${(bytes / 1e6).toFixed(0)} MB file; probe read ${(first.value.bytesRead / 1024).toFixed(1)} KB of it; median of ${OURS_RUNS} / ${USUAL_RUNS}`,
       });
       rmSync(file, { force: true }); // one big file on disk at a time

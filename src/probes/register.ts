@@ -94,7 +94,7 @@ async function runProbeInTerminal(
   const name = terminalName(choice.label, host.name);
   let result: unknown;
   let error: string | undefined;
-  const run = runInTerminal(name, session, probeTerminalCommand(host.python, call.probe, call.args, nonce), {
+  const run = runInTerminal(name, session, probeTerminalCommand(host.python, call, nonce), {
     nonce,
     epilogue: (exit, runner) => {
       if (exit.error !== undefined) return undefined;

@@ -255,11 +255,24 @@ void describe('environment baselines through a real sshd', () => {
       );
       // The temp file is named after the writing shell's PID; its parent is the connection's sshd process.
       const shell = Number(tempOf()!.split('.').pop());
-      const server = Number(execFileSync('ps', ['-o', 'ppid=', '-p', String(shell)], { encoding: 'utf8' }).trim());
-      assert.match(execFileSync('ps', ['-o', 'args=', '-p', String(server)], { encoding: 'utf8' }), /^sshd: /);
-      process.kill(server, 'SIGKILL');
-      await assert.rejects(writing);
-      assert.ok(await waitUntil(() => !pidAlive(shell), 10000), 'the writing shell never ended');
+      // Stopped at once (its process group: the shell and what it runs), the write cannot finish before the kill
+      // however fast this machine is; resumed after the kill, it finds the connection gone.
+      const group = Number(
+        readFileSync(`/proc/${shell}/stat`, 'utf8')
+          .replace(/^.*\) /s, '')
+          .split(' ')[2],
+      );
+      assert.equal(group, shell, 'the writing shell leads a process group of its own (sshd made it a session)');
+      process.kill(-group, 'SIGSTOP');
+      try {
+        const server = Number(execFileSync('ps', ['-o', 'ppid=', '-p', String(shell)], { encoding: 'utf8' }).trim());
+        assert.match(execFileSync('ps', ['-o', 'args=', '-p', String(server)], { encoding: 'utf8' }), /^sshd: /);
+        process.kill(server, 'SIGKILL');
+        await assert.rejects(writing);
+      } finally {
+        process.kill(-group, 'SIGCONT');
+      }
+      assert.ok(await waitUntil(() => !pidAlive(shell), 30_000), 'the writing shell never ended');
       assert.equal(
         existsSync(target),
         false,
@@ -384,18 +397,9 @@ void describe('environment baselines through a real sshd', () => {
       (e: unknown) => isKnownGoodError(e, 'cancelled'),
     );
     assert.ok(reports >= 1, 'tar reported progress before the cancel');
-    const gone = await waitFor(() => !tarAlive(big.temp), 5000);
+    const gone = await waitUntil(() => !tarAlive(big.temp), 30_000);
     assert.ok(gone, 'the remote tar was killed');
     assert.equal(existsSync(big.temp), false, 'partial archive removed');
     assert.equal(existsSync(big.archive), false);
   });
 });
-
-async function waitFor(check: () => boolean, ms: number): Promise<boolean> {
-  const until = Date.now() + ms;
-  while (Date.now() < until) {
-    if (check()) return true;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  return check();
-}

@@ -28,12 +28,10 @@ function slowRead(argv: string[], stallMs: number): Promise<{ bytes: number; tex
       });
       child.stdout.resume();
     }, stallMs);
-    let code: number | null = null;
-    child.on('exit', (c) => (code = c));
-    child.stdout.on('end', () => {
+    // 'close' comes after both the exit and the end of stdout, in whichever order those two came.
+    child.on('close', (code) => {
       const buf = Buffer.concat(chunks);
-      // 'exit' may come just after 'end'
-      setTimeout(() => resolve({ bytes: buf.length, text: buf.toString('utf8'), code }), 50);
+      resolve({ bytes: buf.length, text: buf.toString('utf8'), code });
     });
     child.on('error', reject);
   });

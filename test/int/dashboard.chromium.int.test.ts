@@ -197,6 +197,19 @@ const posted = (page: Page): Promise<{ type: string; [k: string]: unknown }[]> =
   page.evaluate(() => (window as unknown as { __posted: { type: string }[] }).__posted);
 
 /** Pixels of each plot canvas close to `rgb`: the run's line and, fainter, its band do not match; only the line. */
+/**
+ * Reads `read` until `ok` holds and returns that reading; after 30 s it returns the last one, for the caller's
+ * assert to fail on. A redraw or a posted message is waited for, never a set time a slow machine may overrun.
+ */
+async function eventually<T>(read: () => Promise<T>, ok: (v: T) => boolean): Promise<T> {
+  const until = Date.now() + 30_000;
+  for (;;) {
+    const v = await read();
+    if (ok(v) || Date.now() > until) return v;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
 function countColor(page: Page, selector: string, hex: string): Promise<number> {
   return page.evaluate(
     ({ selector, hex }) => {
@@ -367,11 +380,12 @@ void test('dashboard renders the fixture in headless Chromium, dark then light',
   await page.waitForFunction(() =>
     (window as unknown as { __posted: { type: string }[] }).__posted.some((m) => m.type === 'requestRange'),
   );
-  await page.waitForTimeout(200);
-  const requests = (await posted(page)).flatMap((m) => {
-    const r = parseWebviewMessage(m);
-    return r.ok && r.message.type === 'requestRange' ? [r.message] : [];
-  });
+  const rangeRequests = async () =>
+    (await posted(page)).flatMap((m) => {
+      const r = parseWebviewMessage(m);
+      return r.ok && r.message.type === 'requestRange' ? [r.message] : [];
+    });
+  const requests = await eventually(rangeRequests, (rs) => new Set(rs.map((r) => r.run)).size >= 2);
   const runsAsked = new Set(requests.map((r) => r.run));
   assert.equal(runsAsked.size, 2, `expected requests for both runs: ${JSON.stringify(requests)}`);
   const lossReq = requests.find((r) => r.series === 'loss' && r.run === init.runs[0]!.run.id)!;
@@ -401,9 +415,14 @@ void test('dashboard renders the fixture in headless Chromium, dark then light',
   // Live theme switch: the canvases are drawn again with the light theme's colours.
   await applyTheme(page, 'vscode-light', LIGHT);
   await page.waitForFunction(() => getComputedStyle(document.body).backgroundColor === 'rgb(255, 255, 255)');
-  await page.waitForTimeout(300);
-  const blueLight = await countColor(page, lossCanvas, LIGHT['--vscode-charts-blue']!);
-  const blueDarkAfter = await countColor(page, lossCanvas, DARK['--vscode-charts-blue']!);
+  const [blueLight, blueDarkAfter] = await eventually(
+    () =>
+      Promise.all([
+        countColor(page, lossCanvas, LIGHT['--vscode-charts-blue']!),
+        countColor(page, lossCanvas, DARK['--vscode-charts-blue']!),
+      ]),
+    ([light, dark]) => light > 300 && dark < light / 4,
+  );
   assert.ok(blueLight > 300, `light theme line not drawn in its charts-blue: ${blueLight} px`);
   assert.ok(
     blueDarkAfter < blueLight / 4,
@@ -421,8 +440,10 @@ void test('dashboard renders the fixture in headless Chromium, dark then light',
   // High contrast: lines in its colours, white text, the contrast border around panels and swatches.
   await applyTheme(page, 'vscode-high-contrast', HIGH_CONTRAST);
   await page.waitForFunction(() => getComputedStyle(document.body).backgroundColor === 'rgb(0, 0, 0)');
-  await page.waitForTimeout(300);
-  const blueHc = await countColor(page, lossCanvas, HIGH_CONTRAST['--vscode-charts-blue']!);
+  const blueHc = await eventually(
+    () => countColor(page, lossCanvas, HIGH_CONTRAST['--vscode-charts-blue']!),
+    (n) => n > 300,
+  );
   assert.ok(blueHc > 300, `high-contrast line not drawn in its charts-blue: ${blueHc} px`);
   assert.equal(
     await page
@@ -531,10 +552,12 @@ void test('a preview shows its note until the exact data replaces it (choices an
   await page.mouse.move(box.x + box.width * 0.5, box.y + box.height / 2, { steps: 5 });
   await page.mouse.up();
   await page.mouse.move(0, 0);
-  await page.waitForTimeout(250);
   const rangeAsks = async (run: string) =>
     (await posted(page)).filter((m) => m.type === 'requestRange' && m.run === run).length;
-  const asksBefore = await rangeAsks(run1.run.id);
+  const asksBefore = await eventually(
+    () => rangeAsks(run1.run.id),
+    (n) => n > 0,
+  );
   assert.ok(asksBefore > 0, 'the zoom asked for finer buckets');
 
   // The side data lands: one part per host, each named.
@@ -574,8 +597,13 @@ void test('a preview shows its note until the exact data replaces it (choices an
     await page.locator('[data-control="smoothing"] input').evaluate((e) => (e as HTMLInputElement).value),
     '0.5',
   );
-  await page.waitForTimeout(250);
-  assert.ok((await rangeAsks(run1.run.id)) > asksBefore, 'the zoom window was kept and asked again');
+  assert.ok(
+    (await eventually(
+      () => rangeAsks(run1.run.id),
+      (n) => n > asksBefore,
+    )) > asksBefore,
+    'the zoom window was kept and asked again',
+  );
   const lossCanvas = '.kg-plot[data-series="loss"] canvas';
   assert.ok((await nonTransparent(page, lossCanvas)) > 5_000, 'loss plot empty after the exact data');
   assert.ok((await countColor(page, lossCanvas, DARK['--vscode-charts-blue']!)) > 200, 'run 1 line not drawn');
@@ -650,8 +678,10 @@ void test('benchmark: one point, marking a result known-good; checkpoints on the
 
   // With the checkpoints: a dashed marker per checkpoint on the plot.
   await page.evaluate((m) => window.postMessage(m, '*'), { ...init, runs: [run], hosts: side(true) });
-  await page.waitForTimeout(300);
-  const withMarks = await nonTransparent(page, lossCanvas);
+  const withMarks = await eventually(
+    () => nonTransparent(page, lossCanvas),
+    (n) => n > plain + 200,
+  );
   assert.ok(withMarks > plain + 200, `no checkpoint markers drawn: ${plain} → ${withMarks} px`);
   await page.screenshot({ path: join(ARTIFACTS, 'dashboard-bench-one-point.png'), fullPage: true });
   assert.deepEqual(problems, []);

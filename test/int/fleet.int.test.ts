@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -13,6 +13,9 @@ import { runOnNodes } from '../../src/core/fleet/run';
 import { slurmSettings } from '../../src/core/fleet/settings';
 import { listJobs, listNodes, type FleetHost } from '../../src/core/fleet/slurm';
 import { hostInfoProbe } from '../../src/core/probes/hostProbes';
+import { defineProbe } from '../../src/core/probes/probe';
+import { setProbeSource } from '../../src/core/probes/sources';
+import { z } from 'zod';
 import { SshPool } from '../../src/core/transport/ssh';
 import { endpointOf, recordingPrompts, sshOptions } from '../support/hosts';
 import { waitUntil } from '../support/process';
@@ -28,6 +31,40 @@ import { startSshd, type TestSshd } from '../support/sshd';
  */
 
 const N2_ENV = (site: string) => ({ NCCL_SOCKET_IFNAME: 'eth9', PYTHONPATH: site });
+
+/**
+ * A sitecustomize for a node's PYTHONPATH: once torch is imported, `before` (Python lines, with os, sys and time
+ * imported) runs before every AdamW step, as a throttled GPU or a held step would.
+ */
+function aroundAdamWStep(before: readonly string[]): string {
+  return [
+    'import builtins, os, sys, time',
+    '_import = builtins.__import__',
+    'def _hooked_import(name, *args, **kwargs):',
+    '    module = _import(name, *args, **kwargs)',
+    '    torch = sys.modules.get("torch")',
+    '    optim = getattr(torch, "optim", None)',
+    '    if optim is not None and hasattr(optim, "AdamW") and not getattr(optim.AdamW, "_kg_hooked", False):',
+    '        step = optim.AdamW.step',
+    '        def hooked_step(self, *a, **k):',
+    ...before.map((l) => `            ${l}`),
+    '            return step(self, *a, **k)',
+    '        optim.AdamW.step = hooked_step',
+    '        optim.AdamW._kg_hooked = True',
+    '    return module',
+    'builtins.__import__ = _hooked_import',
+    '',
+  ].join('\n');
+}
+
+/** Gone, or a zombie waiting for its reaper: it runs no more code. */
+function exited(pid: number): boolean {
+  try {
+    return /^\d+ \(.*\) Z /.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+  } catch {
+    return true;
+  }
+}
 
 void describe('Fleet: the nodes of a Slurm job through the login node', () => {
   let dir: string;
@@ -193,6 +230,31 @@ void describe('Fleet: the nodes of a Slurm job through the login node', () => {
     );
   });
 
+  void it("a probe's modules travel to every node in the packed program; a changed module is what runs next", async () => {
+    setProbeSource('kg_t_a', 'import kg_t_b\nWHO = "a1"\ndef both():\n    return WHO + "+" + kg_t_b.WHO\n');
+    setProbeSource('kg_t_b', 'import kg_t_a\nWHO = "b1"\n');
+    setProbeSource(
+      'kg_t_probe',
+      'import kg_common\nimport kg_t_a\ndef main(argv):\n    return {"got": kg_t_a.both()}\n' +
+        'if __name__ == "__main__":\n    kg_common.run(main)\n',
+    );
+    const probe = defineProbe('kg_t_probe', z.object({ got: z.string() }), () => [], { modules: ['kg_t_a', 'kg_t_b'] });
+    const open = { ...host, slurm: { ...host.slurm, allowNodesOutsideJobs: true } };
+    const got = async () =>
+      (await runOnNodes(open, probe(), { kind: 'nodes', nodes: ['n1', 'n2'] })).nodes.map((n) =>
+        n.ok ? [n.node, n.outcome.value.got] : [n.node, n.error],
+      );
+    assert.deepEqual(await got(), [
+      ['n1', 'a1+b1'],
+      ['n2', 'a1+b1'],
+    ]);
+    setProbeSource('kg_t_b', 'import kg_t_a\nWHO = "b2"\n');
+    assert.deepEqual(await got(), [
+      ['n1', 'a1+b2'],
+      ['n2', 'a1+b2'],
+    ]);
+  });
+
   void it('a node whose probe hangs (a stuck nvidia-smi) is stopped at the per-node timeout; the others answer', async () => {
     const bin = join(dir, 'stuck-bin');
     mkdirSync(bin, { recursive: true });
@@ -219,27 +281,7 @@ void describe('Fleet: the nodes of a Slurm job through the login node', () => {
     // imported (sleeping, so the other "nodes" on this machine keep their CPU), as a throttled GPU would.
     const busy = join(dir, 'slow-site');
     mkdirSync(busy, { recursive: true });
-    writeFileSync(
-      join(busy, 'sitecustomize.py'),
-      [
-        'import builtins, sys, time',
-        '_import = builtins.__import__',
-        'def _slow_import(name, *args, **kwargs):',
-        '    module = _import(name, *args, **kwargs)',
-        '    torch = sys.modules.get("torch")',
-        '    optim = getattr(torch, "optim", None)',
-        '    if optim is not None and hasattr(optim, "AdamW") and not getattr(optim.AdamW, "_kg_slow", False):',
-        '        step = optim.AdamW.step',
-        '        def slow_step(self, *a, **k):',
-        '            time.sleep(0.2)',
-        '            return step(self, *a, **k)',
-        '        optim.AdamW.step = slow_step',
-        '        optim.AdamW._kg_slow = True',
-        '    return module',
-        'builtins.__import__ = _slow_import',
-        '',
-      ].join('\n'),
-    );
+    writeFileSync(join(busy, 'sitecustomize.py'), aroundAdamWStep(['time.sleep(0.2)']));
     slurm.setNodeEnv({ n2: N2_ENV(site), n3: { PYTHONPATH: busy } });
     try {
       const t0 = Date.now();
@@ -316,41 +358,66 @@ void describe('Fleet: the nodes of a Slurm job through the login node', () => {
   });
 
   void it('a node stopped mid-run (slurmd and its step killed) is reported lost; the others answer', async () => {
-    const run = runOnNodes(
-      host,
-      (await import('../../src/core/bench/benchProbe')).throughputBenchProbe({
-        layers: 1,
-        width: 32,
-        heads: 2,
-        seq: 16,
-        batch: 2,
-        vocab: 64,
-        steps: 200,
-        warmup: 1,
-        device: 'cpu',
-      }),
-      { kind: 'job', jobId: job },
-      { heartbeatMs: 1000 },
+    // Mid-run made certain, whatever the machine's speed: n3's benchmark holds at its first optimizer step (torch
+    // imported, the heartbeat going) for as long as the hold file exists, and says so in a file of its own; the test
+    // kills the node only once it is held there, and lifts the hold only after (the held process is gone by then).
+    const holdSite = join(dir, 'hold-site');
+    const hold = join(holdSite, 'hold');
+    const held = join(holdSite, 'held');
+    mkdirSync(holdSite, { recursive: true });
+    writeFileSync(hold, '');
+    writeFileSync(
+      join(holdSite, 'sitecustomize.py'),
+      aroundAdamWStep([
+        `with open(${JSON.stringify(held)}, "w") as f:`,
+        '    f.write(str(os.getpid()))',
+        `while os.path.exists(${JSON.stringify(hold)}):`,
+        '    time.sleep(0.05)',
+      ]),
     );
-    assert.ok(await waitUntil(() => slurm.taskPids('n3').length > 0, 20000), 'the probe started on n3');
-    // Mid-run: the task is importing torch by now, its heartbeat going.
-    await new Promise((r) => setTimeout(r, 1500));
-    slurm.killNode('n3');
-    const t0 = Date.now();
-    const r = await run;
-    console.log(`after n3 was killed, the run ended in ${Date.now() - t0} ms`);
-    assert.deepEqual(
-      r.nodes.map((n) => [n.node, n.ok]),
-      [
-        ['n1', true],
-        ['n2', true],
-        ['n3', false],
-      ],
-      JSON.stringify(r.nodes.map((n) => (n.ok ? n.node : n.error))),
-    );
-    const n3 = r.nodes[2]!;
-    assert.ok(!n3.ok);
-    assert.equal(n3.error.code, 'connection-lost');
-    assert.match(n3.error.message, /on n3: the node stopped answering \(no heartbeat for \d+ s\)/);
+    slurm.setNodeEnv({ n2: N2_ENV(site), n3: { PYTHONPATH: holdSite } });
+    try {
+      const run = runOnNodes(
+        host,
+        (await import('../../src/core/bench/benchProbe')).throughputBenchProbe({
+          layers: 1,
+          width: 32,
+          heads: 2,
+          seq: 16,
+          batch: 2,
+          vocab: 64,
+          steps: 5,
+          warmup: 1,
+          device: 'cpu',
+        }),
+        { kind: 'job', jobId: job },
+        { heartbeatMs: 1000 },
+      );
+      // A generous deadline: it fails only when n3 never reaches its first step (importing torch on a busy machine).
+      assert.ok(await waitUntil(() => existsSync(held), 120000), 'n3 reached its first optimizer step and held');
+      const pid = Number(readFileSync(held, 'utf8'));
+      slurm.killNode('n3');
+      assert.ok(await waitUntil(() => exited(pid), 30000), `the held benchmark (pid ${pid}) was killed with its node`);
+      rmSync(hold);
+      const t0 = Date.now();
+      const r = await run;
+      console.log(`after n3 was killed, the run ended in ${Date.now() - t0} ms`);
+      assert.deepEqual(
+        r.nodes.map((n) => [n.node, n.ok]),
+        [
+          ['n1', true],
+          ['n2', true],
+          ['n3', false],
+        ],
+        JSON.stringify(r.nodes.map((n) => (n.ok ? n.node : n.error))),
+      );
+      const n3 = r.nodes[2]!;
+      assert.ok(!n3.ok);
+      assert.equal(n3.error.code, 'connection-lost');
+      assert.match(n3.error.message, /on n3: the node stopped answering \(no heartbeat for \d+ s\)/);
+    } finally {
+      rmSync(hold, { force: true });
+      slurm.setNodeEnv({ n2: N2_ENV(site) });
+    }
   });
 });

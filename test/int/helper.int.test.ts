@@ -9,7 +9,11 @@ import { isKnownGoodError } from '../../src/core/errors';
 import { metricsReduceProbe } from '../../src/core/metrics/metricsProbe';
 import { readFileProbe } from '../../src/core/remote/readFile';
 import { hostInfoProbe } from '../../src/core/probes/hostProbes';
+import { defineProbe } from '../../src/core/probes/probe';
 import { ProbeRunner } from '../../src/core/probes/runner';
+import { setProbeSource } from '../../src/core/probes/sources';
+import type { Transport } from '../../src/core/transport/types';
+import { z } from 'zod';
 import { SshPool } from '../../src/core/transport/ssh';
 import { generateMetricsLog } from '../../bench/cases/metrics';
 import { endpointOf, recordingPrompts, sshOptions } from '../support/hosts';
@@ -18,6 +22,9 @@ import { waitUntil } from '../support/process';
 
 // The resident helper over a real sshd: each request runs in its own child on the host, which is killed at its
 // deadline or on cancel (with the workers it forked), so nothing keeps running; large answers stream in linear time.
+
+/** kg_helper.py SPARES: the children it keeps forked ahead of need, idle. */
+const SPARES = 2;
 
 let sshd: TestSshd;
 let pool: SshPool;
@@ -48,6 +55,8 @@ interface Proc {
   /** State of each of its threads (R: running). */
   states: string[];
   cmd: string;
+  /** The process's name: kg_helper's zygote (the process that forks the requests' children on Linux) names itself. */
+  comm: string;
 }
 
 function stat(path: string): { ppid: number; state: string } {
@@ -65,7 +74,8 @@ function processesUnderSshd(): Proc[] {
       const { ppid } = stat(`/proc/${name}/stat`);
       const states = readdirSync(`/proc/${name}/task`).map((t) => stat(`/proc/${name}/task/${t}/stat`).state);
       const cmd = readFileSync(`/proc/${name}/cmdline`, 'utf8').replace(/\0/g, ' ');
-      all.set(Number(name), { pid: Number(name), ppid, states, cmd });
+      const comm = readFileSync(`/proc/${name}/comm`, 'utf8').trim();
+      all.set(Number(name), { pid: Number(name), ppid, states, cmd, comm });
     } catch {
       /* gone meanwhile */
     }
@@ -89,14 +99,17 @@ function processesUnderSshd(): Proc[] {
 }
 
 /**
- * The helper's children (one, idle, is forked ahead for the next request), those of them running (or runnable),
- * and whether anything below sshd is burning CPU or left a zombie.
+ * The processes of the helper's requests, its children or its zygote's (one, idle, is forked ahead for the next
+ * request: SPARES), those of them running (or runnable), and whether anything below sshd is burning CPU or left a zombie.
  */
 function helperState(): { children: number; busyChildren: number; running: string[] } {
   const procs = processesUnderSshd();
   const helpers = new Set(procs.filter((p) => p.cmd.includes('kg_helper')).map((p) => p.pid));
   const topHelpers = [...helpers].filter((pid) => !helpers.has(procs.find((p) => p.pid === pid)!.ppid));
-  const children = procs.filter((p) => topHelpers.includes(p.ppid));
+  const zygotes = procs.filter((p) => topHelpers.includes(p.ppid) && p.comm === 'kg-zygote').map((p) => p.pid);
+  const children = procs.filter(
+    (p) => (topHelpers.includes(p.ppid) || zygotes.includes(p.ppid)) && !zygotes.includes(p.pid),
+  );
   const running = procs
     .filter((p) => p.states.some((s) => s === 'R' || s === 'Z'))
     .map((p) => `${p.pid} ${p.states.join('')} ${p.cmd.slice(0, 60)}`);
@@ -107,7 +120,7 @@ function helperState(): { children: number; busyChildren: number; running: strin
 async function settled(ms: number): Promise<boolean> {
   return waitUntil(() => {
     const s = helperState();
-    return s.children <= 1 && s.running.length === 0;
+    return s.children <= SPARES && s.running.length === 0;
   }, ms);
 }
 
@@ -127,8 +140,9 @@ void test('a request past its deadline is killed on the host, with the workers i
 void test('cancelling a request (AbortSignal) kills it on the host', async () => {
   const ac = new AbortController();
   const run = runner.run(metricsReduceProbe({ path: bigLog, jobs: 2, fresh: true }), { signal: ac.signal });
-  // Reducing the 111 MB log takes over a second: half a second in, it is running on the host.
-  await new Promise((r) => setTimeout(r, 500));
+  // Cancelled once its child is seen running on the host (reducing the 111 MB log takes seconds of CPU, polled
+  // every 50 ms), not after a set time a fast machine might finish the reduction in.
+  assert.ok(await waitUntil(() => helperState().busyChildren >= 1, 30_000), 'the request never ran on the host');
   ac.abort();
   await assert.rejects(run, (e: unknown) => isKnownGoodError(e, 'cancelled'));
   assert.ok(await settled(1000), `still running on the host: ${JSON.stringify(helperState())}`);
@@ -169,7 +183,7 @@ void test('two slow requests run at once, each in its own process', async () => 
   assert.equal(b.value.lines, one.value.lines);
 });
 
-void test('a 64 MB answer through the helper is parsed in about the time of the one-shot path', async () => {
+void test('a 64 MB answer through the helper arrives whole, as the one-shot path gives it', async () => {
   // 46 MiB of bytes: read_file answers them as 61 MiB of base64, under the 64 MiB answer limit.
   const file = join(dir, 'blob.bin');
   writeFileSync(file, randomBytes(46 << 20));
@@ -187,8 +201,54 @@ void test('a 64 MB answer through the helper is parsed in about the time of the 
   );
   assert.equal(resident.value.end, 46 << 20);
   assert.equal(resident.value.data, once.value.data);
-  // The old client took 36 s for 68 MB (every chunk appended to a string and rescanned from its start).
-  assert.ok(residentMs < 10_000, `${residentMs} ms`);
-  assert.ok(residentMs < 3 * onceMs + 1000, `helper ${residentMs} ms, one-shot ${onceMs} ms`);
+  // The old client took 36 s for 68 MB (every chunk appended to a string and rescanned from its start); the times
+  // are printed above, not asserted: on a shared machine they measure the machine (npm run bench has the targets).
   assert.ok(resident.footprint && resident.footprint.maxRssKb > 46 << 10, 'the footprint is in the outcome');
+});
+
+void test("a probe's modules travel with it: sent when the helper lacks them, by hash after, re-sent when changed", async () => {
+  // What the client writes to its helper, to see which sources travelled.
+  const written: string[] = [];
+  const inner = pool.transport(endpointOf(sshd), 'test-sshd');
+  const recording: Transport = {
+    id: inner.id,
+    label: inner.label,
+    exec: (argv, o) => inner.exec(argv, o),
+    dispose: () => inner.dispose(),
+    spawn: async (argv, o) => {
+      const h = await inner.spawn(argv, o);
+      const write = h.stdin.write.bind(h.stdin) as (chunk: string) => boolean;
+      (h.stdin as { write: (chunk: string) => boolean }).write = (chunk: string) => {
+        written.push(String(chunk));
+        return write(chunk);
+      };
+      return h;
+    },
+  };
+  const own = new ProbeRunner(recording, { python: 'python3', timeoutMs: 60_000 });
+  try {
+    setProbeSource('kg_t_a', 'import kg_t_b\nWHO = "a1"\ndef both():\n    return WHO + "+" + kg_t_b.WHO\n');
+    setProbeSource('kg_t_b', 'import kg_t_a\nWHO = "b1"\n');
+    setProbeSource(
+      'kg_t_probe',
+      'import kg_common\nimport kg_t_a\ndef main(argv):\n    return {"got": kg_t_a.both(), "pid": __import__("os").getpid()}\n' +
+        'if __name__ == "__main__":\n    kg_common.run(main)\n',
+    );
+    const probe = defineProbe('kg_t_probe', z.object({ got: z.string(), pid: z.number() }), () => [], {
+      modules: ['kg_t_a', 'kg_t_b'],
+    });
+    const sentWith = (text: string) => written.filter((w) => w.includes('"op":"probe"') && w.includes(text)).length;
+    assert.equal((await own.run(probe())).value.got, 'a1+b1');
+    assert.equal(sentWith('WHO = \\"b1\\"'), 1, 'the helper lacked kg_t_b: its source was sent');
+    assert.equal((await own.run(probe())).value.got, 'a1+b1');
+    assert.equal(sentWith('WHO = \\"b1\\"'), 1, 'known by hash: not sent again');
+    setProbeSource('kg_t_b', 'import kg_t_a\nWHO = "b2"\n');
+    assert.equal((await own.run(probe())).value.got, 'a1+b2', 'the changed module is what runs');
+    assert.equal(sentWith('WHO = \\"b2\\"'), 1, 'the changed module was sent once');
+    assert.equal(sentWith('WHO = \\"a1\\"'), 1, 'the unchanged one stayed home');
+    // One-shot over the same connection carries them all in its program.
+    assert.equal((await own.runOnce(probe())).value.got, 'a1+b2');
+  } finally {
+    own.dispose();
+  }
 });

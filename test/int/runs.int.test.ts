@@ -82,8 +82,6 @@ void describe('list_runs through the probe runner (local transport)', () => {
     const run1 = child(ok!.entry, 'run1');
     assert.equal(run1.children!.length, STEPS + 1);
     assert.equal(run1.size, STEPS + 12);
-    // Generous: the test machine is shared. Measured locally: see the diagnostic.
-    assert.ok(best < 2000, `listing took ${best} ms`);
 
     const [rootNode] = buildRootNodes('local', resident!);
     const runNode = childrenOf(rootNode!).find((n) => n.label === 'run1')!;

@@ -85,7 +85,7 @@ describe('SSH transport against a real OpenSSH sshd', () => {
     );
     // Well before the sleep would end by itself: the remote process was stopped, not waited for.
     assert.ok(Date.now() - t0 < 20000, `the timed-out command returned only after ${Date.now() - t0} ms`);
-    assert.ok(await waitUntil(() => !remoteProcessAlive(marker), 5000), 'remote sleep still running after timeout');
+    assert.ok(await waitUntil(() => !remoteProcessAlive(marker), 30_000), 'remote sleep still running after timeout');
   });
 
   test('cancellation ends the remote process', async () => {
@@ -93,12 +93,12 @@ describe('SSH transport against a real OpenSSH sshd', () => {
     const marker = `sleep 42.${process.pid}2`;
     const ac = new AbortController();
     const p = t.exec(['sleep', marker.split(' ')[1]!], { signal: ac.signal });
-    assert.ok(await waitUntil(() => remoteProcessAlive(marker), 8000), 'remote sleep never started');
+    assert.ok(await waitUntil(() => remoteProcessAlive(marker), 30_000), 'remote sleep never started');
     const t0 = Date.now();
     ac.abort();
     await assert.rejects(p, (e: unknown) => isKnownGoodError(e, 'cancelled'));
     assert.ok(Date.now() - t0 < 15000, `the cancelled command returned only after ${Date.now() - t0} ms`);
-    assert.ok(await waitUntil(() => !remoteProcessAlive(marker), 5000), 'remote sleep still running after cancel');
+    assert.ok(await waitUntil(() => !remoteProcessAlive(marker), 30_000), 'remote sleep still running after cancel');
   });
 
   test('encrypted key: the passphrase is asked through the callback', async () => {
@@ -130,14 +130,15 @@ describe('SSH transport against a real OpenSSH sshd', () => {
     const sock = join(dir, 'agent.sock');
     const agent = spawn('ssh-agent', ['-D', '-a', sock], { stdio: 'ignore' });
     try {
-      await waitFor(() => {
+      const up = await waitUntil(() => {
         try {
           execFileSync('ssh-add', ['-l'], { env: { ...process.env, SSH_AUTH_SOCK: sock }, stdio: 'ignore' });
           return true;
         } catch (e) {
           return (e as { status?: number }).status === 1; // 1 = agent up, no identities
         }
-      });
+      }, 30_000);
+      assert.ok(up, 'ssh-agent never answered');
       execFileSync('ssh-add', [sshd.identityFile], { env: { ...process.env, SSH_AUTH_SOCK: sock }, stdio: 'ignore' });
       const p = new SshPool(sshOptions(sshd, recordingPrompts().prompts, { agent: sock }));
       // No identity file: only the agent can log in.
@@ -270,17 +271,17 @@ describe('SSH transport against a real OpenSSH sshd', () => {
       (e: unknown) => isKnownGoodError(e, 'timeout'),
     );
     assert.ok(
-      await waitUntil(() => !remoteProcessAlive(timedOut), 8000),
+      await waitUntil(() => !remoteProcessAlive(timedOut), 30_000),
       'the process in the container outlived the timeout',
     );
     const cancelled = `sleep 44.${process.pid}4`;
     const ac = new AbortController();
     const p = ct.exec(['sleep', cancelled.split(' ')[1]!], { signal: ac.signal });
-    assert.ok(await waitUntil(() => remoteProcessAlive(cancelled), 8000), 'never started');
+    assert.ok(await waitUntil(() => remoteProcessAlive(cancelled), 30_000), 'never started');
     ac.abort();
     await assert.rejects(p, (e: unknown) => isKnownGoodError(e, 'cancelled'));
     assert.ok(
-      await waitUntil(() => !remoteProcessAlive(cancelled), 8000),
+      await waitUntil(() => !remoteProcessAlive(cancelled), 30_000),
       'the process in the container outlived the cancel',
     );
     // The PID report never shows in what the command printed.
@@ -309,7 +310,10 @@ describe('SSH transport against a real OpenSSH sshd', () => {
     assert.ok((await quickP).value.current.executable);
     // Kill the helper from outside: the next request starts a new one.
     execFileSync('pkill', ['-f', 'sys.modules\\["kg_helper"\\]']);
-    await new Promise((r) => setTimeout(r, 300));
+    assert.ok(
+      await waitUntil(() => !remoteProcessAlive('sys.modules\\["kg_helper"\\]'), 30_000),
+      'the helper outlived pkill',
+    );
     const after = await runner.run(quick).catch(async (e: unknown) => {
       // The request in flight when it died may fail with connection-lost; the one after must work.
       assert.ok(e instanceof KnownGoodError);
@@ -326,7 +330,7 @@ describe('SSH transport against a real OpenSSH sshd', () => {
     assert.equal((await t.exec(['echo', 'one'])).stdout, 'one\n');
     await sshd.restart();
     // The old connection is gone (sshd closed it); the next operation opens a new one.
-    await waitFor(() => !p.connection(endpointOf(sshd)).connected, 5000).catch(() => undefined);
+    await waitUntil(() => !p.connection(endpointOf(sshd)).connected, 5000);
     const r = await t.exec(['echo', 'two']).catch(() => t.exec(['echo', 'two']));
     assert.equal(r.stdout, 'two\n');
     assert.ok(p.connection(endpointOf(sshd)).connects >= 2);
@@ -354,12 +358,3 @@ describe('SSH transport against a real OpenSSH sshd', () => {
     assert.throws(() => readFileSync(marker));
   });
 });
-
-async function waitFor(check: () => boolean, ms = 5000): Promise<void> {
-  const until = Date.now() + ms;
-  while (Date.now() < until) {
-    if (check()) return;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error('condition not met in time');
-}

@@ -114,7 +114,7 @@ describe('a fixed key takes effect: SSH connections are pooled by all their opti
       // Same file contents under another path: an option changed, so a new connection.
       await pool.transport(endpointOf(sshd, copy), 'h').exec(['true']);
       pool.release(endpointOf(sshd));
-      assert.ok(await waitUntil(() => !old.connected, 5000), 'the replaced connection is still open');
+      assert.ok(await waitUntil(() => !old.connected, 30_000), 'the replaced connection is still open');
       assert.equal(pool.size, 1);
     } finally {
       pool.dispose();

@@ -31,7 +31,7 @@ function open(
   return {
     r,
     screen: () => screen,
-    waitFor: async (re: RegExp, ms = 10000) => {
+    waitFor: async (re: RegExp, ms = 30_000) => {
       assert.ok(await waitUntil(() => re.test(screen), ms), `never saw ${re} in:\n${JSON.stringify(screen)}`);
     },
   };
@@ -71,8 +71,9 @@ describe('terminal runner over a real sshd (pty)', () => {
     const o = open(t, ['sh', '-c', 'stty size; read x; stty size']);
     await o.r.start({ cols: 91, rows: 17 });
     await o.waitFor(/17 91\r\n/);
+    // No pause between: the window change and the keystroke travel in order on one channel, and sshd applies the
+    // size before it writes the keystroke to the pty.
     o.r.resize({ cols: 132, rows: 41 });
-    await new Promise((r) => setTimeout(r, 200));
     o.r.write('\r');
     await o.r.exited;
     assert.match(o.screen(), /41 132\r\n/);
@@ -83,11 +84,11 @@ describe('terminal runner over a real sshd (pty)', () => {
     const o = open(t, ['sh', '-c', `echo started; exec python3 -c "import time; time.sleep(300)" ${marker}`]);
     await o.r.start({ cols: 80, rows: 24 });
     await o.waitFor(/started/);
-    assert.ok(await waitUntil(() => alive(marker), 5000), 'remote process never seen');
+    assert.ok(await waitUntil(() => alive(marker), 30_000), 'remote process never seen');
     const t0 = Date.now();
     o.r.write('\x03');
     const exit = await o.r.exited;
-    assert.ok(await waitUntil(() => !alive(marker), 5000), 'still running after Ctrl+C');
+    assert.ok(await waitUntil(() => !alive(marker), 30_000), 'still running after Ctrl+C');
     assert.ok(exit.exitCode !== 0 || exit.exitSignal !== undefined, JSON.stringify(exit));
     assert.match(o.screen(), /KeyboardInterrupt|signal INT\b|exited with code/);
     assert.equal(exit.early, false, 'an interrupt is not an early failure');
@@ -99,12 +100,12 @@ describe('terminal runner over a real sshd (pty)', () => {
     const o = open(t, ['sh', '-c', `echo started; exec python3 -c "import time; time.sleep(300)" ${marker}`]);
     await o.r.start({ cols: 80, rows: 24 });
     await o.waitFor(/started/);
-    assert.ok(await waitUntil(() => alive(marker), 5000));
+    assert.ok(await waitUntil(() => alive(marker), 30_000));
     const t0 = Date.now();
     o.r.stop();
     const exit = await o.r.exited;
     assert.equal(exit.stopped, true);
-    assert.ok(await waitUntil(() => !alive(marker), 5000), 'still running after the terminal closed');
+    assert.ok(await waitUntil(() => !alive(marker), 30_000), 'still running after the terminal closed');
     console.log(`close → remote gone in ${Date.now() - t0} ms`);
   });
 
@@ -129,7 +130,7 @@ describe('terminal runner over a real sshd (pty)', () => {
     const nonce = newNonce();
     const choice = probeChoice('gpuStatus');
     const call = choice.call({ hostLabel: 'x', roots: [] });
-    const cmd = probeTerminalCommand('python3', call.probe, call.args, nonce);
+    const cmd = probeTerminalCommand('python3', call, nonce);
     const o = open(t, cmd.argv, { nonce, display: cmd.display });
     await o.r.start({ cols: 80, rows: 24 });
     const exit = await o.r.exited;
@@ -145,7 +146,7 @@ describe('terminal runner over a real sshd (pty)', () => {
   test('probe arguments with spaces and quotes arrive intact in the terminal form', async () => {
     const nonce = newNonce();
     const call = probeChoice('listRuns').call({ hostLabel: 'x', roots: [`/tmp/no such 'root' $HOME`] });
-    const cmd = probeTerminalCommand('python3', call.probe, call.args, nonce);
+    const cmd = probeTerminalCommand('python3', call, nonce);
     const o = open(t, cmd.argv, { nonce });
     await o.r.start();
     await o.r.exited;
@@ -178,20 +179,20 @@ describe('terminal runner on This machine (pipes, own line discipline)', () => {
     const o = open(t, ['sh', '-c', `echo started; python3 -c "import time; time.sleep(300)" ${marker}; echo after`]);
     await o.r.start();
     await o.waitFor(/started/);
-    assert.ok(await waitUntil(() => alive(marker), 5000));
+    assert.ok(await waitUntil(() => alive(marker), 30_000));
     o.r.write('\x03');
     await o.r.exited;
-    assert.ok(await waitUntil(() => !alive(marker), 5000), 'child survived Ctrl+C');
+    assert.ok(await waitUntil(() => !alive(marker), 30_000), 'child survived Ctrl+C');
     assert.match(o.screen(), /\^C/);
 
     const marker2 = `kg-local2-${randomBytes(4).toString('hex')}`;
     const o2 = open(t, ['sh', '-c', `echo started; python3 -c "import time; time.sleep(300)" ${marker2}`]);
     await o2.r.start();
     await o2.waitFor(/started/);
-    assert.ok(await waitUntil(() => alive(marker2), 5000));
+    assert.ok(await waitUntil(() => alive(marker2), 30_000));
     o2.r.stop();
     assert.equal((await o2.r.exited).stopped, true);
-    assert.ok(await waitUntil(() => !alive(marker2), 5000), 'child survived close');
+    assert.ok(await waitUntil(() => !alive(marker2), 30_000), 'child survived close');
   });
 
   test('a command that is not there fails early with the message', async () => {
@@ -217,7 +218,7 @@ describe('terminal runner on This machine (pipes, own line discipline)', () => {
   test('torch_check in the terminal form (the real torch here)', { timeout: 120_000 }, async () => {
     const nonce = newNonce();
     const call = torchCheckProbe();
-    const cmd = probeTerminalCommand('/usr/bin/python3', call.probe, call.args, nonce);
+    const cmd = probeTerminalCommand('/usr/bin/python3', call, nonce);
     const o = open(t, cmd.argv, { nonce });
     await o.r.start();
     const exit = await o.r.exited;

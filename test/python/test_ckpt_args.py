@@ -1,4 +1,5 @@
 """Tests of python/ckpt_args.py on real checkpoints written at test time by Debian's torch (/usr/bin/python3)."""
+import codecs
 import enum
 import io
 import json
@@ -20,6 +21,7 @@ PYDIR = os.path.join(ROOT, "python")
 sys.path.insert(0, PYDIR)
 
 import ckpt_args  # noqa: E402
+import ckpt_formats  # noqa: E402
 import kg_common  # noqa: E402
 
 from kg_test_env import TORCH_PY, needs_torch  # noqa: E402
@@ -665,6 +667,21 @@ class NoTorchNeeded(unittest.TestCase):
         self.assertEqual(full["other"]["$class"], "mylib.factory(...)")
         self.assertEqual(doc["unsafeGlobals"], [])
 
+    def test_bytes_written_as_codecs_encode(self):
+        # Protocol 2 writes bytes as _codecs.encode(str, "latin1"); any other call of it gives empty bytes, never
+        # None and never the codec run.
+        class Encoded(object):
+            def __init__(self, text, codec):
+                self.args = (text, codec)
+
+            def __reduce__(self):
+                return (codecs.encode, self.args)
+
+        pkl = pickle.dumps({"args": {"ok": Encoded("x\xe9", "latin1"), "odd": Encoded("x", "rot13")}}, 2)
+        doc = ckpt_args.main([self._zip_with_pickle("codecs.pt", pkl)])
+        self.assertEqual(doc["args"], {"ok": repr(b"x\xe9"), "odd": repr(b"")})
+        self.assertEqual(doc["unsafeGlobals"], [])
+
     def _enum_args(self, member, name="e.pt", key=None):
         """The args of {"args": {"s": member}} (``member`` pickle bytes of one value), as the probe shows them."""
         P = pickle
@@ -720,7 +737,7 @@ class NoTorchNeeded(unittest.TestCase):
     def test_legacy_module_class_reference(self):
         # legacy torch.save: an nn.Module class is the persistent id ('module', cls, source file, source)
         P = pickle
-        head = b"".join(pickle.dumps(v, 2) for v in (ckpt_args.LEGACY_MAGIC, 1001, {}))
+        head = b"".join(pickle.dumps(v, 2) for v in (ckpt_formats.LEGACY_MAGIC, 1001, {}))
         for mod, want, unsafe in ((b"mylib.layers\nBlock\n", "<mylib.layers.Block>", []),
                                   (b"posix\nsystem\n", "<posix.system>", ["posix.system"]),
                                   (b"", "<torch.nn.Module>", [])):

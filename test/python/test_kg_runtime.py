@@ -3,6 +3,7 @@ import errno
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -10,6 +11,8 @@ import time
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+# kg_helper.SPARES: the children it keeps forked ahead of need, idle.
+SPARES = 2
 PY_DIR = os.path.join(HERE, "..", "..", "python")
 
 LOADER = (
@@ -53,7 +56,7 @@ class HelperCase(unittest.TestCase):
             stderr=subprocess.PIPE,
             universal_newlines=True,
         )
-        first = {"modules": [["kg_common", src("kg_common")], ["kg_helper", src("kg_helper")]], "nonce": "n0nce"}
+        first = {"modules": [[n, src(n)] for n in ("kg_modules", "kg_common", "kg_helper")], "nonce": "n0nce"}
         self.p.stdin.write(json.dumps(first) + "\n")
         self.p.stdin.flush()
         ready = json.loads(self.p.stdout.readline())
@@ -90,6 +93,27 @@ class ResidentHelper(HelperCase):
         r3 = self.ask({"id": 3, "op": "probe", "name": "other", "hash": "unknown", "args": []})
         self.assertEqual(r3["error"]["code"], "need-source")
 
+    def test_modules_travel_by_hash_and_import_each_other_in_any_order(self):
+        # The probe imports kg_t_a, which imports kg_t_b, which imports kg_t_a back (a cycle, as plain imports allow).
+        a = "import kg_t_b\nWHO = 'a1'\ndef both():\n    return WHO + '+' + kg_t_b.WHO\n"
+        b = "import kg_t_a\nWHO = 'b1'\n"
+        probe = "import kg_t_a\ndef main(argv):\n    return {'got': kg_t_a.both(), 'file': kg_t_a.__file__}\n"
+        req = {"op": "probe", "name": "p", "hash": "p1", "src": probe, "args": []}
+        r1 = self.ask(dict(req, id=1, modules=[["kg_t_a", "a1", a], ["kg_t_b", "b1", b]]))
+        self.assertEqual(r1["result"], {"got": "a1+b1", "file": "kg_t_a.py"}, r1)
+        # Known by hash: the sources stay home.
+        r2 = self.ask({"id": 2, "op": "probe", "name": "p", "hash": "p1", "args": [], "modules": [["kg_t_a", "a1"], ["kg_t_b", "b1"]]})
+        self.assertEqual(r2["result"]["got"], "a1+b1", r2)
+        # A module the helper has not seen (changed on the client: a new hash) is asked for...
+        r3 = self.ask({"id": 3, "op": "probe", "name": "p", "hash": "p1", "args": [], "modules": [["kg_t_a", "a1"], ["kg_t_b", "b2"]]})
+        self.assertEqual(r3["error"]["code"], "need-source")
+        # ...and once sent, the new one is what the probe imports.
+        r4 = self.ask(dict(req, id=4, modules=[["kg_t_a", "a1"], ["kg_t_b", "b2", b.replace("b1", "b2")]]))
+        self.assertEqual(r4["result"]["got"], "a1+b2", r4)
+        bad = self.ask(dict(req, id=5, modules=[["kg_t_c", "c1", "def ("]]))
+        self.assertEqual(bad["error"]["code"], "bad-request")
+        self.assertIn("kg_t_c.py does not compile", bad["error"]["message"])
+
     def test_probe_errors_come_back_as_documents_and_the_helper_lives_on(self):
         s = src("read_file")
         r = self.ask({"id": 7, "op": "probe", "name": "read_file", "hash": "h", "src": s, "args": ["/nope"]})
@@ -104,12 +128,22 @@ class ResidentHelper(HelperCase):
         self.assertEqual(printer["result"], {"ok": 1}, "a probe's print() must not corrupt the channel")
 
     def test_a_slow_request_does_not_hold_up_a_quick_one(self):
-        slow = "import time\ndef main(argv):\n    time.sleep(float(argv[0]))\n    return {'slept': argv[0]}\n"
-        self.p.stdin.write(json.dumps({"id": 1, "op": "probe", "name": "slow", "hash": "s", "src": slow, "args": ["2"]}) + "\n")
-        self.p.stdin.write(json.dumps({"id": 2, "op": "probe", "name": "slow", "hash": "s", "src": slow, "args": ["0"]}) + "\n")
-        self.p.stdin.flush()
-        first = json.loads(self.p.stdout.readline())
-        second = json.loads(self.p.stdout.readline())
+        # The slow one is held until a file exists, which the test makes only once the quick one has answered: no
+        # race with how long forking and compiling take here. Held up behind it, the quick one would answer only
+        # after the slow one gives up waiting (60 s), second.
+        slow = ("import os, time\ndef main(argv):\n    end = time.monotonic() + 60\n"
+                "    while argv and not os.path.exists(argv[0]) and time.monotonic() < end:\n        time.sleep(0.01)\n"
+                "    return {'held': bool(argv)}\n")
+        tmp = tempfile.mkdtemp(prefix="kg-release-")
+        release = os.path.join(tmp, "release")
+        try:
+            self.write({"id": 1, "op": "probe", "name": "slow", "hash": "s", "src": slow, "args": [release]})
+            self.write({"id": 2, "op": "probe", "name": "slow", "hash": "s", "src": slow, "args": []})
+            first = self.read()
+            open(release, "w").close()
+            second = self.read()
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
         self.assertEqual([first["id"], second["id"]], [2, 1])
 
     def test_two_slow_requests_run_at_once(self):
@@ -157,19 +191,23 @@ class Isolation(HelperCase):
         shutil.rmtree(self.dir, ignore_errors=True)
 
     def children(self):
-        """The helper's children but the one it keeps forked ahead, idle (sleeping): zombies count too."""
-        out = []
+        """The processes of the helper's requests but those forked ahead, idle (sleeping): zombies count too. They
+        are the helper's children, or its zygote's (kg_helper.py: the process that forks them on Linux)."""
+        procs = {}
         for pid in os.listdir("/proc"):
             if pid.isdigit():
                 try:
                     with open("/proc/%s/stat" % pid) as f:
-                        fields = f.read().rsplit(")", 1)[1].split()
-                    if int(fields[1]) == self.p.pid:
-                        out.append((int(pid), fields[0]))
+                        comm, rest = f.read().split(" (", 1)[1].rsplit(")", 1)
+                    fields = rest.split()
+                    procs[int(pid)] = (int(fields[1]), fields[0], comm)
                 except (OSError, IndexError, ValueError):
                     pass
+        zygotes = [pid for pid, (ppid, _, comm) in procs.items() if ppid == self.p.pid and comm == "kg-zygote"]
+        out = [(pid, st) for pid, (ppid, st, _) in procs.items()
+               if (ppid == self.p.pid or ppid in zygotes) and pid not in zygotes]
         idle = [c for c in out if c[1] == "S"]
-        return [c for c in out if c[1] != "S"] + idle[1:]
+        return [c for c in out if c[1] != "S"] + idle[SPARES:]
 
     def lingering_children(self):
         """Children still there once things settle: the helper's spare, forked after a request ends, runs ('R')
@@ -188,13 +226,13 @@ class Isolation(HelperCase):
         return len(os.listdir("/proc/%d/task" % self.p.pid))
 
     def wait_gone(self, pids):
-        end = time.monotonic() + 5
+        end = time.monotonic() + 30  # fails only if they never go
         while time.monotonic() < end and any(alive(p) for p in pids):
             time.sleep(0.05)
         return [p for p in pids if alive(p)]
 
     def pids_in(self, path):
-        end = time.monotonic() + 10
+        end = time.monotonic() + 30  # fails only if the probe never says
         while time.monotonic() < end:
             try:
                 with open(path) as f:
@@ -259,6 +297,46 @@ class Isolation(HelperCase):
         self.assertEqual(r1["result"], {"seen": ["a"], "mutated": None})
         self.assertEqual(r2["result"], {"seen": ["b"], "mutated": None})
 
+    def test_a_requests_child_is_never_reused_even_when_prepared_ahead(self):
+        # The same probe again and again: each later request is served by a spare that executed the probe's module
+        # (and its module kg_t_m) before the request came. Each still runs in a process of its own, and nothing the
+        # previous request set (a global of the probe, of its module, of kg_common) is there.
+        mod = "import kg_common\nMARK = []\n"
+        src = (
+            "import os, kg_common, kg_t_m\n"
+            "SEEN = []\n"
+            "def main(argv):\n"
+            "    before = (list(SEEN), list(kg_t_m.MARK), getattr(kg_common, 'kg_t_mark', None))\n"
+            "    SEEN.append(argv[0]); kg_t_m.MARK.append(argv[0]); kg_common.kg_t_mark = argv[0]\n"
+            "    return {'pid': os.getpid(), 'before': before}\n"
+        )
+        req = {"op": "probe", "name": "reuse", "hash": "reuse1", "src": src, "timing": True,
+               "modules": [["kg_t_m", "m1", mod]]}
+        answers = [self.ask(dict(req, id=i, args=[str(i)])) for i in range(1, 6)]
+        for r in answers:
+            self.assertTrue(r["ok"], r)
+            self.assertEqual(r["result"]["before"], [[], [], None], r)
+        pids = [r["result"]["pid"] for r in answers]
+        self.assertEqual(len(set(pids)), len(pids), pids)
+        self.assertNotIn(self.p.pid, pids)
+        # What the answers say of where their time went; the later ones found the module executed already.
+        for r in answers:
+            self.assertIn(r["timing"]["how"], ("prepared", "spare", "fork"))
+            for phase in ("handoff", "exec", "run", "frame", "pipe", "total"):
+                self.assertGreaterEqual(r["timing"][phase], 0.0)
+        self.assertIn("prepared", [r["timing"]["how"] for r in answers[1:]])
+
+    def test_more_probes_than_the_zygote_keeps_are_each_answered_by_their_own_code(self):
+        # The zygote keeps the code of the last 16 probes its spares prepared; going back to an older one after more
+        # than that must still run that probe's code (never a spare with none, never another probe's).
+        def probe(i):
+            return {"op": "probe", "name": "p%d" % i, "hash": "ph%d" % i, "args": [],
+                    "src": "def main(argv):\n    return %d\n" % i}
+        order = list(range(20)) + [0, 0, 19, 3]
+        for rid, i in enumerate(order, 1):
+            r = self.ask(dict(probe(i), id=rid))
+            self.assertEqual(r.get("result"), i, r)
+
     def test_state_is_carried_only_as_plain_data(self):
         src = (
             "COUNT = {}\n"
@@ -317,6 +395,35 @@ class Isolation(HelperCase):
         self.assertEqual(r["error"]["code"], "crashed", r)
         self.assertIn("exit status 9", r["error"]["message"])
 
+    def zygote(self):
+        for pid in os.listdir("/proc"):
+            if pid.isdigit():
+                try:
+                    with open("/proc/%s/stat" % pid) as f:
+                        comm, rest = f.read().split(" (", 1)[1].rsplit(")", 1)
+                    if comm == "kg-zygote" and int(rest.split()[1]) == self.p.pid:
+                        return int(pid)
+                except (OSError, IndexError, ValueError):
+                    pass
+        return None
+
+    @unittest.skipUnless(sys.platform.startswith("linux"), "the zygote is Linux only")
+    def test_a_zygote_that_dies_takes_its_requests_with_it_and_the_helper_serves_on(self):
+        zygote = self.zygote()
+        self.assertIsNotNone(zygote, "no kg-zygote below the helper")
+        where = os.path.join(self.dir, "pids")
+        self.write({"id": 1, "op": "probe", "name": "spin", "hash": "spin", "src": SPIN, "args": [where]})
+        pid, tool = self.pids_in(where)  # running: its pid is written
+        os.kill(zygote, signal.SIGKILL)
+        r = self.read()
+        self.assertEqual((r["id"], r["error"]["code"]), (1, "killed"), r)
+        self.assertEqual(self.wait_gone([pid, tool]), [], "the request outlived its zygote")
+        # Forked by the helper itself from now on.
+        ok = self.ask({"id": 2, "op": "probe", "name": "hi", "hash": "hi", "src": "def main(argv):\n    return 1\n",
+                       "args": [], "timing": True})
+        self.assertEqual(ok["result"], 1, ok)
+        self.assertEqual(self.lingering_children(), [])
+
     def test_answers_carry_the_footprint(self):
         r = self.ask({"id": 1, "op": "probe", "name": "read_file", "hash": "rf", "src": src("read_file"), "args": [__file__]})
         self.assertTrue(r["ok"], r)
@@ -328,7 +435,10 @@ class Isolation(HelperCase):
         with open(path, "w") as f:
             for i in range(20000):
                 f.write('{"step": %d, "loss": %f}\n' % (i, 1.0 / (i + 1)))
-        req = {"op": "probe", "name": "metrics_reduce", "hash": "mr", "src": src("metrics_reduce"), "args": [path]}
+        # Its modules travel beside it, as the extension sends them (defineProbe's modules).
+        mods = [[n, n, src(n)] for n in ("metrics_cache", "metrics_lines", "metrics_pass", "metrics_scan", "metrics_tb")]
+        req = {"op": "probe", "name": "metrics_reduce", "hash": "mr", "src": src("metrics_reduce"), "args": [path],
+               "modules": mods}
         first = self.ask(dict(req, id=1))
         second = self.ask(dict(req, id=2))
         self.assertEqual((first["result"]["source"], second["result"]["source"]), ("read", "cache"))

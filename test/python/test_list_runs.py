@@ -505,9 +505,8 @@ class Speed(Base):
             best = ms if best is None else min(best, ms)
         self.assertEqual(res["counts"]["checkpoints"], 1000)
         self.assertEqual(find(res["entry"], "run")["size"], 10000 + 1)
+        # Printed, not asserted: a timed bound measures the machine (npm run bench holds the listing's targets).
         sys.stderr.write("\nlist_runs: 1,000 checkpoint folders in %.1f ms\n" % best)
-        # Generous bound: the machine running the tests is shared; locally it is ~40 ms.
-        self.assertLess(best, 1000)
 
 
 if __name__ == "__main__":

@@ -243,7 +243,8 @@ export async function startSlurm(options: SlurmOptions = {}): Promise<TestSlurm>
           return false;
         }
       },
-      30000,
+      // Deadlines here only end a wait for what never comes: a loaded machine just gets there later.
+      60_000,
       200,
     );
     if (!ready) throw new Error(`the test cluster did not come up: ${log('slurmctld').slice(-2000)}`);
@@ -267,7 +268,7 @@ export async function startSlurm(options: SlurmOptions = {}): Promise<TestSlurm>
       const id = out.trim().split(';')[0]!;
       const running = await waitUntil(
         () => cli('squeue', ['--noheader', `--jobs=${id}`, '--format=%T']).trim() === 'RUNNING',
-        20000,
+        60_000,
         100,
       );
       if (!running) throw new Error(`job ${id} did not start: ${cli('squeue', [])}`);

@@ -145,7 +145,7 @@ export async function startSshd(options: SshdOptions = {}): Promise<TestSshd> {
   let child: ChildProcess;
   const start = async () => {
     child = spawn(SSHD, ['-D', '-f', config, '-E', logFile], { stdio: 'ignore' });
-    await waitForPort(port, 10000, child, logFile);
+    await waitForPort(port, 30_000, child, logFile);
   };
   const stopChild = async () => {
     if (child.exitCode !== null || child.signalCode !== null) return;

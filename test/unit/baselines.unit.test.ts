@@ -15,6 +15,7 @@ import {
   writeFileAtomic,
 } from '../../src/core/baselines/store';
 import { cloneSnapshot, cpuBoxPartial, h200KnownGood, h200Now } from '../fixtures/env';
+import { waitUntil } from '../support/process';
 import { formatLocalTime } from '../../src/core/util/format';
 
 /** The same machine captured again: only values that move on their own differ. */
@@ -250,32 +251,41 @@ void describe('baseline store', () => {
     store.onDidChange(() => {
       throw new Error('a failing listener neither fails the write nor silences the others');
     });
-    const tick = () => new Promise((r) => setTimeout(r, 20));
+    // Each listener reads the store back before it records: wait for what it records, never for a set time.
+    const heardAll = async (n: number) =>
+      assert.ok(
+        await waitUntil(() => heard.length >= n, 30_000),
+        `heard ${heard.length} of ${n}: ${JSON.stringify(heard)}`,
+      );
     const a = await store.save({ label: 'known good', host, snapshot: h200KnownGood });
-    await tick();
+    await heardAll(1);
     assert.deepEqual(heard.shift(), { hostId: host, kind: 'baseline', snapshot: h200KnownGood, listed: 1 });
     await store.rename(host, a.baseline.id, 'trained well');
-    await tick();
+    await heardAll(1);
     assert.deepEqual(heard.shift(), { hostId: host, kind: 'baseline', listed: 1 });
     const r = await store.appendResult(host, { kind: 'throughput', baselineId: null });
-    await tick();
+    await heardAll(1);
     assert.equal(heard.shift()?.kind, 'result');
     await store.setReference(host, r.result.id);
     await store.setReference(host, null);
-    await tick();
+    await heardAll(2);
     assert.deepEqual(
       heard.splice(0).map((h) => h.kind),
       ['reference', 'reference'],
     );
     store.announceSnapshot(host, h200Now);
-    await tick();
+    await heardAll(1);
     assert.deepEqual(heard.shift(), { hostId: host, kind: 'snapshot', snapshot: h200Now, listed: 1 });
     await store.delete(host, a.baseline.id);
-    await tick();
+    await heardAll(1);
     assert.deepEqual(heard.shift(), { hostId: host, kind: 'baseline', listed: 0 });
     sub.dispose();
+    // A listener added after the dispose reads back the same way: once it has recorded the save, a listener still
+    // subscribed would have too.
+    const control: number[] = [];
+    store.onDidChange((c) => void store.list(c.hostId).then((l) => control.push(l.baselines.length)));
     await store.save({ label: 'unheard', host, snapshot: h200Now });
-    await tick();
+    assert.ok(await waitUntil(() => control.length === 1, 30_000), 'the save was announced');
     assert.deepEqual(heard, []);
   });
 

@@ -71,7 +71,7 @@ void describe('probe error codes: one list in python/kg_common.py, mirrored in T
     assert.equal(probeErrorCode('corrupt'), 'corrupt');
     assert.equal(probeErrorCode('denied'), 'permission-denied');
     assert.equal(probeErrorCode('from-a-newer-probe'), 'probe-error');
-    const call: ProbeCall<unknown> = { probe: 'read_file', args: [], parse: (x) => x };
+    const call: ProbeCall<unknown> = { probe: 'read_file', modules: [], args: [], parse: (x) => x };
     assert.throws(
       () => probeOutcome(call, { ok: false, error: { message: 'no', code: 'denied' }, python: undefined }, 'gpu'),
       (e: unknown) => isKnownGoodError(e, 'probe-failed') && e.detail?.['probeCode'] === 'permission-denied',

@@ -18,7 +18,7 @@ void test('LineSplitter: lines split across chunks, several in one chunk, UTF-8 
   assert.deepEqual(lines, ['one', 'two ü', '', 'three', 'four', 'five']);
 });
 
-void test('LineSplitter: a 68 MB line in 64 KiB chunks is joined in linear time', () => {
+void test('LineSplitter: a 68 MB line in 64 KiB chunks is joined whole', (t) => {
   const chunk = Buffer.alloc(64 << 10, 0x61);
   const n = Math.ceil((68e6 / chunk.length) | 0);
   let got = -1;
@@ -29,7 +29,8 @@ void test('LineSplitter: a 68 MB line in 64 KiB chunks is joined in linear time'
   const ms = performance.now() - t0;
   assert.equal(got, n * chunk.length);
   // The old `buf += chunk` with a rescan from the start took 36 s for this; copying 68 MB twice takes tens of ms.
-  assert.ok(ms < 3000, `${ms} ms`);
+  // Printed, not asserted: a timed assert measures the machine (speed targets are npm run bench's).
+  t.diagnostic(`68 MB line joined in ${ms.toFixed(0)} ms`);
 });
 
 void test('probeOutcome: the footprint reaches the outcome; limit and file-kind codes reach KnownGoodError', () => {

@@ -1,4 +1,6 @@
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { z } from 'zod';
 import { benchDocUri } from '../../src/core/bench/compare';
@@ -14,6 +16,14 @@ void describe('core/util: one helper for each small thing', () => {
     assert.equal(formatBytes(null), 'unknown');
     assert.equal(formatBytes(undefined), 'unknown');
     assert.equal(formatBytes(-1), '?');
+  });
+
+  void it('formatBytes: the vectors python/kg_common.py format_bytes is tested against too (test_kg_common.py)', () => {
+    const { cases } = JSON.parse(readFileSync(join(__dirname, '..', 'fixtures', 'format', 'bytes.json'), 'utf8')) as {
+      cases: [number | string | null, string][];
+    };
+    assert.ok(cases.length > 40);
+    for (const [n, want] of cases) assert.equal(formatBytes(typeof n === 'string' ? Number(n) : n), want, String(n));
   });
 
   void it('naturalCompare: numbers as numbers in tree names and snapshot keys alike', () => {

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { KnownGoodError } from '../../core/errors';
 import { defineProbe } from '../../core/probes/probe';
+import { importedModules } from '../../core/probes/sources';
 import type { CliCommand } from './types';
 
 export const execCommand: CliCommand = {
@@ -26,7 +27,7 @@ export const probeCommand: CliCommand = {
   async run({ session, positional, rest, options, out }) {
     const [name, ...args] = positional;
     if (!name) throw new KnownGoodError('settings', 'probe: NAME is missing');
-    const call = defineProbe(name, z.unknown(), () => [...args, ...rest])();
+    const call = defineProbe(name, z.unknown(), () => [...args, ...rest], { modules: importedModules(name) })();
     const r = await session.probes.runOnce(call, { timeoutMs: options.timeoutMs });
     out.write(JSON.stringify(options.json ? { result: r.value, python: r.python } : r.value, null, 2) + '\n');
     return 0;

@@ -11,6 +11,7 @@ import { runOnNodes, type FleetTarget } from '../../core/fleet/run';
 import { slurmSettings } from '../../core/fleet/settings';
 import { expandHostlist, type FleetHost } from '../../core/fleet/slurm';
 import { defineProbe } from '../../core/probes/probe';
+import { importedModules } from '../../core/probes/sources';
 import { parseBenchConfig } from '../../core/bench/records';
 import type { CliCommand, CliContext } from './types';
 import { printable, printableTree } from '../output';
@@ -128,7 +129,9 @@ export const fleetCommand: CliCommand = {
       if (what === 'probe') {
         const [name, ...probeArgs] = args;
         if (!name) throw new KnownGoodError('settings', 'fleet probe: NAME is missing');
-        const call = defineProbe(name, z.unknown(), () => [...probeArgs, ...ctx.rest])();
+        const call = defineProbe(name, z.unknown(), () => [...probeArgs, ...ctx.rest], {
+          modules: importedModules(name),
+        })();
         const run = await runOnNodes(host, call, tgt, { signal: ac.signal, onNode: progress });
         const nodes = Object.fromEntries(
           run.nodes.map((n) => [n.node, n.ok ? { ok: true, result: n.outcome.value } : { ok: false, error: n.error }]),

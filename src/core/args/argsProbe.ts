@@ -94,14 +94,22 @@ export interface CkptArgsOptions {
   all?: boolean;
 }
 
+/** The python/ modules ckpt_args.py imports (they travel with it). */
+export const CKPT_ARGS_MODULES = ['ckpt_convert', 'ckpt_formats', 'kg_pickle', 'kg_pickle_objects', 'kg_pickle_reader'];
+
 /**
  * Reads a checkpoint's args on the host without torch and without the weights: only the pickle (or the
  * safetensors header) is read, and nothing in the file is ever run. See python/ckpt_args.py.
  */
-export const ckptArgsProbe = defineProbe('ckpt_args', ckptArgsSchema, (path: string, options: CkptArgsOptions = {}) => {
-  // '--' is not needed: the probe takes one positional PATH, and a path starting with '-' is made explicit
-  const args = [path.startsWith('-') ? `./${path}` : path];
-  for (const k of options.keys ?? []) args.push('--key', k);
-  if (options.all) args.push('--all');
-  return args;
-});
+export const ckptArgsProbe = defineProbe(
+  'ckpt_args',
+  ckptArgsSchema,
+  (path: string, options: CkptArgsOptions = {}) => {
+    // '--' is not needed: the probe takes one positional PATH, and a path starting with '-' is made explicit
+    const args = [path.startsWith('-') ? `./${path}` : path];
+    for (const k of options.keys ?? []) args.push('--key', k);
+    if (options.all) args.push('--all');
+    return args;
+  },
+  { modules: CKPT_ARGS_MODULES },
+);

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { defineProbe } from '../probes/probe';
-import { ckptArgsSchema } from './argsProbe';
+import { CKPT_ARGS_MODULES, ckptArgsSchema } from './argsProbe';
 
 /** Why a `./` is put before a path that starts with `-`: the probes take one positional PATH. */
 function pathArg(path: string): string {
@@ -19,7 +19,9 @@ export type CkptStat = z.infer<typeof ckptStatSchema>;
  * `ckpt_args.py PATH --stat`: size and newest mtime only (a folder's: of itself and the files the reader reads), what
  * the args cache is keyed by. One round trip through the resident helper, nothing read.
  */
-export const ckptStatProbe = defineProbe('ckpt_args', ckptStatSchema, (path: string) => [pathArg(path), '--stat']);
+export const ckptStatProbe = defineProbe('ckpt_args', ckptStatSchema, (path: string) => [pathArg(path), '--stat'], {
+  modules: CKPT_ARGS_MODULES,
+});
 
 /**
  * The fallback through the host's own torch (python/ckpt_args_torch.py): `torch.load(weights_only=True, mmap=True)`,

@@ -249,8 +249,11 @@ export function envSnapshotArgs(opts: EnvSnapshotOptions = {}): string[] {
   return args;
 }
 
-export const envSnapshotProbe = defineProbe('env_snapshot', envSnapshotSchema, (opts: EnvSnapshotOptions = {}) =>
-  envSnapshotArgs(opts),
+export const envSnapshotProbe = defineProbe(
+  'env_snapshot',
+  envSnapshotSchema,
+  (opts: EnvSnapshotOptions = {}) => envSnapshotArgs(opts),
+  { modules: ['env_host', 'env_python', 'env_tools'] },
 );
 
 /** Parses a stored or fixture snapshot; throws a ZodError naming the first bad fields. */

@@ -106,7 +106,7 @@ export const throughputBenchProbe = defineProbe('throughput_bench', benchResultS
  * between the marker lines of `nonce`; `extractFramed` (probes/runner) takes it out of the terminal's output.
  */
 export function benchTerminalArgv(python: string, config: BenchConfig, nonce: string): string[] {
-  return [python, '-u', '-c', oneShotProgram('throughput_bench', nonce), ...benchArgs(config)];
+  return [python, '-u', '-c', oneShotProgram(throughputBenchProbe(config), nonce), ...benchArgs(config)];
 }
 
 /** A short human line for a configuration, e.g. `12×1024 h16 seq 2048 b8 bf16 cuda sdpa compiled`. */

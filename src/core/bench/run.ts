@@ -38,7 +38,7 @@ export interface BenchProcessOptions extends Pick<TerminalRunnerOptions, 'pty' |
 export function benchProcess(host: BenchHost, config: BenchConfig, options: BenchProcessOptions = {}): BenchProcess {
   const call = throughputBenchProbe(config);
   const nonce = newNonce();
-  const command = probeTerminalCommand(host.python, call.probe, call.args, nonce);
+  const command = probeTerminalCommand(host.python, call, nonce);
   const { epilogue, ...display } = options;
   const runner: TerminalRunner = new TerminalRunner(host.transport, {
     argv: command.argv,

@@ -1,7 +1,7 @@
 import { deflateSync, inflateSync } from 'node:zlib';
 import { KnownGoodError, isKnownGoodError, messageOf, type ErrorCode } from '../errors';
 import { parsePythonJson } from '../json';
-import type { ProbeCall, ProbeOutcome } from '../probes/probe';
+import type { ProbeCall, ProbeOutcome, ProbeProgram } from '../probes/probe';
 import { LineSplitter, extractFramed, probeOutcome } from '../probes/runner';
 import { newNonce } from '../util/nonce';
 import { oneShotProgram, probeSource, pyLiteral } from '../probes/sources';
@@ -112,11 +112,12 @@ function tail(text: string, lines = 3): string {
 }
 
 /**
- * The program piped to `python3 -` on every node: kg_fleet, then the probe's one-shot program under its watchdog.
+ * The program piped to `python3 -` on every node: kg_fleet, then the probe's one-shot program (with the modules it
+ * declared) under its watchdog.
  * srun sends stdin to every node separately, so it goes compressed: ~23 KB instead of ~67 KB for env_snapshot.
  */
-export function fleetProgram(probe: string, nonce: string, timeoutS: number, beatS = 5): string {
-  const full = `${probeSource('kg_fleet').source}\nfleet_main(${pyLiteral(oneShotProgram(probe, nonce))}, ${pyLiteral(nonce)}, ${timeoutS}, ${beatS})\n`;
+export function fleetProgram(program: ProbeProgram, nonce: string, timeoutS: number, beatS = 5): string {
+  const full = `${probeSource('kg_fleet').source}\nfleet_main(${pyLiteral(oneShotProgram(program, nonce))}, ${pyLiteral(nonce)}, ${timeoutS}, ${beatS})\n`;
   const packed = deflateSync(Buffer.from(full, 'utf8'), { level: 9 }).toString('base64');
   return `import zlib as _kg_z, base64 as _kg_b\nexec(compile(_kg_z.decompress(_kg_b.b64decode("${packed}")), "kg_fleet.py", "exec"))\n`;
 }
@@ -223,7 +224,7 @@ async function runStep<R>(
   const nonce = newNonce();
   const beatMs = options.heartbeatMs ?? 5000;
   const lostAfterMs = Math.max(4 * beatMs, 15000);
-  const program = fleetProgram(call.probe, nonce, Math.max(1, Math.round(timeoutMs / 100) / 10), beatMs / 1000);
+  const program = fleetProgram(call, nonce, Math.max(1, Math.round(timeoutMs / 100) / 10), beatMs / 1000);
   const argv = slurmArgv(host.slurm, 'srun', [...srunArgs(host, target, nodes), host.python, '-', ...call.args]);
   const where = (node: string) => `${node} (via ${host.label})`;
   const reported = new Set<string>();

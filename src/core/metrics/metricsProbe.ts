@@ -116,6 +116,9 @@ export function metricsReduceArgs(o: MetricsReduceOptions): string[] {
   return args;
 }
 
-export const metricsReduceProbe = defineProbe('metrics_reduce', metricsReductionSchema, (o: MetricsReduceOptions) =>
-  metricsReduceArgs(o),
+export const metricsReduceProbe = defineProbe(
+  'metrics_reduce',
+  metricsReductionSchema,
+  (o: MetricsReduceOptions) => metricsReduceArgs(o),
+  { modules: ['metrics_cache', 'metrics_lines', 'metrics_pass', 'metrics_scan', 'metrics_tb'] },
 );

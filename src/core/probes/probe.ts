@@ -12,8 +12,28 @@ export type Interpreter = z.infer<typeof interpreterSchema>;
  */
 export interface ProbeCall<R> {
   readonly probe: string;
+  /** The python/ modules the probe imports besides kg_common (they travel with it: `ProbeProgram`). */
+  readonly modules: readonly string[];
   readonly args: readonly string[];
   parse(raw: unknown): R;
+}
+
+/** What must travel for a probe to run on a host: its own source and the modules it declared. */
+export type ProbeProgram = Pick<ProbeCall<unknown>, 'probe' | 'modules'>;
+
+export interface ProbeOptions {
+  /**
+   * The python/ modules the probe imports besides kg_common, its own imports' imports included (a unit test keeps
+   * this equal to what the sources import).
+   */
+  modules?: readonly string[];
+}
+
+const declared: { probe: string; modules: readonly string[] }[] = [];
+
+/** Every probe definition so far, with the modules it declared (for the test that keeps declarations true). */
+export function declaredProbes(): readonly { probe: string; modules: readonly string[] }[] {
+  return declared;
 }
 
 /** What a probe's process took of the host it ran on (peak resident memory, CPU time). */
@@ -22,11 +42,32 @@ export interface Footprint {
   cpuS: number;
 }
 
+/**
+ * Where one request's time went in the resident helper (ms), when asked for (`RunOptions.timing`; the bench does):
+ * parsing it, compiling sources that came with it, handing it to its child, executing the probe's module, limits
+ * and state, `main` and its JSON, framing the answer, and the pipe back. `how`: `prepared` (a child forked ahead had
+ * executed the probe's module already), `spare` (forked ahead for another probe) or `fork` (forked for it).
+ */
+export interface HelperTiming {
+  how: string;
+  parse: number;
+  compile: number;
+  handoff: number;
+  exec: number;
+  setup: number;
+  run: number;
+  frame: number;
+  pipe: number;
+  total: number;
+}
+
 export interface ProbeOutcome<R> {
   value: R;
   python: Interpreter;
   /** Absent when the host could not tell (no `resource` module). */
   footprint?: Footprint;
+  /** Only when asked for, through the resident helper. */
+  timing?: HelperTiming;
 }
 
 /** Runs probes on one host (one-shot, or through the resident helper). */
@@ -38,9 +79,13 @@ export function defineProbe<A extends unknown[], S extends z.ZodType>(
   probe: string,
   schema: S,
   buildArgs: (...a: A) => string[],
+  options: ProbeOptions = {},
 ): (...a: A) => ProbeCall<z.infer<S>> {
+  const modules = [...(options.modules ?? [])].sort();
+  declared.push({ probe, modules });
   return (...a: A) => ({
     probe,
+    modules,
     args: buildArgs(...a),
     parse(raw: unknown): z.infer<S> {
       const r = schema.safeParse(raw);

@@ -11,12 +11,27 @@ import { whyFailed } from '../transport/collect';
 /** What the probe's process took of the host (kg_common.footprint): peak RSS and CPU seconds. */
 const footprintSchema = z.object({ maxRssKb: z.number(), cpuS: z.number() });
 
+const ms = z.number();
+const timingSchema = z.object({
+  how: z.string(),
+  parse: ms,
+  compile: ms,
+  handoff: ms,
+  exec: ms,
+  setup: ms,
+  run: ms,
+  frame: ms,
+  pipe: ms,
+  total: ms,
+});
+
 const envelopeSchema = z.union([
   z.object({
     ok: z.literal(true),
     result: z.unknown(),
     python: interpreterSchema,
     footprint: footprintSchema.nullish(),
+    timing: timingSchema.optional(),
   }),
   z.object({
     ok: z.literal(false),
@@ -29,6 +44,8 @@ const envelopeSchema = z.union([
 export interface RunOptions {
   timeoutMs?: number;
   signal?: AbortSignal;
+  /** Ask the resident helper where the request's time went (`ProbeOutcome.timing`). */
+  timing?: boolean;
 }
 
 /** The framed JSON document in a probe's stdout; whatever a login shell printed around it is ignored. */
@@ -59,7 +76,13 @@ export function probeOutcome<R>(call: ProbeCall<R>, raw: unknown, where: string)
     });
   }
   const footprint = env.data.footprint ?? undefined;
-  return { value: call.parse(env.data.result), python: env.data.python, ...(footprint ? { footprint } : {}) };
+  const timing = env.data.timing;
+  return {
+    value: call.parse(env.data.result),
+    python: env.data.python,
+    ...(footprint ? { footprint } : {}),
+    ...(timing ? { timing } : {}),
+  };
 }
 
 export interface ProbeRunnerOptions {
@@ -107,7 +130,12 @@ export class ProbeRunner implements ProbeRunnerLike {
       this.helper = new ResidentHelper(this.transport, this.options.python);
     }
     const helper = this.helper;
-    const raw = await helper.request(call, options.timeoutMs ?? this.options.timeoutMs, options.signal);
+    const raw = await helper.request(
+      call,
+      options.timeoutMs ?? this.options.timeoutMs,
+      options.signal,
+      options.timing === true,
+    );
     return probeOutcome(call, raw, this.transport.label);
   }
 
@@ -118,7 +146,7 @@ export class ProbeRunner implements ProbeRunnerLike {
     let res;
     try {
       res = await this.transport.exec(argv, {
-        stdin: oneShotProgram(call.probe, nonce),
+        stdin: oneShotProgram(call, nonce),
         timeoutMs: options.timeoutMs ?? this.options.timeoutMs,
         ...(options.signal ? { signal: options.signal } : {}),
       });
@@ -210,6 +238,7 @@ class ResidentHelper {
       this.stderrTail = (this.stderrTail + c.toString('utf8')).slice(-2000);
     });
     const modules = [
+      ['kg_modules', probeSource('kg_modules').source],
       ['kg_common', probeSource('kg_common').source],
       ['kg_helper', probeSource('kg_helper').source],
     ];
@@ -276,10 +305,12 @@ class ResidentHelper {
     p.resolve(doc);
   }
 
-  async request<R>(call: ProbeCall<R>, timeoutMs: number, signal?: AbortSignal): Promise<unknown> {
+  async request<R>(call: ProbeCall<R>, timeoutMs: number, signal?: AbortSignal, timing = false): Promise<unknown> {
     if (signal?.aborted) throw new KnownGoodError('cancelled', `${call.probe} was cancelled`);
     const { handle } = await withTimeout(this.started, timeoutMs, () => this.startTimeout(timeoutMs));
     const src = probeSource(call.probe);
+    // kg_common came with the helper; the others travel by hash like the probe's own source.
+    const modules = call.modules.filter((m) => m !== 'kg_common').map(probeSource);
     const send = (withSource: boolean): Promise<unknown> => {
       const id = this.nextId++;
       // The helper kills the request at timeoutMs itself (and on cancel), so nothing of it keeps running.
@@ -291,7 +322,13 @@ class ResidentHelper {
         args: call.args,
         timeoutMs,
       };
-      if (withSource) req['src'] = src.source;
+      if (withSource || !this.sent.has(src.hash)) req['src'] = src.source;
+      if (timing) req['timing'] = true;
+      if (modules.length) {
+        req['modules'] = modules.map((m) =>
+          withSource || !this.sent.has(m.hash) ? [m.name, m.hash, m.source] : [m.name, m.hash],
+        );
+      }
       const cancel = () => {
         if (!this.dead) handle.stdin.write(asciiJson({ op: 'cancel', id }) + '\n');
       };
@@ -323,11 +360,12 @@ class ResidentHelper {
         }, timeoutMs);
         signal?.addEventListener('abort', onAbort, { once: true });
         this.pending.set(id, p);
-        if (withSource) this.sent.add(src.hash);
+        this.sent.add(src.hash);
+        for (const m of modules) this.sent.add(m.hash);
         handle.stdin.write(asciiJson(req) + '\n');
       });
     };
-    let doc = (await send(!this.sent.has(src.hash))) as { ok?: boolean; error?: { code?: string } };
+    let doc = (await send(false)) as { ok?: boolean; error?: { code?: string } };
     if (doc.ok === false && doc.error?.code !== undefined && probeErrorCode(doc.error.code) === 'need-source')
       doc = (await send(true)) as typeof doc;
     return doc;

@@ -1,4 +1,5 @@
 import { KnownGoodError } from '../errors';
+import type { ProbeProgram } from './probe';
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -24,15 +25,58 @@ export interface ProbeSource {
 
 const cache = new Map<string, ProbeSource>();
 
-export function probeSource(name: string): ProbeSource {
+function checkName(name: string): void {
   if (!/^[a-z_][a-z0-9_]*$/.test(name)) throw new KnownGoodError('internal', `bad probe name ${JSON.stringify(name)}`);
+}
+
+function sourceOf(name: string, source: string): ProbeSource {
+  return { name, source, hash: createHash('sha256').update(source).digest('hex').slice(0, 16) };
+}
+
+/** python/<name>.py, read once. */
+export function probeSource(name: string): ProbeSource {
+  checkName(name);
   let s = cache.get(name);
   if (!s) {
-    const source = readFileSync(join(pythonDir(), `${name}.py`), 'utf8');
-    s = { name, source, hash: createHash('sha256').update(source).digest('hex').slice(0, 16) };
+    s = sourceOf(name, readFileSync(join(pythonDir(), `${name}.py`), 'utf8'));
     cache.set(name, s);
   }
   return s;
+}
+
+/**
+ * Replaces what `probeSource(name)` gives (a new hash with it): for tests that change a module under a running
+ * helper, and probes that do not live in python/.
+ */
+export function setProbeSource(name: string, source: string): ProbeSource {
+  checkName(name);
+  const s = sourceOf(name, source);
+  cache.set(name, s);
+  return s;
+}
+
+/** The modules that travel with a probe, kg_common first, then the ones it declared. */
+export function programModules(program: ProbeProgram): ProbeSource[] {
+  return ['kg_common', ...program.modules.filter((m) => m !== 'kg_common')].map(probeSource);
+}
+
+/**
+ * The python/ modules `name` imports, and theirs, found by reading the sources: for probes named at run time (the
+ * CLI's `probe NAME`), which no `defineProbe` declared.
+ */
+export function importedModules(name: string): string[] {
+  const found = new Set<string>();
+  const todo = [name];
+  for (let n = todo.pop(); n !== undefined; n = todo.pop()) {
+    for (const m of probeSource(n).source.matchAll(/^[ \t]*(?:import|from)[ \t]+([A-Za-z_][A-Za-z0-9_]*)/gm)) {
+      const mod = m[1]!;
+      if (mod === name || found.has(mod) || !existsSync(join(pythonDir(), `${mod}.py`))) continue;
+      found.add(mod);
+      todo.push(mod);
+    }
+  }
+  found.delete('kg_common');
+  return [...found].sort();
 }
 
 /** A Python string literal for `text` (JSON string syntax is valid Python; non-ASCII escaped for any locale). */
@@ -41,22 +85,25 @@ export function pyLiteral(text: string): string {
 }
 
 /**
- * The program piped to `<python> - args…` for a one-shot run: registers kg_common (with the frame nonce set so
- * the document is printed between marker lines), then the probe's own source runs as __main__.
+ * The program piped to `<python> - args…` for a one-shot run: python/kg_modules.py makes the probe's modules
+ * importable from the text that travelled (kg_common, with the frame nonce set so the document is printed between
+ * marker lines, and the ones it declared), then the probe's own source runs as __main__.
  */
-export function oneShotProgram(probe: string, nonce: string): string {
-  const common = probeSource('kg_common');
-  const own = probeSource(probe);
+export function oneShotProgram(program: ProbeProgram, nonce: string): string {
+  const own = probeSource(program.probe);
+  const modules = programModules(program)
+    .map((m) => `${pyLiteral(m.name)}: ${pyLiteral(m.source)}`)
+    .join(', ');
   return [
     'import sys as _kg_sys, types as _kg_types',
-    'def _kg_register(name, src):',
-    '    m = _kg_types.ModuleType(name)',
-    '    m.__file__ = name + ".py"',
-    '    exec(compile(src, name + ".py", "exec"), m.__dict__)',
-    '    _kg_sys.modules[name] = m',
-    '    return m',
-    `_kg_register("kg_common", ${pyLiteral(common.source)}).FRAME = ${pyLiteral(nonce)}`,
-    `_kg_sys.argv[0] = ${pyLiteral(`${probe}.py`)}`,
+    '_kg_m = _kg_types.ModuleType("kg_modules")',
+    '_kg_m.__file__ = "kg_modules.py"',
+    `exec(compile(${pyLiteral(probeSource('kg_modules').source)}, "kg_modules.py", "exec"), _kg_m.__dict__)`,
+    '_kg_sys.modules["kg_modules"] = _kg_m',
+    `_kg_m.install({${modules}})`,
+    `__import__("kg_common").FRAME = ${pyLiteral(nonce)}`,
+    `_kg_sys.argv[0] = ${pyLiteral(`${program.probe}.py`)}`,
+    'del _kg_m',
     own.source,
   ].join('\n');
 }

@@ -1,6 +1,7 @@
 import { deflateSync } from 'node:zlib';
 import { KnownGoodError } from '../errors';
 import { shellQuote } from '../quote';
+import type { ProbeCall } from '../probes/probe';
 import { oneShotProgram } from '../probes/sources';
 
 /*
@@ -28,11 +29,11 @@ export interface TerminalCommand {
 /** argv for `probe` in a terminal: unbuffered (`-u`) so progress lines show as they are printed. */
 export function probeTerminalCommand(
   python: string,
-  probe: string,
-  args: readonly string[],
+  call: Pick<ProbeCall<unknown>, 'probe' | 'modules' | 'args'>,
   nonce: string,
 ): TerminalCommand {
-  const program = deflateSync(Buffer.from(oneShotProgram(probe, nonce), 'utf8'), { level: 9 }).toString('base64');
+  const { probe, args } = call;
+  const program = deflateSync(Buffer.from(oneShotProgram(call, nonce), 'utf8'), { level: 9 }).toString('base64');
   if (program.length > MAX_WORD) {
     throw new KnownGoodError(
       'internal',

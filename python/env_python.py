@@ -1,0 +1,197 @@
+"""env_snapshot: the interpreter, its installed distributions (importlib.metadata's files, never pip) and torch's
+build, read from the installed package's files without importing it."""
+import os
+import re
+import sys
+
+from env_host import _msg
+
+# Libraries a reader looks for first; all the others are in `packages` too.
+KEY_PACKAGES = ("torch", "triton", "pytorch-triton", "pytorch-triton-rocm", "numpy", "transformers", "flash-attn",
+                "flash-attn-3", "deepspeed", "accelerate", "xformers", "apex", "bitsandbytes", "torchvision",
+                "torchaudio", "torchao", "vllm", "peft", "datasets", "tokenizers", "safetensors", "megatron-core",
+                "liger-kernel", "transformer-engine", "jax", "jaxlib", "onnx", "onnxruntime", "mpi4py", "wandb")
+
+
+# ---------------------------------------------------------------------------------------------------- python
+
+def normalize(name):
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _headers(text):
+    """Name and Version from a METADATA/PKG-INFO header, without the email parser (10x cheaper per package)."""
+    name = version = None
+    for line in text.splitlines():
+        if not line.strip():
+            break
+        if line.startswith("Name:") and name is None:
+            name = line[5:].strip()
+        elif line.startswith("Version:") and version is None:
+            version = line[8:].strip()
+        if name is not None and version is not None:
+            break
+    return name, version
+
+
+def _file_url_path(url):
+    if url.startswith("file://"):
+        from urllib.parse import unquote, urlsplit
+
+        return unquote(urlsplit(url).path)
+    return url
+
+
+def _search_path():
+    # The probe's own directory and the helper's cwd are not the training interpreter's site-packages.
+    here = os.path.dirname(os.path.abspath(__file__)) if "__file__" in globals() else None
+    cwd = os.getcwd()
+    return [p for p in sys.path if p not in ("", ".", cwd, here)]
+
+
+def collect_packages():
+    from importlib import metadata
+
+    import json
+
+    packages = {}
+    editable = {}
+    shadowed = {}
+    broken = []
+    for dist in metadata.distributions(path=_search_path()):
+        text = None
+        try:
+            text = dist.read_text("METADATA") or dist.read_text("PKG-INFO")
+        except Exception:
+            text = None
+        name, version = _headers(text or "")
+        where = str(getattr(dist, "_path", "") or "")
+        if not name:
+            if where:
+                broken.append(where)
+            continue
+        key = normalize(name)
+        if key in packages:
+            # sys.path order: the first one wins at import time, later ones are only listed.
+            shadowed.setdefault(key, []).append({"version": version, "path": where})
+            continue
+        packages[key] = version
+        try:
+            du = dist.read_text("direct_url.json")
+            if du:
+                info = json.loads(du)
+                if (info.get("dir_info") or {}).get("editable"):
+                    editable[key] = _file_url_path(info.get("url", ""))
+        except Exception:
+            pass
+        if key not in editable and where.endswith(".egg-info") and "site-packages" not in where \
+                and "dist-packages" not in where:
+            editable[key] = os.path.dirname(where)  # a `setup.py develop` install: the metadata sits in the source
+    conda = None
+    meta = os.path.join(sys.prefix, "conda-meta")
+    if os.path.isdir(meta):
+        conda = {}
+        for fn in os.listdir(meta):
+            if fn.endswith(".json") and fn.count("-") >= 2:
+                n, v, b = fn[:-5].rsplit("-", 2)
+                conda[n] = v + " " + b
+        conda = dict(sorted(conda.items()))
+    key_found = {}
+    for k in KEY_PACKAGES:
+        if k in packages:
+            key_found[k] = packages[k]
+    for k in sorted(packages):
+        if k.startswith("nvidia-"):
+            key_found[k] = packages[k]
+    return {
+        "count": len(packages),
+        "packages": dict(sorted(packages.items())),
+        "editable": dict(sorted(editable.items())),
+        "shadowed": dict(sorted(shadowed.items())),
+        "broken": broken,
+        "key": key_found,
+        "conda": conda,
+    }
+
+
+def collect_python():
+    import platform
+
+    base = getattr(sys, "base_prefix", sys.prefix)
+    conda_prefix = os.environ.get("CONDA_PREFIX")
+    in_conda = os.path.isdir(os.path.join(sys.prefix, "conda-meta"))
+    return {
+        "version": "%d.%d.%d" % sys.version_info[:3],
+        "fullVersion": sys.version.replace("\n", " "),
+        "implementation": platform.python_implementation(),
+        "executable": sys.executable,
+        "prefix": sys.prefix,
+        "basePrefix": base,
+        "venv": sys.prefix != base,
+        "conda": {"env": os.environ.get("CONDA_DEFAULT_ENV"), "prefix": sys.prefix} if in_conda else None,
+        "condaActivePrefix": conda_prefix,
+        "platform": sys.platform,
+        "bits": 64 if sys.maxsize > 2 ** 32 else 32,
+    }
+
+
+def read_torch_version_py(path):
+    """The assignments of torch/version.py (`__version__ = '2.11.0+cu130'`, `cuda: Optional[str] = '13.0'`)."""
+    import ast
+
+    with open(path, "rb") as f:
+        tree = ast.parse(f.read(), path)
+    values = {}
+    for node in tree.body:
+        target = value = None
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            target, value = node.targets[0].id, node.value
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
+            target, value = node.target.id, node.value
+        if target is None or value is None:
+            continue
+        try:
+            values[target] = ast.literal_eval(value)
+        except (ValueError, SyntaxError, TypeError):
+            continue
+    return values
+
+
+def collect_torch(packages):
+    import importlib.util
+
+    dist_version = (packages or {}).get("torch")
+    spec = None
+    err = None
+    try:
+        spec = importlib.util.find_spec("torch")
+    except Exception as e:  # a broken torch on sys.path must not sink the snapshot
+        err = _msg(e)
+    if spec is None or not spec.submodule_search_locations:
+        return {"found": dist_version is not None, "version": dist_version, "location": None, "gitVersion": None,
+                "cuda": None, "hip": None, "debug": None, "versionPy": None, "error": err}
+    location = list(spec.submodule_search_locations)[0]
+    out = {"found": True, "version": dist_version, "location": location, "gitVersion": None, "cuda": None,
+           "hip": None, "debug": None, "versionPy": None, "error": None}
+    try:
+        v = read_torch_version_py(os.path.join(location, "version.py"))
+        out["versionPy"] = v.get("__version__")
+        out["gitVersion"] = v.get("git_version")
+        out["cuda"] = v.get("cuda")
+        out["hip"] = v.get("hip")
+        out["debug"] = v.get("debug")
+        if v.get("xpu") is not None:
+            out["xpu"] = v.get("xpu")
+        # torch's own string, with its local build (+cu130, +cpu): the wheel's metadata says only 2.11.0, and a
+        # cu128 → cu130 swap is exactly the change a user must see.
+        if out["versionPy"]:
+            out["version"] = out["versionPy"]
+        out["distVersion"] = dist_version
+    except Exception as e:
+        out["error"] = "torch/version.py: " + _msg(e)
+    libs = os.path.join(location, "lib")
+    try:
+        out["bundledLibs"] = sorted(n for n in os.listdir(libs) if re.match(r"lib(cudnn|nccl|cudart|cublas)", n))
+    except OSError:
+        out["bundledLibs"] = None
+    return out
