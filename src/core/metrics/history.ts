@@ -1,6 +1,7 @@
 import type { RunEntry } from '../runs/listRuns';
 import type { MetricsReduction, ReducedSeries } from './metricsProbe';
 import { metricsLogOf } from './metricsLog';
+import { EVAL_KEY } from '../whatChanged/categories';
 import { restartsFromTimes, type Restart } from './restarts';
 
 /*
@@ -122,15 +123,24 @@ export interface RunHistory {
  */
 function firstOf(r: MetricsReduction): { x: number; t: number | null } | undefined {
   let best: { x: number; t: number | null } | undefined;
-  for (const s of r.series) if (s.x.length && (!best || s.x[0]! < best.x)) best = { x: s.x[0]!, t: s.t?.[0] ?? null };
+  for (const s of trainingSeries(r))
+    if (s.x.length && (!best || s.x[0]! < best.x)) best = { x: s.x[0]!, t: s.t?.[0] ?? null };
+  // xRange spans every series: exact only when no eval series counts steps of its own
   const lo = r.xRange?.[0];
-  if (best && lo !== undefined && Number.isFinite(lo) && lo < best.x) best = { x: lo, t: best.t };
+  const exact = !r.series.some((s) => EVAL_KEY.test(s.key));
+  if (best && exact && lo !== undefined && Number.isFinite(lo) && lo < best.x) best = { x: lo, t: best.t };
   return best;
+}
+
+/** The series logged at training steps (an eval series may count its own: Lightning's validate/* batches). */
+function trainingSeries(r: MetricsReduction): ReducedSeries[] {
+  const train = r.series.filter((s) => !EVAL_KEY.test(s.key));
+  return train.length ? train : r.series;
 }
 
 function lastOf(r: MetricsReduction, below: number): { x: number; t: number | null } | undefined {
   let best: { x: number; t: number | null } | undefined;
-  for (const s of r.series)
+  for (const s of trainingSeries(r))
     for (let i = s.x.length - 1; i >= 0; i--)
       if (s.x[i]! < below) {
         if (!best || s.x[i]! > best.x) best = { x: s.x[i]!, t: s.t?.[i] ?? null };
