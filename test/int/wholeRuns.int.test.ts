@@ -82,18 +82,23 @@ describe('whole runs: the real restarted runs (issue 22)', () => {
       t.diagnostic(report.headline);
       const regression = truth.regression ?? truth.change !== null;
       assert.equal(report.verdict, regression ? 'regression' : 'steady', report.headline);
-      if (!regression)
-        for (const s of report.changepoints.series)
-          if (s.throughput) assert.deepEqual(s.changepoints, [], `${s.key}: ${JSON.stringify(s.changepoints)}`);
-          else {
-            const tp = report.changepoints.series.find((s) => s.throughput && s.changepoints.length)!;
-            const cp = tp.changepoints.find((c) => c.ratio !== null && c.ratio < 1 === !/time/.test(tp.key))!;
-            assert.ok(
-              cp.at <= 600 && cp.firstAfter >= 600 && cp.firstAfter <= 640,
-              `${tp.key}: ${cp.at}–${cp.firstAfter}`,
-            );
-            assert.match(renderWhatChangedMarkdown(report), /### Restarts/);
-          }
+      // The steady loop really ran ~18% faster for its first 200 steps (324.8K tok/s, then 265K through the rest of
+      // both launches): that shift is in its log and is reported; none at or after the restart, where saves, evals
+      // and the relaunch's warm-up are.
+      if (!regression) {
+        for (const s of report.changepoints.series) {
+          if (!s.throughput) continue;
+          const late = s.changepoints.filter((c) => c.firstAfter > 300);
+          assert.deepEqual(late, [], `${s.key}: ${JSON.stringify(late)}`);
+        }
+      } else {
+        const tp = report.changepoints.series.find((s) => s.throughput && s.changepoints.length)!;
+        t.diagnostic(JSON.stringify(tp.changepoints.map((c) => [c.at, c.firstAfter, c.ratio?.toFixed(2)])));
+        // the largest slowdown is the one at the restart
+        const cp = [...tp.changepoints].sort((u, v) => (u.ratio ?? 1) - (v.ratio ?? 1))[0]!;
+        assert.ok(cp.at <= 600 && cp.firstAfter >= 600 && cp.firstAfter <= 640, `${tp.key}: ${cp.at}–${cp.firstAfter}`);
+        assert.match(renderWhatChangedMarkdown(report), /### Restarts/);
+      }
     });
   }
 });

@@ -221,7 +221,7 @@ export function stitchReductions(parts: readonly HistoryPart[]): RunHistory {
     const gap = f.t !== null && before?.t != null ? f.t - before.t : null;
     const signals: Restart['signals'] = ['new-source'];
     if (prevLast && f.x <= prevLast.x) signals.push('step-back');
-    if (gap !== null && gap > 60) signals.push('time-gap');
+    if (gap !== null && gap > 5) signals.push('time-gap');
     restarts.push({
       step: f.x,
       time: f.t,
