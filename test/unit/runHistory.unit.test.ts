@@ -10,6 +10,7 @@ import { STEPS_PER_SEC_KEY, derivedSpeed } from '../../src/core/metrics/speedFro
 import { analyze } from '../../src/core/whatChanged/analyze';
 import { medianOf } from '../../src/core/whatChanged/changepoints';
 import type { ArgsFact, WhatChangedFacts } from '../../src/core/whatChanged/facts';
+import { whatChangedHtml } from '../../src/core/whatChanged/html';
 import { renderWhatChangedMarkdown } from '../../src/core/whatChanged/render';
 import { realLoop, type LoopLog } from '../support/realLoop';
 import { listRun, reduce, writeHfRun, writeLightningRun } from '../support/runHistory';
@@ -122,6 +123,9 @@ void test('HF Trainer run restarted at checkpoint-600, 4.2× slower: one history
     );
     assert.equal(report.restarts?.[0]?.step, 610);
     assert.deepEqual(report.restarts?.[0]?.changed, ['gradient_checkpointing false → true']);
+    const page = whatChangedHtml(report, { nonce: 'abcdefghijklmnop1234', cspSource: 'vscode-resource:' });
+    assert.match(page, /<h2>Restarts<\/h2><ul class="kg-facts"><li>step 610 at /);
+    assert.match(page, /log: 2 files, stitched by step/);
     assert.match(
       renderWhatChangedMarkdown(report),
       /### Restarts\n\n- step 610 at .* \(new-source, step-back, time-gap, \d+ s after the last point before, `Dec01_10-40-00_vm\/events/,
