@@ -113,6 +113,13 @@ export function nodeId(hostId: string, rootPath: string, rel: string): string {
   return rel === '' ? idOf('root', hostId, rootPath) : idOf('entry', hostId, rootPath, rel);
 }
 
+/** The id of the node an entry of a root listing gets (what grafts are kept by). */
+export function entryNodeId(hostId: string, root: Pick<RootListing, 'path'>, entry: RunEntry): string {
+  return entry.pathB64 !== undefined
+    ? idOf('entry', hostId, root.path, entryKey(entry))
+    : nodeId(hostId, root.path, entry.path);
+}
+
 function entryKey(entry: RunEntry): string {
   return entry.pathB64 !== undefined ? `b64:${entry.pathB64}` : entry.path;
 }
@@ -126,7 +133,8 @@ function b64Bytes(b64: string): Buffer {
   return Buffer.from(b64, 'base64');
 }
 
-function remotePathOf(root: RootListing, entry: RunEntry): { remotePath: string; remotePathB64?: string } {
+/** An entry's absolute path on the remote, and its exact bytes (base64) when they are not UTF-8. */
+export function remotePathOf(root: RootListing, entry: RunEntry): { remotePath: string; remotePathB64?: string } {
   const remotePath = joinRemote(root.path, entry.path);
   if (!entry.pathB64 && !root.pathB64) return { remotePath };
   const rootRaw = root.pathB64 ? b64Bytes(root.pathB64) : Buffer.from(root.path, 'utf8');
@@ -397,10 +405,7 @@ export function entryNode(
   const now = options.now ?? Date.now();
   const { remotePath, remotePathB64 } = remotePathOf(root, entry);
   const base = {
-    id:
-      entry.pathB64 !== undefined
-        ? idOf('entry', hostId, root.path, entryKey(entry))
-        : nodeId(hostId, root.path, entry.path),
+    id: entryNodeId(hostId, root, entry),
     label: displayName(entry),
     hostId,
     root,
