@@ -167,13 +167,15 @@ describe('real training stacks (test/fixtures/real) over the real sshd, as the e
       });
     });
 
-    test('Lightning: version_N runs with their .ckpt steps in numeric order, metrics.csv and events as metrics', () => {
+    test('Lightning: one run, its version_N folders with their .ckpt steps in numeric order, metrics.csv and events as metrics', () => {
       const versions = Object.entries(TRUTH.lightning.versions);
       assert.deepEqual(labelsBelow(nodeAt('lightning', 'lightning_logs')), ['version_0', 'version_1']);
       for (const [vdir, v] of versions) {
         const name = vdir.split('/').pop()!;
         const version = nodeAt('lightning', 'lightning_logs', name);
-        assert.equal(version.kind, 'run');
+        // one launch of the run above it (issue 22: a Lightning run is one run), not a run of its own
+        assert.equal(version.kind, 'folder');
+        assert.match(version.contextValue, /lightning-version/);
         assert.equal(version.entry.layout, 'lightning-version');
         assert.match(version.description ?? '', /^3 checkpoints · last step 6 · /);
         const ckpts = checkpointsBelow(nodeAt('lightning', 'lightning_logs', name, 'checkpoints'));

@@ -200,6 +200,21 @@ export function countCheckpoints(entry: RunEntry): number {
   return n;
 }
 
+const isVersionDir = (e: RunEntry) => e.kind === 'dir' && e.layout === 'lightning-version';
+
+/** `version`: Lightning's version_N (one launch); `logs`: the lightning_logs/ folder holding them; else undefined. */
+function lightningPart(entry: RunEntry): 'version' | 'logs' | undefined {
+  if (isVersionDir(entry)) return 'version';
+  const dirs = (entry.children ?? []).filter((c) => c.kind === 'dir');
+  return entry.name === 'lightning_logs' && dirs.length > 0 && dirs.every(isVersionDir) ? 'logs' : undefined;
+}
+
+/** Lightning versions (launches) in a run folder: its lightning_logs/version_N folders. */
+function lightningVersions(entry: RunEntry): number {
+  const logs = (entry.children ?? []).find((c) => lightningPart(c) === 'logs');
+  return logs ? (logs.children ?? []).filter(isVersionDir).length : 0;
+}
+
 /** The entry's training step; none for a save counter (accelerate's checkpoint_N), which only orders. */
 export function trainingStep(entry: RunEntry): number | undefined {
   return entry.stepIsIndex ? undefined : entry.step;
@@ -440,12 +455,16 @@ export function entryNode(
     };
   }
   if (entry.kind === 'dir') {
-    const isRun = !inCheckpoint;
+    // A Lightning run is one run: its lightning_logs/ and version_N/ folders (one per launch) are folders inside it.
+    const version = lightningPart(entry);
+    const isRun = !inCheckpoint && !version;
     let description: string;
-    if (isRun) {
+    if (isRun || version === 'version') {
       const n = countCheckpoints(entry);
       const top = maxStep(entry);
+      const versions = lightningVersions(entry);
       description = [
+        ...(versions > 1 ? [`${versions} versions`] : []),
         ...(entry.children ? [plural(n, 'checkpoint')] : ['not listed yet']),
         ...(top !== undefined ? [`last step ${top}`] : []),
         sizeText(entry),
@@ -454,13 +473,14 @@ export function entryNode(
     } else {
       description = sizeText(entry);
     }
+    const what = isRun ? 'run folder' : version === 'version' ? 'a launch of the Lightning run above' : 'folder';
     return {
       ...base,
       kind: isRun ? 'run' : 'folder',
       description: entry.error ? entry.error : description,
-      tooltip: tooltipOf(entry, base, isRun ? 'run folder' : 'folder'),
+      tooltip: tooltipOf(entry, base, what),
       icon: entry.error ? 'warning' : 'folder',
-      contextValue: (isRun ? 'run' : 'folder') + escaped,
+      contextValue: (isRun ? 'run' : 'folder') + (version ? ';lightning-version' : '') + escaped,
       collapsible,
       needsListing: unlisted,
     };

@@ -128,7 +128,11 @@ export interface SeriesChangepoints {
 
 export interface ThroughputSummary {
   /** From the log: the level at the reference and the latest level. */
-  log: { key: string; reference: number; now: number; ratio: number | null } | null;
+  /**
+   * `byLaunch`: a restarted run, compared launch with launch (the latest launch's median level against the one
+   * before's), as no slowdown happened inside the latest launch.
+   */
+  log: { key: string; reference: number; now: number; ratio: number | null; byLaunch?: boolean } | null;
   /** From the benchmark results kept for this host. */
   bench: {
     reference: { id: string; at: string; tokensPerSec: number } | null;
@@ -156,6 +160,20 @@ export interface WhatChangedReport {
   now: { checkpoint: CheckpointLink | null; time: number | null; envCapturedAt: string | null; log: string | null };
   throughput: ThroughputSummary;
   changepoints: { method: string; why: string; series: SeriesChangepoints[] };
+  /**
+   * The run's launches after the first (a new version_N, event file or rotated log; a step going back; a wall-time
+   * gap), with what changed there (the suspects whose change lands on one). Absent in reports kept from before.
+   */
+  restarts?: {
+    step: number;
+    time: number | null;
+    gapSeconds: number | null;
+    signals: string[];
+    source?: string;
+    changed: string[];
+  }[];
+  /** The files of the run's metrics history, oldest launch first (absent: one file, `now.log`). */
+  logSources?: string[];
   /** Ranked, highest score first, the ones their timing rules out last; empty when the verdict is steady. */
   suspects: Suspect[];
   /** Differences seen but not ranked: cosmetic ones, and every one when nothing needs explaining. */
