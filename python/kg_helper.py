@@ -1290,7 +1290,11 @@ def _run(rid, name, args, code, mods, state, wfd, loaded=None):
             body = kg.dumps(kg.envelope_error("%s exited (%s)" % (name, e.code), "exit")).encode("ascii")
         except MemoryError:
             text = body = None
-            body = kg.dumps(kg.envelope_error(str(kg.LimitError("memory", name)), "limit-memory")).encode("ascii")
+            doc = kg.envelope_error(str(kg.LimitError("memory", name)), "limit-memory")
+            # How close to the memory limit the answer came is what the footprint tells: kept here too (issue 24)
+            doc["footprint"] = kg.footprint()
+            body = kg.dumps(doc).encode("ascii")
+            doc = None
         except BaseException as e:  # noqa: BLE001 - every request is answered
             body = kg.dumps(kg.envelope_error("%s: %s" % (type(e).__name__, e), "internal")).encode("ascii")
         # {"id": N, + the envelope without its opening brace, written from the one copy.

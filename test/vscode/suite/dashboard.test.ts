@@ -71,7 +71,10 @@ describe('Dashboard', () => {
     const run = init.runs[0]!;
     assert.equal(run.run.label, 'run-a');
     assert.equal(run.run.path, join(root, 'run-a', 'train_log.jsonl'));
-    assert.deepEqual(run.series.map((s) => s.key).sort(), ['loss', 'lr']);
+    // The log has a time column and no speed of its own: its speed is derived from the wall time (one step a second).
+    assert.deepEqual(run.series.map((s) => s.key).sort(), ['loss', 'lr', 'steps/s (from wall time)']);
+    const speed = run.series.find((s) => s.key === 'steps/s (from wall time)')!;
+    assert.ok(speed.last.length > 0 && speed.last.every((v) => Math.abs(v - 1) < 1e-9), String(speed.last));
     assert.equal(run.run.skipped.nonFinite, 1);
     assert.equal(run.run.skipped.malformed, 1);
     const loss = run.series.find((s) => s.key === 'loss')!;
