@@ -113,15 +113,42 @@ def fingerprint(path):
     return out
 
 
-# git runs commands a repository configures for some operations: core.fsmonitor on status (turned off here), and
-# clean/process filters when status must compare content (checked for first, see git_state). Status takes no index
-# lock (GIT_OPTIONAL_LOCKS=0): a training job's own git calls are never blocked by this probe.
-_GIT_ENV = dict(os.environ, GIT_OPTIONAL_LOCKS="0", GIT_TERMINAL_PROMPT="0")
+# Policy for a checkout that may be anyone's (a run folder on a shared filesystem): reading it never runs a program it
+# names.  git cannot be told to skip a repository's own config (and include/includeIf are followed), so instead:
+# - only read-only plumbing-like commands run (rev-parse, log without patches or signatures, status, config --get);
+#   none of them fetches, signs, diffs content, pages or runs hooks;
+# - every key that names a program is overridden on the command line (-c wins over every config file), and the
+#   features that would consult one are switched off (signatures, external diff, textconv, submodule recursion);
+# - clean/process filters, whose names are the repository's own and so cannot be overridden one by one, are looked
+#   for first: with any, status is not run at all (see git_state);
+# - system and global config are not read (GIT_CONFIG_NOSYSTEM, GIT_CONFIG_GLOBAL): the answer does not depend on
+#   the account's own git setup either.  Status takes no index lock (GIT_OPTIONAL_LOCKS=0): a training job's own
+#   git calls are never blocked, and no index write can fire a post-index-change hook.
+# docs/what-changed.md "Git on untrusted checkouts" states this for users; test_what_changed tests each key.
+_GIT_SAFE = [
+    "core.fsmonitor=false", "core.untrackedCache=false", "core.hooksPath=/dev/null", "core.pager=cat",
+    "core.sshCommand=false", "core.askPass=false", "core.gitProxy=false", "core.editor=false",
+    "core.alternateRefsCommand=false",
+    "log.showSignature=false", "gpg.program=false", "gpg.openpgp.program=false", "gpg.x509.program=false",
+    "gpg.ssh.program=false", "gpg.ssh.defaultKeyCommand=false",
+    "diff.external=false", "diff.ignoreSubmodules=all", "status.submoduleSummary=false", "submodule.recurse=false",
+    "credential.helper=", "protocol.allow=never", "uploadpack.packObjectsHook=false",
+    "pager.log=false", "pager.status=false", "pager.config=false", "safe.bareRepository=explicit",
+]
+_GIT_ENV = dict(os.environ, GIT_OPTIONAL_LOCKS="0", GIT_TERMINAL_PROMPT="0", GIT_CONFIG_NOSYSTEM="1",
+                GIT_CONFIG_GLOBAL=os.devnull, GIT_PAGER="cat", PAGER="cat",
+                GIT_SSH_COMMAND="false", GIT_ASKPASS="false", SSH_ASKPASS="false")
+for _k in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_CONFIG", "GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT",
+           "GIT_EXTERNAL_DIFF"):
+    _GIT_ENV.pop(_k, None)
 
 
 def _git(cwd, *args):
     """git's answer, read at most GIT_MAX_OUTPUT bytes and GIT_TIMEOUT_S seconds (TimeoutExpired past it)."""
-    cmd = ["git", "-c", "core.fsmonitor=false", "-c", "core.untrackedCache=false", "-C", cwd] + list(args)
+    cmd = ["git", "--no-pager"]
+    for kv in _GIT_SAFE:
+        cmd += ["-c", kv]
+    cmd += ["-C", cwd] + list(args)
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=_GIT_ENV)
     deadline = time.monotonic() + GIT_TIMEOUT_S
     chunks, size, over = [], 0, False
@@ -155,9 +182,11 @@ def _git(cwd, *args):
 
 def _git_filters(top):
     """Content filters the repository's configuration names (their commands would run on status)."""
-    r = subprocess.run(["git", "-C", top, "config", "--get-regexp", r"^filter\..*\.(clean|process)$"],
-                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=GIT_TIMEOUT_S, env=_GIT_ENV)
-    return [line.split(" ", 1)[0] for line in r.stdout.decode("utf-8", "replace").splitlines() if line.strip()]
+    try:
+        text = _git(top, "config", "--get-regexp", r"^filter\..*\.(clean|process)$")
+    except RuntimeError:
+        return []  # exit 1: no such key
+    return [line.split(" ", 1)[0] for line in text.splitlines() if line.strip()]
 
 
 def git_state(path, since):
@@ -180,7 +209,7 @@ def git_state(path, since):
         return out
     out["repo"] = top
     try:
-        head = _git(top, "log", "-1", "--format=%H %ct").split()
+        head = _git(top, "log", "-1", "--no-show-signature", "--no-ext-diff", "--no-textconv", "--format=%H %ct").split()
         if head:
             out["head"], out["headTime"] = head[0], float(head[1])
         branch = _git(top, "rev-parse", "--abbrev-ref", "HEAD").strip()
@@ -190,11 +219,12 @@ def git_state(path, since):
             out["error"] = ("uncommitted changes not checked: the repository configures %s, which git status would "
                             "run" % ", ".join(filters[:3]))
         else:
-            status = _git(top, "status", "--porcelain", "--untracked-files=no").splitlines()
+            status = _git(top, "status", "--porcelain", "--untracked-files=no", "--ignore-submodules=all").splitlines()
             out["dirty"] = bool(status)
             out["dirtyFiles"] = sorted(line[3:] for line in status)[:MAX_LISTED]
         if since is not None:
-            log = _git(top, "log", "--since=@%d" % int(since), "--format=@%H", "--name-only")
+            log = _git(top, "log", "--no-show-signature", "--no-ext-diff", "--no-textconv", "--since=@%d" % int(since),
+                       "--format=@%H", "--name-only")
             commits = [line for line in log.splitlines() if line.startswith("@")]
             files = sorted(set(line for line in log.splitlines() if line and not line.startswith("@")))
             out["commitsSince"] = len(commits)

@@ -160,6 +160,69 @@ class Git(unittest.TestCase):
             if os.path.exists(marker):
                 os.remove(marker)
 
+    def _marker_script(self, marker):
+        prog = self.d + "-prog.sh"
+        with open(prog, "w") as f:
+            f.write("#!/bin/sh\necho \"$0 $*\" >> %s\ncat\n" % marker)
+        os.chmod(prog, 0o755)
+        self.addCleanup(os.remove, prog)
+        return prog
+
+    def test_no_program_a_repository_names_runs_for_any_key(self):
+        # Each key git knows that names a program, set in the repository's own config to a marker program; HEAD is
+        # a signed commit (so log.showSignature would run gpg.program) and a submodule configures its own filter.
+        marker = self.d + "-PWNED"
+        self.addCleanup(lambda: os.path.exists(marker) and os.remove(marker))
+        prog = self._marker_script(marker)
+        git(self.d, "init", "-q", "-b", "main")
+        with open(os.path.join(self.d, "train.py"), "w") as f:
+            f.write("print(1)\n")
+        git(self.d, "add", ".")
+        git(self.d, "commit", "-q", "-m", "one")
+        tree = subprocess.run(["git", "-C", self.d, "rev-parse", "HEAD^{tree}"], stdout=subprocess.PIPE,
+                              check=True).stdout.decode().strip()
+        parent = subprocess.run(["git", "-C", self.d, "rev-parse", "HEAD"], stdout=subprocess.PIPE,
+                                check=True).stdout.decode().strip()
+        signed = ("tree %s\nparent %s\nauthor t <t@x> 1600000000 +0000\ncommitter t <t@x> 1600000000 +0000\n"
+                  "gpgsig -----BEGIN PGP SIGNATURE-----\n \n iQEzBAABCAAdFiEE\n -----END PGP SIGNATURE-----\n\nsigned\n"
+                  % (tree, parent))
+        sha = subprocess.run(["git", "-C", self.d, "hash-object", "-t", "commit", "-w", "--stdin"],
+                             input=signed.encode(), stdout=subprocess.PIPE, check=True).stdout.decode().strip()
+        git(self.d, "update-ref", "refs/heads/main", sha)
+        sub = os.path.join(self.d, "sub")
+        os.mkdir(sub)
+        git(sub, "init", "-q")
+        with open(os.path.join(sub, ".gitattributes"), "w") as f:
+            f.write("* filter=subevil\n")
+        with open(os.path.join(sub, "x.py"), "w") as f:
+            f.write("x\n")
+        git(sub, "add", ".")
+        git(sub, "commit", "-q", "-m", "sub")
+        git(sub, "config", "filter.subevil.clean", prog)
+        git(sub, "config", "core.fsmonitor", prog)
+        os.utime(os.path.join(sub, "x.py"), (1, 1))
+        git(self.d, "-c", "protocol.file.allow=always", "submodule", "add", "-q", "./sub", "sub")
+        git(self.d, "commit", "-q", "-m", "with sub")
+        for key in ("core.fsmonitor", "core.hooksPath", "core.pager", "core.sshCommand", "core.askPass",
+                    "core.gitProxy", "core.editor", "core.alternateRefsCommand", "gpg.program",
+                    "gpg.openpgp.program", "gpg.x509.program", "gpg.ssh.program", "gpg.ssh.defaultKeyCommand",
+                    "diff.external", "diff.py.textconv", "diff.py.command", "credential.helper",
+                    "uploadpack.packObjectsHook", "pager.log", "pager.status"):
+            git(self.d, "config", key, prog if key != "core.hooksPath" else os.path.dirname(prog))
+        git(self.d, "config", "log.showSignature", "true")
+        git(self.d, "config", "status.submoduleSummary", "true")
+        git(self.d, "config", "submodule.recurse", "true")
+        with open(os.path.join(self.d, ".gitattributes"), "w") as f:
+            f.write("*.py diff=py\n")
+        for hook in ("post-index-change", "post-checkout", "reference-transaction"):
+            shutil.copy(prog, os.path.join(self.d, ".git", "hooks", hook))
+        g = run("--git", os.path.join(self.d, "train.py"), "--since", "1500000000")["git"][0]
+        self.assertFalse(os.path.exists(marker), open(marker).read() if os.path.exists(marker) else "")
+        self.assertEqual(len(g["head"]), 40)
+        self.assertEqual(g["branch"], "main")
+        self.assertIsNone(g["error"])
+        self.assertEqual(g["commitsSince"], 3, g)
+
     def test_outside_a_checkout_and_without_git_the_reason_is_given(self):
         g = run("--git", self.d)["git"][0]
         self.assertEqual(g["error"], "not in a git checkout")
