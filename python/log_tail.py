@@ -9,7 +9,9 @@ truncated (smaller than the offset), reading restarts from 0 and ``reset`` says 
 
 Each line is returned parsed when it is JSON, else as ``{"$raw": text}``.  ``latest`` holds the newest step and
 tokens/s found in the lines read (keys such as ``step``/``global_step`` and ``tok_per_s``/``tokens_per_sec``/
-``tok/s``/``throughput``, nested dicts included), for a status bar that follows a run.
+``tok/s``/``throughput``, nested dicts included), for a status bar that follows a run; ``recent`` the last
+RECENT values of that throughput key (oldest first), so the status bar shows the run's level (their median), not
+one logged point (a checkpoint save or an eval pause).
 
 Hostile files cost bounded memory (kg_common.LIMITS): the file is read in blocks; a line longer than
 LIMITS["line"] is skipped without being held whole and counted in ``tooLong`` (when the bytes end inside such a
@@ -24,6 +26,7 @@ import kg_common
 DEFAULT_MAX_BYTES = 1 << 20
 BLOCK = 1 << 16
 MAX_RAW = 2000
+RECENT = 21
 STEP_KEYS = ("step", "global_step", "_step", "iter", "iteration")
 THROUGHPUT_KEYS = (
     "tok_per_s", "tokens_per_sec", "tokens_per_s", "tokens_per_second", "tok/s", "tokens/s", "tok_s", "tps",
@@ -113,6 +116,26 @@ def latest_of(records):
     if step is None and tps is None:
         return None
     return {"step": step, "stepKey": step_key, "tokensPerSec": tps, "tokensPerSecKey": tps_key}
+
+
+def recent_of(records, key):
+    """The last RECENT finite values of throughput key `key` in records (oldest first)."""
+    if key is None:
+        return []
+    out = []
+    for rec in reversed(records):
+        if len(out) >= RECENT:
+            break
+        if not isinstance(rec, dict) or "$raw" in rec:
+            continue
+        pairs = []
+        _numbers(rec, "", pairs)
+        for k, v in pairs:
+            if k == key:
+                out.append(v)
+                break
+    out.reverse()
+    return out
 
 
 def _read_lines(f, start, max_bytes):
@@ -207,7 +230,7 @@ def main(argv):
         # A run that has not written its log yet: not an error for something that polls.
         return {"path": path, "exists": False, "inode": None, "size": 0, "mtime": None, "offset": 0,
                 "nextOffset": 0, "reset": offset > 0, "lines": [], "count": 0, "malformed": 0, "tooLong": 0,
-                "tooDeep": 0, "tooManyKeys": 0, "hasMore": False, "latest": None}
+                "tooDeep": 0, "tooManyKeys": 0, "hasMore": False, "latest": None, "recent": []}
     with f:
         st = os.fstat(f.fileno())
         size = st.st_size
@@ -237,6 +260,7 @@ def main(argv):
         except kg_common.LimitError as e:
             skipped[e.limit] += 1
             records.append({"$raw": kg_common.redact_text(line[:MAX_RAW].decode("utf-8", "replace"))})
+    latest = latest_of(records)
     return {
         "path": path,
         "exists": True,
@@ -253,7 +277,8 @@ def main(argv):
         "tooDeep": skipped["depth"],
         "tooManyKeys": skipped["keys"],
         "hasMore": has_more,
-        "latest": latest_of(records),
+        "latest": latest,
+        "recent": recent_of(records, latest["tokensPerSecKey"] if latest else None),
         "limits": dict((k, kg_common.LIMITS[k]) for k in ("line", "keys", "depth")),
     }
 

@@ -164,9 +164,9 @@ export class Container implements vscode.Disposable {
         compareBaseline: (hostId, baselineId) => executeCommand(BaselineCommands.compare, { hostId, baselineId }),
         compareBench: (hostId, referenceId) =>
           executeCommand(BenchCommands.compare, { hostId }, referenceId !== null ? { reference: referenceId } : {}),
-        openDashboard: (hostId, logPath, window) =>
+        openDashboard: (hostId, logPath, window, series) =>
           window
-            ? dashboard.openZoomed({ hostId, logPath }, window)
+            ? dashboard.openZoomed({ hostId, logPath }, window, series)
             : executeCommand(Commands.openDashboard, { hostId, logPath }),
       },
     });

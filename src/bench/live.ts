@@ -1,11 +1,13 @@
 import * as vscode from 'vscode';
 import type { BenchDeps } from './register';
 import { formatLive, liveTargetOf, LiveThroughput, type LiveState } from '../core/metrics/liveThroughput';
+import { RECENT_LEVEL } from '../core/metrics/logTail';
 import { Commands } from '../constants';
 import { createStatusBarItem } from '../window';
 
 /**
- * The status-bar item of a selected run: newest step and tokens/s from its metrics jsonl. It polls only while the
+ * The status-bar item of a selected run: newest step and the tokens/s level (median of the recent values) from its
+ * metrics jsonl. It polls only while the
  * Remote Runs view is visible and a run (or its log) is selected, and hides otherwise.
  */
 export function registerLiveThroughput(c: BenchDeps): LiveThroughput {
@@ -26,7 +28,8 @@ export function registerLiveThroughput(c: BenchDeps): LiveThroughput {
       s.kind === 'error'
         ? `${where}\n${s.message}`
         : s.kind === 'value'
-          ? `${where}\n${s.latest.stepKey ?? 'step'} / ${s.latest.tokensPerSecKey ?? 'tok/s'}; updated ${new Date(s.at).toLocaleTimeString()} ` +
+          ? `${where}\n${s.latest.stepKey ?? 'step'} / ${s.latest.tokensPerSecKey ?? 'tok/s'}: the median of the last ` +
+            `${RECENT_LEVEL} values (the last one logged: ${s.latest.tokensPerSec ?? '—'}); updated ${new Date(s.at).toLocaleTimeString()} ` +
             `(${s.bytes} new bytes read)`
           : `${where}\nreading…`;
     item.show();

@@ -79,10 +79,15 @@ export class DashboardManager implements vscode.Disposable, DashboardTestApi {
     return panel.probe;
   }
 
-  /** Opens (or reveals) the dashboard of one log zoomed to steps [from, to]: What Changed?'s plot evidence. */
-  async openZoomed(target: DashboardTarget, window: { from: number; to: number }): Promise<void> {
-    const panel = this.show([await this.fromTarget(target)]);
-    panel.zoomTo(window);
+  /**
+   * What Changed?'s plot evidence: the dashboard of one log zoomed to steps [from, to] on the plot of `series`. An open
+   * dashboard that plots the log (alone, beside other runs, or as a file of a stitched history) is reused.
+   */
+  async openZoomed(target: DashboardTarget, window: { from: number; to: number }, series?: string): Promise<void> {
+    const open = this.open_.find((p) => p.holdsLog(target.hostId, target.logPath));
+    if (open) open.panel.reveal();
+    const panel = open ?? this.show([await this.fromTarget(target)]);
+    panel.zoomTo(window, series);
   }
 
   /** The command: (clicked node, selected nodes) from the tree, a DashboardTarget, or nothing (quick picks). */

@@ -10,6 +10,7 @@ import {
   type WebviewMessage,
 } from '../core/dashboard/protocol';
 import { seriesFromReduction } from '../core/dashboard/fromReduction';
+import { FROM_WALL_TIME, withDerivedSpeed } from '../core/metrics/speedFromTime';
 import { ProgressiveRuns, sideByHost, type LoadedRun } from '../core/dashboard/progressive';
 import { runCheckpoints, runId, type CheckpointSource, type RunSource } from '../core/dashboard/sources';
 import { messageOf } from '../core/errors';
@@ -145,7 +146,7 @@ export class DashboardPanel implements vscode.Disposable {
   private readies = 0;
   /** The first init went out: later data goes as its own messages. */
   private initPosted = false;
-  private pendingZoom: { from: number; to: number } | undefined;
+  private pendingZoom: { from: number; to: number; series?: string } | undefined;
   /** For the log: ms from opening to the first plot data, and to exact data for every run. */
   private firstDataMs: number | undefined;
   private exactDataMs: number | undefined;
@@ -202,6 +203,11 @@ export class DashboardPanel implements vscode.Disposable {
   }
 
   /** Same runs (in any order): the command reveals this panel instead of opening another. */
+  /** Whether one of its runs is of this log (its file, or one file of its stitched history). */
+  holdsLog(hostId: string, logPath: string): boolean {
+    return this.sources.some((s) => s.hostId === hostId && (s.logPath === logPath || !!s.history?.includes(logPath)));
+  }
+
   shows(sources: readonly RunSource[]): boolean {
     const mine = new Set(this.runs);
     return sources.length === mine.size && sources.every((s) => mine.has(runId(s.hostId, s.logPath)));
@@ -383,10 +389,17 @@ export class DashboardPanel implements vscode.Disposable {
     // Window reads are exact whether the run's data is still a preview or not.
     const r = this.runsV.find((x) => x.id === run);
     if (!r) return;
-    const { value } = await this.services
-      .probes(r.src.hostId)
-      .run(metricsReduceProbe({ path: r.src.logPath, x: 'step', window: { from, to }, series: [series] }));
-    const s = value.series.find((x) => x.key === series);
+    // a speed derived from wall times is not in the log: its window comes from the log's series with times
+    const derived = series.endsWith(FROM_WALL_TIME);
+    const { value } = await this.services.probes(r.src.hostId).run(
+      metricsReduceProbe({
+        path: r.src.logPath,
+        x: 'step',
+        window: { from, to },
+        ...(derived ? {} : { series: [series] }),
+      }),
+    );
+    const s = (derived ? withDerivedSpeed(value.series) : value.series).find((x) => x.key === series);
     const data = s ? seriesFromReduction(s) : { key: series, x: [], min: [], max: [], last: [] };
     // from/to echoed exactly: the webview drops answers for a window it no longer waits for.
     this.post({ type: 'rangeData', run, series, from, to, data });
@@ -440,14 +453,18 @@ export class DashboardPanel implements vscode.Disposable {
     if (parsed.message.type === 'init' && this.pendingZoom) {
       const z = this.pendingZoom;
       this.pendingZoom = undefined;
-      this.post({ type: 'zoom', from: z.from, to: z.to });
+      this.post({ type: 'zoom', from: z.from, to: z.to, ...(z.series !== undefined ? { series: z.series } : {}) });
     }
   }
 
-  /** Zooms every plot to steps [from, to]: now if the page has its data, else right after it gets it. */
-  zoomTo(window: { from: number; to: number }): void {
-    if (this.initPosted) this.post({ type: 'zoom', from: window.from, to: window.to });
-    else this.pendingZoom = window;
+  /**
+   * Zooms every plot to steps [from, to], the plot of `series` shown and brought into view: now if the page has its
+   * data, else right after it gets it.
+   */
+  zoomTo(window: { from: number; to: number }, series?: string): void {
+    const z = { from: window.from, to: window.to, ...(series !== undefined ? { series } : {}) };
+    if (this.initPosted) this.post({ type: 'zoom', ...z });
+    else this.pendingZoom = z;
   }
 
   dispose(): void {

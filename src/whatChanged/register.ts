@@ -41,7 +41,12 @@ export interface WhatChangedDeps {
     openArgsDiff(a: ArgsCheckpoint, b: ArgsCheckpoint): Promise<unknown>;
     compareBaseline(hostId: string, baselineId: string): Thenable<unknown>;
     compareBench(hostId: string, referenceId: string | null): Thenable<unknown>;
-    openDashboard(hostId: string, logPath: string, window?: { from: number; to: number }): Thenable<unknown>;
+    openDashboard(
+      hostId: string,
+      logPath: string,
+      window?: { from: number; to: number },
+      series?: string,
+    ): Thenable<unknown>;
   };
 }
 
@@ -157,7 +162,7 @@ export function registerWhatChanged(d: WhatChangedDeps): void {
       case 'env-diff':
         return d.evidence.compareBaseline(hostId, link.baselineId);
       case 'plot':
-        return d.evidence.openDashboard(hostId, link.log, link.window);
+        return d.evidence.openDashboard(hostId, link.log, link.window, link.series);
       case 'bench-compare':
         return d.evidence.compareBench(hostId, link.referenceId);
       case 'file': {

@@ -102,6 +102,22 @@ class LogTailTest(unittest.TestCase):
         self.assertEqual(r["latest"], {"step": 49, "stepKey": "global_step", "tokensPerSec": 5.5,
                                        "tokensPerSecKey": "train.tokens_per_sec"})
 
+    def test_recent_throughput_for_the_level(self):
+        # a loop that logs a save stall every 10th line: the recent values carry the stall, their median does not
+        with open(self.path, "w") as f:
+            for i in range(100):
+                f.write('{"step": %d, "tok_s": %d, "loss": 2.0}\n' % (i, 100 if i % 10 == 9 else 500 + i % 3))
+        r = log_tail.main([self.path, "--offset", "0", "--latest-only"])
+        self.assertEqual(r["latest"]["tokensPerSec"], 100)
+        self.assertEqual(len(r["recent"]), log_tail.RECENT)
+        self.assertEqual(r["recent"][-1], 100)
+        self.assertEqual(sorted(r["recent"])[len(r["recent"]) // 2] // 10, 50)
+        with open(self.path, "a") as f:
+            f.write('{"step": 100, "loss": 2.0}\n')
+        r = log_tail.main([self.path, "--offset", "0", "--latest-only"])
+        self.assertEqual(r["recent"][-1], 100)
+        self.assertEqual(log_tail.main([self.path + ".none", "--offset", "0"])["recent"], [])
+
     def test_near_the_end_and_raw_lines(self):
         with open(self.path, "w") as f:
             for i in range(1000):

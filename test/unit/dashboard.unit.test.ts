@@ -160,8 +160,32 @@ void test('series detection: union over runs, x-like and empty keys left out, fa
       series('lr', [1], [1]),
     ]),
   ];
-  assert.deepEqual(detectSeries(runs), ['train/loss', 'acc', 'lr', 'tok_per_s', 'grad_norm', 'zeta']);
+  assert.deepEqual(detectSeries(runs), ['tok_per_s', 'train/loss', 'acc', 'lr', 'grad_norm', 'zeta']);
   assert.deepEqual(detectSeries([]), []);
+  // Lightning with ThroughputMonitor and HF Trainer: speed first, then the loss; epoch and counters last
+  const pl = run('pl', [
+    series('epoch', [1], [1]),
+    series('batches_per_sec', [1], [1]),
+    series('train_loss', [1], [1]),
+    series('samples_per_sec', [1], [1]),
+  ]);
+  assert.deepEqual(detectSeries([pl]), ['batches_per_sec', 'samples_per_sec', 'train_loss', 'epoch']);
+  const hf = run('hf', [
+    series('train/epoch', [1], [1]),
+    series('train/grad_norm', [1], [1]),
+    series('train/learning_rate', [1], [1]),
+    series('train/loss', [1], [1]),
+    series('train/num_input_tokens_seen', [1], [1]),
+    series('steps/s (from wall time)', [1], [1]),
+  ]);
+  assert.deepEqual(detectSeries([hf]), [
+    'steps/s (from wall time)',
+    'train/loss',
+    'train/learning_rate',
+    'train/grad_norm',
+    'train/epoch',
+    'train/num_input_tokens_seen',
+  ]);
 });
 
 void test('EMA smoothing: weight 0 is identity, debiased start, gaps stay gaps, constant stays constant', () => {

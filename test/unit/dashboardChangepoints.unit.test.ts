@@ -41,5 +41,9 @@ void describe('dashboard: the zoom message (What Changed?’s plot evidence)', (
     assert.ok(ok.ok && ok.message.type === 'zoom' && ok.message.from === 500 && ok.message.to === 701);
     assert.equal(parseHostMessage({ type: 'zoom', from: '500', to: 701 }).ok, false);
     assert.equal(parseHostMessage({ type: 'zoom', from: 500 }).ok, false);
+    // What Changed? names the series that shifted: its plot is the one brought into view
+    const named = parseHostMessage({ type: 'zoom', from: 500, to: 701, series: 'train/samples_per_sec' });
+    assert.ok(named.ok && named.message.type === 'zoom' && named.message.series === 'train/samples_per_sec');
+    assert.equal(parseHostMessage({ type: 'zoom', from: 500, to: 701, series: '' }).ok, false);
   });
 });

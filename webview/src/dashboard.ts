@@ -16,6 +16,7 @@ import { badge, button, checkbox, dataGrid, divider, dropdown, slider } from './
 import {
   buildPlotModel,
   changepointMarks,
+  restartMarks,
   checkpointMarks,
   detectSeries,
   formatValue,
@@ -161,18 +162,26 @@ export class Dashboard {
         this.els.banner.textContent = message.message;
         this.els.banner.hidden = false;
         break;
-      case 'zoom':
+      case 'zoom': {
         // a window in steps: on the step axis (switched to it if needed), as if the user had dragged it
-        if (this.axis !== 'step') {
+        const series = message.series;
+        const show =
+          series !== undefined && this.allSeries().includes(series) && !this.visibleSeries().includes(series);
+        if (show) this.selected = [series, ...this.visibleSeries()];
+        if (this.axis !== 'step' || show) {
           this.axis = 'step';
           this.renderControls();
           this.renderPlots();
+          if (show) this.saveState();
         }
         this.zoom = { min: message.from, max: message.to };
         this.showZoom();
         for (const { plot } of this.plots.values()) plot.setWindow(message.from, message.to);
         this.requestRanges();
+        // the plot of the series the link names comes into view (not the first plot, which is often the loss)
+        if (series !== undefined) this.plots.get(series)?.card.scrollIntoView({ block: 'start' });
         break;
+      }
     }
   }
 
@@ -390,8 +399,9 @@ export class Dashboard {
           this.runs,
           this.axis,
         ),
-        // level shifts of the lines themselves (on every axis: found on the plotted x)
-        ...changepointMarks(model),
+        // level shifts of the lines themselves (on every axis: found on the plotted x), restarts as launches
+        ...changepointMarks(model, this.axis === 'step' ? this.runs : []),
+        ...restartMarks(this.runs, inPlot, this.axis),
       ].sort((a, b) => a.x - b.x);
       const existing = this.plots.get(key);
       if (existing) {

@@ -9,6 +9,7 @@ import type {
   SkippedCounts,
   XAxis,
 } from '../../src/core/dashboard/protocol';
+import { throughputRank } from '../../src/core/whatChanged/categories';
 import { findChangepoints } from '../../src/core/whatChanged/changepoints';
 
 /** Keys that are an x axis rather than a metric; plotting them against step is a straight line. */
@@ -25,7 +26,7 @@ const X_LIKE = new Set([
   '_runtime',
 ]);
 
-/** Familiar metrics first, in the order people look at them; the rest alphabetically. */
+/** Familiar metrics first, in the order people look at them: the run's speed, then its loss; the rest alphabetically. */
 const PRIORITY = [
   /^(train[/_.])?loss$/i,
   /loss/i,
@@ -36,7 +37,14 @@ const PRIORITY = [
   /grad.?norm/i,
 ];
 
+/** Counters (epoch, batch index, tokens seen): plotted after everything else. */
+const COUNTER = /(^|[/._])(epoch|batch_idx|num_input_tokens_seen|tokens_seen|total_flos)$/i;
+
 function rank(key: string): number {
+  // throughput first (tok/s before samples/s before steps/s and step time), as What Changed? ranks them
+  const tp = throughputRank(key);
+  if (tp > 0) return -tp;
+  if (COUNTER.test(key)) return PRIORITY.length + 1;
   const i = PRIORITY.findIndex((re) => re.test(key));
   return i < 0 ? PRIORITY.length : i;
 }
@@ -411,10 +419,11 @@ export function checkpointMarks(
 }
 
 /**
- * Where each run's line shifts level (the changepoints What Changed? uses: binary segmentation on bucket means, see
+ * Where each run's line shifts level (the changepoints What Changed? uses: binary segmentation on de-stalled medians, see
  * src/core/whatChanged/changepoints.ts), as marks labelled with the shift: `shift 12.8K → 4.3K (0.34×)`.
  */
-export function changepointMarks(model: PlotModel): CheckpointMark[] {
+export function changepointMarks(model: PlotModel, runs: readonly RunData[] = []): CheckpointMark[] {
+  const launchesOf = new Map(runs.map((r) => [r.run.id, (r.run.restarts ?? []).map((x) => x.step)]));
   const short = (v: number) => {
     const a = Math.abs(v);
     if (a >= 1e9) return `${(v / 1e9).toFixed(1)}G`;
@@ -425,9 +434,35 @@ export function changepointMarks(model: PlotModel): CheckpointMark[] {
   const out: CheckpointMark[] = [];
   for (const r of model.runs) {
     const ys = r.line.map((v) => (v === null ? NaN : v));
-    for (const c of findChangepoints(model.x, ys).changepoints) {
+    for (const c of findChangepoints(model.x, ys, { launches: launchesOf.get(r.runId) ?? [] }).changepoints) {
       const ratio = c.ratio !== null ? ` (${c.ratio.toFixed(2)}×)` : '';
       out.push({ x: c.at, label: `shift ${short(c.before)} → ${short(c.after)}${ratio}`, run: r.runId });
+    }
+  }
+  return out.sort((a, b) => a.x - b.x);
+}
+
+/**
+ * Where each shown run restarted (a new launch took over its log: its stitched history's restarts), on the chosen axis:
+ * at the first step the launch logged, or at its time. Marked on every plot, so a shift at a restart reads as one.
+ */
+export function restartMarks(runs: readonly RunData[], inPlot: ReadonlySet<string>, axis: XAxis): CheckpointMark[] {
+  const out: CheckpointMark[] = [];
+  for (const r of runs) {
+    if (!inPlot.has(r.run.id)) continue;
+    const origin = axis === 'relative' ? runTimeOrigin(r) : undefined;
+    for (const x of r.run.restarts ?? []) {
+      const at =
+        axis === 'step'
+          ? x.step
+          : x.time === null
+            ? undefined
+            : axis === 'time'
+              ? x.time
+              : origin !== undefined
+                ? (x.time - origin) / 3600
+                : undefined;
+      if (at !== undefined && Number.isFinite(at)) out.push({ x: at, label: x.label, run: r.run.id });
     }
   }
   return out.sort((a, b) => a.x - b.x);

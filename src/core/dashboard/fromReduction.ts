@@ -1,5 +1,6 @@
 // From python/metrics_reduce.py's result to the dashboard's messages, for the panel. Pure, so it is tested in Node.
 import type { MetricsReduction, ReducedSeries } from '../metrics/metricsProbe';
+import { withDerivedSpeed } from '../metrics/speedFromTime';
 import type { RunData, RunInfo, SeriesData, SkippedCounts } from './protocol';
 
 /** Only what the webview draws: the probe's per-series totals would just add bytes to every message. */
@@ -25,7 +26,7 @@ export function runDataFromReduction(run: Pick<RunInfo, 'id' | 'label' | 'host'>
     skipped: skippedFromReduction(r),
   };
   if (r.sample) info.sample = { bytes: r.sample.bytes, of: r.sample.of, failed: false };
-  return { run: info, series: r.series.map(seriesFromReduction) };
+  return { run: info, series: withDerivedSpeed(r.series).map(seriesFromReduction) };
 }
 
 /**
@@ -62,7 +63,7 @@ export function appendReduction(prev: RunData, appended: MetricsReduction, maxBu
     return { ...fresh, series: fresh.series.map((s) => coarsen(s, maxBuckets)) };
   }
   const byKey = new Map(prev.series.map((s) => [s.key, s]));
-  for (const raw of appended.series) {
+  for (const raw of withDerivedSpeed(appended.series)) {
     const add = seriesFromReduction(raw);
     const old = byKey.get(add.key);
     if (!old) {

@@ -3,7 +3,9 @@
 // whose preview was sampled, the exact read that replaces it. Following reads from an exact read's nextOffset only.
 // Pure (the probe is a function passed in), so it is tested in Node; src/dashboard/panel.ts adapts it.
 import { KnownGoodError, messageOf } from '../errors';
+import { historyReduction, stitchReductions, type HistoryPart } from '../metrics/history';
 import type { MetricsReduceOptions, MetricsReduction } from '../metrics/metricsProbe';
+import type { Restart } from '../metrics/restarts';
 import { appendReduction, runDataFromReduction } from './fromReduction';
 import type { HostSide, RunData } from './protocol';
 import { runId, type RunSource } from './sources';
@@ -69,9 +71,53 @@ export class ProgressiveRuns {
     return this.runsV.some((r) => r.exact === 'pending');
   }
 
+  /** The older files of each run's history, read once, exactly: only the newest file grows. */
+  private older = new Map<RunSource, Promise<HistoryPart[]>>();
+  /** The restarts of each run's stitched history, for the run info. */
+  private restartsOf = new Map<RunSource, Restart[]>();
+
+  /**
+   * One read of a run: of its log, or, for a run with several files (its history), of the newest file with
+   * `options` and of the older ones whole, stitched into one history (core/metrics/history.ts).
+   */
+  private async read(src: RunSource, options: Omit<MetricsReduceOptions, 'path'>): Promise<MetricsReduction> {
+    const files = src.history;
+    if (!files || files.length < 2) return this.o.reduce(src, options);
+    const newest = files[files.length - 1]!;
+    let older = this.older.get(src);
+    if (!older) {
+      older = Promise.all(
+        files
+          .slice(0, -1)
+          .map(async (path) => ({ path, reduction: await this.o.reduce({ ...src, logPath: path }, { x: X }) })),
+      );
+      this.older.set(src, older);
+      older.catch(() => this.older.delete(src));
+    }
+    const [parts, last] = await Promise.all([older, this.o.reduce({ ...src, logPath: newest }, options)]);
+    const all = [...parts, { path: newest, reduction: last }];
+    const h = stitchReductions(all);
+    this.restartsOf.set(src, h.restarts);
+    return historyReduction(all, h);
+  }
+
+  /** The newest file of a run's history (what grows), or its one log. */
+  private growing(src: RunSource): RunSource {
+    const files = src.history;
+    return files && files.length > 1 ? { ...src, logPath: files[files.length - 1]! } : src;
+  }
+
+  private restartInfo(src: RunSource): NonNullable<RunData['run']['restarts']> | undefined {
+    const rs = this.restartsOf.get(src);
+    if (!rs?.length) return undefined;
+    return rs.map((r) => ({ step: r.step, time: r.time, label: `restart (${r.signals.join(', ')})` }));
+  }
+
   private loaded(src: RunSource, r: MetricsReduction): LoadedRun {
     const id = runId(src.hostId, src.logPath);
     const data = runDataFromReduction({ id, label: src.label, host: this.o.hostLabel(src.hostId) }, r);
+    const restarts = this.restartInfo(src);
+    if (restarts) data.run.restarts = restarts;
     const sampled = r.sample !== null;
     // A preview's nextOffset is where it started: following from it would read the whole log again as "appended".
     return { src, id, data, nextOffset: sampled ? undefined : r.nextOffset, exact: sampled ? 'pending' : 'done' };
@@ -90,11 +136,11 @@ export class ProgressiveRuns {
       this.sources.map(async (src) => {
         let r: MetricsReduction;
         try {
-          r = await this.o.reduce(src, preview);
+          r = await this.read(src, preview);
         } catch (first) {
           this.o.log?.(`dashboard: ${src.logPath}: preview failed (${messageOf(first)}), reading it whole`);
           try {
-            r = await this.o.reduce(src, { x: X });
+            r = await this.read(src, { x: X });
           } catch (e) {
             this.errors.push(`${src.label}: ${messageOf(e)}`);
             return undefined;
@@ -120,10 +166,12 @@ export class ProgressiveRuns {
         .map(async (run) => {
           const t0 = performance.now();
           try {
-            const r = await this.o.reduce(run.src, { x: X });
+            const r = await this.read(run.src, { x: X });
             // An exact read never carries a sample; if the helper sent one anyway, following from it would be wrong.
             if (r.sample !== null) throw new KnownGoodError('bad-output', 'the exact read came back sampled');
             run.data = runDataFromReduction(run.data.run, r);
+            const restarts = this.restartInfo(run.src);
+            if (restarts) run.data.run.restarts = restarts;
             run.nextOffset = r.nextOffset;
             run.exact = 'done';
             this.o.log?.(
@@ -149,7 +197,8 @@ export class ProgressiveRuns {
       const from = run.nextOffset;
       if (run.exact !== 'done' || from === undefined) continue;
       try {
-        const value = await this.o.reduce(run.src, { x: X, offset: from });
+        // only the newest file of a history grows; the older ones are done
+        const value = await this.o.reduce(this.growing(run.src), { x: X, offset: from });
         run.nextOffset = value.nextOffset;
         if (value.lines === 0 && !value.reset) continue;
         run.data = appendReduction(run.data, value, this.o.maxBuckets);

@@ -35,6 +35,8 @@ export const runInfoSchema = z.object({
    * that read did not succeed, so the preview is all there is.
    */
   sample: z.object({ bytes: count, of: count, failed: z.boolean().default(false) }).optional(),
+  /** The run's launches after the first (its stitched history's restarts): marked on every plot. */
+  restarts: z.array(z.object({ step: finite, time: finite.nullable(), label: z.string() })).optional(),
 });
 export type RunInfo = z.infer<typeof runInfoSchema>;
 
@@ -151,7 +153,13 @@ export const sideMessageSchema = z.object({ type: z.literal('side'), hosts: z.ar
 export const followStateMessageSchema = z.object({ type: z.literal('follow'), on: z.boolean() });
 export const errorMessageSchema = z.object({ type: z.literal('error'), message: z.string() });
 /** Zoom every plot to steps [from, to] (What Changed?'s plot evidence: the window around a changepoint). */
-export const zoomMessageSchema = z.object({ type: z.literal('zoom'), from: finite, to: finite });
+/** `series`: the plot to show and bring into view (What Changed?'s plot evidence names the series that shifted). */
+export const zoomMessageSchema = z.object({
+  type: z.literal('zoom'),
+  from: finite,
+  to: finite,
+  series: z.string().min(1).optional(),
+});
 
 export const hostMessageSchema = z.discriminatedUnion('type', [
   initMessageSchema,

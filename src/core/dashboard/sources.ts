@@ -8,6 +8,7 @@ import { KnownGoodError } from '../errors';
 import type { RootListing, RunEntry, RunsListing } from '../runs/listRuns';
 import { formatLocalTime } from '../util/format';
 import { trainingStep } from '../runs/model';
+import { metricsLogsOf } from '../metrics/history';
 import { isMetricsLog, metricsLogOf } from '../metrics/metricsLog';
 import type { BenchPoint, Checkpoint, DriftSummary } from './protocol';
 
@@ -21,6 +22,11 @@ export interface RunSource {
   /** The run folder's entry (the folder holding the log); absent when the log was named directly. */
   run?: RunEntry | undefined;
   log?: RunEntry | undefined;
+  /**
+   * Every file of the run's metrics history, oldest launch first (metricsLogsOf), when it has more than one: the
+   * dashboard plots them stitched as one run.
+   */
+  history?: string[] | undefined;
 }
 
 /** The run's id in dashboard messages: the host and the log, recoverable by `parseRunId` after a reload. */
@@ -72,6 +78,7 @@ export function entryAt(root: RunEntry, rel: string): RunEntry | undefined {
 export function sourceOfRun(hostId: string, root: RootListing, run: RunEntry): RunSource | undefined {
   const log = findMetricsLog(run);
   if (!log) return undefined;
+  const files = metricsLogsOf(run);
   return {
     hostId,
     root,
@@ -79,14 +86,44 @@ export function sourceOfRun(hostId: string, root: RootListing, run: RunEntry): R
     log,
     logPath: joinRemote(root.path, log.path),
     label: run.path === '' ? root.root : run.name,
+    ...(files.length > 1 ? { history: files.map((f) => joinRemote(root.path, f.path)) } : {}),
   };
+}
+
+/**
+ * The history a log file belongs to: the nearest folder above it (up to three levels: version_N/, lightning_logs/,
+ * the run) whose metrics history holds it and more files besides.
+ */
+function historyOfLog(root: RootListing, log: RunEntry): { run: RunEntry; files: string[] } | undefined {
+  if (!root.entry) return undefined;
+  let rel = parentRel(log.path);
+  for (let up = 0; up < 3; up++) {
+    const dir = entryAt(root.entry, rel);
+    if (dir && dir.kind === 'dir') {
+      const files = metricsLogsOf(dir);
+      if (files.length > 1 && files.some((f) => f.path === log.path))
+        return { run: dir, files: files.map((f) => joinRemote(root.path, f.path)) };
+    }
+    if (rel === '') break;
+    rel = parentRel(rel);
+  }
+  return undefined;
 }
 
 /** A metrics file of a listing as a RunSource; its folder is the run. */
 export function sourceOfLog(hostId: string, root: RootListing, log: RunEntry): RunSource {
-  const run = root.entry ? entryAt(root.entry, parentRel(log.path)) : undefined;
+  const hist = historyOfLog(root, log);
+  const run = hist?.run ?? (root.entry ? entryAt(root.entry, parentRel(log.path)) : undefined);
   const label = run && run.path !== '' ? run.name : log.name;
-  return { hostId, root, log, logPath: joinRemote(root.path, log.path), label, ...(run ? { run } : {}) };
+  return {
+    hostId,
+    root,
+    log,
+    logPath: joinRemote(root.path, log.path),
+    label,
+    ...(run ? { run } : {}),
+    ...(hist ? { history: hist.files } : {}),
+  };
 }
 
 /** Every run folder of a listing that holds a metrics log, the most recently written log first. */

@@ -91,10 +91,10 @@ export function liveTargetOf(node: unknown): LiveTarget | undefined {
 export type LiveState =
   | { kind: 'hidden' }
   | { kind: 'waiting'; target: LiveTarget }
-  | { kind: 'value'; target: LiveTarget; latest: LatestProgress; bytes: number; at: number }
+  | { kind: 'value'; target: LiveTarget; latest: LatestProgress; level: number | null; bytes: number; at: number }
   | { kind: 'error'; target: LiveTarget; message: string };
 
-/** The status-bar text: `step 1200 · 12.8K tok/s`. */
+/** The status-bar text: `step 1200 · 12.8K tok/s`, the run's level (median of the recent values), not its last point. */
 export function formatLive(s: LiveState): string {
   switch (s.kind) {
     case 'hidden':
@@ -105,7 +105,8 @@ export function formatLive(s: LiveState): string {
       return 'tok/s: error';
     case 'value': {
       const step = s.latest.step !== null ? `step ${s.latest.step}` : 'step ?';
-      const tps = s.latest.tokensPerSec !== null ? `${formatRate(s.latest.tokensPerSec)} tok/s` : 'no tok/s in log';
+      const v = s.level ?? s.latest.tokensPerSec;
+      const tps = v !== null ? `${formatRate(v)} tok/s` : 'no tok/s in log';
       return `${step} · ${tps}`;
     }
   }
@@ -182,7 +183,14 @@ export class LiveThroughput {
       if (gen !== this.generation) return;
       if (!r.exists) this.options.onState({ kind: 'error', target, message: `${target.path} does not exist (yet)` });
       else if (r.latest)
-        this.options.onState({ kind: 'value', target, latest: r.latest, bytes: r.bytes, at: Date.now() });
+        this.options.onState({
+          kind: 'value',
+          target,
+          latest: r.latest,
+          level: r.level,
+          bytes: r.bytes,
+          at: Date.now(),
+        });
       else this.options.onState({ kind: 'waiting', target });
     } catch (e) {
       if (gen === this.generation) this.options.onState({ kind: 'error', target, message: messageOf(e) });

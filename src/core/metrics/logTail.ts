@@ -34,6 +34,8 @@ export const logTailSchema = z.looseObject({
   /** More complete lines were there than maxBytes allowed: poll again. */
   hasMore: z.boolean(),
   latest: latestSchema.nullable(),
+  /** The last values (oldest first, at most RECENT_LEVEL) of latest's throughput key in the lines read. */
+  recent: z.array(z.number()).default([]),
 });
 export type LogTail = z.infer<typeof logTailSchema>;
 
@@ -56,6 +58,9 @@ export function logTailArgs(o: LogTailOptions): string[] {
   return args;
 }
 
+/** Values the level is the median of (python/log_tail.py RECENT): about two checkpoint-save periods of windows. */
+export const RECENT_LEVEL = 21;
+
 export const logTailProbe = defineProbe('log_tail', logTailSchema, (o: LogTailOptions) => logTailArgs(o));
 
 export interface LogPoll {
@@ -63,6 +68,11 @@ export interface LogPoll {
   lines: unknown[];
   /** The newest step and tokens/s known so far (kept from earlier polls when this one brought none). */
   latest: LatestProgress | null;
+  /**
+   * The run's current throughput level: the median of the last RECENT_LEVEL values read (one logged point may be a
+   * checkpoint save or an eval pause); null before any.
+   */
+  level: number | null;
   reset: boolean;
   exists: boolean;
   /** Bytes of log consumed by this poll. */
@@ -83,6 +93,7 @@ export class IncrementalLogReader {
   private offset: number;
   private inode: number | null = null;
   private latestSeen: LatestProgress | null = null;
+  private recent: number[] = [];
 
   constructor(
     private readonly runner: ProbeRunnerLike,
@@ -90,6 +101,14 @@ export class IncrementalLogReader {
     private readonly options: IncrementalLogReaderOptions = {},
   ) {
     this.offset = options.fromEnd ? -1 : 0;
+  }
+
+  /** The median of the recent throughput values, or null before any. */
+  get level(): number | null {
+    if (!this.recent.length) return null;
+    const s = [...this.recent].sort((a, b) => a - b);
+    const m = s.length >> 1;
+    return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
   }
 
   /** The byte offset the next poll reads from. */
@@ -126,7 +145,7 @@ export class IncrementalLogReader {
       exists = poll.exists;
       if (!hasMore) break;
     }
-    return { lines: all, latest: this.latestSeen, reset, exists, bytes, malformed };
+    return { lines: all, latest: this.latestSeen, level: this.level, reset, exists, bytes, malformed };
   }
 
   private async pollWithMore(signal?: AbortSignal): Promise<{ poll: LogPoll; hasMore: boolean }> {
@@ -145,7 +164,14 @@ export class IncrementalLogReader {
     );
     // A log that disappeared after being read counts as a reset too: whatever comes next is a new file.
     const reset = value.reset || (!value.exists && this.offset > 0);
-    if (reset) this.latestSeen = null;
+    if (reset) {
+      this.latestSeen = null;
+      this.recent = [];
+    }
+    // values of another key than the ones kept (a log that changed its columns) start the window over
+    if (value.latest?.tokensPerSecKey && value.latest.tokensPerSecKey !== this.latestSeen?.tokensPerSecKey)
+      this.recent = [];
+    this.recent = [...this.recent, ...value.recent].slice(-RECENT_LEVEL);
     const bytes = value.nextOffset - value.offset;
     this.offset = value.nextOffset;
     this.inode = value.inode;
@@ -154,6 +180,7 @@ export class IncrementalLogReader {
       poll: {
         lines: value.lines,
         latest: this.latestSeen,
+        level: this.level,
         reset,
         exists: value.exists,
         bytes,

@@ -3,12 +3,15 @@ import { computeDrift, buildChange, type Drift } from '../baselines/drift';
 import type { Baseline, ThroughputResult } from '../baselines/store';
 import { formatRate } from '../bench/compare';
 import type { ReducedSeries } from '../metrics/metricsProbe';
+import { restartsFromTimes } from '../metrics/restarts';
+import { withDerivedSpeed } from '../metrics/speedFromTime';
 import {
   argCategory,
   CATEGORY_TEXT,
   CATEGORY_WEIGHT,
   envCategory,
   packageCategory,
+  speedDirection,
   throughputRank,
 } from './categories';
 import { findChangepoints, type Changepoint } from './changepoints';
@@ -38,17 +41,27 @@ export const AFTER_SHIFT_POINTS = -25;
 const MIN_POINTS = 20;
 
 export const CHANGEPOINT_WHY =
-  'binary segmentation on the bucket means (the largest shift first; σ from the median absolute first difference; ' +
-  'a shift is kept when it saves more than max(20, 3 ln n)·σ², is at least 3% of the level, spans at least 1% of ' +
-  'the points on each side, and is a jump rather than a slope)';
+  'binary segmentation on de-stalled bucket medians (the warm-up after each launch left out; a point more than 4σ ' +
+  'from the running median of its neighbours on both sides is a stall — a save, an eval — and left out; σ from the ' +
+  'MAD of the residuals); a shift is kept when it saves more than max(20, 3 ln n)·σ², moves the median level by at ' +
+  'least 5%, spans at least 1% of the points on each side, and is a jump rather than a slope)';
 
 // ------------------------------------------------------------------------------------------------ changepoints
 
-export function seriesChangepoints(series: readonly ReducedSeries[]): SeriesChangepoints[] {
+/**
+ * The changepoints of each series long enough. `launches`: the steps where a restart's launch began (the stitched
+ * history's restarts); a series with wall times adds the restarts its own clock shows.
+ */
+export function seriesChangepoints(
+  series: readonly ReducedSeries[],
+  launches: readonly number[] = [],
+): SeriesChangepoints[] {
   const out: SeriesChangepoints[] = [];
   for (const s of series) {
     if (s.x.length < MIN_POINTS) continue;
-    const r = findChangepoints(s.x, s.last);
+    const own = restartsFromTimes(s.x, s.t).map((r) => r.step);
+    const all = [...new Set([...launches, ...own])].sort((a, b) => a - b);
+    const r = findChangepoints(s.x, s.last, { launches: all });
     out.push({
       key: s.key,
       throughput: throughputRank(s.key) > 0,
@@ -62,10 +75,36 @@ export function seriesChangepoints(series: readonly ReducedSeries[]): SeriesChan
   );
 }
 
-/** The changepoint that defines "the" shift: the largest on the throughput series, else the clearest on any. */
+/** The steps where the run's launches after the first began (the stitched history's restarts). */
+export function launchesOf(log: WhatChangedFacts['log']): number[] {
+  return (log?.restarts ?? []).map((r) => r.step);
+}
+
+/** The log's series, with steps/s (and tokens/s) from its wall times when it logs no speed of its own. */
+export function logSeriesOf(log: WhatChangedFacts['log']): ReducedSeries[] {
+  return log ? withDerivedSpeed(log.reduction.series, launchesOf(log)) : [];
+}
+
+/** How much slower the run got at a changepoint (>1: slower), for a speed series; 0 for a speed-up. */
+function slowdownOf(key: string, c: Changepoint): number {
+  const dir = speedDirection(key);
+  if (!dir || c.ratio === null || c.ratio <= 0) return 0;
+  const speedRatio = dir > 0 ? c.ratio : 1 / c.ratio;
+  return speedRatio < 1 ? 1 / speedRatio : 0;
+}
+
+/**
+ * The changepoint that defines "the" shift: the largest slowdown on the first throughput series that has one, else
+ * its largest change (a rise, which explains no regression), else the clearest on any series.
+ */
 export function mainChangepoint(series: readonly SeriesChangepoints[]): { key: string; cp: Changepoint } | undefined {
   const size = (c: Changepoint) => (c.ratio !== null && c.ratio > 0 ? Math.abs(Math.log(c.ratio)) : c.sigmas);
-  const tp = series.find((s) => s.throughput && s.changepoints.length);
+  const tps = series.filter((s) => s.throughput && s.changepoints.length);
+  for (const tp of tps) {
+    const slow = [...tp.changepoints].sort((a, b) => slowdownOf(tp.key, b) - slowdownOf(tp.key, a))[0]!;
+    if (slowdownOf(tp.key, slow) > 0) return { key: tp.key, cp: slow };
+  }
+  const tp = tps[0];
   if (tp) {
     const cp = [...tp.changepoints].sort((a, b) => size(b) - size(a))[0]!;
     return { key: tp.key, cp };
@@ -696,7 +735,8 @@ function benchOf(facts: WhatChangedFacts, refTime: number | null): ThroughputSum
 /** The report, from the facts: pure, no I/O. */
 export function analyze(facts: WhatChangedFacts, generatedAt = new Date()): WhatChangedReport {
   const unknown: UnknownFact[] = [...facts.unknown];
-  const series = facts.log ? seriesChangepoints(facts.log.reduction.series) : [];
+  const logSeries = logSeriesOf(facts.log);
+  const series = seriesChangepoints(logSeries, launchesOf(facts.log));
   const main = mainChangepoint(series);
   const ref0 = pickReference(facts, main);
   const base = pickBaseline(facts, ref0.time);
@@ -709,20 +749,23 @@ export function analyze(facts: WhatChangedFacts, generatedAt = new Date()): What
   const cks = facts.checkpoints;
   const refCk = ref0.checkpoint ? cks.find((c) => c.label === ref0.checkpoint!.label) : undefined;
   const nowCk = cks[cks.length - 1];
-  const tpSeries = facts.log?.reduction.series.find((s) => s.key === main?.key);
+  const tpSeries = logSeries.find((s) => s.key === main?.key);
   const win = main ? windowOf(main.cp, cks, tpSeries) : undefined;
 
   // throughput
   const tp = series.find((s) => s.throughput);
   let logTp: ThroughputSummary['log'] = null;
   if (tp && facts.log) {
-    const raw = facts.log.reduction.series.find((s) => s.key === tp.key)!;
+    const raw = logSeries.find((s) => s.key === tp.key)!;
     const levelAt = (step: number): number => {
       const cps = tp.changepoints;
       const idx = cps.findIndex((c) => step <= c.at);
       if (idx >= 0) return cps[idx]!.before;
       if (cps.length) return cps[cps.length - 1]!.after;
-      return findChangepoints(raw.x, raw.last).lastLevel ?? NaN;
+      return (
+        findChangepoints(raw.x, raw.last, { launches: restartsFromTimes(raw.x, raw.t).map((r) => r.step) }).lastLevel ??
+        NaN
+      );
     };
     const refStep = refCk?.step ?? (main ? main.cp.at : raw.x[0]!);
     const reference = levelAt(refStep);
@@ -732,11 +775,15 @@ export function analyze(facts: WhatChangedFacts, generatedAt = new Date()): What
   if (!facts.log && facts.run !== null && !unknown.some((u) => u.fact.startsWith('metrics log')))
     unknown.push({ fact: 'metrics log', why: `no train log found in ${facts.run}` });
   const bench = benchOf(facts, ref0.time);
+  // A regression is a slowdown: throughput down, or step time up, by DROP_RATIO at least; a rise or a shift of the
+  // loss is no regression to explain.
   const dropped =
-    (logTp?.ratio != null && logTp.ratio < DROP_RATIO) || (bench?.ratio != null && bench.ratio < DROP_RATIO);
-  const anyCp = series.some((s) => s.changepoints.length > 0);
-  const verdict: WhatChangedReport['verdict'] =
-    dropped || anyCp ? 'regression' : logTp === null && bench?.ratio == null && !series.length ? 'unknown' : 'steady';
+    (logTp !== null && speedRatioOf(logTp) < DROP_RATIO) || (bench?.ratio != null && bench.ratio < DROP_RATIO);
+  const verdict: WhatChangedReport['verdict'] = dropped
+    ? 'regression'
+    : logTp === null && bench?.ratio == null && !series.length
+      ? 'unknown'
+      : 'steady';
 
   // facts that differ
   const fingerprints = new Map((facts.probe?.paths ?? []).map((p) => [p.path, p]));
@@ -828,6 +875,21 @@ export function analyze(facts: WhatChangedFacts, generatedAt = new Date()): What
   );
 
   const throughput: ThroughputSummary = { log: logTp, bench, dropped };
+  // what is known to have changed at each restart: the args whose change lies between the checkpoints around it
+  const restarts = (facts.log?.restarts ?? []).map((r) => {
+    const changed = [...suspects, ...unranked]
+      .filter((u): u is Suspect => 'when' in u && u.when.steps !== undefined)
+      .filter((u) => u.when.steps!.from < r.step && u.when.steps!.to >= (r.prevStep ?? r.step))
+      .map((u) => u.title);
+    return {
+      step: r.step,
+      time: r.time,
+      gapSeconds: r.gapSeconds,
+      signals: r.signals,
+      ...(r.source !== undefined ? { source: r.source } : {}),
+      changed,
+    };
+  });
   const report: WhatChangedReport = {
     schema: 1,
     headline: '',
@@ -844,6 +906,8 @@ export function analyze(facts: WhatChangedFacts, generatedAt = new Date()): What
     },
     throughput,
     changepoints: { method: 'binary-segmentation', why: CHANGEPOINT_WHY, series },
+    ...(restarts.length ? { restarts } : {}),
+    ...(facts.log?.sources && facts.log.sources.length > 1 ? { logSources: facts.log.sources } : {}),
     suspects,
     unranked,
     unknown,
@@ -855,6 +919,12 @@ export function analyze(facts: WhatChangedFacts, generatedAt = new Date()): What
   };
   report.headline = headline(report, main);
   return report;
+}
+
+/** now/reference as speed (>1 faster), whichever way the series counts it; 1 when unknown. */
+export function speedRatioOf(log: NonNullable<ThroughputSummary['log']>): number {
+  if (log.ratio === null || !(log.ratio > 0)) return 1;
+  return speedDirection(log.key) < 0 ? 1 / log.ratio : log.ratio;
 }
 
 function zoom(cp: Changepoint, s: ReducedSeries | undefined): { from: number; to: number } {
@@ -886,18 +956,26 @@ export function headline(report: WhatChangedReport, main: { key: string; cp: Cha
   }
   if (report.verdict === 'steady') {
     const n = report.unranked.length;
-    const what = report.now.log ? `no changepoint in ${report.now.log.split('/').pop()}` : 'no metrics log';
+    const file = report.now.log?.split('/').pop();
+    const shifts = report.changepoints.series.some((s) => s.changepoints.length);
+    const what = !file ? 'no metrics log' : shifts ? `no slowdown in ${file}` : `no changepoint in ${file}`;
+    const rise =
+      main && t.log && main.key === t.log.key && main.cp.ratio !== null
+        ? ` (${main.key} ${formatLevel(main.cp.before)} → ${formatLevel(main.cp.after)} at step ${main.cp.at}, not slower)`
+        : '';
     const listed = n ? `; ${n} difference${n === 1 ? '' : 's'} since ${ref} listed, not ranked` : '';
     // say what the "no drop" rests on: a log without tok/s and no benchmark pair cannot show one
     const drop =
       t.log || t.bench?.ratio != null
         ? 'No throughput drop'
         : 'No throughput measured (no tok/s series, no benchmark pair)';
-    return `${drop} and ${what}: nothing to explain${listed}`;
+    return `${drop}${rise} and ${what}: nothing to explain${listed}`;
   }
-  if (t.log && t.log.ratio !== null && (t.dropped || t.log.ratio < DROP_RATIO || t.log.ratio > 1 / DROP_RATIO)) {
-    const unit = throughputRank(t.log.key) === 3 ? ' tok/s' : ` ${t.log.key}`;
-    return `${formatRate(t.log.now)}${unit} now vs ${formatRate(t.log.reference)} at ${ref} (${formatRatio(t.log.ratio)}×)${suspectTail(report, main)}`;
+  if (t.log && t.log.ratio !== null && speedRatioOf(t.log) < DROP_RATIO) {
+    const tok = throughputRank(t.log.key) === 3;
+    const unit = tok ? ' tok/s' : ` ${t.log.key}`;
+    const f = tok ? formatRate : formatLevel;
+    return `${f(t.log.now)}${unit} now vs ${f(t.log.reference)} at ${ref} (${formatRatio(t.log.ratio)}×)${suspectTail(report, main)}`;
   }
   if (t.bench?.reference && t.bench.now && t.bench.ratio !== null) {
     return `benchmark ${formatRate(t.bench.now.tokensPerSec)} tok/s now vs ${formatRate(t.bench.reference.tokensPerSec)} at ${t.bench.reference.at} (${formatRatio(t.bench.ratio)}×)${suspectTail(report, main)}`;

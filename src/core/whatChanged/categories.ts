@@ -88,11 +88,24 @@ export function packageCategory(name: string): SuspectCategory {
   return 'other';
 }
 
-/** tok/s and other throughput series of a metrics log, most specific first. */
+/** Seconds per step (or iteration, or batch): a speed where lower is faster. */
+const STEP_TIME =
+  /(^|[_/ .-])(step|iter(ation)?|batch|train)[_/ .-]?time(_s|_sec)?$|time[_/ .-]?per[_/ .-]?(step|iter|batch)|s(ec(ond)?s?)?[_/ .-]?per[_/ .-]?(step|iter)|s\/it$/;
+
+/** tok/s and other throughput series of a metrics log, most specific first (step time last: 0.5). */
 export function throughputRank(key: string): number {
-  const k = key.toLowerCase();
+  // a speed derived from wall times ranks as what it counts: `tokens/s (from wall time)`
+  const k = key.toLowerCase().replace(/ \(from wall time\)$/, '');
   if (/tok(en)?s?[_/ .-]?(per[_ ]?)?s(ec(ond)?)?$|tokens_per_sec|tok_s|tps$/.test(k)) return 3;
   if (/throughput/.test(k)) return 2;
-  if (/samples?[_/ .-]?(per[_ ]?)?s(ec(ond)?)?$|it[_/]s$|steps?_per_s/.test(k)) return 1;
+  if (/samples?[_/ .-]?(per[_ ]?)?s(ec(ond)?)?$|it[_/]s$|(steps?|batch(es)?)[_/ ]?per[_/ ]?s|^steps?\/s$/.test(k))
+    return 1;
+  if (STEP_TIME.test(k)) return 0.5;
   return 0;
+}
+
+/** +1 when a higher value is faster (tok/s, samples/s), −1 when lower is (step time), 0 for no speed at all. */
+export function speedDirection(key: string): 1 | -1 | 0 {
+  const r = throughputRank(key);
+  return r === 0 ? 0 : r === 0.5 ? -1 : 1;
 }

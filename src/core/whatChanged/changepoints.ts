@@ -1,36 +1,51 @@
 /*
- * Where a metric's level shifts: binary segmentation on bucket means.
+ * Where a metric's level shifts: binary segmentation on de-stalled, warm-up-free bucket medians.
  *
  * Why binary segmentation: a regression report wants the few big shifts (12.8K → 4.3K tok/s), in order of size, and a
  * log reduced on the host is at most a few thousand buckets; binary segmentation with prefix sums costs O(n) per split
  * and finds the largest shift first. PELT finds the same optimum for a penalised cost but gives no order by size and
  * needs the same penalty tuning; on a few thousand points its speed buys nothing.
  *
- * The model: piecewise constant levels with noise. The noise σ is estimated robustly from the first differences
- * (MAD / 0.6745 / √2): a handful of shifts barely moves the median of the differences, so the steps themselves do not
- * inflate σ. A split at k is kept when
+ * Why it is robust: a real training loop is not a level plus Gaussian noise. It stops for a checkpoint save every N
+ * steps and an eval pass every M (one logging window at a fraction of the speed), it warms up after every launch
+ * (compilation, autotuning, page cache), and its noise is heavy-tailed. Each of those fooled a mean-based split on the
+ * real runs of issue 22 (six changepoints on a run where nothing changed). So, before any split:
+ *   - more than `maxBuckets` points are reduced to bucket *medians* (a stall inside a bucket does not move it);
+ *   - the first `warmup` points of the series and of each launch (`launches`: the x where a restart resumed) are left
+ *     out: a warm-up is a fact of the launch, not a change of level;
+ *   - a running median of 2h+1 points (h = 5) is the local level: it passes a step unchanged (a median filter keeps
+ *     edges) but ignores up to h stalled points in its window, which periodic saves and evals never exceed. Points
+ *     further than 4σ from it are stalls (or spikes) and are left out; the rest are clipped to ±3σ of it (a Huber
+ *     clip, so a heavy tail weighs like a Gaussian one). σ is the MAD of the residuals from the running median
+ *     (÷0.6745): neither the shifts nor the stalls move it.
+ * Then the split, on what is left: a split at k is kept when
  *   - both sides hold at least `minSegment` points,
  *   - the cost it saves (n₁n₂/n · Δ²) exceeds `penalty` · σ² with penalty = max(20, 3 ln n) (a BIC-like penalty: pure
  *     noise of a million points does not clear it),
- *   - the shift is at least `minRelative` of the level (a 1% wobble in tok/s explains no regression), and
- *   - it is a step, not a slope: straight lines fitted to the points on either side (up to a tenth of the series), extrapolated to the
- *     boundary, must disagree by at least half the shift and by 4 standard errors. A ramp or a decaying loss curve has
- *     no jump at any boundary, so it is reported as no changepoint rather than as a staircase.
- * Non-finite values (a NaN run) are left out, not treated as zeros; a long series is first averaged into
- * `maxBuckets` buckets of equal count.
+ *   - the shift of the segments' medians is at least `minRelative` of the larger level (5%: a steady run's slow
+ *     wander of a few percent explains no regression; a 10% drop clears it with room), and
+ *   - it is a step, not a slope: straight lines fitted to the points on either side (up to a tenth of the series),
+ *     extrapolated to the boundary, must disagree by at least half the shift and by 4 standard errors. A ramp or a
+ *     decaying loss curve has no jump at any boundary, so it is reported as no changepoint rather than as a staircase.
+ * The levels reported are the medians of the segments' kept points, never one logged value. Non-finite values (a NaN
+ * run) are left out, not treated as zeros.
  */
 
 export interface ChangepointOptions {
   /** Fewest points on either side of a shift (default max(5, 1% of the points)). */
   minSegment?: number;
-  /** Smallest shift reported, as a fraction of the larger level (default 0.03). */
+  /** Smallest shift reported, as a fraction of the larger level (default 0.05). */
   minRelative?: number;
   /** Multiplier of σ² the saved cost must exceed (default max(20, 3 ln n)). */
   penalty?: number;
   /** Most changepoints reported (default 8). */
   maxChangepoints?: number;
-  /** A longer series is averaged into this many equal-count buckets first (default 2000). */
+  /** A longer series is reduced to this many equal-count bucket medians first (default 2000). */
   maxBuckets?: number;
+  /** The x of the first point of each launch after the first (a restart resumed there): its warm-up is left out. */
+  launches?: readonly number[];
+  /** Points left out after the start and after each launch (default max(2, 1% of the points)). */
+  warmup?: number;
 }
 
 export interface Changepoint {
@@ -38,65 +53,70 @@ export interface Changepoint {
   at: number;
   /** The first x at the new level. */
   firstAfter: number;
+  /** The levels: medians of the segments either side (stalls and warm-ups left out). */
   before: number;
   after: number;
   /** after / before (null when before is 0). */
   ratio: number | null;
-  /** |after − before| in units of the noise of one bucket mean. */
+  /** |after − before| in units of the noise of one point. */
   sigmas: number;
   /** The x range of the segments either side (a plot zoomed on the change shows these). */
   segmentBefore: [number, number];
   segmentAfter: [number, number];
+  /** The launch (a restart's first x, of `launches`) between `at` and `firstAfter`: the change came with it. */
+  launch?: number;
 }
 
 export interface ChangepointResult {
   method: 'binary-segmentation';
   changepoints: Changepoint[];
-  /** Points used (finite values), buckets they were averaged into, and non-finite values left out. */
+  /** Points used (finite values), buckets they were reduced to, and non-finite values left out. */
   points: number;
   buckets: number;
   nonFinite: number;
+  /** Buckets left out as stalls (far from the running median) and as warm-up after a launch. */
+  stalls: number;
+  warmup: number;
   noise: number;
   minSegment: number;
   penalty: number;
-  /** Level of the whole series when there is no changepoint; else of the last segment. */
+  /** Level (median) of the whole series when there is no changepoint; else of the last segment. */
   lastLevel: number | null;
 }
 
+/** Half-width of the running median: more stalled points than this in 2h+1 would be a level, not a stall. */
+const HALF_WIDTH = 5;
+/** Farther than this many σ from the running median is a stall or a spike. */
+const STALL_SIGMAS = 4;
+/** Kept points are clipped to this many σ from the running median. */
+const CLIP_SIGMAS = 3;
+
 interface Prefix {
   s: Float64Array;
-  ss: Float64Array;
 }
 
 function prefixes(y: Float64Array): Prefix {
   const s = new Float64Array(y.length + 1);
-  const ss = new Float64Array(y.length + 1);
-  for (let i = 0; i < y.length; i++) {
-    s[i + 1] = s[i]! + y[i]!;
-    ss[i + 1] = ss[i]! + y[i]! * y[i]!;
-  }
-  return { s, ss };
+  for (let i = 0; i < y.length; i++) s[i + 1] = s[i]! + y[i]!;
+  return { s };
 }
 
-function mean(p: Prefix, a: number, b: number): number {
-  return (p.s[b]! - p.s[a]!) / (b - a);
+/** The median of y[a, b) (NaN when empty). */
+export function medianOf(y: ArrayLike<number>, a = 0, b = y.length): number {
+  if (b <= a) return NaN;
+  const s = Float64Array.from({ length: b - a }, (_, i) => y[a + i]!).sort();
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
 }
 
-function median(xs: Float64Array | number[]): number {
-  const a = Float64Array.from(xs).sort();
-  if (!a.length) return NaN;
-  const m = a.length >> 1;
-  return a.length % 2 ? a[m]! : (a[m - 1]! + a[m]!) / 2;
-}
-
-/** Robust σ of one point from the first differences. */
+/** Robust σ of one point from the first differences (MAD / 0.6745 / √2). */
 export function noiseOf(y: Float64Array): number {
   if (y.length < 3) return 0;
   const d = new Float64Array(y.length - 1);
   for (let i = 1; i < y.length; i++) d[i - 1] = y[i]! - y[i - 1]!;
-  const med = median(d);
+  const med = medianOf(d);
   for (let i = 0; i < d.length; i++) d[i] = Math.abs(d[i]! - med);
-  return median(d) / 0.6745 / Math.SQRT2;
+  return medianOf(d) / 0.6745 / Math.SQRT2;
 }
 
 /** The value at boundary position `at` (between index at−1 and at) of a line fitted to y[a, b). */
@@ -120,7 +140,7 @@ function lineAt(y: Float64Array, a: number, b: number, at: number): number {
   return my + slope * (at - mx);
 }
 
-/** Averages (x, y) into at most `buckets` equal-count buckets; x of a bucket is its last point's. */
+/** (x, y) as at most `buckets` equal-count bucket medians; x of a bucket is its last point's. */
 function bucketize(x: Float64Array, y: Float64Array, buckets: number): { x: Float64Array; y: Float64Array } {
   if (y.length <= buckets) return { x, y };
   const bx = new Float64Array(buckets);
@@ -128,17 +148,108 @@ function bucketize(x: Float64Array, y: Float64Array, buckets: number): { x: Floa
   for (let b = 0; b < buckets; b++) {
     const lo = Math.floor((b * y.length) / buckets);
     const hi = Math.floor(((b + 1) * y.length) / buckets);
-    let s = 0;
-    for (let i = lo; i < hi; i++) s += y[i]!;
-    by[b] = s / (hi - lo);
+    const s = y.slice(lo, hi).sort();
+    const m = s.length >> 1;
+    by[b] = s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
     bx[b] = x[hi - 1]!;
   }
   return { x: bx, y: by };
 }
 
+/** What is left to split: warm-ups and stalls out, the rest clipped to the running median ± CLIP_SIGMAS·σ. */
+interface Cleaned {
+  x: Float64Array;
+  /** the kept values as logged (their medians are the levels) */
+  y: Float64Array;
+  /** the kept values clipped (their sums are the split cost) */
+  c: Float64Array;
+  sigma: number;
+  stalls: number;
+  warmup: number;
+}
+
+function clean(x: Float64Array, y: Float64Array, launches: readonly number[], warmupOpt: number | undefined): Cleaned {
+  const n = y.length;
+  const warm = Math.min(n, Math.max(0, warmupOpt ?? Math.max(2, Math.ceil(n * 0.01))));
+  const drop = new Uint8Array(n);
+  const starts = [0];
+  for (const l of launches) {
+    let i = 0;
+    while (i < n && x[i]! < l) i++;
+    if (i < n) starts.push(i);
+  }
+  let warmup = 0;
+  for (const s of starts)
+    for (let i = s; i < Math.min(n, s + warm); i++)
+      if (!drop[i]) {
+        drop[i] = 1;
+        warmup++;
+      }
+  // keep something to look at when the warm-up would swallow a short series
+  if (warmup >= n - 2) {
+    drop.fill(0);
+    warmup = 0;
+  }
+  const wx: number[] = [];
+  const wy: number[] = [];
+  for (let i = 0; i < n; i++)
+    if (!drop[i]) {
+      wx.push(x[i]!);
+      wy.push(y[i]!);
+    }
+  const yy = Float64Array.from(wy);
+  // Windows never reach across a launch: the level of one launch says nothing of the next one's.
+  const segEnd = new Int32Array(yy.length).fill(yy.length);
+  const segStart = new Int32Array(yy.length);
+  const cuts = launches.map((l) => wx.findIndex((v) => v >= l)).filter((i) => i > 0);
+  for (const cut of cuts) {
+    for (let i = 0; i < cut; i++) segEnd[i] = Math.min(segEnd[i]!, cut);
+    for (let i = cut; i < yy.length; i++) segStart[i] = Math.max(segStart[i]!, cut);
+  }
+  const h = HALF_WIDTH;
+  const r = new Float64Array(yy.length);
+  const levels: number[][] = [];
+  for (let i = 0; i < yy.length; i++) {
+    const lo = Math.max(segStart[i]!, i - h);
+    const hi = Math.min(segEnd[i]!, i + h + 1);
+    const centre = medianOf(yy, lo, hi);
+    r[i] = Math.abs(yy[i]! - centre);
+    // A point beside a step is near the level of one side while the centred median sits between: the one-sided
+    // medians keep it. A stall is far from both sides.
+    levels.push([centre, medianOf(yy, lo, i), medianOf(yy, i + 1, hi)].filter((v) => !Number.isNaN(v)));
+  }
+  const scale = Math.abs(medianOf(yy));
+  // A noiseless series (a constant, synthetic data): σ from the float resolution so the tests below stay finite.
+  const sigma = Math.max(medianOf(r) / 0.6745, scale * 1e-9, 1e-12);
+  const kx: number[] = [];
+  const ky: number[] = [];
+  const kc: number[] = [];
+  let stalls = 0;
+  for (let i = 0; i < yy.length; i++) {
+    const v = yy[i]!;
+    const ref = levels[i]!.reduce((best, l) => (Math.abs(v - l) < Math.abs(v - best) ? l : best));
+    const d = v - ref;
+    if (Math.abs(d) > STALL_SIGMAS * sigma) {
+      stalls++;
+      continue;
+    }
+    kx.push(wx[i]!);
+    ky.push(v);
+    kc.push(ref + Math.max(-CLIP_SIGMAS * sigma, Math.min(CLIP_SIGMAS * sigma, d)));
+  }
+  return {
+    x: Float64Array.from(kx),
+    y: Float64Array.from(ky),
+    c: Float64Array.from(kc),
+    sigma,
+    stalls,
+    warmup,
+  };
+}
+
 /**
  * The level shifts of one series. `xs` ascending (steps); `ys` may hold NaN/Infinity (left out). Pure and
- * synchronous: 1,000,000 points take tens of milliseconds (one pass to average, then a few thousand buckets).
+ * synchronous: one pass to reduce a long series to bucket medians, then a few thousand buckets.
  */
 export function findChangepoints(
   xs: ArrayLike<number>,
@@ -156,27 +267,27 @@ export function findChangepoints(
       fy[j++] = ys[i]!;
     }
   }
-  const { x, y } = bucketize(fx, fy, options.maxBuckets ?? 2000);
+  const bucketed = bucketize(fx, fy, options.maxBuckets ?? 2000);
+  const { x, y, c, sigma, stalls, warmup } = clean(bucketed.x, bucketed.y, options.launches ?? [], options.warmup);
   const n = y.length;
   const minSegment = Math.max(2, options.minSegment ?? Math.max(5, Math.ceil(n * 0.01)));
   const penalty = options.penalty ?? Math.max(20, 3 * Math.log(Math.max(n, 2)));
-  const minRelative = options.minRelative ?? 0.03;
+  const minRelative = options.minRelative ?? 0.05;
   const maxCp = options.maxChangepoints ?? 8;
-  const sigmaRaw = noiseOf(y);
-  const p = prefixes(y);
-  const scale = n ? Math.abs(mean(p, 0, n)) : 0;
-  // A noiseless series (a constant, synthetic data): σ from the float resolution so the tests below stay finite.
-  const sigma = Math.max(sigmaRaw, scale * 1e-9, 1e-12);
+  const p = prefixes(c);
+  const launchAt = (options.launches ?? []).map((l) => x.findIndex((v) => v >= l)).filter((i) => i > 0);
   const base: Omit<ChangepointResult, 'changepoints' | 'lastLevel'> = {
     method: 'binary-segmentation',
     points: finite,
-    buckets: n,
+    buckets: bucketed.y.length,
     nonFinite: n0 - finite,
-    noise: sigmaRaw,
+    stalls,
+    warmup,
+    noise: n >= 3 ? sigma : 0,
     minSegment,
     penalty,
   };
-  if (n < 2 * minSegment) return { ...base, changepoints: [], lastLevel: n ? mean(p, 0, n) : null };
+  if (n < 2 * minSegment) return { ...base, changepoints: [], lastLevel: n ? medianOf(y) : null };
 
   const splits: number[] = [];
   const queue: [number, number][] = [[0, n]];
@@ -198,18 +309,26 @@ export function findChangepoints(
     }
     if (!best) break;
     const [a, b] = queue.splice(best.seg, 1)[0]!;
-    const k = best.k;
-    const m1 = mean(p, a, k);
-    const m2 = mean(p, k, b);
+    // A restart is the likeliest place for a change: a split a point or two from one (a save stalled just before it
+    // reads like the new level) is moved onto it.
+    const near = launchAt.find((l) => Math.abs(l - best.k) <= 2 && l >= a + minSegment && l <= b - minSegment);
+    const k = near ?? best.k;
+    const m1 = (p.s[k]! - p.s[a]!) / (k - a);
+    const m2 = (p.s[b]! - p.s[k]!) / (b - k);
     const shift = m2 - m1;
+    const l1 = medianOf(y, a, k);
+    const l2 = medianOf(y, k, b);
     const significant = best.gain > penalty * sigma * sigma;
-    const large = Math.abs(shift) >= minRelative * Math.max(Math.abs(m1), Math.abs(m2));
+    const large = Math.abs(l2 - l1) >= minRelative * Math.max(Math.abs(l1), Math.abs(l2));
     // Lines over up to a tenth of the series: long enough that a small shift clears the standard error.
-    const w = Math.min(k - a, b - k, Math.max(minSegment, Math.floor(n / 10)));
-    const jump = lineAt(y, k, Math.min(b, k + w), k - 0.5) - lineAt(y, Math.max(a, k - w), k, k - 0.5);
-    const jumpSe = sigma * Math.sqrt(8 / w);
+    // Each side as long as it is (up to that): a short last segment does not shorten the long one before it.
+    const cap = Math.max(minSegment, Math.floor(n / 10));
+    const w1 = Math.min(k - a, cap);
+    const w2 = Math.min(b - k, cap);
+    const jump = lineAt(c, k, k + w2, k - 0.5) - lineAt(c, k - w1, k, k - 0.5);
+    const jumpSe = sigma * Math.sqrt(4 / w1 + 4 / w2);
     const step =
-      Math.abs(jump) >= 0.5 * Math.abs(shift) && Math.abs(jump) >= 4 * jumpSe && Math.sign(jump) === Math.sign(shift);
+      Math.abs(jump) >= 0.5 * Math.abs(shift) && Math.abs(jump) >= 3 * jumpSe && Math.sign(jump) === Math.sign(shift);
     // A rejected best split ends this segment: a smaller split inside it would be noise or part of the same slope.
     if (!(significant && large && step)) continue;
     splits.push(k);
@@ -222,19 +341,24 @@ export function findChangepoints(
     const a = bounds[i - 1]!;
     const k = bounds[i]!;
     const b = bounds[i + 1]!;
-    const before = mean(p, a, k);
-    const after = mean(p, k, b);
+    const before = medianOf(y, a, k);
+    const after = medianOf(y, k, b);
+    const launch = (options.launches ?? []).find((l) => l > x[k - 1]! && l <= x[k]!);
+    // With a launch between them, every point before it (a save stall left out included) ran at the old launch.
+    let at = x[k - 1]!;
+    if (launch !== undefined) for (const v of bucketed.x) if (v < launch && v > at) at = v;
     changepoints.push({
-      at: x[k - 1]!,
-      firstAfter: x[k]!,
+      ...(launch !== undefined ? { launch } : {}),
+      at,
+      firstAfter: launch ?? x[k]!,
       before,
       after,
       ratio: before !== 0 ? after / before : null,
       sigmas: Math.abs(after - before) / sigma,
-      segmentBefore: [x[a]!, x[k - 1]!],
+      segmentBefore: [x[a]!, at],
       segmentAfter: [x[k]!, x[b - 1]!],
     });
   }
   const lastStart = bounds[bounds.length - 2]!;
-  return { ...base, changepoints, lastLevel: mean(p, lastStart, n) };
+  return { ...base, changepoints, lastLevel: medianOf(y, lastStart, n) };
 }

@@ -1,3 +1,4 @@
+import type { Restart } from '../metrics/restarts';
 import type { ArgValue } from '../args/argsProbe';
 import type { EnvSnapshot } from '../baselines/envProbe';
 import type { Baseline, ThroughputResult } from '../baselines/store';
@@ -52,7 +53,11 @@ export interface WhatChangedFacts {
   checkpoints: CheckpointFact[];
   /** Ascending by step: every checkpoint's args, or an even sample of them for a run with very many. */
   args: ArgsFact[];
-  log: { path: string; reduction: MetricsReduction } | null;
+  /**
+   * The run's metrics history: `path` its newest file, `reduction` the stitched series of every file (`sources`,
+   * oldest launch first) and `restarts` the launches after the first (core/metrics/history.ts).
+   */
+  log: { path: string; reduction: MetricsReduction; sources?: string[]; restarts?: Restart[] } | null;
   env: { now: EnvSnapshot | null; baselines: Baseline[] };
   bench: ThroughputResult[];
   marks: KnownGoodMarks;

@@ -4,11 +4,20 @@ import { argsPathOf } from '../args/target';
 import { envSnapshotProbe, type EnvSnapshot } from '../baselines/envProbe';
 import type { Baseline, BaselineStore, ThroughputResult } from '../baselines/store';
 import { messageOf } from '../errors';
+import { historyReduction, metricsLogsOf, stitchReductions, type HistoryPart } from '../metrics/history';
 import { metricsReduceProbe, type MetricsReduction } from '../metrics/metricsProbe';
 import type { ProbeCall, ProbeRunnerLike } from '../probes/probe';
 import { listRunsProbe, type RunEntry, type RunsListing } from '../runs/listRuns';
 import { trainingStep } from '../runs/model';
-import { analyze, dataPathsOf, mainChangepoint, pickReference, seriesChangepoints } from './analyze';
+import {
+  analyze,
+  dataPathsOf,
+  launchesOf,
+  logSeriesOf,
+  mainChangepoint,
+  pickReference,
+  seriesChangepoints,
+} from './analyze';
 import type { ArgsFact, CheckpointFact, DataRecord, KnownGoodMarks, WhatChangedFacts } from './facts';
 import { whatChangedProbe, type WhatChangedProbeResult } from './factsProbe';
 import type { UnknownFact, WhatChangedReport } from './model';
@@ -40,12 +49,14 @@ export interface WhatChangedOptions {
   signal?: AbortSignal;
 }
 
-/** Every checkpoint with a training step below the run folder, ascending. */
-export function checkpointsOf(listing: RunsListing): { checkpoints: CheckpointFact[]; log: string | undefined } {
+/**
+ * Every checkpoint with a training step below the run folder, ascending, and the files of its metrics history
+ * (metricsLogsOf: the rule the dashboard follows too), oldest launch first.
+ */
+export function checkpointsOf(listing: RunsListing): { checkpoints: CheckpointFact[]; logs: string[] } {
   const root = listing.roots[0];
   const out: CheckpointFact[] = [];
-  const logs: { path: string; rank: number }[] = [];
-  if (!root?.entry) return { checkpoints: out, log: undefined };
+  if (!root?.entry) return { checkpoints: out, logs: [] };
   const stack: RunEntry[] = [...(root.entry.children ?? [])];
   while (stack.length) {
     const e = stack.pop()!;
@@ -53,14 +64,11 @@ export function checkpointsOf(listing: RunsListing): { checkpoints: CheckpointFa
     const step = trainingStep(e);
     if (e.role === 'checkpoint' && step !== undefined && !e.pathB64) {
       out.push({ label: e.name, path: abs, argsPath: argsPathOf(e, abs), step, mtime: e.mtime });
-    } else if (e.role === 'train-log' || e.role === 'metrics') {
-      const rank = e.name === 'train_log.jsonl' ? 3 : e.role === 'train-log' ? 2 : 1;
-      logs.push({ path: abs, rank });
     } else if (e.kind === 'dir' && e.children) stack.push(...e.children);
   }
   out.sort((a, b) => a.step - b.step || a.label.localeCompare(b.label));
-  logs.sort((a, b) => b.rank - a.rank || a.path.localeCompare(b.path));
-  return { checkpoints: out, log: logs[0]?.path };
+  const logs = metricsLogsOf(root.entry).map((e) => posix.join(root.path, e.path));
+  return { checkpoints: out, logs };
 }
 
 /** First, last and evenly spaced between: the checkpoints whose args are read for a run with very many. */
@@ -144,8 +152,8 @@ export async function gatherFacts(
   else if (listing?.ok && listing.value.roots[0]?.status !== 'ok')
     unknown.push({ fact: `listing of ${run}`, why: listing.value.roots[0]?.message ?? 'not listed' });
   const remoteNow = listing?.ok ? listing.value.now : Date.now() / 1000;
-  const found = listing?.ok ? checkpointsOf(listing.value) : { checkpoints: [], log: undefined };
-  const log = found.log;
+  const found = listing?.ok ? checkpointsOf(listing.value) : { checkpoints: [], logs: [] };
+  const logs = found.logs;
   let checkpoints = found.checkpoints;
   let upTo: number | undefined;
   if (options.nowCheckpoint !== undefined) {
@@ -170,25 +178,26 @@ export async function gatherFacts(
       why: `not read: an even sample of ${toRead.length} was (a change is placed between the sampled checkpoints)`,
     });
   }
-  let reduction: { ok: true; value: MetricsReduction } | { ok: false; why: string } | undefined;
+  let parts: ({ ok: true; value: MetricsReduction } | { ok: false; why: string })[] = [];
   let argsFacts: ArgsFact[] = [];
-  if (log || toRead.length) {
-    const [r, ...args] = await Promise.all([
-      log
-        ? call(
-            metricsReduceProbe({
-              path: log,
-              x: 'step',
-              buckets: 2000,
-              ...(upTo !== undefined ? { window: { from: 0, to: upTo } } : {}),
-            }),
-          )
-        : Promise.resolve(undefined),
-      ...toRead.map((c) => call(ckptArgsProbe(c.argsPath))),
+  if (logs.length || toRead.length) {
+    // every file of the history at once, beside the args: one round
+    const reduce = (path: string) =>
+      call(
+        metricsReduceProbe({
+          path,
+          x: 'step',
+          buckets: 2000,
+          ...(upTo !== undefined ? { window: { from: 0, to: upTo } } : {}),
+        }),
+      );
+    const [reduced, args] = await Promise.all([
+      Promise.all(logs.map(reduce)),
+      Promise.all(toRead.map((c) => call(ckptArgsProbe(c.argsPath)))),
     ]);
+    parts = reduced;
     rounds++;
     roundMs.push(Math.round(performance.now() - started - roundMs.reduce((a, b) => a + b, 0)));
-    reduction = r;
     argsFacts = toRead.map((c, i) => {
       const a = args[i]!;
       return a.ok
@@ -197,8 +206,21 @@ export async function gatherFacts(
     });
     for (const a of argsFacts) if (a.error) unknown.push({ fact: `args of ${a.label}`, why: a.error });
   }
-  if (reduction && !reduction.ok) unknown.push({ fact: `metrics log ${log}`, why: reduction.why });
-  const logFact = log && reduction?.ok ? { path: log, reduction: reduction.value } : null;
+  const read: HistoryPart[] = [];
+  parts.forEach((r, i) => {
+    if (r.ok) read.push({ path: logs[i]!, reduction: r.value });
+    else unknown.push({ fact: `metrics log ${logs[i]!}`, why: r.why });
+  });
+  let logFact: WhatChangedFacts['log'] = null;
+  if (read.length) {
+    const history = stitchReductions(read);
+    logFact = {
+      path: read[read.length - 1]!.path,
+      reduction: historyReduction(read, history),
+      sources: read.map((p) => p.path),
+      restarts: history.restarts,
+    };
+  }
 
   // ---- round 3: needs the reference (from the changepoints) and the paths the args name
   const envNow = await envP;
@@ -211,7 +233,7 @@ export async function gatherFacts(
     marks,
     ...(options.baselineId ? { chosenBaselineId: options.baselineId } : {}),
   };
-  const main = logFact ? mainChangepoint(seriesChangepoints(logFact.reduction.series)) : undefined;
+  const main = logFact ? mainChangepoint(seriesChangepoints(logSeriesOf(logFact), launchesOf(logFact))) : undefined;
   const ref = pickReference(partial, main);
   const paths = new Set<string>();
   for (const a of argsFacts) {

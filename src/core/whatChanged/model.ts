@@ -156,6 +156,20 @@ export interface WhatChangedReport {
   now: { checkpoint: CheckpointLink | null; time: number | null; envCapturedAt: string | null; log: string | null };
   throughput: ThroughputSummary;
   changepoints: { method: string; why: string; series: SeriesChangepoints[] };
+  /**
+   * The run's launches after the first (a new version_N, event file or rotated log; a step going back; a wall-time
+   * gap), with what changed there (the suspects whose change lands on one). Absent in reports kept from before.
+   */
+  restarts?: {
+    step: number;
+    time: number | null;
+    gapSeconds: number | null;
+    signals: string[];
+    source?: string;
+    changed: string[];
+  }[];
+  /** The files of the run's metrics history, oldest launch first (absent: one file, `now.log`). */
+  logSources?: string[];
   /** Ranked, highest score first, the ones their timing rules out last; empty when the verdict is steady. */
   suspects: Suspect[];
   /** Differences seen but not ranked: cosmetic ones, and every one when nothing needs explaining. */

@@ -116,6 +116,18 @@ export function renderWhatChangedMarkdown(r: WhatChangedReport): string {
   }
   out.push('', `_Method: ${mdEscape(r.changepoints.why)}._`, '');
 
+  if (r.restarts?.length) {
+    out.push('### Restarts', '');
+    for (const x of r.restarts) {
+      const when = x.time !== null ? ` at ${new Date(x.time * 1000).toISOString().replace(/\.\d{3}Z$/, 'Z')}` : '';
+      const gap = x.gapSeconds !== null ? `, ${Math.round(x.gapSeconds)} s after the last point before` : '';
+      const src = x.source ? `, ${code(x.source.split('/').slice(-2).join('/'))}` : '';
+      const changed = x.changed.length ? `; changed there: ${x.changed.map(mdEscape).join(', ')}` : '';
+      out.push(`- step ${formatStep(x.step)}${when} (${x.signals.join(', ')}${gap}${src})${changed}`);
+    }
+    out.push('');
+  }
+
   out.push('### Throughput');
   out.push('');
   const t = r.throughput;

@@ -1,0 +1,194 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, posix } from 'node:path';
+import { historyReduction, metricsLogsOf, stitchReductions } from '../../src/core/metrics/history';
+import { STEPS_PER_SEC_KEY, derivedSpeed } from '../../src/core/metrics/speedFromTime';
+import { analyze } from '../../src/core/whatChanged/analyze';
+import { medianOf } from '../../src/core/whatChanged/changepoints';
+import type { ArgsFact, WhatChangedFacts } from '../../src/core/whatChanged/facts';
+import { renderWhatChangedMarkdown } from '../../src/core/whatChanged/render';
+import { realLoop, type LoopLog } from '../support/realLoop';
+import { listRun, reduce, writeHfRun, writeLightningRun } from '../support/runHistory';
+
+/*
+ * One run, one history (issue 22): a restarted run's files stitched by step, the later launch winning where steps
+ * overlap, its restart recorded, its speed read across both halves; on runs laid out as HF Trainer and Lightning lay
+ * them out, read with the real list_runs.py and metrics_reduce.py.
+ */
+
+function history(dir: string) {
+  const run = listRun(dir);
+  const files = metricsLogsOf(run).map((e) => posix.join(dir, e.path));
+  const parts = files.map((path) => ({ path, reduction: reduce(path) }));
+  return { files, parts, h: stitchReductions(parts) };
+}
+
+function factsOf(
+  dir: string,
+  parts: ReturnType<typeof history>['parts'],
+  h: ReturnType<typeof history>['h'],
+  change: (step: number) => NonNullable<ArgsFact['args']>,
+  steps: number[],
+  time: (s: number) => number,
+): WhatChangedFacts {
+  const checkpoints = steps.map((step) => ({
+    label: `checkpoint-${step}`,
+    path: `${dir}/checkpoint-${step}`,
+    argsPath: `${dir}/checkpoint-${step}/a`,
+    step,
+    mtime: time(step),
+  }));
+  return {
+    host: { id: 'h', label: 'gpu' },
+    run: dir,
+    remoteNow: time(steps.at(-1)!) + 60,
+    checkpoints,
+    args: checkpoints.map((c) => ({ label: c.label, step: c.step, args: change(c.step) })),
+    log: {
+      path: parts.at(-1)!.path,
+      reduction: historyReduction(parts, h),
+      sources: parts.map((p) => p.path),
+      restarts: h.restarts,
+    },
+    env: { now: null, baselines: [] },
+    bench: [],
+    marks: {},
+    probe: null,
+    dataHistory: [],
+    unknown: [],
+    gathered: { roundTrips: 3, requests: 3, elapsedMs: 1 },
+  };
+}
+
+function loops(speedAfter: number, seed: number): { a: LoopLog; b: LoopLog } {
+  return {
+    a: realLoop({ steps: 640, speed: () => 32, seed }),
+    b: realLoop({ steps: 1200, speed: (s) => (s > 600 ? speedAfter : 32), launches: [600], seed }),
+  };
+}
+
+void test('HF Trainer run restarted at checkpoint-600, 4.2× slower: one history of both event files, the restart a fact, a regression', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'kg-hf-'));
+  try {
+    const { a, b } = loops(32 / 4.2, 3);
+    writeHfRun(dir, a, b, 600, 640);
+    const { files, parts, h } = history(dir);
+    assert.equal(files.length, 2, files.join(' '));
+    assert.match(files[0]!, /Dec01_10-00-00_vm/);
+    const loss = h.series.find((s) => s.key === 'train/loss')!;
+    // every logged step once: 10…600 from the first launch, 610…1200 from the second (its 610…640 win)
+    assert.deepEqual(
+      loss.x,
+      Array.from({ length: 120 }, (_, i) => (i + 1) * 10),
+    );
+    assert.equal(loss.t![loss.x.indexOf(610)], b.time[b.step.indexOf(610)]);
+    assert.equal(h.restarts.length, 1);
+    const r = h.restarts[0]!;
+    assert.equal(r.step, 610);
+    assert.equal(r.prevStep, 600);
+    assert.deepEqual(r.signals, ['new-source', 'step-back', 'time-gap']);
+    assert.ok(r.gapSeconds! > 600, `gap ${r.gapSeconds}`);
+    // speed from time, both halves, within 5% of what the loop measured
+    const [d] = derivedSpeed(h.series, [610]);
+    assert.equal(d!.key, STEPS_PER_SEC_KEY);
+    const half = (xs: number[], ys: number[], lo: number, hi: number) =>
+      medianOf(ys.filter((_, i) => xs[i]! > lo && xs[i]! <= hi));
+    for (const [lo, hi] of [
+      [0, 600],
+      [620, 1200],
+    ] as const) {
+      const derived = half(d!.x, d!.last, lo, hi);
+      const measured = half(b.step, b.stepsPerSec, lo, hi);
+      assert.ok(Math.abs(derived / measured - 1) < 0.05, `${lo}–${hi}: ${derived} vs ${measured}`);
+    }
+    const report = analyze(
+      factsOf(
+        dir,
+        parts,
+        h,
+        (s) => ({ gradient_checkpointing: s > 600 }),
+        [200, 400, 600, 800, 1000, 1200],
+        (s) => b.time[b.step.indexOf(s)]!,
+      ),
+    );
+    assert.equal(report.verdict, 'regression', report.headline);
+    assert.match(
+      report.headline,
+      /steps\/s \(from wall time\) now vs 3\d\.\d+ at checkpoint-600 \(0\.2\d×\); changed at step 600: gradient_checkpointing/,
+    );
+    assert.equal(report.restarts?.[0]?.step, 610);
+    assert.deepEqual(report.restarts?.[0]?.changed, ['gradient_checkpointing false → true']);
+    assert.match(
+      renderWhatChangedMarkdown(report),
+      /### Restarts\n\n- step 610 at .* \(new-source, step-back, time-gap, \d+ s after the last point before, `Dec01_10-40-00_vm\/events/,
+    );
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+void test('Lightning run resumed into version_1 with no change: both versions stitched, steady, zero changepoints', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'kg-pl-'));
+  try {
+    const { a, b } = loops(32, 5);
+    writeLightningRun(dir, a, b, 600, 630);
+    const { files, parts, h } = history(dir);
+    assert.deepEqual(
+      files.map((f) => f.split('/').slice(-2).join('/')),
+      ['version_0/metrics.csv', 'version_1/metrics.csv'],
+    );
+    const sps = h.series.find((s) => s.key === 'samples_per_sec')!;
+    assert.deepEqual(
+      sps.x,
+      Array.from({ length: 120 }, (_, i) => (i + 1) * 10),
+    );
+    assert.equal(h.restarts[0]?.step, 610);
+    assert.ok(h.restarts[0].signals.includes('new-source') && h.restarts[0].signals.includes('step-back'));
+    const report = analyze(
+      factsOf(
+        dir,
+        parts,
+        h,
+        () => ({ lr: 1e-3 }),
+        [200, 400, 600, 800, 1000, 1200],
+        (s) => b.time[b.step.indexOf(s)]!,
+      ),
+    );
+    assert.equal(report.verdict, 'steady', report.headline);
+    for (const s of report.changepoints.series) if (s.throughput) assert.deepEqual(s.changepoints, [], s.key);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+void test('Lightning run 2.6× slower after its resume: the shift found at the restart, with its levels', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'kg-pl-'));
+  try {
+    const { a, b } = loops(32 / 2.6, 8);
+    writeLightningRun(dir, a, b, 600, 620);
+    const { parts, h } = history(dir);
+    const report = analyze(
+      factsOf(
+        dir,
+        parts,
+        h,
+        (s) => ({ precision: s > 600 ? '32' : 'bf16-mixed' }),
+        [200, 400, 600, 800, 1000, 1200],
+        (s) => b.time[b.step.indexOf(s)]!,
+      ),
+    );
+    assert.equal(report.verdict, 'regression', report.headline);
+    const tp = report.changepoints.series.find((s) => s.key === 'samples_per_sec')!;
+    assert.equal(tp.changepoints.length, 1, JSON.stringify(tp.changepoints));
+    assert.equal(tp.changepoints[0]!.launch, 610);
+    assert.equal(tp.changepoints[0]!.at, 600);
+    assert.match(
+      report.headline,
+      /^9\d\.?\d* samples_per_sec now vs 2\d\d at checkpoint-600 \(0\.3\d×\); changed at step 600: precision/,
+    );
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
