@@ -169,7 +169,7 @@ void test('series detection: union over runs, x-like and empty keys left out, fa
     series('train_loss', [1], [1]),
     series('samples_per_sec', [1], [1]),
   ]);
-  assert.deepEqual(detectSeries([pl]), ['batches_per_sec', 'samples_per_sec', 'train_loss', 'epoch']);
+  assert.deepEqual(detectSeries([pl]), ['samples_per_sec', 'batches_per_sec', 'train_loss', 'epoch']);
   const hf = run('hf', [
     series('train/epoch', [1], [1]),
     series('train/grad_norm', [1], [1]),

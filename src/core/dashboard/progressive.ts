@@ -71,30 +71,37 @@ export class ProgressiveRuns {
     return this.runsV.some((r) => r.exact === 'pending');
   }
 
-  /** The older files of each run's history, read once, exactly: only the newest file grows. */
+  /** The exact reads of the older files of each run's history, read once: only the newest file grows. */
   private older = new Map<RunSource, Promise<HistoryPart[]>>();
   /** The restarts of each run's stitched history, for the run info. */
   private restartsOf = new Map<RunSource, Restart[]>();
 
   /**
-   * One read of a run: of its log, or, for a run with several files (its history), of the newest file with
-   * `options` and of the older ones whole, stitched into one history (core/metrics/history.ts).
+   * One read of a run: of its log, or, for a run with several files (its history), of every file with `options` (a
+   * preview samples each; the older files' exact reads are kept, they do not change), stitched into one history
+   * (core/metrics/history.ts). The result is a preview when any file's part is.
    */
   private async read(src: RunSource, options: Omit<MetricsReduceOptions, 'path'>): Promise<MetricsReduction> {
     const files = src.history;
     if (!files || files.length < 2) return this.o.reduce(src, options);
-    const newest = files[files.length - 1]!;
-    let older = this.older.get(src);
-    if (!older) {
-      older = Promise.all(
+    const exact = !options.preview && options.previewBytes === undefined && options.offset === undefined;
+    const readOlder = (o: Omit<MetricsReduceOptions, 'path'>) =>
+      Promise.all(
         files
           .slice(0, -1)
-          .map(async (path) => ({ path, reduction: await this.o.reduce({ ...src, logPath: path }, { x: X }) })),
+          .map(async (path) => ({ path, reduction: await this.o.reduce({ ...src, logPath: path }, o) })),
       );
+    let older = this.older.get(src);
+    if (!older && exact) {
+      older = readOlder({ x: X });
       this.older.set(src, older);
       older.catch(() => this.older.delete(src));
     }
-    const [parts, last] = await Promise.all([older, this.o.reduce({ ...src, logPath: newest }, options)]);
+    const newest = files[files.length - 1]!;
+    const [parts, last] = await Promise.all([
+      older ?? readOlder(options),
+      this.o.reduce({ ...src, logPath: newest }, options),
+    ]);
     const all = [...parts, { path: newest, reduction: last }];
     const h = stitchReductions(all);
     this.restartsOf.set(src, h.restarts);

@@ -223,13 +223,25 @@ export function stitchReductions(parts: readonly HistoryPart[]): RunHistory {
   return { series, restarts, sources };
 }
 
-/** The stitched history as one reduction (the newest file's totals, the series of all), for what reads one. */
+/**
+ * The stitched history as one reduction, for what reads one: the newest file's offsets (the one that grows), the lines
+ * of all, the series of the history; a preview (`sample`) when any part is one, its bytes those of all the files.
+ */
 export function historyReduction(parts: readonly HistoryPart[], h: RunHistory): MetricsReduction {
   const newest = parts[parts.length - 1]!.reduction;
+  const sampled = parts.some((p) => p.reduction.sample !== null);
+  const sizeOf = (r: MetricsReduction) => r.size ?? 0;
   return {
     ...newest,
     lines: parts.reduce((a, p) => a + p.reduction.lines, 0),
     series: h.series,
     keys: [...new Set(parts.flatMap((p) => p.reduction.keys))],
+    sample: sampled
+      ? {
+          bytes: parts.reduce((a, p) => a + (p.reduction.sample?.bytes ?? sizeOf(p.reduction)), 0),
+          windows: parts.reduce((a, p) => a + (p.reduction.sample?.windows ?? 1), 0),
+          of: parts.reduce((a, p) => a + (p.reduction.sample?.of ?? sizeOf(p.reduction)), 0),
+        }
+      : null,
   };
 }

@@ -98,8 +98,8 @@ export function throughputRank(key: string): number {
   const k = key.toLowerCase().replace(/ \(from wall time\)$/, '');
   if (/tok(en)?s?[_/ .-]?(per[_ ]?)?s(ec(ond)?)?$|tokens_per_sec|tok_s|tps$/.test(k)) return 3;
   if (/throughput/.test(k)) return 2;
-  if (/samples?[_/ .-]?(per[_ ]?)?s(ec(ond)?)?$|it[_/]s$|(steps?|batch(es)?)[_/ ]?per[_/ ]?s|^steps?\/s$/.test(k))
-    return 1;
+  if (/samples?[_/ .-]?(per[_ ]?)?s(ec(ond)?)?$/.test(k)) return 1.5;
+  if (/it[_/]s$|(steps?|batch(es)?)[_/ ]?per[_/ ]?s|^steps?\/s$/.test(k)) return 1;
   if (STEP_TIME.test(k)) return 0.5;
   return 0;
 }
