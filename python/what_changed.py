@@ -24,6 +24,8 @@ import kg_common
 MiB = 1024 * 1024
 MAX_WALK = 200000
 MAX_LISTED = 200
+# How deep a data folder is walked: below it, the fingerprint says so (truncated) rather than spend the probe on it.
+MAX_DEPTH = 256
 GIT_TIMEOUT_S = 10.0
 # What one git command may answer: beyond it, the command is stopped and only whole lines read so far count (a
 # `git log --name-only` over years of a big repository would otherwise be read whole into memory).
@@ -87,8 +89,25 @@ def fingerprint(path):
     files = size = seen = 0
     newest = st.st_mtime
     unreadable = 0
-    for top, dirs, names in os.walk(path, onerror=lambda e: None):
-        dirs.sort()
+    too_deep = False
+    # An explicit stack, not os.walk (recursive before Python 3.12: a folder 1,500 levels deep raised RecursionError
+    # and took every other fact of the probe with it).  Same order as os.walk top-down with sorted names, so the
+    # hash of a folder is what it was.
+    stack = [(path, 0)]
+    while stack and not out["truncated"]:
+        top, depth = stack.pop()
+        try:
+            with os.scandir(top) as it:
+                entries = list(it)
+        except OSError:
+            continue
+        dirs, names = [], []
+        for e in entries:
+            try:
+                is_dir = e.is_dir()
+            except OSError:
+                is_dir = False
+            (dirs if is_dir else names).append(e.name)
         for name in sorted(names):
             seen += 1
             if seen > MAX_WALK:
@@ -105,10 +124,17 @@ def fingerprint(path):
             newest = max(newest, s.st_mtime)
             h.update(("%s\0%d\0%d\n" % (os.path.relpath(p, path), s.st_size, int(s.st_mtime))).encode("utf-8",
                                                                                                      "replace"))
-        if out["truncated"]:
-            break
+        below = [os.path.join(top, d) for d in sorted(dirs, reverse=True)]
+        below = [d for d in below if not os.path.islink(d)]  # os.walk's followlinks=False
+        if below and depth >= MAX_DEPTH:
+            too_deep = True
+            continue
+        stack.extend((d, depth + 1) for d in below)
     out.update(files=files, size=size, newestMtime=newest, hash=h.hexdigest()[:16])
-    if unreadable:
+    if too_deep:
+        out["truncated"] = True
+        out["error"] = "folders nested deeper than %d levels were not walked" % MAX_DEPTH
+    elif unreadable:
         out["error"] = "%d entries could not be read" % unreadable
     return out
 
@@ -209,7 +235,8 @@ def git_state(path, since):
         return out
     out["repo"] = top
     try:
-        head = _git(top, "log", "-1", "--no-show-signature", "--no-ext-diff", "--no-textconv", "--format=%H %ct").split()
+        head = _git(top, "log", "-1", "--no-show-signature", "--no-ext-diff", "--no-textconv",
+                    "--format=%H %ct").split()
         if head:
             out["head"], out["headTime"] = head[0], float(head[1])
         branch = _git(top, "rev-parse", "--abbrev-ref", "HEAD").strip()
@@ -246,14 +273,23 @@ def plain_stat(path):
         return {"path": path, "exists": False, "size": None, "mtime": None, "error": _msg(e)}
 
 
+def _alone(gather, path, *args):
+    """One fact, whatever fails inside it: a failure costs this fact (its ``error``), never the others."""
+    try:
+        return gather(path, *args)
+    except Exception as e:  # RecursionError, a bug, ...: any failure of one fact is its own reason
+        # exists false: the report lists it under "Not known" with this reason, like a path it cannot find
+        return {"path": path, "exists": False, "error": "not gathered: %s" % _msg(e)}
+
+
 def main(argv):
     a = _parse_args(argv)
     started = time.time()
     return {
         "now": started,
-        "paths": [fingerprint(p) for p in a.path],
-        "git": [git_state(p, a.since) for p in a.git],
-        "stats": [plain_stat(p) for p in a.stat],
+        "paths": [_alone(fingerprint, p) for p in a.path],
+        "git": [_alone(git_state, p, a.since) for p in a.git],
+        "stats": [_alone(plain_stat, p) for p in a.stat],
         "elapsedMs": round((time.time() - started) * 1000, 1),
     }
 

@@ -75,6 +75,51 @@ class Fingerprints(unittest.TestCase):
         self.assertEqual(second["files"], 4)
         self.assertNotEqual(first["hash"], second["hash"])
 
+    def test_a_folder_nested_1500_levels_deep_costs_its_own_fingerprint_only(self):
+        # os.walk recursed: RecursionError on Python < 3.12 failed the whole probe (every fact lost)
+        deep = os.path.join(self.d, "deep")
+        level = deep
+        os.mkdir(level)
+        for _ in range(1500):  # os.makedirs recurses as well
+            level = os.path.join(level, "d")
+            os.mkdir(level)
+        with open(os.path.join(deep, "top.txt"), "w") as f:
+            f.write("x")
+        plain = os.path.join(self.d, "plain")
+        os.mkdir(plain)
+        with open(os.path.join(plain, "a.txt"), "w") as f:
+            f.write("x")
+        try:
+            out = run("--path", deep, "--path", plain, "--stat", plain)
+        finally:
+            # shutil.rmtree recurses too: take the chain down from its bottom
+            bottom = os.path.join(deep, *(["d"] * 1500))
+            while len(bottom) > len(deep):
+                os.rmdir(bottom)
+                bottom = os.path.dirname(bottom)
+        d, p = out["paths"]
+        self.assertEqual(d["kind"], "dir")
+        self.assertEqual(d["files"], 1)
+        self.assertTrue(d["truncated"])
+        self.assertIn("nested deeper than 256 levels", d["error"])
+        self.assertEqual((p["files"], p["error"]), (1, None))
+        self.assertTrue(out["stats"][0]["exists"])
+
+    def test_a_failing_fact_is_that_facts_error_only(self):
+        sys.path.insert(0, PYDIR)
+        import what_changed
+
+        def boom(path):
+            raise RecursionError("maximum recursion depth exceeded")
+        saved = what_changed.fingerprint
+        what_changed.fingerprint = boom
+        try:
+            out = what_changed.main(["--path", self.d, "--stat", self.d])
+        finally:
+            what_changed.fingerprint = saved
+        self.assertEqual(out["paths"][0]["error"], "not gathered: RecursionError: maximum recursion depth exceeded")
+        self.assertTrue(out["stats"][0]["exists"])
+
     def test_a_missing_path_is_reported_not_found_never_left_out(self):
         doc = run("--path", os.path.join(self.d, "gone"), "--stat", os.path.join(self.d, "gone2"))
         self.assertEqual(doc["paths"][0]["exists"], False)
