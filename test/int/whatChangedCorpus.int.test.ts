@@ -1,0 +1,53 @@
+import assert from 'node:assert/strict';
+import { rmSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { ProbeRunner } from '../../src/core/probes/runner';
+import { LocalTransport } from '../../src/core/transport/local';
+import { scoreCorpus, scoreTable, summarize, type CorpusRow } from '../support/corpusScore';
+import { materializeRealRuns } from '../support/realRuns';
+
+/*
+ * Issue 23's acceptance on the real regressions corpus (13 runs written on the GPU box, each restarted at step ~600
+ * with one real change or none): What Changed? — the core analysis `known-good why` runs — on every run, judged
+ * against its truth.json. The score table is printed; `npm run bench -- --only regressions` prints the same over the
+ * loopback sshd. RIGHT lists the runs the analysis gets right today: a run leaving it fails the test.
+ */
+
+const RIGHT = [
+  'hf-dataset-longer',
+  'hf-run-name',
+  'lightning-no-change',
+  'plain-comment-edit',
+  'plain-compile-off',
+  'plain-no-change',
+  'plain-workers-collate',
+];
+
+void describe('What Changed? on the real regressions corpus', () => {
+  let dir: string;
+  let runner: ProbeRunner;
+  let rows: CorpusRow[];
+
+  before(async () => {
+    dir = materializeRealRuns('regressions');
+    runner = new ProbeRunner(new LocalTransport(), { python: 'python3', timeoutMs: 120_000 });
+    rows = await scoreCorpus({ id: 'local', label: 'This machine', probes: runner }, dir);
+  });
+  after(() => {
+    runner?.dispose();
+    if (dir) rmSync(dirname(dir), { recursive: true, force: true });
+  });
+
+  void it('no false alarm: every run that did not slow down is steady', (t) => {
+    for (const line of scoreTable(rows).split('\n')) t.diagnostic(line);
+    const alarms = rows.filter((r) => r.falseAlarm).map((r) => `${r.run}: ${r.headline}`);
+    assert.deepEqual(alarms, []);
+  });
+
+  void it('the runs it gets right stay right (the first suspect the true change; no-change runs steady)', () => {
+    const wrong = rows.filter((r) => RIGHT.includes(r.run) && !r.right).map((r) => `${r.run}: ${r.headline}`);
+    assert.deepEqual(wrong, []);
+    assert.ok(summarize(rows).rightFirst >= RIGHT.length);
+  });
+});
