@@ -16,7 +16,9 @@ import { materializeRealRuns } from '../support/realRuns';
 
 const RIGHT = [
   'hf-dataset-longer',
+  'hf-gradient-checkpointing',
   'hf-run-name',
+  'lightning-batch-halved',
   'lightning-no-change',
   'plain-comment-edit',
   'plain-compile-off',

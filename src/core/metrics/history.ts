@@ -116,9 +116,16 @@ export interface RunHistory {
   sources: HistorySource[];
 }
 
+/**
+ * Where a launch begins: the first step of its main series (those with at least half the points of the fullest).
+ * Lightning's ThroughputMonitor logs `validate/*` rows at the validation loop's own batch count (steps 10, 20, 50
+ * of a launch resumed at 600): taken for the launch's first step, they cut the earlier launch at step 50.
+ */
 function firstOf(r: MetricsReduction): { x: number; t: number | null } | undefined {
+  const most = Math.max(0, ...r.series.map((s) => s.x.length));
   let best: { x: number; t: number | null } | undefined;
-  for (const s of r.series) if (s.x.length && (!best || s.x[0]! < best.x)) best = { x: s.x[0]!, t: s.t?.[0] ?? null };
+  for (const s of r.series)
+    if (s.x.length && s.x.length * 2 >= most && (!best || s.x[0]! < best.x)) best = { x: s.x[0]!, t: s.t?.[0] ?? null };
   return best;
 }
 

@@ -96,9 +96,12 @@ const STEP_TIME =
 export function throughputRank(key: string): number {
   // a speed derived from wall times ranks as what it counts: `tokens/s (from wall time)`
   const k = key.toLowerCase().replace(/ \(from wall time\)$/, '');
+  // the speed of an eval or validation pass is not the training's (HF logs eval/samples_per_second at each eval)
+  if (/(^|[/._-])(eval|evaluation|val|valid|validation|validate|test)[/._-]/.test(k)) return 0;
   if (/tok(en)?s?[_/ .-]?(per[_ ]?)?s(ec(ond)?)?$|tokens_per_sec|tok_s|tps$/.test(k)) return 3;
   if (/throughput/.test(k)) return 2;
-  if (/samples?[_/ .-]?(per[_ ]?)?s(ec(ond)?)?$/.test(k)) return 1.5;
+  // `train/samples` (a running count) is no speed: a separator or `per` before the s
+  if (/samples?([_/ .-]|[_ ]?per[_ ]?)s(ec(ond)?)?$/.test(k)) return 1.5;
   if (/it[_/]s$|(steps?|batch(es)?)[_/ ]?per[_/ ]?s|^steps?\/s$/.test(k)) return 1;
   if (STEP_TIME.test(k)) return 0.5;
   return 0;
