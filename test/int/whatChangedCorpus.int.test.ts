@@ -22,6 +22,7 @@ const RIGHT = [
   'lightning-no-change',
   'plain-comment-edit',
   'plain-compile-off',
+  'plain-dataset-padded',
   'plain-no-change',
   'plain-workers-collate',
 ];

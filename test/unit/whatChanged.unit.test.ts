@@ -7,7 +7,14 @@ import { parseEnvSnapshot, type EnvSnapshotInput } from '../../src/core/baseline
 import { BaselineStore, type Baseline } from '../../src/core/baselines/store';
 import type { MetricsReduction } from '../../src/core/metrics/metricsProbe';
 import { analyze, dataPathsOf, flattenArgs } from '../../src/core/whatChanged/analyze';
-import { argCategory, envCategory, throughputRank } from '../../src/core/whatChanged/categories';
+import {
+  argCategory,
+  CATEGORY_WEIGHT,
+  CATEGORY_WHY,
+  envCategory,
+  isBookkeepingArg,
+  throughputRank,
+} from '../../src/core/whatChanged/categories';
 import type { WhatChangedFacts } from '../../src/core/whatChanged/facts';
 import { whatChangedProbe } from '../../src/core/whatChanged/factsProbe';
 import { sampleCheckpoints } from '../../src/core/whatChanged/gather';
@@ -119,7 +126,11 @@ void test('a shape change at the shift ranks first; a run name that changes ever
     [25, 50],
   );
   assert.deepEqual(r.unranked, [
-    { source: 'args', title: 'run_name run-400 → run-1000', why: 'names, places or times of the run itself' },
+    {
+      source: 'args',
+      title: 'run_name run-400 → run-1000',
+      why: 'resume bookkeeping: where a launch starts, ends, resumes from and writes',
+    },
   ]);
   assert.equal(
     r.headline,
@@ -129,7 +140,7 @@ void test('a shape change at the shift ranks first; a run name that changes ever
   assert.match(md, /score: \+25 the batch\/sequence shape .*; \+50 changed between steps 400 and 500/);
   assert.match(
     md,
-    /### Not ranked \(cosmetic\)\n\n- run_name run-400 → run-1000 \(args; names, places or times of the run itself\)/,
+    /### Not ranked \(cosmetic\)\n\n- run_name run-400 → run-1000 \(args; resume bookkeeping: where a launch starts, ends, resumes from and writes\)/,
   );
 });
 
@@ -242,6 +253,43 @@ void test('args helpers: flattening, data paths inside data_dir, categories, thr
   assert.equal(throughputRank('tok_s'), 3);
   assert.equal(throughputRank('train/tokens_per_sec'), 3);
   assert.equal(throughputRank('loss'), 0);
+});
+
+void test('what a change really is (issue 23): resume bookkeeping is never ranked, data keys are data whatever the path, categories that move speed', () => {
+  for (const k of [
+    'start',
+    'start_step',
+    'max_steps',
+    'total_steps',
+    'steps',
+    'resume',
+    'resume_from_checkpoint',
+    'ckpt_path',
+    'output_dir',
+    'seed',
+    'data_seed',
+    'run_name',
+    'master_port',
+    'logging_dir',
+  ])
+    assert.equal(argCategory(k, 1, 2), 'cosmetic', k);
+  assert.ok(isBookkeepingArg('trainer.max_steps'));
+  assert.ok(!isBookkeepingArg('warmup_steps') && !isBookkeepingArg('eval_steps'));
+  assert.equal(argCategory('data_dir', '/tmp/kg/openwebtext-10k', '/tmp/kg/openwebtext-dedup-v2'), 'dataset');
+  assert.equal(argCategory('gradient_checkpointing', false, true), 'memory');
+  assert.equal(argCategory('zero_stage', 2, 3), 'memory');
+  assert.equal(argCategory('offload_optimizer', false, true), 'memory');
+  assert.equal(argCategory('eval_steps', 500, 50), 'frequency');
+  assert.equal(argCategory('log_every', 10, 1), 'frequency');
+  assert.equal(argCategory('packing', true, false), 'dataset');
+  assert.equal(argCategory('precision', 'bf16-mixed', '32-true'), 'dtype');
+  assert.equal(argCategory('batch_size', 32, 16), 'shape');
+  for (const c of Object.keys(CATEGORY_WEIGHT) as (keyof typeof CATEGORY_WHY)[])
+    assert.ok(CATEGORY_WHY[c].length > 10, c);
+  // an eval pass's speed and a running sample count are not the training's speed
+  assert.equal(throughputRank('eval/samples_per_second'), 0);
+  assert.equal(throughputRank('train/samples'), 0);
+  assert.equal(throughputRank('train/device/samples_per_sec'), 1.5);
 });
 
 void test('a run with very many checkpoints: an even sample with the first and the last', () => {

@@ -9,6 +9,8 @@ import {
   argCategory,
   CATEGORY_TEXT,
   CATEGORY_WEIGHT,
+  CATEGORY_WHY,
+  isBookkeepingArg,
   envCategory,
   packageCategory,
   speedDirection,
@@ -325,10 +327,10 @@ function scoreOf(
   const reasons = [
     {
       points: CATEGORY_WEIGHT[cat],
-      why: `${CATEGORY_TEXT[cat]} (known to move throughput: weight ${CATEGORY_WEIGHT[cat]})`,
+      why: `${CATEGORY_TEXT[cat]} (known to move throughput: weight ${CATEGORY_WEIGHT[cat]}): ${CATEGORY_WHY[cat]}`,
     },
   ];
-  if (cat === 'other') reasons[0]!.why = `${CATEGORY_TEXT[cat]} (weight ${CATEGORY_WEIGHT[cat]})`;
+  if (cat === 'other') reasons[0]!.why = `${CATEGORY_TEXT[cat]} (weight ${CATEGORY_WEIGHT[cat]}): ${CATEGORY_WHY[cat]}`;
   let coincides = false;
   let ruledOut = false;
   const timingRulesOut = (why: string) => {
@@ -459,7 +461,13 @@ function argsDrafts(
       detail: detailBits.join('; '),
       when,
       evidence,
-      ...(category === 'cosmetic' ? { cosmeticWhy: 'names, places or times of the run itself' } : {}),
+      ...(category === 'cosmetic'
+        ? {
+            cosmeticWhy: isBookkeepingArg(key)
+              ? 'resume bookkeeping: where a launch starts, ends, resumes from and writes'
+              : 'names, places or times of the run itself',
+          }
+        : {}),
     });
   }
   return out;
