@@ -19,17 +19,22 @@ import stat
 import subprocess
 import time
 
+import code_diff
 import kg_common
 
 MiB = 1024 * 1024
 MAX_WALK = 200000
 MAX_LISTED = 200
+MAX_LINE = 200
 # How deep a data folder is walked: below it, the fingerprint says so (truncated) rather than spend the probe on it.
 MAX_DEPTH = 256
 GIT_TIMEOUT_S = 10.0
 # What one git command may answer: beyond it, the command is stopped and only whole lines read so far count (a
 # `git log --name-only` over years of a big repository would otherwise be read whole into memory).
 GIT_MAX_OUTPUT = 8 * MiB
+# Files of the commits since the reference compared token by token (code_diff), each read up to this size.
+MAX_COMPARED = 20
+MAX_COMPARED_BYTES = MiB
 
 
 def _parse_args(argv):
@@ -256,10 +261,55 @@ def git_state(path, since):
             files = sorted(set(line for line in log.splitlines() if line and not line.startswith("@")))
             out["commitsSince"] = len(commits)
             out["changedSince"] = files[:MAX_LISTED]
+            if commits:
+                out.update(_code_changes(top, since, files))
     except subprocess.TimeoutExpired:
         out["error"] = "git timed out"
     except (RuntimeError, OSError, ValueError) as e:
         out["error"] = str(e)
+    return out
+
+
+def _blob(top, rev, name):
+    """A file as committed at rev ('' where it is absent or larger than MAX_COMPARED_BYTES: None)."""
+    try:
+        size = int(_git(top, "cat-file", "-s", "%s:%s" % (rev, name)).strip() or 0)
+    except RuntimeError:
+        return ""
+    if size > MAX_COMPARED_BYTES:
+        return None
+    return _git(top, "cat-file", "blob", "%s:%s" % (rev, name))
+
+
+def _code_changes(top, since, files):
+    """The commits since ``since`` (hash, time, subject) and each changed file compared with the reference's commit.
+
+    Plumbing only (rev-list, cat-file): no diff driver, filter or textconv a repository names can run.
+    """
+    out = {"commits": [], "base": None, "codeChanges": []}
+    log = _git(top, "log", "--no-show-signature", "--no-ext-diff", "--no-textconv", "--since=@%d" % int(since),
+               "--format=%H%x00%ct%x00%s")
+    for line in log.splitlines()[:MAX_LISTED]:
+        parts = line.split("\0")
+        if len(parts) == 3:
+            out["commits"].append({"hash": parts[0], "time": float(parts[1]), "subject": parts[2][:MAX_LINE]})
+    base = None
+    if out["commits"]:
+        # the parent of the oldest commit listed: --before would take a commit of the same second as the reference
+        try:
+            base = _git(top, "rev-list", "-1", out["commits"][-1]["hash"] + "^").strip() or None
+        except RuntimeError:
+            base = None  # a root commit: every file is new
+    out["base"] = base
+    for name in files[:MAX_COMPARED]:
+        old = _blob(top, base, name) if base else ""
+        new = _blob(top, "HEAD", name)
+        if old is None or new is None:
+            out["codeChanges"].append({"file": name, "python": name.endswith(".py"), "cosmetic": False, "hunks": [],
+                                       "functions": [], "error": "larger than %s: not compared"
+                                       % kg_common.format_bytes(MAX_COMPARED_BYTES)})
+            continue
+        out["codeChanges"].append(code_diff.compare(old, new, name))
     return out
 
 

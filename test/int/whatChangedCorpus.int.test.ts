@@ -23,6 +23,7 @@ const RIGHT = [
   'plain-comment-edit',
   'plain-compile-off',
   'plain-dataset-padded',
+  'plain-host-sync',
   'plain-no-change',
   'plain-workers-collate',
 ];

@@ -17,7 +17,7 @@ import {
   throughputRank,
 } from './categories';
 import { findChangepoints, type Changepoint } from './changepoints';
-import type { DataFingerprint } from './factsProbe';
+import type { DataFingerprint, GitState } from './factsProbe';
 import type { ArgsFact, CheckpointFact, WhatChangedFacts } from './facts';
 import type {
   ChangeTime,
@@ -103,6 +103,13 @@ export function mainChangepoint(series: readonly SeriesChangepoints[]): { key: s
   const size = (c: Changepoint) => (c.ratio !== null && c.ratio > 0 ? Math.abs(Math.log(c.ratio)) : c.sigmas);
   const tps = series.filter((s) => s.throughput && s.changepoints.length);
   for (const tp of tps) {
+    // A slowdown that came with a restart is the one to explain: the restart is a fact (new process, new args,
+    // new code), a later dip of a noisy loop is not (plain-host-sync: 0.77× at the restart, 0.74× at step 900
+    // after a bump back up). It wins when it is a slowdown of DROP_RATIO or more.
+    const atLaunch = tp.changepoints
+      .filter((c) => c.launch !== undefined && slowdownOf(tp.key, c) >= 1 / DROP_RATIO)
+      .sort((a, b) => slowdownOf(tp.key, b) - slowdownOf(tp.key, a))[0];
+    if (atLaunch) return { key: tp.key, cp: atLaunch };
     const slow = [...tp.changepoints].sort((a, b) => slowdownOf(tp.key, b) - slowdownOf(tp.key, a))[0]!;
     if (slowdownOf(tp.key, slow) > 0) return { key: tp.key, cp: slow };
   }
@@ -352,8 +359,9 @@ function scoreOf(
         timingRulesOut(`changed before the shift and the level held (${at})`);
       }
     } else if (t && win.time) {
-      const point = t.from === t.to;
-      if (point && t.from > win.time.from && t.from <= win.time.to) {
+      // a window of a second is a point: a commit's time is whole seconds
+      const point = t.to - t.from <= 1;
+      if (point && t.to > win.time.from && t.from <= win.time.to) {
         coincides = true;
         reasons.push({
           points: COINCIDES_POINTS,
@@ -652,10 +660,12 @@ function gitDrafts(facts: WhatChangedFacts, refTime: number | null, unknown: Unk
       repo: g.repo,
       since: refTime,
     };
-    if (g.commitsSince) {
+    if (g.commitsSince && g.codeChanges.length) {
+      out.push(codeDraft(facts, g, gitLink));
+    } else if (g.commitsSince) {
       const when: ChangeTime =
         g.headTime !== null
-          ? { text: `HEAD committed ${isoOf(g.headTime)}`, time: { from: g.headTime, to: g.headTime } }
+          ? { text: `HEAD committed ${isoOf(g.headTime)}`, time: { from: g.headTime, to: g.headTime + 1 } }
           : { text: 'since the reference' };
       out.push({
         source: 'code',
@@ -678,6 +688,74 @@ function gitDrafts(facts: WhatChangedFacts, refTime: number | null, unknown: Unk
     }
   }
   return out;
+}
+
+/** A call that makes the host wait for the GPU, added to the loop. */
+const HOST_SYNC = /\.item\(\)|\.cpu\(\)|\.tolist\(\)|\.numpy\(\)|cuda\.synchronize\(|\.nonzero\(|print\(.*loss\b/;
+
+/**
+ * The commits since the reference as what they changed: comment/docstring/whitespace-only (compared token by token on
+ * the host) is cosmetic; otherwise the files, the functions their hunks sit in and the commit subjects, a host sync
+ * added to the loop its own category.
+ */
+function codeDraft(facts: WhatChangedFacts, g: GitState, gitLink: EvidenceLink): Draft {
+  const real = g.codeChanges.filter((c) => !c.cosmetic);
+  const newest = g.commits[0];
+  const oldest = g.commits[g.commits.length - 1];
+  const subjects = g.commits.slice(0, 3).map((c) => `"${c.subject}"`);
+  const commits = `${g.commitsSince} commit${g.commitsSince === 1 ? '' : 's'}${subjects.length ? ` (${subjects.join(', ')})` : ''}`;
+  // commit times are whole seconds: the second it was made, not an instant before it
+  const when: ChangeTime =
+    oldest && newest
+      ? {
+          text: `committed ${isoOf(newest.time)}`,
+          time: { from: oldest.time, to: newest.time + 1 },
+        }
+      : g.headTime !== null
+        ? { text: `HEAD committed ${isoOf(g.headTime)}`, time: { from: g.headTime, to: g.headTime + 1 } }
+        : { text: 'since the reference' };
+  if (!real.length) {
+    return {
+      source: 'code',
+      category: 'cosmetic',
+      title: `${g.codeChanges.map((c) => c.file).join(', ')}: comments, docstrings or whitespace only (${commits})`,
+      detail: `compared token by token with the commit of the reference (${g.base?.slice(0, 10) ?? '?'})`,
+      when,
+      evidence: [gitLink],
+      cosmeticWhy: 'comments, docstrings or whitespace only: the same Python tokens run',
+    };
+  }
+  const hunks = real.flatMap((c) => c.hunks.map((h) => ({ file: c.file, ...h })));
+  const sync = hunks.find((h) => h.new.some((l) => HOST_SYNC.test(l.replace(/#.*$/, ''))));
+  const where = real
+    .map((c) =>
+      c.functions.length
+        ? `${c.file} (${c.functions
+            .slice(0, 3)
+            .map((f) => `${f}()`)
+            .join(', ')})`
+        : c.file,
+    )
+    .join(', ');
+  const shown = hunks.slice(0, 3).map((h) => {
+    const lines = [...h.old.map((l) => `- ${l.trim()}`), ...h.new.map((l) => `+ ${l.trim()}`)].slice(0, 4);
+    return `${h.file}:${h.lines[1] ?? '?'}${h.function ? ` in ${h.function}()` : ''}: ${lines.join(' ')}`;
+  });
+  return {
+    source: 'code',
+    category: sync ? 'host-sync' : 'code',
+    title: sync
+      ? `${where}: a host sync added (${
+          sync.new
+            .find((l) => HOST_SYNC.test(l))
+            ?.trim()
+            .slice(0, 60) ?? ''
+        })`
+      : `${where} changed: ${commits}`,
+    detail: `${commits} in ${g.repo ?? '?'} since ${g.base?.slice(0, 10) ?? 'the reference'}; ${shown.join('; ')}`,
+    when,
+    evidence: [gitLink],
+  };
 }
 
 function dataDrafts(

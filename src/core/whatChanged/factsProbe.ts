@@ -21,6 +21,27 @@ export const dataFingerprintSchema = z.looseObject({
 });
 export type DataFingerprint = z.infer<typeof dataFingerprintSchema>;
 
+/** A file of the commits since the reference, compared with the reference's commit (python/code_diff.py). */
+export const codeChangeSchema = z.looseObject({
+  file: z.string(),
+  python: z.boolean().default(false),
+  /** Only comments, docstrings and whitespace differ (compared token by token). */
+  cosmetic: z.boolean().default(false),
+  hunks: z
+    .array(
+      z.looseObject({
+        function: str,
+        lines: z.array(z.number()).default([]),
+        old: z.array(z.string()).default([]),
+        new: z.array(z.string()).default([]),
+      }),
+    )
+    .default([]),
+  functions: z.array(z.string()).default([]),
+  error: str,
+});
+export type CodeChange = z.infer<typeof codeChangeSchema>;
+
 export const gitStateSchema = z.looseObject({
   path: z.string(),
   repo: str,
@@ -31,6 +52,11 @@ export const gitStateSchema = z.looseObject({
   changedSince: z.array(z.string()).default([]),
   commitsSince: num,
   headTime: num,
+  /** The commits since the reference, newest first. */
+  commits: z.array(z.looseObject({ hash: z.string(), time: z.number(), subject: z.string() })).default([]),
+  /** The commit the checkout was at by the reference's time. */
+  base: str,
+  codeChanges: z.array(codeChangeSchema).default([]),
   error: str,
 });
 export type GitState = z.infer<typeof gitStateSchema>;
@@ -64,12 +90,17 @@ export interface WhatChangedProbeOptions {
   since?: number;
 }
 
-export const whatChangedProbe = defineProbe('what_changed', whatChangedProbeSchema, (o: WhatChangedProbeOptions) => {
-  // `--flag=value` so a path that starts with `-` is never read as a flag.
-  const args: string[] = [];
-  for (const p of o.paths ?? []) args.push(`--path=${p}`);
-  for (const p of o.git ?? []) args.push(`--git=${p}`);
-  for (const p of o.stats ?? []) args.push(`--stat=${p}`);
-  if (o.since !== undefined && Number.isFinite(o.since)) args.push(`--since=${o.since}`);
-  return args;
-});
+export const whatChangedProbe = defineProbe(
+  'what_changed',
+  whatChangedProbeSchema,
+  (o: WhatChangedProbeOptions) => {
+    // `--flag=value` so a path that starts with `-` is never read as a flag.
+    const args: string[] = [];
+    for (const p of o.paths ?? []) args.push(`--path=${p}`);
+    for (const p of o.git ?? []) args.push(`--git=${p}`);
+    for (const p of o.stats ?? []) args.push(`--stat=${p}`);
+    if (o.since !== undefined && Number.isFinite(o.since)) args.push(`--since=${o.since}`);
+    return args;
+  },
+  { modules: ['code_diff'] },
+);
