@@ -164,6 +164,7 @@ class Helper(object):
         # The last request's probe (key, name, code, modules): the next spare executes its modules ahead of need.
         self.prep = None  # type: Optional[tuple]
         self.zygote = None  # type: Optional[_Zygote]
+        self.zygote_later = []  # what the zygote said while a request was being started: (pid, status), None: gone
         self.stdin_open = True
         self.stop = False
         self.max_out = 1 << 30  # kg_common's output limit, from serve()
@@ -385,8 +386,9 @@ class Helper(object):
         job.how = "fork"
         self.prep = (job.key, job.name, code, job.mods)
         if not self.spares and state is None and self.zygote is not None and self.zygote.asked:
-            # Asked for and on its way: waiting for it is shorter than a fork here.
-            self.on_zygote(wait_s=2.0)
+            # Asked for and on its way: waiting for it is shorter than a fork here. Not long, though: this loop
+            # keeps the other requests' deadlines (past ZYGOTE_WAIT_S, this one is forked here).
+            self.on_zygote(wait_s=ZYGOTE_WAIT_S)
         if self.spares and state is None:
             # A child forked ahead of need takes it: the request does not wait for a fork, nor (when it is the
             # probe the spare prepared) for its modules to execute.
@@ -442,7 +444,7 @@ class Helper(object):
         if zygote is not None:
             while len(self.spares) + len(zygote.asked) < SPARES:
                 if not zygote.ask(self.prep):
-                    self.stop_zygote()
+                    self.zygote_later.append(None)  # stopped from the loop (this may run inside a start)
                     return
             return
         if self.spares:
@@ -468,24 +470,36 @@ class Helper(object):
         self.spares.append((pid, ctl_w, rfd, self.prep[0] if self.prep is not None else None))
 
     def on_zygote(self, wait_s=0.0):
-        """Takes what the zygote said: a spare it forked, a child of it that ended."""
+        """Takes what the zygote said: a spare it forked, a child of it that ended. Waiting (from fork, while a
+        request is being started) only the spares are taken at once; the rest waits for the loop (settling a
+        child starts waiting requests, which must not happen inside a start)."""
         zygote = self.zygote
         if zygote is None:
             return
         records = zygote.records(wait_s)
         if records is None:
-            self.stop_zygote()
-            return
-        for kind, pid, status in records:
-            if kind == b"P" and zygote.asked:
-                ctl_w, rfd, key = zygote.asked.popleft()
-                if pid > 0:
-                    self.spares.append((pid, ctl_w, rfd, key))
-                else:
-                    os.close(ctl_w)
-                    os.close(rfd)
-            elif kind == b"X":
-                self.ended(pid, status)
+            self.zygote_later.append(None)
+        else:
+            for kind, pid, status in records:
+                if kind == b"P" and zygote.asked:
+                    ctl_w, rfd, key = zygote.asked.popleft()
+                    if pid > 0:
+                        self.spares.append((pid, ctl_w, rfd, key))
+                    else:
+                        os.close(ctl_w)
+                        os.close(rfd)
+                elif kind == b"X":
+                    self.zygote_later.append((pid, status))
+        if not wait_s:
+            self.after_zygote()
+
+    def after_zygote(self):
+        later, self.zygote_later = self.zygote_later, []
+        for event in later:
+            if event is None:
+                self.stop_zygote()
+            else:
+                self.ended(*event)
 
     def stop_zygote(self):
         """The zygote is gone or failed: spares are forked here from now on."""
@@ -700,6 +714,8 @@ class Helper(object):
         for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
             signal.signal(sig, self._on_stop_signal)
         signal.signal(signal.SIGCHLD, lambda *_: None)
+        # Before the ready line: a client (or a test) that sees it finds the zygote there.
+        self.zygote = _Zygote.start(self)
         self.send({"ready": self.nonce, "python": _kg().interpreter()})
         # Non-blocking output, so a slow reader never stops deadlines from being kept; unless stdout and stderr
         # are one file (a terminal), where children's stderr would then fail with EAGAIN.
@@ -711,7 +727,6 @@ class Helper(object):
             pass
         self.sel.register(0, selectors.EVENT_READ, "in")
         self.sel.register(wake_r, selectors.EVENT_READ, "wake")
-        self.zygote = _Zygote.start(self)
         if self.zygote is not None:
             self.sel.register(self.zygote.sock, selectors.EVENT_READ, "zygote")
         try:
@@ -735,6 +750,7 @@ class Helper(object):
                             pass
                     else:
                         self.on_child_output(key.data)
+                self.after_zygote()
                 self.reap()
                 self.on_deadlines()
         finally:
@@ -780,7 +796,9 @@ class _Zygote(object):
         self.pid = pid  # type: Optional[int]
         self.sock = sock
         self.asked = deque()  # (control fd, answer fd, key) of each spare asked for, not yet forked: in order
-        self.known = set()  # what the zygote keeps, by key: the probes spares may prepare
+        # What the zygote keeps, by key (the probes its spares may prepare): the same keys in the same order as its
+        # own dict, both dropping the oldest past ZYGOTE_PREPS, so "k" is sent only for what it has.
+        self.known = {}
         self.buf = b""
 
     @staticmethod
@@ -792,12 +810,23 @@ class _Zygote(object):
         except (OSError, AttributeError):
             return None
         gc.freeze()
+        # Named before the fork, so it has its name from its first instant (ps, tests), and this process back after.
+        try:
+            with open("/proc/self/comm", "rb") as f:
+                name = f.read().strip()
+        except OSError:
+            name = None
+        if name is not None:
+            helper.prctl(_PR_SET_NAME, b"kg-zygote", 0, 0, 0)
         try:
             pid = os.fork()
         except OSError:
             ours.close()
             theirs.close()
             return None
+        finally:
+            if name is not None and os.getpid() == helper.pid:
+                helper.prctl(_PR_SET_NAME, name, 0, 0, 0)
         if pid == 0:
             _zygote(helper, theirs, ours)
         theirs.close()
@@ -839,8 +868,8 @@ class _Zygote(object):
             os.close(ctl_w)
             os.close(rfd)
             return False
-        if key is not None:
-            self.known.add(key)
+        if msg[0] == "c":
+            _remember(self.known, key, True)
         self.asked.append((ctl_w, rfd, key))
         return True
 
@@ -877,6 +906,18 @@ class _Zygote(object):
             self.pid = None
 
 
+ZYGOTE_PREPS = 16
+ZYGOTE_WAIT_S = 0.1
+
+
+def _remember(kept, key, value):
+    """Adds to ``kept`` (oldest first), dropping the oldest past ZYGOTE_PREPS: the helper and the zygote alike."""
+    kept.pop(key, None)
+    while len(kept) >= ZYGOTE_PREPS:
+        del kept[next(iter(kept))]
+    kept[key] = value
+
+
 def _readable(sock, timeout):
     sel = selectors.DefaultSelector()
     try:
@@ -890,7 +931,6 @@ def _zygote(helper, sock, theirs):
     """The zygote's loop: forks a spare per request of the helper and reports how each ended; never returns."""
     try:
         _child_setup(helper, [theirs.fileno()])
-        helper.prctl(_PR_SET_NAME, b"kg-zygote", 0, 0, 0)
         prctl, zpid = helper.prctl, os.getpid()
         wake_r, wake_w = os.pipe()
         os.set_blocking(wake_r, False)
@@ -913,9 +953,7 @@ def _zygote(helper, sock, theirs):
                     continue
                 msg, fds = _zygote_message(sock)
                 if msg[0] == "c":
-                    while len(preps) >= 16:
-                        del preps[next(iter(preps))]
-                    preps[msg[1]] = msg[2:]
+                    _remember(preps, msg[1], msg[2:])
                 prep = preps.get(msg[1]) if msg[0] in ("c", "k") else None
                 pid = -1
                 if len(fds) == 2:
@@ -1143,7 +1181,10 @@ def _spare(helper, ctl_r, ctl_w, rfd, wfd, prep, parent=None):
         chunks = None
     except BaseException:  # noqa: BLE001
         os._exit(70)
-    if msg[0] == "p" and prep is not None:
+    if msg[0] == "p":
+        if prep is None:
+            # Cannot happen (the helper mirrors what the zygote keeps); answered, not crashed, if it ever does.
+            prep = ("unknown", compile("raise RuntimeError('the spare had no probe')", "kg_helper", "exec"), None)
         name, code, mods = prep
         if ready is not None:
             _run(msg[1], name, msg[2], code, mods, None, wfd, ready[0])

@@ -326,6 +326,17 @@ class Isolation(HelperCase):
                 self.assertGreaterEqual(r["timing"][phase], 0.0)
         self.assertIn("prepared", [r["timing"]["how"] for r in answers[1:]])
 
+    def test_more_probes_than_the_zygote_keeps_are_each_answered_by_their_own_code(self):
+        # The zygote keeps the code of the last 16 probes its spares prepared; going back to an older one after more
+        # than that must still run that probe's code (never a spare with none, never another probe's).
+        def probe(i):
+            return {"op": "probe", "name": "p%d" % i, "hash": "ph%d" % i, "args": [],
+                    "src": "def main(argv):\n    return %d\n" % i}
+        order = list(range(20)) + [0, 0, 19, 3]
+        for rid, i in enumerate(order, 1):
+            r = self.ask(dict(probe(i), id=rid))
+            self.assertEqual(r.get("result"), i, r)
+
     def test_state_is_carried_only_as_plain_data(self):
         src = (
             "COUNT = {}\n"

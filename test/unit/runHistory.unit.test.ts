@@ -1,9 +1,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, posix } from 'node:path';
 import { historyReduction, metricsLogsOf, stitchReductions } from '../../src/core/metrics/history';
+import { metricsReductionSchema } from '../../src/core/metrics/metricsProbe';
 import { STEPS_PER_SEC_KEY, derivedSpeed } from '../../src/core/metrics/speedFromTime';
 import { analyze } from '../../src/core/whatChanged/analyze';
 import { medianOf } from '../../src/core/whatChanged/changepoints';
@@ -188,6 +190,59 @@ void test('Lightning run 2.6× slower after its resume: the shift found at the r
       report.headline,
       /^9\d\.?\d* samples_per_sec now vs 2\d\d at checkpoint-600 \(0\.3\d×\); changed at step 600: precision/,
     );
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+void test('rotated jsonl logs are one history, the highest suffix oldest; a launch that starts mid-bucket is cut exactly', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'kg-rot-'));
+  try {
+    const l = realLoop({ steps: 3000, speed: () => 20, launches: [1000, 2000], seed: 4, logEvery: 1 });
+    const files: [string, number, number][] = [
+      ['train_log.2.jsonl', 1, 1000],
+      ['train_log.1.jsonl', 1001, 2000],
+      ['train_log.jsonl', 1001 + 999, 3000], // the last launch resumed from step 1999: step 2000 logged twice
+    ];
+    for (const [name, lo, hi] of files)
+      writeFileSync(
+        join(dir, name),
+        l.step
+          .map((s, i) =>
+            s >= lo && s <= hi
+              ? JSON.stringify({
+                  step: s,
+                  time: l.time[i],
+                  loss: 2,
+                  tok_s: l.stepsPerSec[i]! * 1000 + (name === 'train_log.jsonl' ? 1 : 0),
+                }) + '\n'
+              : '',
+          )
+          .join(''),
+      );
+    const run = listRun(dir);
+    const logs = metricsLogsOf(run).map((e) => e.name);
+    assert.deepEqual(logs, ['train_log.2.jsonl', 'train_log.1.jsonl', 'train_log.jsonl']);
+    const parts = logs.map((name) => {
+      const path = join(dir, name);
+      const out = execFileSync('python3', ['python/metrics_reduce.py', path, '--x', 'step', '--buckets', '100'], {
+        encoding: 'utf8',
+      });
+      return { path, reduction: metricsReductionSchema.parse(JSON.parse(out)) };
+    });
+    const h = stitchReductions(parts);
+    assert.deepEqual(
+      h.restarts.map((r) => r.step),
+      [1001, 2000],
+    );
+    assert.ok(h.restarts[1]!.signals.includes('new-source') && h.restarts[1]!.signals.includes('step-back'));
+    // buckets of the second file that reach step 2000 are cut: the newest file's step 2000 stands
+    const tok = h.series.find((s) => s.key === 'tok_s')!;
+    assert.ok(
+      tok.x.every((x, i) => i === 0 || x > tok.x[i - 1]!),
+      'ascending, no step twice',
+    );
+    assert.equal(h.sources[1]!.steps![1] < 2000, true, `second file kept up to ${h.sources[1]!.steps![1]}`);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

@@ -47,6 +47,8 @@ export interface FollowEvents {
 }
 
 const X = 'step';
+/** The probe's preview budget when none is given (python/metrics_reduce.py PREVIEW_BYTES). */
+const PREVIEW_BYTES = 8 << 20;
 
 export class ProgressiveRuns {
   private runsV: LoadedRun[] = [];
@@ -84,7 +86,16 @@ export class ProgressiveRuns {
   private async read(src: RunSource, options: Omit<MetricsReduceOptions, 'path'>): Promise<MetricsReduction> {
     const files = src.history;
     if (!files || files.length < 2) return this.o.reduce(src, options);
-    const exact = !options.preview && options.previewBytes === undefined && options.offset === undefined;
+    const preview = options.preview === true || options.previewBytes !== undefined;
+    const exact = !preview && options.offset === undefined;
+    // a preview of the history reads what a preview of one file would: the budget is shared by its files
+    if (preview) {
+      const { preview: _p, ...rest } = options;
+      options = {
+        ...rest,
+        previewBytes: Math.max(64 * 1024, Math.floor((options.previewBytes ?? PREVIEW_BYTES) / files.length)),
+      };
+    }
     const readOlder = (o: Omit<MetricsReduceOptions, 'path'>) =>
       Promise.all(
         files

@@ -1,6 +1,7 @@
 import type { RunEntry } from '../runs/listRuns';
 import type { MetricsReduction, ReducedSeries } from './metricsProbe';
 import { metricsLogOf } from './metricsLog';
+import { EVAL_KEY } from '../whatChanged/categories';
 import { restartsFromTimes, type Restart } from './restarts';
 
 /*
@@ -117,21 +118,29 @@ export interface RunHistory {
 }
 
 /**
- * Where a launch begins: the first step of its main series (those with at least half the points of the fullest).
- * Lightning's ThroughputMonitor logs `validate/*` rows at the validation loop's own batch count (steps 10, 20, 50
- * of a launch resumed at 600): taken for the launch's first step, they cut the earlier launch at step 50.
+ * The first step a file logged and (about) when: `xRange` is exact, a bucket's x is its last point's (a file of more
+ * points than buckets starts before its first bucket's x); the time is the first bucket's.
  */
 function firstOf(r: MetricsReduction): { x: number; t: number | null } | undefined {
-  const most = Math.max(0, ...r.series.map((s) => s.x.length));
   let best: { x: number; t: number | null } | undefined;
-  for (const s of r.series)
-    if (s.x.length && s.x.length * 2 >= most && (!best || s.x[0]! < best.x)) best = { x: s.x[0]!, t: s.t?.[0] ?? null };
+  for (const s of trainingSeries(r))
+    if (s.x.length && (!best || s.x[0]! < best.x)) best = { x: s.x[0]!, t: s.t?.[0] ?? null };
+  // xRange spans every series: exact only when no eval series counts steps of its own
+  const lo = r.xRange?.[0];
+  const exact = !r.series.some((s) => EVAL_KEY.test(s.key));
+  if (best && exact && lo !== undefined && Number.isFinite(lo) && lo < best.x) best = { x: lo, t: best.t };
   return best;
+}
+
+/** The series logged at training steps (an eval series may count its own: Lightning's validate/* batches). */
+function trainingSeries(r: MetricsReduction): ReducedSeries[] {
+  const train = r.series.filter((s) => !EVAL_KEY.test(s.key));
+  return train.length ? train : r.series;
 }
 
 function lastOf(r: MetricsReduction, below: number): { x: number; t: number | null } | undefined {
   let best: { x: number; t: number | null } | undefined;
-  for (const s of r.series)
+  for (const s of trainingSeries(r))
     for (let i = s.x.length - 1; i >= 0; i--)
       if (s.x[i]! < below) {
         if (!best || s.x[i]! > best.x) best = { x: s.x[i]!, t: s.t?.[i] ?? null };
@@ -212,7 +221,7 @@ export function stitchReductions(parts: readonly HistoryPart[]): RunHistory {
     const gap = f.t !== null && before?.t != null ? f.t - before.t : null;
     const signals: Restart['signals'] = ['new-source'];
     if (prevLast && f.x <= prevLast.x) signals.push('step-back');
-    if (gap !== null && gap > 60) signals.push('time-gap');
+    if (gap !== null && gap > 5) signals.push('time-gap');
     restarts.push({
       step: f.x,
       time: f.t,
@@ -225,7 +234,11 @@ export function stitchReductions(parts: readonly HistoryPart[]): RunHistory {
   // restarts inside one file (a jsonl a resumed run appended to) show on its clock
   const clock = [...series].filter((s) => s.t).sort((a, b) => b.x.length - a.x.length)[0];
   if (clock)
-    for (const r of restartsFromTimes(clock.x, clock.t)) if (!restarts.some((q) => q.step === r.step)) restarts.push(r);
+    for (const r of restartsFromTimes(clock.x, clock.t)) {
+      // the same restart when a launch already found lies between the points either side of the gap
+      const known = restarts.some((q) => q.step === r.step || (q.step > (r.prevStep ?? r.step) && q.step <= r.step));
+      if (!known) restarts.push(r);
+    }
   restarts.sort((a, b) => a.step - b.step);
   return { series, restarts, sources };
 }

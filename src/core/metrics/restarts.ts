@@ -22,12 +22,11 @@ export interface Restart {
 }
 
 /**
- * A pause longer than this many median intervals (and at least MIN_GAP_S) is a stop, not a slow window. A relaunch
- * costs the interpreter, torch's import, CUDA's init and the checkpoint's load: 11.4 s for the corpus's small plain
- * loop killed at step 610 (10-step windows of 0.1 s), which a 60 s floor missed.
+ * A pause longer than this many median intervals (and at least MIN_GAP_S: a relaunch costs an interpreter, CUDA and
+ * the data loader, seconds at least; the real plain loop's took 9 s) is a stop, not a slow window.
  */
 const GAP_FACTOR = 20;
-const MIN_GAP_S = 8;
+const MIN_GAP_S = 5;
 
 /**
  * The restarts one series' x (steps) and t (wall times) show: a step that goes back, or a wall-time gap far beyond the

@@ -16,7 +16,7 @@ import {
   speedDirection,
   throughputRank,
 } from './categories';
-import { findChangepoints, type Changepoint } from './changepoints';
+import { findChangepoints, medianOf, type Changepoint } from './changepoints';
 import type { DataFingerprint, GitState } from './factsProbe';
 import type { ArgsFact, CheckpointFact, WhatChangedFacts } from './facts';
 import type {
@@ -857,6 +857,23 @@ export function analyze(facts: WhatChangedFacts, generatedAt = new Date()): What
     const reference = levelAt(refStep);
     const nowLevel = levelAt(Infinity);
     logTp = { key: tp.key, reference, now: nowLevel, ratio: reference ? nowLevel / reference : null };
+    // A restarted run: is it slower in its latest launch than in the one before (their medians, warm-up left out),
+    // or did it slow down inside its latest launch? A shift inside an earlier launch that the latest kept is the level
+    // the run settled at, not a change to explain (the real steady loop ran 18% faster for its first 200 steps).
+    const launches = [...new Set([...launchesOf(facts.log), ...restartsFromTimes(raw.x, raw.t).map((r) => r.step)])]
+      .filter((l) => l > raw.x[0]!)
+      .sort((a, b) => a - b);
+    const latest = launches[launches.length - 1];
+    if (latest !== undefined) {
+      const prevStart = launches.length > 1 ? launches[launches.length - 2]! : -Infinity;
+      const launchLevel = (lo: number, hi: number) =>
+        medianOf(raw.last.filter((v, i) => raw.x[i]! >= lo && raw.x[i]! < hi && Number.isFinite(v)).slice(2));
+      const inLatest = tp.changepoints.filter((c) => c.at >= latest && slowdownOf(tp.key, c) > 1 / DROP_RATIO);
+      const prev = launchLevel(prevStart, latest);
+      const last = launchLevel(latest, Infinity);
+      if (!inLatest.length && Number.isFinite(prev) && Number.isFinite(last))
+        logTp = { key: tp.key, reference: prev, now: last, ratio: prev ? last / prev : null, byLaunch: true };
+    }
   }
   if (!facts.log && facts.run !== null && !unknown.some((u) => u.fact.startsWith('metrics log')))
     unknown.push({ fact: 'metrics log', why: `no train log found in ${facts.run}` });
@@ -1045,10 +1062,15 @@ export function headline(report: WhatChangedReport, main: { key: string; cp: Cha
     const file = report.now.log?.split('/').pop();
     const shifts = report.changepoints.series.some((s) => s.changepoints.length);
     const what = !file ? 'no metrics log' : shifts ? `no slowdown in ${file}` : `no changepoint in ${file}`;
-    const rise =
+    const shift =
       main && t.log && main.key === t.log.key && main.cp.ratio !== null
-        ? ` (${main.key} ${formatLevel(main.cp.before)} → ${formatLevel(main.cp.after)} at step ${main.cp.at}, not slower)`
-        : '';
+        ? `${main.key} ${formatLevel(main.cp.before)} → ${formatLevel(main.cp.after)} at step ${main.cp.at}`
+        : undefined;
+    const rise = !shift
+      ? ''
+      : slowdownOf(main!.key, main!.cp) > 0 && t.log?.byLaunch
+        ? ` (${shift}, inside an earlier launch; the latest launch runs at ${formatLevel(t.log.now)}, ${formatRatio(t.log.ratio ?? 1)}× the one before)`
+        : ` (${shift}, not slower)`;
     const listed = n ? `; ${n} difference${n === 1 ? '' : 's'} since ${ref} listed, not ranked` : '';
     // say what the "no drop" rests on: a log without tok/s and no benchmark pair cannot show one
     const drop =

@@ -147,7 +147,11 @@ const STEP_TIME =
   /(^|[_/ .-])(step|iter(ation)?|batch|train)[_/ .-]?time(_s|_sec)?$|time[_/ .-]?per[_/ .-]?(step|iter|batch)|s(ec(ond)?s?)?[_/ .-]?per[_/ .-]?(step|iter)|s\/it$/;
 
 /** tok/s and other throughput series of a metrics log, most specific first (step time last: 0.5). */
+/** An eval/validation series: logged at its own steps (Lightning's validate/* count eval batches), never the run's speed. */
+export const EVAL_KEY = /(^|[/_.])(eval|val|valid|validate|validation|test)([/_.]|$)/i;
+
 export function throughputRank(key: string): number {
+  if (EVAL_KEY.test(key)) return 0;
   // a speed derived from wall times ranks as what it counts: `tokens/s (from wall time)`
   const k = key.toLowerCase().replace(/ \(from wall time\)$/, '');
   // the speed of an eval or validation pass is not the training's (HF logs eval/samples_per_second at each eval)

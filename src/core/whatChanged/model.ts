@@ -132,7 +132,11 @@ export interface SeriesChangepoints {
 
 export interface ThroughputSummary {
   /** From the log: the level at the reference and the latest level. */
-  log: { key: string; reference: number; now: number; ratio: number | null } | null;
+  /**
+   * `byLaunch`: a restarted run, compared launch with launch (the latest launch's median level against the one
+   * before's), as no slowdown happened inside the latest launch.
+   */
+  log: { key: string; reference: number; now: number; ratio: number | null; byLaunch?: boolean } | null;
   /** From the benchmark results kept for this host. */
   bench: {
     reference: { id: string; at: string; tokensPerSec: number } | null;
