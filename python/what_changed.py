@@ -10,6 +10,8 @@ stdlib only, never imports torch.  Every fact that cannot be gathered says why (
   walked up to MAX_WALK entries (``truncated`` beyond).
 - ``--git DIR``: the git checkout DIR lies in (if any): top level, HEAD, branch, dirty flag and files, and the files
   changed by commits since ``--since`` (epoch seconds).  git missing or no checkout: ``error`` says which.
+- ``--launches RUN``: the launches ``kg_record.py`` recorded for the run (command line, environment as recorded,
+  interpreter, torch, driver, packages, git HEAD), oldest first, bounded.
 - ``--stat P``: size and mtime only (e.g. torch/version.py, whose mtime is when that torch was installed).
 """
 import hashlib
@@ -43,6 +45,7 @@ def _parse_args(argv):
     p.add_argument("--git", action="append", default=[], metavar="DIR")
     p.add_argument("--stat", action="append", default=[], metavar="P")
     p.add_argument("--since", type=float, default=None, metavar="EPOCH")
+    p.add_argument("--launches", action="append", default=[], metavar="RUN")
     return p.parse_args(argv)
 
 
@@ -313,6 +316,69 @@ def _code_changes(top, since, files):
     return out
 
 
+MAX_LAUNCH_BYTES = 4 * MiB
+MAX_LAUNCHES = 64
+MAX_ENV = 512
+
+
+def _slim_launch(d):
+    """What a launch record says that can move speed, bounded: the rest of kg_record.py's record stays on the host."""
+    git = d.get("git") if isinstance(d.get("git"), dict) else {}
+    torch = d.get("torch") if isinstance(d.get("torch"), dict) else {}
+    gpus = d.get("gpus") if isinstance(d.get("gpus"), dict) else {}
+    exe = d.get("executable") if isinstance(d.get("executable"), dict) else {}
+    py = d.get("python") if isinstance(d.get("python"), dict) else {}
+    pk = d.get("packages") if isinstance(d.get("packages"), dict) else {}
+    pk = pk.get("packages") if isinstance(pk.get("packages"), dict) else {}
+    env = d.get("env") if isinstance(d.get("env"), dict) else {}
+    argv = d.get("argv") if isinstance(d.get("argv"), list) else []
+    return {
+        "time": d.get("unixTime") if isinstance(d.get("unixTime"), (int, float)) else None,
+        "argv": [str(a)[:MAX_LINE] for a in argv[:256]],
+        "cwd": d.get("cwd") if isinstance(d.get("cwd"), str) else None,
+        "env": dict((str(k)[:MAX_LINE], str(v)[:MAX_LINE]) for k, v in sorted(env.items())[:MAX_ENV]),
+        "interpreter": exe.get("realpath") or exe.get("path"),
+        "python": py.get("version") if isinstance(py.get("version"), str) else None,
+        "gitHead": git.get("head"),
+        "gitDiff": git.get("diffSha256"),
+        "torch": torch.get("version"),
+        "driver": gpus.get("driver"),
+        "packages": dict((str(k)[:MAX_LINE], str(v)[:MAX_LINE]) for k, v in sorted(pk.items())[:2000]),
+    }
+
+
+def launch_records(run):
+    """The launches kg_record.py recorded for a run (``RUN/.known-good/launches.jsonl``), oldest first, the last
+    MAX_LAUNCHES of at most MAX_LAUNCH_BYTES read from the end; none recorded: ``exists`` false."""
+    path = os.path.join(run, ".known-good", "launches.jsonl")
+    out = {"path": path, "exists": False, "records": [], "error": None}
+    try:
+        with open(path, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            f.seek(max(0, size - MAX_LAUNCH_BYTES))
+            data = f.read(MAX_LAUNCH_BYTES)
+    except FileNotFoundError:
+        return out
+    except OSError as e:
+        out["error"] = _msg(e)
+        return out
+    out["exists"] = True
+    lines = data.split(b"\n")
+    if size > MAX_LAUNCH_BYTES:
+        lines = lines[1:]  # the first line read is cut
+    for line in lines[-MAX_LAUNCHES - 1:]:
+        if not line.strip():
+            continue
+        try:
+            d = kg_common.loads_bounded(line.decode("utf-8", "replace"), "launch record")
+        except (ValueError, kg_common.ProbeError):
+            continue
+        if isinstance(d, dict):
+            out["records"].append(_slim_launch(d))
+    out["records"] = out["records"][-MAX_LAUNCHES:]
+    return out
+
+
 def plain_stat(path):
     try:
         st = os.stat(path)
@@ -340,6 +406,7 @@ def main(argv):
         "paths": [_alone(fingerprint, p) for p in a.path],
         "git": [_alone(git_state, p, a.since) for p in a.git],
         "stats": [_alone(plain_stat, p) for p in a.stat],
+        "launches": [_alone(launch_records, p) for p in a.launches],
         "elapsedMs": round((time.time() - started) * 1000, 1),
     }
 

@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict';
-import { rmSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { cpSync, rmSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { ProbeRunner } from '../../src/core/probes/runner';
 import { LocalTransport } from '../../src/core/transport/local';
 import { scoreCorpus, scoreTable, summarize, type CorpusRow } from '../support/corpusScore';
+import { whatChanged } from '../../src/core/whatChanged/gather';
 import { materializeRealRuns } from '../support/realRuns';
 
 /*
@@ -24,6 +25,8 @@ const RIGHT = [
   'plain-compile-off',
   'plain-dataset-padded',
   'plain-host-sync',
+  'lightning-precision',
+  'plain-launch-blocking',
   'plain-no-change',
   'plain-workers-collate',
 ];
@@ -47,6 +50,21 @@ void describe('What Changed? on the real regressions corpus', () => {
     for (const line of scoreTable(rows).split('\n')) t.diagnostic(line);
     const alarms = rows.filter((r) => r.falseAlarm).map((r) => `${r.run}: ${r.headline}`);
     assert.deepEqual(alarms, []);
+  });
+
+  void it('a slowdown at a restart whose cause was not recorded: the verdict names the restart and what was not recorded', async () => {
+    // plain-launch-blocking without its launch records: CUDA_LAUNCH_BLOCKING=1 was only in the launch environment
+    const run = join(dirname(dir), 'unrecorded');
+    cpSync(join(dir, 'plain-launch-blocking'), run, { recursive: true, preserveTimestamps: true });
+    rmSync(join(run, '.known-good'), { recursive: true });
+    const report = await whatChanged({ id: 'local', label: 'This machine', probes: runner }, run, {});
+    assert.equal(report.verdict, 'regression', report.headline);
+    assert.match(
+      report.headline,
+      /\(0\.\d\d×\); nothing recorded at the restart at step 6\d0 differs; not recorded for this run: command line, process environment \(record launches to see it next time\)$/,
+    );
+    assert.ok(report.unknown.some((u) => u.fact === 'command line and process environment of each launch'));
+    assert.equal(report.launches?.recorded, false);
   });
 
   void it('the runs it gets right stay right (the first suspect the true change; no-change runs steady)', () => {

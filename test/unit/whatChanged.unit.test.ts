@@ -330,7 +330,7 @@ void test('data changed in place at the shift: compared with the fingerprint kep
   const r = analyze({
     ...base,
     dataHistory: [{ at: T0 + 100, paths: [fp('aaa', 4, T0 - 100)] }],
-    probe: { now: T0 + 20000, paths: [fp('bbb', 5, T0 + 4005)], git: [], stats: [], elapsedMs: 1 },
+    probe: { now: T0 + 20000, paths: [fp('bbb', 5, T0 + 4005)], git: [], stats: [], launches: [], elapsedMs: 1 },
   });
   const data = r.suspects.find((s) => s.source === 'data');
   assert.ok(data, JSON.stringify(r.suspects.map((s) => s.title)));
@@ -342,7 +342,7 @@ void test('data changed in place at the shift: compared with the fingerprint kep
   const same = analyze({
     ...base,
     dataHistory: [{ at: T0 + 100, paths: [fp('aaa', 4, T0 - 100)] }],
-    probe: { now: T0 + 20000, paths: [fp('aaa', 4, T0 - 100)], git: [], stats: [], elapsedMs: 1 },
+    probe: { now: T0 + 20000, paths: [fp('aaa', 4, T0 - 100)], git: [], stats: [], launches: [], elapsedMs: 1 },
   });
   assert.ok(!same.suspects.some((s) => s.source === 'data'));
 });
@@ -484,7 +484,7 @@ void test('a change its timing rules out is listed after every other suspect, wh
   const r = analyze(
     facts({
       env: { now, baselines: [good] },
-      probe: { now: T0 + 20000, paths: [], git: [], stats, elapsedMs: 1 },
+      probe: { now: T0 + 20000, paths: [], git: [], stats, launches: [], elapsedMs: 1 },
     }),
   );
   const rows = r.suspects.map((s) => `${s.title} ${s.score}${s.ruledOut ? ' ruled out' : ''}`);

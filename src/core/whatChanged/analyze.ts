@@ -3,7 +3,7 @@ import { computeDrift, buildChange, type Drift } from '../baselines/drift';
 import type { Baseline, ThroughputResult } from '../baselines/store';
 import { formatRate } from '../bench/compare';
 import type { ReducedSeries } from '../metrics/metricsProbe';
-import { restartsFromTimes } from '../metrics/restarts';
+import { restartsFromTimes, type Restart } from '../metrics/restarts';
 import { withDerivedSpeed } from '../metrics/speedFromTime';
 import {
   argCategory,
@@ -17,7 +17,7 @@ import {
   throughputRank,
 } from './categories';
 import { findChangepoints, medianOf, type Changepoint } from './changepoints';
-import type { DataFingerprint, GitState } from './factsProbe';
+import type { DataFingerprint, GitState, LaunchRecord, LaunchRecords } from './factsProbe';
 import type { ArgsFact, CheckpointFact, WhatChangedFacts } from './facts';
 import type {
   ChangeTime,
@@ -690,6 +690,134 @@ function gitDrafts(facts: WhatChangedFacts, refTime: number | null, unknown: Unk
   return out;
 }
 
+/** `--key value`, `--key=value` and bare `--flag` of a command line; the program and positionals left out. */
+export function flagsOf(argv: readonly string[]): Map<string, string> {
+  const out = new Map<string, string>();
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    if (!/^--?[A-Za-z]/.test(a)) continue;
+    const eq = a.indexOf('=');
+    if (eq > 0) out.set(a.slice(0, eq), a.slice(eq + 1));
+    else if (i + 1 < argv.length && !/^--?[A-Za-z]/.test(argv[i + 1]!)) out.set(a, argv[++i]!);
+    else out.set(a, 'true');
+  }
+  return out;
+}
+
+/** The restart a later launch record begins: by order when they pair one to one, else the first restart after it. */
+function restartOf(records: readonly LaunchRecord[], i: number, restarts: readonly Restart[]): Restart | undefined {
+  if (restarts.length === records.length - 1) return restarts[i - 1];
+  const t = records[i]!.time;
+  if (t === null) return undefined;
+  const next = records[i + 1]?.time ?? Infinity;
+  return restarts.find((r) => r.time !== null && r.time >= t && r.time < next);
+}
+
+/**
+ * The launch records (python/kg_record.py) around each restart compared: command-line flags, the process
+ * environment, interpreter, torch, driver, packages and uncommitted code. Resume bookkeeping is listed, never ranked;
+ * a flag the checkpoint's args already show is left to them.
+ */
+function launchDrafts(facts: WhatChangedFacts, launches: LaunchRecords | undefined, argsDr: readonly Draft[]): Draft[] {
+  const out: Draft[] = [];
+  if (!launches?.exists || launches.records.length < 2) return out;
+  const restarts = facts.log?.restarts ?? [];
+  const shown = new Set(argsDr.map((d) => d.title.split(' ')[0]!.replace(/^.*\./, '')));
+  const evidence: EvidenceLink[] = [
+    { kind: 'file', title: `launch records ${launches.path}`, hostId: facts.host.id, path: launches.path },
+  ];
+  const recs = launches.records;
+  for (let i = 1; i < recs.length; i++) {
+    const a = recs[i - 1]!;
+    const b = recs[i]!;
+    const r = restartOf(recs, i, restarts);
+    const at = r ? ` (restart at step ${r.step})` : b.time !== null ? ` (launch of ${isoOf(b.time)})` : '';
+    const when: ChangeTime = r
+      ? {
+          text: `at the restart at step ${r.step} (launch records ${i} → ${i + 1})`,
+          steps: { from: r.prevStep ?? r.step - 1, to: r.step },
+        }
+      : b.time !== null
+        ? { text: `launch of ${isoOf(b.time)}`, time: { from: b.time, to: b.time } }
+        : { text: `between launch records ${i} and ${i + 1}` };
+    const push = (category: SuspectCategory | 'cosmetic', title: string, detail: string, cosmeticWhy?: string) =>
+      out.push({
+        source: 'launch',
+        category,
+        title: `${title}${at}`,
+        detail,
+        when,
+        evidence,
+        ...(cosmeticWhy ? { cosmeticWhy } : {}),
+      });
+    const fa = flagsOf(a.argv);
+    const fb = flagsOf(b.argv);
+    for (const k of [...new Set([...fa.keys(), ...fb.keys()])].sort()) {
+      const va = fa.get(k);
+      const vb = fb.get(k);
+      if (va === vb) continue;
+      const key = k.replace(/^-+/, '').replace(/-/g, '_');
+      if (shown.has(key)) continue;
+      const title = `launch: ${k} ${va ?? '(absent)'} → ${vb ?? '(absent)'}`;
+      const detail = `the command line of launch ${i} said ${va === undefined ? 'no ' + k : `${k} ${va}`}, launch ${i + 1} ${vb === undefined ? 'no ' + k : `${k} ${vb}`}`;
+      if (isBookkeepingArg(key))
+        push('cosmetic', title, detail, 'resume bookkeeping: where a launch starts, ends, resumes from and writes');
+      else {
+        const cat = argCategory(key, va, vb);
+        push(
+          cat === 'other' ? 'launch' : cat,
+          title,
+          detail,
+          cat === 'cosmetic' ? 'names, places or times of the run itself' : undefined,
+        );
+      }
+    }
+    for (const k of [...new Set([...Object.keys(a.env), ...Object.keys(b.env)])].sort()) {
+      const va = a.env[k];
+      const vb = b.env[k];
+      if (va === vb) continue;
+      const title =
+        va === undefined
+          ? `process env: ${k}=${vb} added`
+          : vb === undefined
+            ? `process env: ${k}=${va} removed`
+            : `process env: ${k} ${va} → ${vb}`;
+      const cat = envCategory(k);
+      push(
+        cat,
+        title,
+        `the environment launch ${i + 1} started with, against launch ${i}'s`,
+        cat === 'cosmetic' ? 'a variable that does not change speed' : undefined,
+      );
+    }
+    const pairs: [string, string | null, string | null, SuspectCategory][] = [
+      ['interpreter', a.interpreter, b.interpreter, 'python'],
+      ['python', a.python?.split(' ')[0] ?? null, b.python?.split(' ')[0] ?? null, 'python'],
+      ['torch', a.torch, b.torch, 'torch-build'],
+      ['driver', a.driver, b.driver, 'driver'],
+    ];
+    for (const [name, va, vb, cat] of pairs)
+      if (va !== vb && va !== null && vb !== null)
+        push(cat, `launch: ${name} ${va} → ${vb}`, `launch ${i} ran ${name} ${va}, launch ${i + 1} ${vb}`);
+    let pk = 0;
+    for (const k of [...new Set([...Object.keys(a.packages), ...Object.keys(b.packages)])].sort()) {
+      if (a.packages[k] === b.packages[k] || pk++ >= 10) continue;
+      push(
+        packageCategory(k),
+        `launch: package ${k} ${a.packages[k] ?? '(absent)'} → ${b.packages[k] ?? '(absent)'}`,
+        `installed when launch ${i + 1} started`,
+      );
+    }
+    if (a.gitHead === b.gitHead && a.gitDiff !== b.gitDiff)
+      push(
+        'code',
+        'launch: uncommitted changes differ',
+        `the uncommitted diff of the script's checkout (sha256 ${a.gitDiff ?? 'none'} → ${b.gitDiff ?? 'none'})`,
+      );
+  }
+  return out;
+}
+
 /** A call that makes the host wait for the GPU, added to the loop. */
 const HOST_SYNC = /\.item\(\)|\.cpu\(\)|\.tolist\(\)|\.numpy\(\)|cuda\.synchronize\(|\.nonzero\(|print\(.*loss\b/;
 
@@ -905,6 +1033,13 @@ export function analyze(facts: WhatChangedFacts, generatedAt = new Date()): What
     });
   }
   drafts.push(...gitDrafts(facts, ref0.time, unknown));
+  const launches = facts.probe?.launches?.[0];
+  drafts.push(...launchDrafts(facts, launches, argsDr));
+  if (launches && !launches.exists && (facts.log?.restarts?.length ?? 0) > 0)
+    unknown.push({
+      fact: 'command line and process environment of each launch',
+      why: `not recorded for this run: launch it through kg_record.py (python3 kg_record.py --run ${facts.run ?? 'RUN'} -- CMD …) to see them next time`,
+    });
   const changedValues = new Set<string>();
   if (refCk && nowCk) {
     const ra = facts.args.find((a) => a.label === refCk.label)?.args ?? null;
@@ -1011,6 +1146,9 @@ export function analyze(facts: WhatChangedFacts, generatedAt = new Date()): What
     changepoints: { method: 'binary-segmentation', why: CHANGEPOINT_WHY, series },
     ...(restarts.length ? { restarts } : {}),
     ...(facts.log?.sources && facts.log.sources.length > 1 ? { logSources: facts.log.sources } : {}),
+    ...(launches
+      ? { launches: { recorded: launches.exists, path: launches.path, records: launches.records.length } }
+      : {}),
     suspects,
     unranked,
     unknown,
@@ -1037,7 +1175,37 @@ function zoom(cp: Changepoint, s: ReducedSeries | undefined): { from: number; to
   return { from: Math.max(lo, Math.floor(cp.at - span)), to: Math.min(hi, Math.ceil(cp.firstAfter + span)) };
 }
 
+/** The restart the slowdown came with: the changepoint's launch, or the latest one when launches were compared. */
+function restartOfDrop(report: WhatChangedReport, main: { key: string; cp: Changepoint } | undefined) {
+  const rs = report.restarts ?? [];
+  if (main?.cp.launch !== undefined) return rs.find((r) => r.step === main.cp.launch) ?? rs[rs.length - 1];
+  return report.throughput.log?.byLaunch ? rs[rs.length - 1] : undefined;
+}
+
+/**
+ * A slowdown at a restart where nothing recorded differs: said so, with what was not recorded, rather than a suspect
+ * of another time promoted to first.
+ */
+function honestTail(report: WhatChangedReport, main: { key: string; cp: Changepoint } | undefined): string | null {
+  const r = restartOfDrop(report, main);
+  if (!r) return null;
+  const atRestart = report.suspects.some(
+    (s) => !s.ruledOut && (s.coincides || (s.when.steps && s.when.steps.from < r.step && s.when.steps.to >= r.step)),
+  );
+  if (atRestart) return null;
+  const l = report.launches;
+  const missing =
+    l && !l.recorded
+      ? '; not recorded for this run: command line, process environment (record launches to see it next time)'
+      : l && l.recorded
+        ? '; its launch records show no difference either'
+        : '';
+  return `; nothing recorded at the restart at step ${r.step} differs${missing}`;
+}
+
 function suspectTail(report: WhatChangedReport, main: { key: string; cp: Changepoint } | undefined): string {
+  const honest = honestTail(report, main);
+  if (honest !== null) return honest;
   const top = report.suspects[0];
   if (!top) return '; no recorded change explains it (see what could not be gathered)';
   if (top.ruledOut) {

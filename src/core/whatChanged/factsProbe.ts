@@ -70,11 +70,37 @@ export const fileStatSchema = z.looseObject({
 });
 export type FileStat = z.infer<typeof fileStatSchema>;
 
+/** One launch as python/kg_record.py recorded it, slimmed by what_changed.py to what can move speed. */
+export const launchRecordSchema = z.looseObject({
+  time: num,
+  argv: z.array(z.string()).default([]),
+  cwd: str,
+  env: z.record(z.string(), z.string()).default({}),
+  interpreter: str,
+  python: str,
+  gitHead: str,
+  gitDiff: str,
+  torch: str,
+  driver: str,
+  packages: z.record(z.string(), z.string()).default({}),
+});
+export type LaunchRecord = z.infer<typeof launchRecordSchema>;
+
+export const launchRecordsSchema = z.looseObject({
+  path: z.string(),
+  /** false: this run's launches were not recorded (no .known-good/launches.jsonl). */
+  exists: z.boolean(),
+  records: z.array(launchRecordSchema).default([]),
+  error: str,
+});
+export type LaunchRecords = z.infer<typeof launchRecordsSchema>;
+
 export const whatChangedProbeSchema = z.looseObject({
   now: z.number(),
   paths: z.array(dataFingerprintSchema),
   git: z.array(gitStateSchema),
   stats: z.array(fileStatSchema),
+  launches: z.array(launchRecordsSchema).default([]),
   elapsedMs: z.number(),
 });
 export type WhatChangedProbeResult = z.infer<typeof whatChangedProbeSchema>;
@@ -88,6 +114,8 @@ export interface WhatChangedProbeOptions {
   stats?: readonly string[];
   /** Epoch seconds: git lists the files changed by commits since then. */
   since?: number;
+  /** Run folders whose recorded launches (.known-good/launches.jsonl) are read. */
+  launches?: readonly string[];
 }
 
 export const whatChangedProbe = defineProbe(
@@ -100,6 +128,7 @@ export const whatChangedProbe = defineProbe(
     for (const p of o.git ?? []) args.push(`--git=${p}`);
     for (const p of o.stats ?? []) args.push(`--stat=${p}`);
     if (o.since !== undefined && Number.isFinite(o.since)) args.push(`--since=${o.since}`);
+    for (const p of o.launches ?? []) args.push(`--launches=${p}`);
     return args;
   },
   { modules: ['code_diff'] },

@@ -33,7 +33,7 @@ export type EvidenceLink =
   | { kind: 'file'; title: string; hostId: string; path: string }
   | { kind: 'git'; title: string; hostId: string; repo: string; since: number | null };
 
-export type SuspectSource = 'args' | 'env' | 'code' | 'data' | 'caches' | 'bench';
+export type SuspectSource = 'args' | 'env' | 'code' | 'data' | 'caches' | 'bench' | 'launch';
 
 /** What kind of change, by how well it is known to move throughput. */
 export type SuspectCategory =
@@ -176,6 +176,11 @@ export interface WhatChangedReport {
     source?: string;
     changed: string[];
   }[];
+  /**
+   * The run's launch records (python/kg_record.py, `.known-good/launches.jsonl`): whether they exist and how many;
+   * absent for a report on the host or one kept from before.
+   */
+  launches?: { recorded: boolean; path: string; records: number };
   /** The files of the run's metrics history, oldest launch first (absent: one file, `now.log`). */
   logSources?: string[];
   /** Ranked, highest score first, the ones their timing rules out last; empty when the verdict is steady. */
