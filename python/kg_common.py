@@ -307,6 +307,13 @@ def open_regular(path, buffering=-1):
     except IsADirectoryError:
         raise ProbeError("%s is a folder, not a file" % path, "not-regular")
     except OSError as e:
+        # A UNIX socket cannot be opened at all (ENXIO, "No such device or address"): say what it is
+        try:
+            mode = os.stat(path).st_mode
+        except OSError:
+            mode = None
+        if mode is not None and not stat.S_ISREG(mode):
+            raise ProbeError("%s is %s, not a regular file: not read" % (path, file_kind(mode)), "not-regular")
         raise ProbeError("cannot read %s: %s" % (path, e.strerror or e), "unreadable")
     try:
         st = os.fstat(fd)
@@ -455,6 +462,8 @@ def call_probe(main, argv, limits=None):
         code = e.code if isinstance(e, ProbeError) else "limit-memory"
         msg = str(e) if isinstance(e, ProbeError) else str(LimitError("memory", "the answer", limits=limits))
         doc, status = envelope_error(msg, code), 2
+        # The footprint is what tells how close to the memory limit the answer came: kept on this path too
+        doc["footprint"] = footprint()
         text = dumps(doc)
     out_limit = limits.get("output")
     if out_limit is not None and len(text) > out_limit:
@@ -548,8 +557,12 @@ _KNOWN_TOKEN = re.compile(r"(?<![A-Za-z0-9_\-])(?:hf_[A-Za-z0-9]{30,}|gh[pousr]_
                           r"|github_pat_[A-Za-z0-9_]{30,}|glpat-[A-Za-z0-9_\-]{20,}|xox[abprs]-[A-Za-z0-9\-]{10,}"
                           r"|sk-[A-Za-z0-9_\-]{20,}"
                           r"|AKIA[0-9A-Z]{16})(?![A-Za-z0-9_\-])")
-# `name=value` (also `?token=…&sig=…` in a URL, `--hub_token=…`, `HF_TOKEN=… cmd`)
-_ASSIGN = re.compile(r"(?<![A-Za-z0-9_.\-])(-{0,2}[A-Za-z_][A-Za-z0-9_.\-]*)=([^\s\"'<>`&#,;]+)")
+# `name=value` (also `?token=…&sig=…` in a URL, `--hub_token=…`, `HF_TOKEN=… cmd`, `?to%6Ben=…`: a name may be
+# percent-encoded).  A value ends at `,` or `;` (`a=1,b=2`), but a secret one runs on to _ASSIGN_SECRET_END.
+_ASSIGN = re.compile(r"(?<![A-Za-z0-9_.%\-])(-{0,2}(?:[A-Za-z_]|%[0-9A-Fa-f]{2})(?:[A-Za-z0-9_.\-]|%[0-9A-Fa-f]{2})*)"
+                     r"=([^\s\"'<>`&#,;]+)")
+_ASSIGN_SECRET_END = re.compile(r"[\s\"'<>`&#]|$")
+_PERCENT = re.compile(r"%([0-9A-Fa-f]{2})")
 # `--hub_token VALUE` on a command line
 _FLAG = re.compile(r"(?<![A-Za-z0-9_.\-])(--?[A-Za-z_][A-Za-z0-9_.\-]*)([ \t]+)([^\s\"'<>`\-][^\s\"'<>`]*)")
 # `"hub_token": "…"` / `'api_key': '…'` in printed JSON or a printed dict
@@ -621,10 +634,27 @@ def _url(m):
     return scheme + redact_secret(rest[:at]) + rest[at:]
 
 
-def _assign(m):
-    if not is_secret_name(m.group(1).lstrip("-")) or _REDACTED.match(m.group(2)):
-        return m.group(0)
-    return m.group(1) + "=" + redact_secret(m.group(2))
+def _assign_name(name):
+    name = name.lstrip("-")
+    return _PERCENT.sub(lambda m: chr(int(m.group(1), 16)), name) if "%" in name else name
+
+
+def _redact_assignments(text):
+    """_ASSIGN's matches with a secret name redacted, each value whole: `token=ab;cd,ef` hides all of `ab;cd,ef`
+    (re.sub cannot widen a match, so the matches are walked by hand)."""
+    out, pos = [], 0
+    for m in _ASSIGN.finditer(text):
+        if m.start() < pos or not is_secret_name(_assign_name(m.group(1))) or _REDACTED.match(m.group(2)):
+            continue
+        stop = _ASSIGN_SECRET_END.search(text, m.start(2))
+        end = stop.start() if stop else len(text)
+        out.append(text[pos:m.start(2)])
+        out.append(redact_secret(text[m.start(2):end]))
+        pos = end
+    if not out:
+        return text
+    out.append(text[pos:])
+    return "".join(out)
 
 
 def _flag(m):
@@ -647,7 +677,7 @@ def redact_text(text):
     if "://" in text:
         text = _URL.sub(_url, text)
     if "=" in text:
-        text = _ASSIGN.sub(_assign, text)
+        text = _redact_assignments(text)
     if "-" in text:
         text = _FLAG.sub(_flag, text)
     if "\"" in text or "'" in text:
@@ -671,16 +701,46 @@ def redact_value(name, value):
 _SCALARS = (int, float, bool, type(None))
 
 
-def redact_tree(obj, name=None, by_name=True):
+# A dict under a key whose last word is one of these holds secrets throughout (`credentials: {pw: …}`, `secrets:
+# {db: …}`).  Not `key`/`token`: a tensor's `attn.key` or a tokenizer's `added_tokens` are dicts of plain data.
+_HOLDER_WORDS = frozenset(("secret", "secrets", "credential", "credentials", "password", "passwords", "passwd",
+                           "passphrase", "auth", "authorization", "cookie", "cookies", "privatekey", "accesskey",
+                           "secretkey", "apikey"))
+# `--hub_token` as a list item of its own: the next item is its value
+_FLAG_ITEM = re.compile(r"--?[A-Za-z_][A-Za-z0-9_.\-]*$")
+
+
+def _holds_secrets(name):
+    words = _WORD.findall(name)
+    return bool(words) and words[-1].lower() in _HOLDER_WORDS and is_secret_name(name)
+
+
+def _secret_string(value):
+    return redact_secret(value) if value and not _REDACTED.fullmatch(value) else value
+
+
+def redact_tree(obj, name=None, by_name=True, secret=False):
     """A copy of a JSON-like tree with secrets redacted: string values by their key's name (unless by_name is False:
-    a document whose keys are not variable names, like a package list) and by their text.
+    a document whose keys are not variable names, like a package list) and by their text; every string under a key
+    that holds secrets (``secret``); in a list, the item after a `--secret_flag` item.
     Lists of numbers (a metrics series) are returned as they are, without a walk in Python."""
     if isinstance(obj, str):
+        if secret:
+            return _secret_string(obj)
         return redact_value(name, obj) if by_name else redact_text(obj)
     if isinstance(obj, dict):
-        return {k: redact_tree(v, k if isinstance(k, str) else None, by_name) for k, v in obj.items()}
+        return {k: redact_tree(v, k if isinstance(k, str) else None, by_name,
+                               secret or (by_name and isinstance(k, str) and _holds_secrets(k)))
+                for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
         if all(type(x) in _SCALARS for x in obj):
             return obj
-        return [redact_tree(x, name, by_name) for x in obj]
+        out = [redact_tree(x, name, by_name, secret) for x in obj]
+        for i in range(len(obj) - 1):
+            flag, value = obj[i], obj[i + 1]
+            if (isinstance(flag, str) and isinstance(value, str) and _FLAG_ITEM.match(flag)
+                    and not value.startswith("-") and not _PLAIN_VALUE.match(value)
+                    and is_secret_name(flag.lstrip("-"))):
+                out[i + 1] = _secret_string(value)
+        return out
     return obj

@@ -32,6 +32,9 @@ import time
 
 import kg_common
 
+# What a non-regular, non-folder entry is (kind "special")
+_SPECIAL = {stat.S_IFIFO: "fifo", stat.S_IFSOCK: "socket", stat.S_IFCHR: "char-device", stat.S_IFBLK: "block-device"}
+
 DEFAULT_DEPTH = 3
 DEFAULT_MAX_ENTRIES = 5000
 # Safety nets so a root pointed at a dataset or / cannot make one call run for minutes.
@@ -322,6 +325,11 @@ class _Walk(object):
             out["targetKind"] = "file"
             # e.g. a Hugging Face snapshot, whose files are links into a blob store: the target is the file.
             is_dir = False
+        if not is_dir and not is_link and not stat.S_ISREG(st.st_mode):
+            # A FIFO, socket or device: shown as what it is, never taken for a log or a checkpoint (none is read)
+            out["kind"] = "special"
+            out["special"] = _SPECIAL.get(stat.S_IFMT(st.st_mode), "other")
+            return out
         if not is_dir:
             out["size"] = st.st_size
             out["role"] = file_role(lname)

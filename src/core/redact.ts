@@ -67,8 +67,14 @@ const PORT = /^[0-9]*(?:[/?#]|$)/;
 const TOKEN_LIKE = /^[A-Za-z0-9_-]{20,}$/;
 const KNOWN_TOKEN =
   /(?<![A-Za-z0-9_-])(?:hf_[A-Za-z0-9]{30,}|gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,}|glpat-[A-Za-z0-9_-]{20,}|xox[abprs]-[A-Za-z0-9-]{10,}|sk-[A-Za-z0-9_-]{20,}|AKIA[0-9A-Z]{16})(?![A-Za-z0-9_-])/g;
-/** `name=value` (also `?token=…&sig=…` in a URL, `--hub_token=…`, `HF_TOKEN=… cmd`) */
-const ASSIGN = /(?<![A-Za-z0-9_.-])(-{0,2}[A-Za-z_][A-Za-z0-9_.-]*)=([^\s"'<>`&#,;]+)/g;
+/**
+ * `name=value` (also `?token=…&sig=…` in a URL, `--hub_token=…`, `HF_TOKEN=… cmd`, `?to%6Ben=…`: a name may be
+ * percent-encoded). A value ends at `,` or `;` (`a=1,b=2`), but a secret one runs on to ASSIGN_SECRET_END.
+ */
+const ASSIGN =
+  /(?<![A-Za-z0-9_.%-])(-{0,2}(?:[A-Za-z_]|%[0-9A-Fa-f]{2})(?:[A-Za-z0-9_.-]|%[0-9A-Fa-f]{2})*)=([^\s"'<>`&#,;]+)/g;
+const ASSIGN_SECRET_END = /[\s"'<>`&#]|$/g;
+const PERCENT = /%([0-9A-Fa-f]{2})/g;
 /** `--hub_token VALUE` on a command line */
 const FLAG = /(?<![A-Za-z0-9_.-])(--?[A-Za-z_][A-Za-z0-9_.-]*)([ \t]+)([^\s"'<>`-][^\s"'<>`]*)/g;
 /** `"hub_token": "…"` / `'api_key': '…'` in printed JSON or a printed dict */
@@ -125,6 +131,30 @@ function redactUrl(whole: string, scheme: string, rest: string): string {
   return scheme + redactSecret(rest.slice(0, at)) + rest.slice(at);
 }
 
+function assignName(name: string): string {
+  const bare = name.replace(/^-+/, '');
+  return bare.includes('%') ? bare.replace(PERCENT, (_m, hex: string) => String.fromCharCode(parseInt(hex, 16))) : bare;
+}
+
+/**
+ * ASSIGN's matches with a secret name redacted, each value whole: `token=ab;cd,ef` hides all of `ab;cd,ef`
+ * (a replace cannot widen a match, so the matches are walked by hand).
+ */
+function redactAssignments(text: string): string {
+  let out = '';
+  let pos = 0;
+  for (const m of text.matchAll(ASSIGN)) {
+    const start = m.index;
+    if (start < pos || !isSecretName(assignName(m[1]!)) || REDACTED.test(m[2]!)) continue;
+    const valueStart = start + m[0].length - m[2]!.length;
+    ASSIGN_SECRET_END.lastIndex = valueStart;
+    const end = ASSIGN_SECRET_END.exec(text)!.index;
+    out += text.slice(pos, valueStart) + redactSecret(text.slice(valueStart, end));
+    pos = end;
+  }
+  return pos === 0 ? text : out + text.slice(pos);
+}
+
 /**
  * `text` with the secrets inside it redacted: URL userinfo, `name=value` and `--name value` with a secret name,
  * quoted `"name": "value"`, and tokens of well-known shapes (hf_…, ghp_…, github_pat_…).
@@ -132,11 +162,7 @@ function redactUrl(whole: string, scheme: string, rest: string): string {
 export function redactText(text: string): string {
   if (text.length < 4) return text;
   if (text.includes('://')) text = text.replace(URL_RE, redactUrl);
-  if (text.includes('=')) {
-    text = text.replace(ASSIGN, (m, name: string, value: string) =>
-      !isSecretName(name.replace(/^-+/, '')) || REDACTED.test(value) ? m : `${name}=${redactSecret(value)}`,
-    );
-  }
+  if (text.includes('=')) text = redactAssignments(text);
   if (text.includes('-')) {
     text = text.replace(FLAG, (m, flag: string, space: string, value: string) =>
       !isSecretName(flag.replace(/^-+/, '')) || PLAIN_VALUE.test(value) ? m : flag + space + redactSecret(value),
@@ -169,23 +195,64 @@ function isScalar(x: unknown): boolean {
 }
 
 /**
- * A copy of a JSON-like tree with secrets redacted: string values by their key's name (unless `byName` is false: a
- * document whose keys are not variable names, like a package list) and by their text. Arrays of numbers (a metrics
- * series) are returned as they are.
+ * A dict under a key whose last word is one of these holds secrets throughout (`credentials: {pw: …}`, `secrets:
+ * {db: …}`). Not `key`/`token`: a tensor's `attn.key` or a tokenizer's `added_tokens` are dicts of plain data.
  */
-export function redactTree<T>(value: T, byName = true): T {
-  return walk(value, undefined, byName) as T;
+const HOLDER_WORDS = new Set(
+  (
+    'secret secrets credential credentials password passwords passwd passphrase auth authorization cookie cookies ' +
+    'privatekey accesskey secretkey apikey'
+  ).split(' '),
+);
+/** `--hub_token` as a list item of its own: the next item is its value */
+const FLAG_ITEM = /^--?[A-Za-z_][A-Za-z0-9_.-]*$/;
+
+function holdsSecrets(name: string): boolean {
+  const words = name.match(WORD) ?? [];
+  return words.length > 0 && HOLDER_WORDS.has(words[words.length - 1]!.toLowerCase()) && isSecretName(name);
 }
 
-function walk(value: unknown, name: string | undefined, byName: boolean): unknown {
-  if (typeof value === 'string') return byName ? redactValue(name, value) : redactText(value);
+function secretString(value: string): string {
+  return value !== '' && !(REDACTED.test(value) && value.length === 30) ? redactSecret(value) : value;
+}
+
+/**
+ * A copy of a JSON-like tree with secrets redacted: string values by their key's name (unless `byName` is false: a
+ * document whose keys are not variable names, like a package list) and by their text; every string under a key that
+ * holds secrets; in an array, the item after a `--secret_flag` item. Arrays of numbers (a metrics series) are
+ * returned as they are.
+ */
+export function redactTree<T>(value: T, byName = true): T {
+  return walk(value, undefined, byName, false) as T;
+}
+
+function walk(value: unknown, name: string | undefined, byName: boolean, secret: boolean): unknown {
+  if (typeof value === 'string') {
+    if (secret) return secretString(value);
+    return byName ? redactValue(name, value) : redactText(value);
+  }
   if (Array.isArray(value)) {
     if (value.every(isScalar)) return value;
-    return value.map((x) => walk(x, name, byName));
+    const out = value.map((x) => walk(x, name, byName, secret));
+    for (let i = 0; i + 1 < value.length; i++) {
+      const flag: unknown = value[i];
+      const next: unknown = value[i + 1];
+      if (
+        typeof flag === 'string' &&
+        typeof next === 'string' &&
+        FLAG_ITEM.test(flag) &&
+        !next.startsWith('-') &&
+        !PLAIN_VALUE.test(next) &&
+        isSecretName(flag.replace(/^-+/, ''))
+      ) {
+        out[i + 1] = secretString(next);
+      }
+    }
+    return out;
   }
   if (value !== null && typeof value === 'object') {
     const out: Record<string, unknown> = {};
-    for (const [k, v] of Object.entries(value)) out[k] = walk(v, k, byName);
+    for (const [k, v] of Object.entries(value)) out[k] = walk(v, k, byName, secret || (byName && holdsSecrets(k)));
     return out;
   }
   return value;

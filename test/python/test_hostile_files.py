@@ -92,6 +92,16 @@ class MetricsReduceHostile(Hostile):
         self.assertEqual(doc["error"]["code"], "not-regular")
         self.assertIn("FIFO", doc["error"]["message"])
 
+    def test_a_unix_socket_is_refused_as_not_regular(self):
+        # open() of a socket fails with ENXIO: it was reported "unreadable: No such device or address"
+        p = self.path("train.sock")
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.addCleanup(s.close)
+        s.bind(p)
+        doc = envelope("metrics_reduce", p, timeout=20)
+        self.assertEqual(doc["error"]["code"], "not-regular")
+        self.assertIn("is a socket, not a regular file", doc["error"]["message"])
+
     def test_hundreds_of_megabytes_without_a_newline_are_skipped_and_the_rest_plots(self):
         p = self.with_middle("hole.jsonl", 300 * MiB)
         doc = envelope("metrics_reduce", p, "--jobs", "2")
@@ -271,6 +281,19 @@ class ReadFileHostile(Hostile):
 
 
 class ListRunsHostile(Hostile):
+    def test_fifos_and_sockets_inside_a_run_show_their_kind_and_are_never_a_log(self):
+        # They were listed as kind "file" (a FIFO named metrics.jsonl even with role "metrics")
+        run = self.path("run")
+        os.mkdir(run)
+        os.mkfifo(os.path.join(run, "metrics.jsonl"))
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.addCleanup(s.close)
+        s.bind(os.path.join(run, "ctl.sock"))
+        doc = envelope("list_runs", self.dir, timeout=20)
+        kids = {e["name"]: e for e in doc["result"]["roots"][0]["entry"]["children"][0]["children"]}
+        self.assertEqual({n: (e["kind"], e.get("special"), e["role"]) for n, e in kids.items()},
+                         {"metrics.jsonl": ("special", "fifo", "other"), "ctl.sock": ("special", "socket", "other")})
+
     def test_a_root_that_is_a_fifo_or_socket_is_named_so(self):
         fifo = self.fifo()
         sock_path = self.path("s.sock")

@@ -31,6 +31,18 @@ class FormatBytesTest(unittest.TestCase):
                          "the pickle: stopped at the read limit of 64.0 MB")
 
 
+class CallProbeTest(unittest.TestCase):
+    def test_an_answer_too_big_to_write_ends_as_limit_memory_with_its_footprint(self):
+        # MemoryError while the answer is written (a 64 MiB read returned whole): the error envelope had no footprint
+        class TooBig:
+            def __repr__(self):
+                raise MemoryError()
+
+        doc, text, status = kg_common.call_probe(lambda argv: {"data": TooBig()}, [])
+        self.assertEqual((doc["ok"], doc["error"]["code"], status), (False, "limit-memory", 2))
+        self.assertIn("maxRssKb", json.loads(text)["footprint"])
+
+
 class ArgParserTest(unittest.TestCase):
     def test_a_bad_command_line_is_a_bad_args_error_naming_the_probe(self):
         p = kg_common.arg_parser("some_probe.py", add_help=False)

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -10,7 +11,7 @@ import { compareFleetWithBaseline, FleetBaselineStore, fleetBaselineSchema } fro
 import { compareBench, renderBenchText } from '../../src/core/fleet/bench';
 import { FLEET_SCHEME, FleetResults, fromFleetUri, toFleetUri, type FleetDoc } from '../../src/core/fleet/documents';
 import { compareNodes, compareWithMajority, majorityNode, renderMatrixText } from '../../src/core/fleet/matrix';
-import { FleetStreamParser, nodeResult } from '../../src/core/fleet/run';
+import { FleetStreamParser, answerBudget, nodeResult, type NodeResult } from '../../src/core/fleet/run';
 import { slurmSettings } from '../../src/core/fleet/settings';
 import {
   checkJobId,
@@ -183,6 +184,61 @@ void describe('one srun stream, many nodes: the tagged lines are put back togeth
     assert.match(
       msg('e'),
       /^connection-lost: host_info on e: no answer \(srun ended first\); srun: srun: error: e: task 4/,
+    );
+  });
+});
+
+void describe('a node answer is bounded when inflated, per node and per step, the bound named', () => {
+  const nonce = 'B';
+  const feed = (p: FleetStreamParser, node: string, doc: object, chunk = 60000) => {
+    for (const l of nodeLines(nonce, node, doc, 'exit=0', chunk)) p.line(l);
+  };
+  const message = (r: NodeResult<unknown>) => (r.ok ? 'ok' : `${r.error.code}: ${r.error.message}`);
+
+  void it('a deflate bomb from one node fails that node at 64 MiB; the next node still answers', () => {
+    // ~65 KiB of base64 that inflates to 65 MiB: without maxOutputLength the whole of it was inflated
+    const p = new FleetStreamParser(nonce);
+    feed(p, 'bomb', { out: 'x'.repeat(65 * 1024 * 1024), err: '', seconds: 1 });
+    const info = { hostname: 'good', user: 'u', home: '/h', cwd: '/h', platform: 'linux', pid: 1 };
+    feed(p, 'good', { out: framed(nonce, { ...info, python: { executable: 'p', version: '3.11.2' } }), err: '' });
+    const budget = answerBudget();
+    const call = hostInfoProbe();
+    assert.match(
+      message(nodeResult(call, 'bomb', p.nodes.get('bomb'), nonce, 'bomb', '', 'ended', 0, budget)),
+      /^bad-output: host_info on bomb: its answer inflates past 64 MiB \(the per-node bound\); dropped$/,
+    );
+    assert.ok(nodeResult(call, 'good', p.nodes.get('good'), nonce, 'good', '', 'ended', 0, budget).ok);
+  });
+
+  void it('answers each under the node bound end at the step bound together', () => {
+    const p = new FleetStreamParser(nonce, undefined, answerBudget(1 << 20, 1.5 * (1 << 20)));
+    const budget = answerBudget(1 << 20, 1.5 * (1 << 20));
+    const big = { out: 'y'.repeat(900 * 1024), err: '', seconds: 1 };
+    feed(p, 'a', big);
+    feed(p, 'b', big);
+    const call = hostInfoProbe();
+    assert.match(
+      message(nodeResult(call, 'a', p.nodes.get('a'), nonce, 'a', '', 'ended', 0, budget)),
+      /printed no result/,
+    );
+    assert.match(
+      message(nodeResult(call, 'b', p.nodes.get('b'), nonce, 'b', '', 'ended', 0, budget)),
+      /^bad-output: host_info on b: its answer would take the step's answers past 1\.5 MiB inflated \(the per-step bound\)/,
+    );
+  });
+
+  void it('base64 past the bound is dropped as it arrives, the node ended at once', () => {
+    const ended: string[] = [];
+    const budget = answerBudget(1024, 1 << 20);
+    const p = new FleetStreamParser(nonce, (n) => ended.push(n), budget);
+    const noise = randomBytes(200 * 1024).toString('base64');
+    for (let i = 0; i * 50000 < noise.length; i++)
+      p.line(`@@KG-FLEET ${nonce} n ${i} ${noise.slice(i * 50000, (i + 1) * 50000)}`);
+    assert.deepEqual(ended, ['n']);
+    assert.equal(p.nodes.get('n')!.chunks.length, 0);
+    assert.match(
+      message(nodeResult(hostInfoProbe(), 'n', p.nodes.get('n'), nonce, 'n', '', 'ended', 0, budget)),
+      /^bad-output: host_info on n: its answer passed 65 KiB of base64 \(the per-node bound, 1 KiB inflated\); dropped$/,
     );
   });
 });

@@ -131,6 +131,29 @@ void describe('format', () => {
   });
 });
 
+void describe('list_runs.py on special files', () => {
+  void it('a FIFO in a run shows as a FIFO, never read, never a metrics log (it was kind "file", role metrics)', () => {
+    const tmp = mkdtempSync(join(tmpdir(), 'kg-runs-special-'));
+    try {
+      mkdirSync(join(tmp, 'run'));
+      execFileSync('mkfifo', [join(tmp, 'run', 'metrics.jsonl')]);
+      writeFileSync(join(tmp, 'run', 'step_1.pt'), 'c');
+      const call = listRunsProbe([tmp]);
+      const listing = call.parse(
+        JSON.parse(execFileSync('python3', ['python/list_runs.py', ...call.args], { encoding: 'utf8' })),
+      );
+      const fifo = listing.roots[0]!.entry!.children![0]!.children!.find((e) => e.name === 'metrics.jsonl')!;
+      assert.deepEqual([fifo.kind, fifo.special, fifo.role], ['special', 'fifo', 'other']);
+      const [r] = buildRootNodes('h1', listing);
+      const node = childrenOf(childrenOf(r!)[0]!).find((n) => n.label === 'metrics.jsonl') as EntryNode;
+      assert.equal(node.description, 'FIFO (named pipe), not read');
+      assert.match(node.contextValue, /;special\b/);
+    } finally {
+      rmSync(tmp, { recursive: true, force: true });
+    }
+  });
+});
+
 void describe('tree model', () => {
   void it('describes a checkpoint with step, size and age, and a tooltip with path, bytes and a readable local time', () => {
     const [r] = buildRootNodes('h1', sample);

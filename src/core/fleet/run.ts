@@ -46,9 +46,41 @@ export interface FleetRunOptions {
   heartbeatMs?: number;
 }
 
+/**
+ * What one node's answer (stdout, stderr and seconds, deflated by kg_fleet.py) may inflate to: beyond it that node
+ * fails with the bound named. A node runs code of whoever can write its Python path; its answer must never take the
+ * extension down (without a bound, 2.6 MiB of base64 inflated to 4 GB of RSS before failing).
+ */
+export const MAX_NODE_ANSWER_BYTES = 64 * 1024 * 1024;
+/** What all the answers of one srun step may inflate to together (and arrive as, in base64). */
+export const MAX_STEP_ANSWER_BYTES = 256 * 1024 * 1024;
+
+/** The bounds of one step's answers; nodeResult takes each answer's size from `stepLeft`. */
+export interface AnswerBudget {
+  perNode: number;
+  step: number;
+  stepLeft: number;
+}
+
+export function answerBudget(perNode = MAX_NODE_ANSWER_BYTES, step = MAX_STEP_ANSWER_BYTES): AnswerBudget {
+  return { perNode, step, stepLeft: step };
+}
+
+/** base64 of deflated data: at most 4/3 of the inflated size plus deflate's few bytes per block. */
+function wireBound(inflated: number): number {
+  return Math.ceil((inflated * 4) / 3) + 64 * 1024;
+}
+
+function mib(bytes: number): string {
+  if (bytes < 1048576) return `${Math.round(bytes / 1024)} KiB`;
+  return `${Math.round((bytes / 1048576) * 10) / 10} MiB`;
+}
+
 /** What srun's stream said about one node: its reassembled payload and how it ended. */
 interface NodeStream {
   chunks: string[];
+  /** Characters of chunks received (bounded per node and per step). */
+  size?: number;
   status?: string;
   /** Date.now() of its last line (heartbeat or data). */
   lastSeen: number;
@@ -60,12 +92,15 @@ const LINE = /^@@KG-FLEET(-END|-BEAT)? (\S+) (\S+) (\d+)(?: (.*))?$/;
 export class FleetStreamParser {
   readonly nodes = new Map<string, NodeStream>();
   bytes = 0;
+  /** Characters of payload chunks held, all nodes together (bounded by the step's budget). */
+  private held = 0;
   /** Date.now() of the first tagged line of any node: the step is running from then on. */
   firstLineAt: number | undefined;
 
   constructor(
     private readonly nonce: string,
     private readonly onEnd: (node: string) => void = () => undefined,
+    private readonly budget: AnswerBudget = answerBudget(),
   ) {}
 
   line(text: string): void {
@@ -86,8 +121,26 @@ export class FleetStreamParser {
       for (let i = 0; i < count && !missing; i++) missing = s.chunks[i] === undefined;
       s.status = missing ? 'garbled' : (m[5] ?? 'exit=1');
       this.onEnd(node);
-    } else {
-      s.chunks[Number(m[4])] = m[5] ?? '';
+    } else if (s.status === undefined) {
+      const chunk = m[5] ?? '';
+      const mine = (s.size ?? 0) + chunk.length;
+      const over =
+        mine > wireBound(this.budget.perNode)
+          ? 'too-large-node'
+          : this.held + chunk.length > wireBound(this.budget.step)
+            ? 'too-large-step'
+            : undefined;
+      if (over) {
+        // Dropped at once, not held until its end line: the node is done as far as this step is concerned.
+        this.held -= mine - chunk.length;
+        s.chunks = [];
+        s.status = over;
+        this.onEnd(node);
+        return;
+      }
+      this.held += chunk.length;
+      s.size = mine;
+      s.chunks[Number(m[4])] = chunk;
     }
   }
 }
@@ -98,8 +151,22 @@ interface NodePayload {
   seconds: number | null;
 }
 
-function decodePayload(chunks: string[]): NodePayload {
-  const doc = JSON.parse(inflateSync(Buffer.from(chunks.join(''), 'base64')).toString('utf8')) as Partial<NodePayload>;
+function decodePayload(chunks: string[], budget: AnswerBudget): NodePayload {
+  const limit = Math.min(budget.perNode, budget.stepLeft);
+  let raw: Buffer;
+  try {
+    raw = inflateSync(Buffer.from(chunks.join(''), 'base64'), { maxOutputLength: Math.max(1, limit) });
+  } catch (e) {
+    if ((e as { code?: unknown }).code !== 'ERR_BUFFER_TOO_LARGE') throw e;
+    throw new KnownGoodError(
+      'bad-output',
+      limit < budget.perNode
+        ? `would take the step's answers past ${mib(budget.step)} inflated (the per-step bound); dropped`
+        : `inflates past ${mib(budget.perNode)} (the per-node bound); dropped`,
+    );
+  }
+  budget.stepLeft -= raw.length;
+  const doc = JSON.parse(raw.toString('utf8')) as Partial<NodePayload>;
   return {
     out: String(doc.out ?? ''),
     err: String(doc.err ?? ''),
@@ -132,6 +199,7 @@ export function nodeResult<R>(
   srunStderr: string,
   why: 'ended' | 'timeout' | 'cancelled' | 'lost',
   silentMs = 0,
+  budget: AnswerBudget = answerBudget(),
 ): NodeResult<R> {
   const bytes = stream ? stream.chunks.reduce((n, c) => n + c.length, 0) : 0;
   const fail = (code: ErrorCode, message: string, seconds: number | null = null): NodeResult<R> => ({
@@ -160,10 +228,19 @@ export function nodeResult<R>(
     );
   }
   if (stream.status === 'garbled') return fail('bad-output', `${call.probe} on ${node}: its answer arrived incomplete`);
+  if (stream.status === 'too-large-node' || stream.status === 'too-large-step') {
+    return fail(
+      'bad-output',
+      stream.status === 'too-large-node'
+        ? `${call.probe} on ${node}: its answer passed ${mib(wireBound(budget.perNode))} of base64 (the per-node bound, ${mib(budget.perNode)} inflated); dropped`
+        : `${call.probe} on ${node}: the step's answers passed ${mib(wireBound(budget.step))} of base64 together (the per-step bound, ${mib(budget.step)} inflated); dropped`,
+    );
+  }
   let payload: NodePayload;
   try {
-    payload = decodePayload(stream.chunks);
+    payload = decodePayload(stream.chunks, budget);
   } catch (e) {
+    if (isKnownGoodError(e)) return fail(e.code, `${call.probe} on ${node}: its answer ${e.message}`);
     return fail('bad-output', `${call.probe} on ${node}: its answer could not be decoded (${messageOf(e)})`);
   }
   if (stream.status === 'timeout') {
@@ -230,13 +307,18 @@ async function runStep<R>(
   const reported = new Set<string>();
   const results = new Map<string, NodeResult<R>>();
   let stderr = '';
-  const parser = new FleetStreamParser(nonce, (node) => {
-    if (!nodes.includes(node) || reported.has(node)) return;
-    reported.add(node);
-    const r = nodeResult(call, node, parser.nodes.get(node), nonce, where(node), '', 'ended');
-    results.set(node, r);
-    options.onNode?.(r);
-  });
+  const budget = answerBudget();
+  const parser = new FleetStreamParser(
+    nonce,
+    (node) => {
+      if (!nodes.includes(node) || reported.has(node)) return;
+      reported.add(node);
+      const r = nodeResult(call, node, parser.nodes.get(node), nonce, where(node), '', 'ended', 0, budget);
+      results.set(node, r);
+      options.onNode?.(r);
+    },
+    budget,
+  );
   let handle: ProcessHandle;
   try {
     handle = await host.transport.spawn(argv, options.signal ? { signal: options.signal } : {});
@@ -282,7 +364,7 @@ async function runStep<R>(
         if (reported.has(node) || st.status !== undefined || !nodes.includes(node)) continue;
         if (now - st.lastSeen > lostAfterMs) {
           reported.add(node);
-          const r = nodeResult(call, node, st, nonce, where(node), stderr, 'lost', now - st.lastSeen);
+          const r = nodeResult(call, node, st, nonce, where(node), stderr, 'lost', now - st.lastSeen, budget);
           results.set(node, r);
           options.onNode?.(r);
         }
@@ -293,7 +375,7 @@ async function runStep<R>(
         for (const node of nodes) {
           if (reported.has(node) || parser.nodes.has(node)) continue;
           reported.add(node);
-          const r = nodeResult(call, node, undefined, nonce, where(node), stderr, 'lost', now - first);
+          const r = nodeResult(call, node, undefined, nonce, where(node), stderr, 'lost', now - first, budget);
           results.set(node, r);
           options.onNode?.(r);
         }
@@ -319,7 +401,7 @@ async function runStep<R>(
         : why === 'ended' && exit && exit.exitCode !== 0 && !stderr.includes(node)
           ? `srun: ${slurmErrorText(stderr)}`
           : '';
-      r = nodeResult(call, node, parser.nodes.get(node), nonce, where(node), stderr, why);
+      r = nodeResult(call, node, parser.nodes.get(node), nonce, where(node), stderr, why, 0, budget);
       if (srunWord && !r.ok) r = { ...r, error: { ...r.error, message: `${r.error.message}; ${srunWord}` } };
       options.onNode?.(r);
     }

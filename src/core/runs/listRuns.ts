@@ -23,7 +23,8 @@ export type RootStatus = (typeof rootStatuses)[number];
 export interface RunEntry {
   name: string;
   path: string;
-  kind: 'dir' | 'file' | 'symlink';
+  /** `special`: a FIFO, socket or device (which one in `special`); never read, never a log or a checkpoint. */
+  kind: 'dir' | 'file' | 'symlink' | 'special';
   /** Bytes; a folder's is the total of what was seen below it (complete unless `sizeComplete` is false). */
   size: number;
   /** Epoch seconds on the remote's clock. */
@@ -56,9 +57,10 @@ export interface RunEntry {
   pathB64?: string | undefined;
   target?: string | undefined;
   targetKind?: 'dir' | 'file' | 'missing' | undefined;
+  special?: 'fifo' | 'socket' | 'char-device' | 'block-device' | 'other' | undefined;
 }
 
-const KINDS: ReadonlySet<string> = new Set(['dir', 'file', 'symlink']);
+const KINDS: ReadonlySet<string> = new Set(['dir', 'file', 'symlink', 'special']);
 const ROLES: ReadonlySet<string> = new Set(entryRoles);
 const TARGET_KINDS: ReadonlySet<string> = new Set(['dir', 'file', 'missing']);
 const OPTIONAL: Record<string, 'string' | 'number' | 'boolean'> = {
@@ -76,6 +78,7 @@ const OPTIONAL: Record<string, 'string' | 'number' | 'boolean'> = {
   nameB64: 'string',
   pathB64: 'string',
   target: 'string',
+  special: 'string',
 };
 
 /**

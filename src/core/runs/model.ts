@@ -149,6 +149,13 @@ function sizeText(entry: RunEntry): string {
   return (entry.sizeComplete === false ? '≥ ' : '') + formatBytes(entry.size);
 }
 
+const SPECIAL_WORDS: Record<string, string> = {
+  fifo: 'FIFO (named pipe)',
+  socket: 'socket',
+  'char-device': 'character device',
+  'block-device': 'block device',
+};
+
 function plural(n: number, word: string): string {
   return `${n.toLocaleString('en-US')} ${word}${n === 1 ? '' : 's'}`;
 }
@@ -451,6 +458,19 @@ export function entryNode(
       contextValue: (isRun ? 'run' : 'folder') + escaped,
       collapsible,
       needsListing: unlisted,
+    };
+  }
+  if (entry.kind === 'special') {
+    const what = SPECIAL_WORDS[entry.special ?? 'other'] ?? 'not a regular file';
+    return {
+      ...base,
+      kind: 'file',
+      description: entry.error ? entry.error : `${what}, not read`,
+      tooltip: tooltipOf(entry, base, `${what} (never read)`),
+      icon: 'circle-slash',
+      contextValue: `file;other;special${escaped}`,
+      collapsible: 'none',
+      needsListing: false,
     };
   }
   const role = entry.kind === 'symlink' && entry.targetKind !== 'file' ? 'link' : entry.role;

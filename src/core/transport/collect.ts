@@ -161,12 +161,16 @@ export async function collect(
     const reason = stopped();
     if (reason) {
       if (ended === 'unconfirmed') {
+        // A stop that never reached the host (the connection stopped answering, then this program exits) leaves the
+        // command running there, re-parented to init: the group it runs as is what lets a person stop it.
+        const group = handle.remoteGroup?.();
         throw new KnownGoodError(
           reason.code,
           `${reason.message}; it has not confirmed that it stopped (no exit ${STOP_CONFIRM_MS / 1000} s after ` +
             `TERM: the connection may not be answering, or the command ignores TERM; KILL follows). If the ` +
-            `connection drops first (or this program exits), the command may still be running there`,
-          { stopConfirmed: false },
+            `connection drops first (or this program exits), the command may still be running there` +
+            (group !== undefined ? ` as process group ${group} (stop it there with: kill -TERM -- -${group})` : ''),
+          { stopConfirmed: false, ...(group !== undefined ? { remoteGroup: group } : {}) },
         );
       }
       throw reason;

@@ -688,6 +688,7 @@ export class SshConnection {
       stderr,
       exited,
       resize: ({ cols, rows }) => ch.setWindow(rows, cols, 0, 0),
+      remoteGroup: () => pid,
       kill: (sig = 'TERM') => {
         try {
           ch.signal(sig);

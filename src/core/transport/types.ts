@@ -46,6 +46,11 @@ export interface ProcessHandle {
   resize(size: PtySize): void;
   /** Ends the process: a signal first, then the channel/process is closed. */
   kill(signal?: 'INT' | 'TERM' | 'KILL' | 'HUP'): void;
+  /**
+   * The remote process group the command runs as, once known (SSH without a pty): what a person can stop by hand
+   * when a stop cannot be confirmed.
+   */
+  remoteGroup?(): number | undefined;
 }
 
 /**
