@@ -328,8 +328,10 @@ def _slim_launch(d):
     gpus = d.get("gpus") if isinstance(d.get("gpus"), dict) else {}
     exe = d.get("executable") if isinstance(d.get("executable"), dict) else {}
     py = d.get("python") if isinstance(d.get("python"), dict) else {}
-    pk = d.get("packages") if isinstance(d.get("packages"), dict) else {}
-    pk = pk.get("packages") if isinstance(pk.get("packages"), dict) else {}
+    listed = d.get("packages")
+    pk = listed.get("packages") if isinstance(listed, dict) else None
+    if not isinstance(pk, dict):
+        pk = {}
     env = d.get("env") if isinstance(d.get("env"), dict) else {}
     argv = d.get("argv") if isinstance(d.get("argv"), list) else []
     return {
