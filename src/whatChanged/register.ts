@@ -21,8 +21,11 @@ import { WhatChangedStore } from '../core/whatChanged/store';
 import type { RegisterCommand } from '../shared/commands';
 import type { Hosts } from '../shared/hosts';
 import type { SettingsAccess } from '../shared/settings';
-import { registerWebviewPanelSerializer, showInfo, withProgress } from '../window';
+import { registerTextDocumentContentProvider, registerWebviewPanelSerializer, showInfo, withProgress } from '../window';
 import { WhatChangedPanel } from './panel';
+
+/** Read-only evidence documents of a report (a commit's message and diff). */
+const EVIDENCE_SCHEME = 'knownGood-evidence';
 
 /** What "What Changed?" needs: hosts, settings, the shared store and its key, and how to open each kind of evidence. */
 export interface WhatChangedDeps {
@@ -147,6 +150,24 @@ export function registerWhatChanged(d: WhatChangedDeps): void {
     );
   };
 
+  // Evidence documents (a commit's message and diff): read-only, served from memory by their number, newest 50 kept.
+  const evidenceDocs = new Map<string, string>();
+  let evidenceSeq = 0;
+  d.track(
+    registerTextDocumentContentProvider(EVIDENCE_SCHEME, {
+      provideTextDocumentContent: (uri) =>
+        evidenceDocs.get(new URLSearchParams(uri.query).get('n') ?? '') ??
+        '# this evidence is no longer kept: open it again from the report\n',
+    }),
+  );
+  const showReadOnly = async (name: string, content: string) => {
+    const n = String(++evidenceSeq);
+    evidenceDocs.set(n, content);
+    for (const k of [...evidenceDocs.keys()].slice(0, Math.max(0, evidenceDocs.size - 50))) evidenceDocs.delete(k);
+    const uri = vscode.Uri.from({ scheme: EVIDENCE_SCHEME, path: `/${name}`, query: `n=${n}` });
+    return vscode.window.showTextDocument(await vscode.workspace.openTextDocument(uri), { preview: true });
+  };
+
   const showText = async (content: string) =>
     vscode.window.showTextDocument(await vscode.workspace.openTextDocument({ content, language: 'plaintext' }), {
       preview: true,
@@ -177,6 +198,8 @@ export function registerWhatChanged(d: WhatChangedDeps): void {
         }
       }
       case 'git': {
+        if (link.document !== undefined)
+          return showReadOnly(`${posix.basename(link.repo) || 'repo'} commits.diff`, link.document);
         const since = link.since !== null ? `\nchanged since ${new Date(link.since * 1000).toISOString()}` : '';
         return showText(`${title}\n\ngit ${link.repo}${since}\n\n${detail}\n`);
       }

@@ -67,6 +67,23 @@ void describe('What Changed? on the real regressions corpus', () => {
     assert.equal(report.launches?.recorded, false);
   });
 
+  void it("a real code change's evidence is its commit and diff (hunks in their function); a comment-only commit is cosmetic", () => {
+    const sync = rows.find((r) => r.run === 'plain-host-sync')!.report.suspects[0]!;
+    const git = sync.evidence.find((e) => e.kind === 'git');
+    assert.ok(git?.kind === 'git' && git.document !== undefined, JSON.stringify(sync.evidence));
+    assert.match(git.document, /^ {4}Keep the latest loss for the progress line$/m);
+    assert.match(git.document, /^@@ .* main\(\)\n\+ +last_loss = loss\.item\(\) {2}# shown in the progress line$/m);
+    const comment = rows.find((r) => r.run === 'plain-comment-edit')!.report.unranked.map((u) => u.title);
+    assert.ok(
+      comment.some((t) => /^train\.py: comments, docstrings or whitespace only \(1 commit/.test(t)),
+      comment.join('; '),
+    );
+    // bookkeeping at the restart is listed, never ranked
+    const precision = rows.find((r) => r.run === 'lightning-precision')!.report;
+    assert.ok(precision.unranked.some((u) => u.title.startsWith('launch: --max_steps 600 → 1000')));
+    assert.ok(!precision.suspects.some((s) => /max_steps|ckpt_path/.test(s.title)));
+  });
+
   void it('the runs it gets right stay right (the first suspect the true change; no-change runs steady)', () => {
     const wrong = rows.filter((r) => RIGHT.includes(r.run) && !r.right).map((r) => `${r.run}: ${r.headline}`);
     assert.deepEqual(wrong, []);

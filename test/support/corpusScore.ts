@@ -31,6 +31,7 @@ export interface CorpusRow {
   right: boolean;
   falseAlarm: boolean;
   ms: number;
+  report: WhatChangedReport;
 }
 
 export function corpusTruth(dir: string, run: string): CorpusTruth {
@@ -64,7 +65,18 @@ export function judge(run: string, truth: CorpusTruth, report: WhatChangedReport
   const rank = at >= 0 ? at + 1 : null;
   const right = truth.regression ? report.verdict === 'regression' && rank === 1 : report.verdict === 'steady';
   const falseAlarm = !truth.regression && report.verdict === 'regression';
-  return { run, truth, verdict: report.verdict, headline: report.headline, suspects, rank, right, falseAlarm, ms };
+  return {
+    run,
+    truth,
+    verdict: report.verdict,
+    headline: report.headline,
+    suspects,
+    rank,
+    right,
+    falseAlarm,
+    ms,
+    report,
+  };
 }
 
 /** What Changed? on every run of the materialized corpus `dir`, one after another. */

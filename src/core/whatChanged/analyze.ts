@@ -653,7 +653,7 @@ function gitDrafts(facts: WhatChangedFacts, refTime: number | null, unknown: Unk
     }
     if (seen.has(g.repo)) continue;
     seen.add(g.repo);
-    const gitLink: EvidenceLink = {
+    const gitLink: Extract<EvidenceLink, { kind: 'git' }> = {
       kind: 'git',
       title: `git ${g.repo}`,
       hostId: facts.host.id,
@@ -818,6 +818,30 @@ function launchDrafts(facts: WhatChangedFacts, launches: LaunchRecords | undefin
   return out;
 }
 
+/** The commits since the reference and their changed hunks, as a document to read (a diff, read-only). */
+export function commitDocument(g: GitState): string {
+  const lines = [
+    `git ${g.repo ?? '?'}: ${g.commits.length} commit${g.commits.length === 1 ? '' : 's'} since ${g.base ?? 'the reference'}`,
+    '',
+  ];
+  for (const c of g.commits) lines.push(`commit ${c.hash}  ${isoOf(c.time)}`, `    ${c.subject}`, '');
+  for (const c of g.codeChanges) {
+    lines.push(
+      `--- a/${c.file}\t(${g.base?.slice(0, 10) ?? 'absent'})`,
+      `+++ b/${c.file}\t(HEAD ${g.head?.slice(0, 10) ?? '?'})`,
+    );
+    if (c.cosmetic) lines.push('# comments, docstrings or whitespace only: the same Python tokens');
+    if (c.error) lines.push(`# ${c.error}`);
+    for (const h of c.hunks) {
+      lines.push(`@@ -${h.lines[0] ?? '?'} +${h.lines[1] ?? '?'} @@${h.function ? ` ${h.function}()` : ''}`);
+      for (const l of h.old) lines.push(`-${l}`);
+      for (const l of h.new) lines.push(`+${l}`);
+    }
+    lines.push('');
+  }
+  return lines.join('\n');
+}
+
 /** A call that makes the host wait for the GPU, added to the loop. */
 const HOST_SYNC = /\.item\(\)|\.cpu\(\)|\.tolist\(\)|\.numpy\(\)|cuda\.synchronize\(|\.nonzero\(|print\(.*loss\b/;
 
@@ -826,7 +850,7 @@ const HOST_SYNC = /\.item\(\)|\.cpu\(\)|\.tolist\(\)|\.numpy\(\)|cuda\.synchroni
  * the host) is cosmetic; otherwise the files, the functions their hunks sit in and the commit subjects, a host sync
  * added to the loop its own category.
  */
-function codeDraft(facts: WhatChangedFacts, g: GitState, gitLink: EvidenceLink): Draft {
+function codeDraft(facts: WhatChangedFacts, g: GitState, gitLink: Extract<EvidenceLink, { kind: 'git' }>): Draft {
   const real = g.codeChanges.filter((c) => !c.cosmetic);
   const newest = g.commits[0];
   const oldest = g.commits[g.commits.length - 1];
@@ -872,6 +896,7 @@ function codeDraft(facts: WhatChangedFacts, g: GitState, gitLink: EvidenceLink):
   return {
     source: 'code',
     category: sync ? 'host-sync' : 'code',
+    evidence: [{ ...gitLink, title: `commits and diff in ${g.repo ?? '?'}`, document: commitDocument(g) }],
     title: sync
       ? `${where}: a host sync added (${
           sync.new
@@ -882,7 +907,6 @@ function codeDraft(facts: WhatChangedFacts, g: GitState, gitLink: EvidenceLink):
       : `${where} changed: ${commits}`,
     detail: `${commits} in ${g.repo ?? '?'} since ${g.base?.slice(0, 10) ?? 'the reference'}; ${shown.join('; ')}`,
     when,
-    evidence: [gitLink],
   };
 }
 

@@ -31,7 +31,15 @@ export type EvidenceLink =
     }
   | { kind: 'bench-compare'; title: string; hostId: string; referenceId: string | null; nowId: string | null }
   | { kind: 'file'; title: string; hostId: string; path: string }
-  | { kind: 'git'; title: string; hostId: string; repo: string; since: number | null };
+  | {
+      kind: 'git';
+      title: string;
+      hostId: string;
+      repo: string;
+      since: number | null;
+      /** The commits (hash, time, subject) and their changed hunks as a diff, opened as a read-only document. */
+      document?: string;
+    };
 
 export type SuspectSource = 'args' | 'env' | 'code' | 'data' | 'caches' | 'bench' | 'launch';
 
