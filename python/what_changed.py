@@ -23,6 +23,7 @@ import time
 
 import code_diff
 import kg_common
+import launch_sources
 
 MiB = 1024 * 1024
 MAX_WALK = 200000
@@ -335,6 +336,9 @@ def _slim_launch(d):
     env = d.get("env") if isinstance(d.get("env"), dict) else {}
     argv = d.get("argv") if isinstance(d.get("argv"), list) else []
     return {
+        "source": "kg_record",
+        "where": None,
+        "config": {},
         "time": d.get("unixTime") if isinstance(d.get("unixTime"), (int, float)) else None,
         "argv": [str(a)[:MAX_LINE] for a in argv[:256]],
         "cwd": d.get("cwd") if isinstance(d.get("cwd"), str) else None,
@@ -353,7 +357,11 @@ def launch_records(run):
     """The launches kg_record.py recorded for a run (``RUN/.known-good/launches.jsonl``), oldest first, the last
     MAX_LAUNCHES of at most MAX_LAUNCH_BYTES read from the end; none recorded: ``exists`` false."""
     path = os.path.join(run, ".known-good", "launches.jsonl")
-    out = {"path": path, "exists": False, "records": [], "error": None}
+    out = {"path": path, "exists": False, "records": [], "error": None, "others": []}
+    try:
+        out["others"] = launch_sources.launches_of(run)
+    except Exception as e:  # another tool's files are a bonus: failing to read them costs them only
+        out["error"] = "other tools' records: %s" % _msg(e)
     try:
         with open(path, "rb") as f:
             size = os.fstat(f.fileno()).st_size

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { cpSync, rmSync } from 'node:fs';
+import { cpSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { ProbeRunner } from '../../src/core/probes/runner';
@@ -65,6 +65,28 @@ void describe('What Changed? on the real regressions corpus', () => {
     );
     assert.ok(report.unknown.some((u) => u.fact === 'command line and process environment of each launch'));
     assert.equal(report.launches?.recorded, false);
+  });
+
+  void it("LightningCLI's config.yaml of each version (the documented layout, written here): a Trainer flag changed at the restart ranks first without launch records", async () => {
+    const run = join(dirname(dir), 'lightning-cli');
+    cpSync(join(dir, 'lightning-precision'), run, { recursive: true, preserveTimestamps: true });
+    rmSync(join(run, '.known-good'), { recursive: true });
+    for (const [v, p] of [
+      [0, 'bf16-mixed'],
+      [1, '32-true'],
+    ] as const) {
+      const f = join(run, 'lightning_logs', `version_${v}`, 'config.yaml');
+      writeFileSync(f, `seed_everything: 1\ntrainer:\n  precision: ${p}\n  max_steps: ${v ? 1000 : 600}\n`);
+      const t = statSync(join(run, 'lightning_logs', `version_${v}`, 'hparams.yaml')).mtime;
+      utimesSync(f, t, t);
+    }
+    const report = await whatChanged({ id: 'local', label: 'This machine', probes: runner }, run, {});
+    assert.equal(report.verdict, 'regression', report.headline);
+    assert.match(
+      report.suspects[0]?.title ?? '',
+      /^lightning config: trainer\.precision bf16-mixed → 32-true \(restart at step 6\d\d\)$/,
+    );
+    assert.ok(report.unranked.some((u) => u.title.startsWith('lightning config: trainer.max_steps 600 → 1000')));
   });
 
   void it("a real code change's evidence is its commit and diff (hunks in their function); a comment-only commit is cosmetic", () => {

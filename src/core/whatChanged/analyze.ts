@@ -704,6 +704,17 @@ export function flagsOf(argv: readonly string[]): Map<string, string> {
   return out;
 }
 
+/** Hydra's overrides (`trainer.precision=32`, `+x=1`, `~y`) as flags. */
+function overridesOf(argv: readonly string[]): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const o of argv) {
+    const eq = o.indexOf('=');
+    if (eq > 0) out.set(o.slice(0, eq).replace(/^[+~]+/, ''), o.slice(eq + 1));
+    else out.set(o.replace(/^[+~]+/, ''), o.startsWith('~') ? '(deleted)' : 'true');
+  }
+  return out;
+}
+
 /** The restart a later launch record begins: by order when they pair one to one, else the first restart after it. */
 function restartOf(records: readonly LaunchRecord[], i: number, restarts: readonly Restart[]): Restart | undefined {
   if (restarts.length === records.length - 1) return restarts[i - 1];
@@ -720,13 +731,45 @@ function restartOf(records: readonly LaunchRecord[], i: number, restarts: readon
  */
 function launchDrafts(facts: WhatChangedFacts, launches: LaunchRecords | undefined, argsDr: readonly Draft[]): Draft[] {
   const out: Draft[] = [];
-  if (!launches?.exists || launches.records.length < 2) return out;
-  const restarts = facts.log?.restarts ?? [];
+  if (!launches) return out;
   const shown = new Set(argsDr.map((d) => d.title.split(' ')[0]!.replace(/^.*\./, '')));
+  if (launches.exists) out.push(...comparedLaunches(facts, launches.records, launches.path, 'kg_record', shown));
+  // what other tools recorded, each source on its own; a key kg_record's flags or the args already show is theirs
+  for (const d of out)
+    shown.add(
+      d.title
+        .replace(/^launch: -*/, '')
+        .split(' ')[0]!
+        .replace(/-/g, '_'),
+    );
+  const sources = [...new Set(launches.others.map((r) => r.source))];
+  for (const src of sources) {
+    const recs = launches.others.filter((r) => r.source === src);
+    out.push(...comparedLaunches(facts, recs, recs[recs.length - 1]?.where ?? launches.path, src, shown));
+  }
+  return out;
+}
+
+/** Consecutive launch records of one source compared (see launchDrafts). */
+function comparedLaunches(
+  facts: WhatChangedFacts,
+  recs: readonly LaunchRecord[],
+  path: string,
+  source: string,
+  shown: ReadonlySet<string>,
+): Draft[] {
+  const out: Draft[] = [];
+  if (recs.length < 2) return out;
+  const restarts = facts.log?.restarts ?? [];
+  const own = source === 'kg_record';
   const evidence: EvidenceLink[] = [
-    { kind: 'file', title: `launch records ${launches.path}`, hostId: facts.host.id, path: launches.path },
+    {
+      kind: 'file',
+      title: own ? `launch records ${path}` : `${source} records ${path}`,
+      hostId: facts.host.id,
+      path,
+    },
   ];
-  const recs = launches.records;
   for (let i = 1; i < recs.length; i++) {
     const a = recs[i - 1]!;
     const b = recs[i]!;
@@ -750,15 +793,19 @@ function launchDrafts(facts: WhatChangedFacts, launches: LaunchRecords | undefin
         evidence,
         ...(cosmeticWhy ? { cosmeticWhy } : {}),
       });
-    const fa = flagsOf(a.argv);
-    const fb = flagsOf(b.argv);
+    // Hydra's overrides are `key=value` without dashes
+    const fa = source === 'hydra' ? overridesOf(a.argv) : flagsOf(a.argv);
+    const fb = source === 'hydra' ? overridesOf(b.argv) : flagsOf(b.argv);
+    for (const [k, v] of Object.entries(a.config)) if (!fa.has(k)) fa.set(`${source}:${k}`, v);
+    for (const [k, v] of Object.entries(b.config)) if (!fb.has(k)) fb.set(`${source}:${k}`, v);
     for (const k of [...new Set([...fa.keys(), ...fb.keys()])].sort()) {
       const va = fa.get(k);
       const vb = fb.get(k);
       if (va === vb) continue;
-      const key = k.replace(/^-+/, '').replace(/-/g, '_');
+      const name = k.replace(/^\w+:/, '');
+      const key = name.replace(/^-+/, '').replace(/-/g, '_').replace(/^.*\./, '');
       if (shown.has(key)) continue;
-      const title = `launch: ${k} ${va ?? '(absent)'} → ${vb ?? '(absent)'}`;
+      const title = `${own ? 'launch' : `${source} ${k.startsWith(source + ':') ? 'config' : 'launch'}`}: ${name} ${va ?? '(absent)'} → ${vb ?? '(absent)'}`;
       const detail = `the command line of launch ${i} said ${va === undefined ? 'no ' + k : `${k} ${va}`}, launch ${i + 1} ${vb === undefined ? 'no ' + k : `${k} ${vb}`}`;
       if (isBookkeepingArg(key))
         push('cosmetic', title, detail, 'resume bookkeeping: where a launch starts, ends, resumes from and writes');

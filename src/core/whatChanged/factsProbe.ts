@@ -72,6 +72,12 @@ export type FileStat = z.infer<typeof fileStatSchema>;
 
 /** One launch as python/kg_record.py recorded it, slimmed by what_changed.py to what can move speed. */
 export const launchRecordSchema = z.looseObject({
+  /** kg_record, or the tool that recorded it (lightning, hydra, wandb, mlflow: python/launch_sources.py). */
+  source: z.string().default('kg_record'),
+  /** The folder another tool's record is in. */
+  where: str,
+  /** Another tool's configuration of the launch, flat (dotted keys, values as text). */
+  config: z.record(z.string(), z.string()).default({}),
   time: num,
   argv: z.array(z.string()).default([]),
   cwd: str,
@@ -91,6 +97,8 @@ export const launchRecordsSchema = z.looseObject({
   /** false: this run's launches were not recorded (no .known-good/launches.jsonl). */
   exists: z.boolean(),
   records: z.array(launchRecordSchema).default([]),
+  /** The launches other tools recorded (Lightning, Hydra, wandb, MLflow), oldest first within a source. */
+  others: z.array(launchRecordSchema).default([]),
   error: str,
 });
 export type LaunchRecords = z.infer<typeof launchRecordsSchema>;
@@ -131,5 +139,5 @@ export const whatChangedProbe = defineProbe(
     for (const p of o.launches ?? []) args.push(`--launches=${p}`);
     return args;
   },
-  { modules: ['code_diff'] },
+  { modules: ['code_diff', 'launch_sources'] },
 );
