@@ -3,6 +3,8 @@ import tseslint from 'typescript-eslint';
 
 // The parts of the extension and the arrows allowed between them (docs/architecture.md draws them).
 const FEATURES = ['args', 'baselines', 'bench', 'dashboard', 'fleet', 'probes', 'runs', 'tree', 'whatChanged'];
+/** The feature folders of src/core (the rest is infrastructure they share: probes, transport, util, …). */
+const CORE_FEATURES = ['args', 'baselines', 'bench', 'dashboard', 'fleet', 'metrics', 'remote', 'runs', 'whatChanged'];
 const NAMED_EXPORTS = { selector: 'ExportDefaultDeclaration', message: 'Use named exports.' };
 const NO_GET_CONFIGURATION = {
   selector: "MemberExpression[property.name='getConfiguration'], ImportSpecifier[imported.name='getConfiguration']",
@@ -13,12 +15,25 @@ const NO_PLAIN_ERROR = {
   selector: 'NewExpression[callee.name=/^(Error|TypeError|RangeError)$/]',
   message: 'Throw a KnownGoodError with a code (src/core/errors.ts): the code decides how the failure is shown.',
 };
+// `./<feature>/*` too: the files at src/ (api.ts, constants.ts, window.ts) reach a feature that way.
 const noFeatures = (except, why) =>
-  FEATURES.filter((f) => f !== except).map((f) => ({ group: [`../${f}/*`, `../../${f}/*`], message: why }));
+  FEATURES.filter((f) => f !== except).map((f) => ({
+    group: [`./${f}/*`, `../${f}/*`, `../../${f}/*`],
+    message: why,
+  }));
 const noContainer = {
   group: ['../container', '../../container'],
   message: 'Features get their …Deps from the container; they never import it.',
 };
+
+/** What src/core may import (a later block for the same files replaces the rule, so it repeats these). */
+const coreImports = (...more) => ({
+  paths: [{ name: 'vscode', message: 'src/core must not import vscode: put VS Code code in the adapter layer.' }],
+  patterns: [
+    { group: ['../../*', '!../../core/**'], message: 'src/core imports only src/core (and packages).' },
+    ...more,
+  ],
+});
 
 function layers() {
   const featureBlocks = FEATURES.map((f) => ({
@@ -71,18 +86,22 @@ function layers() {
       // KnownGoodErrors with a code.
       files: ['src/core/**/*.ts'],
       rules: {
+        'no-restricted-imports': ['error', coreImports()],
+        'no-restricted-syntax': ['error', NAMED_EXPORTS, NO_PLAIN_ERROR],
+      },
+    },
+    {
+      // The probe machinery (defineProbe, the runner, the Run Probe catalogue) is what features build on: it knows
+      // none of them. A feature's Run Probe choice lives with the feature; src/probes/choices.ts lists them.
+      files: ['src/core/probes/**/*.ts'],
+      rules: {
         'no-restricted-imports': [
           'error',
-          {
-            paths: [
-              { name: 'vscode', message: 'src/core must not import vscode: put VS Code code in the adapter layer.' },
-            ],
-            patterns: [
-              { group: ['../../*', '!../../core/**'], message: 'src/core imports only src/core (and packages).' },
-            ],
-          },
+          coreImports({
+            group: CORE_FEATURES.map((f) => `../${f}/*`),
+            message: 'core/probes knows no feature: the feature imports it (and offers its probe choices).',
+          }),
         ],
-        'no-restricted-syntax': ['error', NAMED_EXPORTS, NO_PLAIN_ERROR],
       },
     },
   ];

@@ -25,7 +25,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 if HERE not in sys.path:
     sys.path.insert(0, HERE)
 
-import env_snapshot  # noqa: E402
+import env_python  # noqa: E402
+import env_tools  # noqa: E402
 import kg_common  # noqa: E402
 
 SCHEMA = 1
@@ -214,7 +215,7 @@ def collect_gpus(deadline):
                              deadline, env_extra={"LC_ALL": "C"})
     if rc != 0:
         raise RuntimeError("nvidia-smi: exit %d" % rc)
-    gpus = env_snapshot.parse_gpu_csv(out.decode("utf-8", "replace"), GPU_FIELDS)
+    gpus = env_tools.parse_gpu_csv(out.decode("utf-8", "replace"), GPU_FIELDS)
     for i, g in enumerate(gpus):
         g["index"] = int(g["index"]) if str(g.get("index") or "").isdigit() else i
         if g.get("memory.total") is not None:
@@ -227,7 +228,7 @@ def collect_gpus(deadline):
 
 
 def collect_packages():
-    p = env_snapshot.collect_packages()
+    p = env_python.collect_packages()
     return {"count": p["count"], "packages": p["packages"], "editable": p["editable"]}
 
 
@@ -281,7 +282,7 @@ def record(run_dir, timeout, command):
             doc["errors"].append({"fact": name, "message": kg_common.redact_text(error)})
     pk = doc.get("packages") or {}
     try:
-        doc["torch"] = env_snapshot.collect_torch(pk.get("packages")) if pk else env_snapshot.collect_torch(None)
+        doc["torch"] = env_python.collect_torch(pk.get("packages")) if pk else env_python.collect_torch(None)
     except BaseException as e:
         doc["torch"] = None
         doc["errors"].append({"fact": "torch", "message": "%s: %s" % (type(e).__name__, e)})

@@ -1,8 +1,10 @@
 import type { ThroughputResult } from './core/baselines/store';
 import type { HostRegistry } from './core/registry';
 import type { KnownGoodSettings } from './core/settings';
-import type { DashboardTestApi } from './dashboard/manager';
-import type { RemoteRunsProvider } from './tree/provider';
+import type * as vscode from 'vscode';
+import type { HostMessage, InitMessage, RunData } from './core/dashboard/protocol';
+import type { RunsListing } from './core/runs/listRuns';
+import type { TreeNode } from './shared/treeSection';
 import type { RunnerExit } from './core/terminal/runner';
 
 /*
@@ -115,7 +117,73 @@ export interface KnownGoodApi {}
 export interface KnownGoodTestApi extends KnownGoodApi {
   readonly registry: HostRegistry;
   settings(): KnownGoodSettings;
-  readonly tree: RemoteRunsProvider;
+  readonly tree: RemoteRunsTestApi;
   /** The open dashboards (what they received and posted). */
   readonly dashboard: DashboardTestApi;
+}
+
+/** Remote Runs' data provider, as the extension-host tests drive it. */
+export interface RemoteRunsTestApi extends vscode.TreeDataProvider<TreeNode> {
+  /** Re-renders a node (the whole tree without one); no remote call. */
+  refresh(node?: TreeNode): void;
+  /** Forgets listings (of one host, or all): the next expansion lists again. */
+  reload(hostId?: string): void;
+  /** Lists a host now (or waits for the listing in flight). */
+  ensureListing(hostId: string): Promise<RunsListing | undefined>;
+}
+
+/** What a test may set on a dashboard it opens. */
+export interface DashboardOpenOptions {
+  /** The preview's read budget in bytes; undefined: the probe's default (tests set a small one). */
+  previewBytes?: number | undefined;
+  /**
+   * Awaited before the exact reads start. Tests hold them back with it, to see a preview reach the page first
+   * (on a fast disk the exact read of a test-sized log beats the page's ready).
+   */
+  beforeExact?: (() => Promise<void>) | undefined;
+}
+
+/** A run named without a tree node: by other extensions, tests and the restored panels. */
+export interface DashboardTarget {
+  hostId: string;
+  logPath: string;
+  label?: string;
+}
+
+/** The extension-host tests' view of the dashboards (through KnownGoodApi). */
+export interface DashboardTestApi {
+  panels(): readonly PanelProbe[];
+  /**
+   * `previewBytes`: the preview's read budget for this panel (tests make a few-MB log sample); `beforeExact`: the
+   * exact reads wait for it (see DashboardOpenOptions).
+   */
+  open(targets: readonly DashboardTarget[], options?: DashboardOpenOptions): Promise<PanelProbe>;
+}
+
+/** What the extension-host tests read: the handshake and every message that crossed. */
+export interface PanelProbe {
+  readonly title: string;
+  readonly runs: readonly string[];
+  /** Types of the valid messages received from the webview, oldest first. */
+  readonly received: readonly string[];
+  /** Messages that failed validation and were dropped. */
+  readonly dropped: number;
+  readonly posted: readonly string[];
+  readonly lastPosted: HostMessage | undefined;
+  readonly lastInit: InitMessage | undefined;
+  /** ms from opening to the first init posted with plot data (a preview for a large log). */
+  readonly firstDataMs: number | undefined;
+  /** ms from opening until the webview had exact data for every run (undefined while any run is a preview). */
+  readonly exactDataMs: number | undefined;
+  /**
+   * What the first read gave each run (a preview for a sampled log), before any exact read replaced it; whether
+   * the first init carried it depends on how soon the page said ready.
+   */
+  readonly firstData: readonly RunData[] | undefined;
+  /** The first init posted (the one firstDataMs measures). */
+  readonly firstInit: InitMessage | undefined;
+  /** The last runData posted. */
+  readonly lastRunData: (HostMessage & { type: 'runData' }) | undefined;
+  /** Handles `raw` as if the webview had posted it (validation included). */
+  simulate(raw: unknown): void;
 }

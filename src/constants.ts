@@ -1,4 +1,4 @@
-/** Command and view ids: one place, matched by package.json contributes. */
+/** Every command and view id: one place, matched by package.json contributes (test/unit/commandIds.unit.test.ts). */
 export const VIEW_REMOTE_RUNS = 'knownGood.remoteRuns';
 /** The dashboard's webview panel type (serializer, onWebviewPanel activation). */
 export const DASHBOARD_VIEW_TYPE = 'knownGood.dashboard';
@@ -40,4 +40,28 @@ export const FleetCommands = {
   compareBaseline: 'knownGood.fleet.compareWithBaseline',
   compareNode: 'knownGood.fleet.compareNodeWithMajority',
   refresh: 'knownGood.fleet.refresh',
+} as const;
+
+/** Environment baselines and cache archives (src/baselines). */
+export const BaselineCommands = {
+  capture: 'knownGood.baselines.capture',
+  compare: 'knownGood.baselines.compare',
+  compareTwo: 'knownGood.baselines.compareTwo',
+  open: 'knownGood.baselines.open',
+  rename: 'knownGood.baselines.rename',
+  delete: 'knownGood.baselines.delete',
+  backupCache: 'knownGood.baselines.backupCache',
+  restoreCache: 'knownGood.baselines.restoreCache',
+} as const;
+
+/** The throughput benchmark (src/bench). */
+export const BenchCommands = {
+  run: 'knownGood.bench.run',
+  runCustom: 'knownGood.bench.runCustom',
+  compare: 'knownGood.bench.compareWithBaseline',
+} as const;
+
+/** Run Probe… in a terminal (src/probes). */
+export const ProbeCommands = {
+  runProbe: 'knownGood.probes.run',
 } as const;

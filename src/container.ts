@@ -2,10 +2,9 @@ import { join } from 'node:path';
 import * as vscode from 'vscode';
 import type { KnownGoodApi, KnownGoodTestApi } from './api';
 import { registerArgs } from './args/register';
-import { BaselineCommands } from './baselines/ids';
 import { registerBaselines } from './baselines/register';
-import { BenchCommands, registerBench } from './bench/register';
-import { Commands, VIEW_REMOTE_RUNS } from './constants';
+import { registerBench } from './bench/register';
+import { BaselineCommands, BenchCommands, Commands, VIEW_REMOTE_RUNS } from './constants';
 import { BaselineStore } from './core/baselines/store';
 import { resolveHosts, type HostSpec } from './core/hosts';
 import { HostRegistry } from './core/registry';
@@ -21,7 +20,8 @@ import { commandRegistrar, type RegisterCommand } from './shared/commands';
 import { hostsOf, type Hosts } from './shared/hosts';
 import { SettingsService } from './shared/settings';
 import { AgeTicker, AutoRefresh } from './tree/autoRefresh';
-import { RemoteRunsProvider, type TreeNode } from './tree/provider';
+import { RemoteRunsProvider } from './tree/provider';
+import type { TreeNode } from './shared/treeSection';
 import { registerWhatChanged } from './whatChanged/register';
 import { executeCommand, getConfiguration, showError } from './window';
 
@@ -110,6 +110,7 @@ export class Container implements vscode.Disposable {
 
     const command: RegisterCommand = commandRegistrar({
       hosts: this.hosts,
+      resolve: (t) => listings.resolve(t),
       log: this.log,
       track: (d) => this.track(d),
     });
@@ -147,12 +148,13 @@ export class Container implements vscode.Disposable {
       recordForTests: underTest,
       extensionUri: context.extensionUri,
       ensureListing: (hostId) => listings.ensure(hostId),
+      resolve: (t) => listings.resolve(t),
       store,
       storeKeyOf,
       args,
     });
     registerProbes({ ...common, baselines });
-    registerBench({ ...common, store, storeKeyOf, view: treeView });
+    registerBench({ ...common, store, storeKeyOf, view: treeView, resolve: (t) => listings.resolve(t) });
     registerWhatChanged({
       ...common,
       store,

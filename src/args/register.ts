@@ -6,7 +6,7 @@ import { argsDiffTitle } from '../core/args/render';
 import { checkpointOf, checkpointRefOf, previousCheckpoint, type CheckpointRef } from '../core/args/target';
 import { ARGS_SCHEME, sameRef } from '../core/args/uri';
 import type { CommandTarget } from '../core/runs/targets';
-import type { EntryNode } from '../core/runs/model';
+import type { ResolvedTarget } from '../core/runs/listings';
 import {
   executeCommand,
   registerTextDocumentContentProvider,
@@ -41,24 +41,24 @@ export interface ArgsApi {
 
 const HAS_SELECTION = 'knownGood.args.hasSelection';
 
-/** The checkpoint a command was invoked on: its decoded target, and the Remote Runs node when it was one. */
-function need(target: CommandTarget | undefined, call: Pick<CommandCall, 'node'>): CheckpointRef {
-  const ref = checkpointRefOf(target, call.node);
+/** The checkpoint a command was invoked on: its decoded target, resolved in the listing when it was a row. */
+function need(target: CommandTarget | undefined, call: Pick<CommandCall, 'resolved'>): CheckpointRef {
+  const ref = checkpointRefOf(target, call.resolved);
   if (!ref) throw new KnownGoodError('usage', 'Pick a checkpoint in Remote Runs first');
   return ref;
 }
 
-/** The two checkpoints of a multi-selection, the lower step on the left. */
-function pairOf(call: CommandCall): [CheckpointRef, CheckpointRef] | undefined {
-  const list = call.selectedNodes.length > 1 ? call.selectedNodes : [];
-  if (list.length !== 2) return undefined;
-  const [x, y] = list as [unknown, unknown];
-  const a = checkpointOf(x);
-  const b = checkpointOf(y);
+/**
+ * The two checkpoints of a multi-selection, the lower step on the left (rows of Remote Runs have their steps; plain
+ * refs keep the selection's order).
+ */
+function pairOf(
+  call: Pick<CommandCall, 'selection' | 'resolvedSelection'>,
+): [CheckpointRef, CheckpointRef] | undefined {
+  if (call.selection.length !== 2) return undefined;
+  const [a, b] = [0, 1].map((i) => checkpointRefOf(call.selection[i], call.resolvedSelection[i]));
   if (!a || !b) return undefined;
-  const step = (n: unknown) => (n as Partial<EntryNode>).entry?.step;
-  const sx = step(x);
-  const sy = step(y);
+  const [sx, sy] = call.resolvedSelection.map((r) => r?.entry.step);
   return sx !== undefined && sy !== undefined && sy < sx ? [b, a] : [a, b];
 }
 
@@ -131,12 +131,8 @@ export function registerArgs(c: ArgsDeps): ArgsApi {
     return uri;
   };
 
-  const previousOf = (node: unknown): CheckpointRef | undefined => {
-    const n = node as Partial<EntryNode> | undefined;
-    if (n?.kind !== 'checkpoint') return undefined;
-    const prev = previousCheckpoint(n as EntryNode);
-    return prev ? checkpointOf(prev) : undefined;
-  };
+  const previousOf = (r: ResolvedTarget | undefined): CheckpointRef | undefined =>
+    r?.kind === 'checkpoint' && !r.inCheckpoint ? previousCheckpoint(r) : undefined;
 
   // A checkpoint node, a root that is one, a `knownGood:` URI or `{ hostId, path }`: decoded as a CommandTarget;
   // checkpointRefOf (core/args/target.ts) picks the file of a checkpoint folder that holds the args.
@@ -165,7 +161,7 @@ export function registerArgs(c: ArgsDeps): ArgsApi {
 
   command(Commands.argsCompareWithPrevious, onCheckpoint, async (t, call) => {
     const ref = need(t, call);
-    const prev = previousOf(call.node);
+    const prev = previousOf(call.resolved);
     if (!prev) {
       void showInfo(`${ref.label} is the first checkpoint of its run: no previous step to compare with`);
       return undefined;
@@ -185,7 +181,7 @@ export function registerArgs(c: ArgsDeps): ArgsApi {
     }
     const ref = need(t, call);
     if (selected && !sameRef(selected, ref)) return changed(selected, ref);
-    const prev = previousOf(call.node);
+    const prev = previousOf(call.resolved);
     if (prev) return changed(prev, ref);
     throw new KnownGoodError(
       'usage',

@@ -13,8 +13,9 @@ import { KnownGoodError } from '../core/errors';
 import type { HostSpec } from '../core/hosts';
 import { showInfo, showQuickPick, showWarning } from '../window';
 import type { TargetOf } from '../core/runs/targets';
-import { withCancellableProgress, type BaselinesFeature } from './common';
-import { BaselineCommands } from './ids';
+import { withCancellableProgress } from '../shared/progress';
+import type { BaselinesFeature } from './common';
+import { BaselineCommands } from '../constants';
 
 /**
  * Back up the compile caches before clearing them, and put an archive back. Known Good deletes nothing here: a

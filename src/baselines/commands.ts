@@ -9,9 +9,10 @@ import { KnownGoodError } from '../core/errors';
 import type { HostSpec } from '../core/hosts';
 import { showInfo, showInputBox, showQuickPick, showWarning } from '../window';
 import type { TargetOf } from '../core/runs/targets';
-import { withCancellableProgress, type BaselinesFeature } from './common';
+import { withCancellableProgress } from '../shared/progress';
+import type { BaselinesFeature } from './common';
 import { envUri } from './content';
-import { BaselineCommands } from './ids';
+import { BaselineCommands } from '../constants';
 
 /** A baseline with the host it belongs to. */
 interface HostBaseline {
@@ -195,7 +196,7 @@ export function registerBaselineCommands(f: BaselinesFeature): BaselineDiffs {
     { kinds: ['baseline'] },
     async (t, call): Promise<CompareOutcome | undefined> => {
       const chosen: HostBaseline[] = [];
-      const given = call.selectedNodes.length ? call.selection : t ? [t] : [];
+      const given = call.selection.length ? call.selection : t ? [t] : [];
       for (const s of given) {
         if (s.kind !== 'baseline') continue;
         const b = await baselineOf(s);

@@ -1,12 +1,10 @@
 import * as vscode from 'vscode';
 import type { BaselineStore } from '../core/baselines/store';
-import { isKnownGoodError } from '../core/errors';
 import type { HostSpec } from '../core/hosts';
 import type { RegisterCommand } from '../shared/commands';
 import type { Hosts } from '../shared/hosts';
 import type { SettingsAccess } from '../shared/settings';
 import type { TreeSection } from '../shared/treeSection';
-import { withProgress } from '../window';
 import type { EnvContentProvider } from './content';
 import type { BaselinesSection } from './section';
 
@@ -30,40 +28,4 @@ export interface BaselinesDeps {
 export interface BaselinesFeature extends BaselinesDeps {
   section: BaselinesSection;
   content: EnvContentProvider;
-}
-
-export type Report = (message: string, fraction?: number) => void;
-
-/**
- * A notification with Cancel: the token becomes an AbortSignal for the remote work. A cancel resolves to
- * undefined (nothing to report); other failures propagate to the command's error handling.
- */
-export async function withCancellableProgress<R>(
-  title: string,
-  task: (signal: AbortSignal, report: Report) => Promise<R>,
-): Promise<R | undefined> {
-  return withProgress(
-    { location: vscode.ProgressLocation.Notification, title, cancellable: true },
-    async (progress, token) => {
-      const ac = new AbortController();
-      const sub = token.onCancellationRequested(() => ac.abort());
-      let done = 0;
-      const report: Report = (message, fraction) => {
-        if (fraction === undefined || fraction <= done) {
-          progress.report({ message });
-          return;
-        }
-        progress.report({ message, increment: (fraction - done) * 100 });
-        done = fraction;
-      };
-      try {
-        return await task(ac.signal, report);
-      } catch (e) {
-        if (ac.signal.aborted || isKnownGoodError(e, 'cancelled')) return undefined;
-        throw e;
-      } finally {
-        sub.dispose();
-      }
-    },
-  );
 }

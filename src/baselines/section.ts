@@ -5,7 +5,8 @@ import type { Baseline, BaselineStore } from '../core/baselines/store';
 import type { HostSpec } from '../core/hosts';
 import type { CommandTarget } from '../core/runs/targets';
 import type { SectionNode, TreeSection } from '../shared/treeSection';
-import { BaselineCommands, SECTION_ID } from './ids';
+import { BaselineCommands } from '../constants';
+import { SECTION_ID } from './ids';
 
 /** What a node of this section stands for; kept here, keyed by node, so `data` needs no cast. */
 export type BaselineItem =

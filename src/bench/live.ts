@@ -3,6 +3,9 @@ import type { BenchDeps } from './register';
 import { formatLive, liveTargetOf, LiveThroughput, type LiveState } from '../core/metrics/liveThroughput';
 import { RECENT_LEVEL } from '../core/metrics/logTail';
 import { Commands } from '../constants';
+import type { ResolvedTarget } from '../core/runs/listings';
+import { displayName } from '../core/runs/model';
+import { decodeTarget } from '../core/runs/targets';
 import { createStatusBarItem } from '../window';
 
 /**
@@ -13,8 +16,8 @@ import { createStatusBarItem } from '../window';
 export function registerLiveThroughput(c: BenchDeps): LiveThroughput {
   const item = c.track(createStatusBarItem('knownGood.liveThroughput', vscode.StatusBarAlignment.Left, 50));
   item.name = 'Known Good: live throughput';
-  /** The Remote Runs row whose numbers are shown. */
-  let followed: unknown;
+  /** What the numbers are of (a click opens its dashboard). */
+  let followed: ResolvedTarget | undefined;
   const render = (s: LiveState) => {
     if (s.kind === 'hidden') {
       item.hide();
@@ -22,7 +25,13 @@ export function registerLiveThroughput(c: BenchDeps): LiveThroughput {
     }
     // which run the numbers are of, and a click opens its dashboard
     item.text = `$(pulse) ${runName(followed, s.target.path)} · ${formatLive(s)}`;
-    item.command = { command: Commands.openDashboard, title: 'Open Dashboard', arguments: [followed ?? s.target] };
+    const on = followed ? { kind: followed.kind, hostId: followed.hostId, path: followed.path } : undefined;
+    item.command = {
+      command: Commands.openDashboard,
+      title: 'Open Dashboard',
+      // a tagged target: the run itself (its dashboard, not only the log's), decoded like a tree node
+      arguments: [on ? { target: on } : { hostId: s.target.hostId, logPath: s.target.path }],
+    };
     const where = `${s.target.path} on ${c.hosts.find(s.target.hostId)?.name ?? s.target.hostId}`;
     item.tooltip =
       s.kind === 'error'
@@ -43,8 +52,10 @@ export function registerLiveThroughput(c: BenchDeps): LiveThroughput {
   const view = c.view;
   const follow = () => {
     const sel = view.selection;
-    const target = sel.length === 1 ? liveTargetOf(sel[0]) : undefined;
-    followed = target ? sel[0] : undefined;
+    const on = sel.length === 1 ? decodeTarget(sel[0]) : undefined;
+    const resolved = on ? c.resolve(on) : undefined;
+    const target = liveTargetOf(resolved);
+    followed = target ? resolved : undefined;
     live.follow(target);
   };
   c.track(view.onDidChangeSelection(follow));
@@ -58,9 +69,8 @@ export function registerLiveThroughput(c: BenchDeps): LiveThroughput {
 }
 
 /** A run row's own name; for a log file, its folder's (the run it belongs to). */
-function runName(node: unknown, path: string): string {
-  const n = node as { kind?: unknown; label?: unknown } | undefined;
-  if (n?.kind === 'run' && typeof n.label === 'string') return n.label;
+function runName(r: ResolvedTarget | undefined, path: string): string {
+  if (r?.kind === 'run') return displayName(r.entry);
   const parts = path.replace(/\/+$/, '').split('/');
   return parts[parts.length - 2] ?? path;
 }

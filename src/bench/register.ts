@@ -1,5 +1,6 @@
 import * as vscode from 'vscode';
 import type { BenchRunOutcome } from '../api';
+import { BenchCommands } from '../constants';
 import type { BenchConfig, BenchResult } from '../core/bench/benchProbe';
 import { benchProcess } from '../core/bench/run';
 import { benchDocUri, comparisonChoice, formatRate } from '../core/bench/compare';
@@ -12,6 +13,8 @@ import {
 import type { BaselineStore, ThroughputResult } from '../core/baselines/store';
 import { KnownGoodError, messageOf } from '../core/errors';
 import type { HostSpec } from '../core/hosts';
+import type { ResolvedTarget } from '../core/runs/listings';
+import type { CommandTarget } from '../core/runs/targets';
 import {
   BENCH_PRESETS,
   benchRecord,
@@ -38,12 +41,6 @@ import type { RegisterCommand } from '../shared/commands';
 import type { Hosts } from '../shared/hosts';
 import type { SettingsAccess } from '../shared/settings';
 import { whyFailed } from '../core/transport/collect';
-
-export const BenchCommands = {
-  run: 'knownGood.bench.run',
-  runCustom: 'knownGood.bench.runCustom',
-  compare: 'knownGood.bench.compareWithBaseline',
-} as const;
 
 /** Read-only comparison documents, by URI. */
 class ComparisonDocuments implements vscode.TextDocumentContentProvider {
@@ -81,6 +78,8 @@ export interface BenchDeps {
   /** Results are kept with the host's baselines. */
   store: BaselineStore;
   storeKeyOf(host: HostSpec): string;
+  /** A target as its host's listing has it (Listings.resolve): live throughput follows a run's metrics log. */
+  resolve(target: CommandTarget): ResolvedTarget | undefined;
   /** Remote Runs: live throughput follows its selection while it is visible. */
   view: Pick<vscode.TreeView<unknown>, 'selection' | 'visible' | 'onDidChangeSelection' | 'onDidChangeVisibility'>;
 }

@@ -11,32 +11,18 @@ import {
   type RunSource,
 } from '../core/dashboard/sources';
 import { KnownGoodError } from '../core/errors';
-import { decodeTarget, runsNodeOf } from '../core/runs/targets';
+import type { ResolvedTarget } from '../core/runs/listings';
+import type { CommandTarget, TargetOf } from '../core/runs/targets';
+import type { CommandCall } from '../shared/commands';
 import { createWebviewPanel, showQuickPick } from '../window';
-import { DashboardPanel, webviewOptions, type PanelOptions, type PanelProbe } from './panel';
+import type { DashboardOpenOptions, DashboardTarget, DashboardTestApi, PanelProbe } from '../api';
+import { DashboardPanel, webviewOptions, type PanelOptions } from './panel';
 import { ContainerServices, type DashboardDeps } from './services';
 
-/** A run named without a tree node: by other extensions, tests and the restored panels. */
-export interface DashboardTarget {
-  hostId: string;
-  logPath: string;
-  label?: string;
-}
-
-/** The extension-host tests' view of the dashboards (through KnownGoodApi). */
-export interface DashboardTestApi {
-  panels(): readonly PanelProbe[];
-  /**
-   * `previewBytes`: the preview's read budget for this panel (tests make a few-MB log sample); `beforeExact`: the
-   * exact reads wait for it (see PanelOptions).
-   */
-  open(
-    targets: readonly DashboardTarget[],
-    options?: Pick<PanelOptions, 'previewBytes' | 'beforeExact'>,
-  ): Promise<PanelProbe>;
-}
-
 const basename = (p: string) => p.slice(p.lastIndexOf('/') + 1) || p;
+/** The targets Open Dashboard takes (any other becomes its host). */
+type OpenKind = 'host' | 'root' | 'run' | 'log';
+
 const usage = () => new KnownGoodError('usage', 'Open Dashboard: pick a run, a metrics log or a host');
 
 /** What the dashboard reads, for messages that say none was found. */
@@ -66,10 +52,7 @@ export class DashboardManager implements vscode.Disposable, DashboardTestApi {
     return this.open_.flatMap((p) => (p.probe ? [p.probe] : []));
   }
 
-  async open(
-    targets: readonly DashboardTarget[],
-    options: Pick<PanelOptions, 'previewBytes' | 'beforeExact'> = {},
-  ): Promise<PanelProbe> {
+  async open(targets: readonly DashboardTarget[], options: DashboardOpenOptions = {}): Promise<PanelProbe> {
     const sources = await Promise.all(targets.map((t) => this.fromTarget(t)));
     const panel = this.show(sources, undefined, {
       previewBytes: options.previewBytes,
@@ -90,9 +73,20 @@ export class DashboardManager implements vscode.Disposable, DashboardTestApi {
     panel.zoomTo(window, series);
   }
 
-  /** The command: (clicked node, selected nodes) from the tree, a DashboardTarget, or nothing (quick picks). */
-  async command(node?: unknown, nodes?: unknown): Promise<void> {
-    const picked = Array.isArray(nodes) && nodes.length > 1 ? nodes : node !== undefined ? [node] : [];
+  /**
+   * The command: a target (a row of Remote Runs, `{ hostId, logPath }`, …) or the tree's multi-selection, each as
+   * its listing has it; nothing: the quick picks.
+   */
+  async command(
+    target: TargetOf<OpenKind> | undefined,
+    call: Pick<CommandCall, 'resolved' | 'selection' | 'resolvedSelection'>,
+  ): Promise<void> {
+    const picked: { t: CommandTarget; r: ResolvedTarget | undefined }[] =
+      call.selection.length > 1
+        ? call.selection.map((t, i) => ({ t, r: call.resolvedSelection[i] }))
+        : target
+          ? [{ t: target, r: target.kind === 'host' ? undefined : call.resolved }]
+          : [];
     let sources: RunSource[];
     if (picked.length === 0) {
       const s = await this.pick();
@@ -100,7 +94,7 @@ export class DashboardManager implements vscode.Disposable, DashboardTestApi {
       sources = [s];
     } else {
       sources = [];
-      for (const n of picked) sources.push(await this.fromArgument(n));
+      for (const { t, r } of picked) sources.push(await this.sourceOf(t, r));
     }
     const seen = new Set<string>();
     sources = sources.filter((s) => {
@@ -110,38 +104,34 @@ export class DashboardManager implements vscode.Disposable, DashboardTestApi {
     this.show(sources);
   }
 
-  private async fromArgument(arg: unknown): Promise<RunSource> {
-    const n = runsNodeOf(arg);
-    if (!n) {
-      // Not a tree node: `{ hostId, logPath }` from other extensions and tests.
-      const t = decodeTarget(arg);
-      if (t?.kind === 'log') return this.fromTarget({ hostId: t.hostId, logPath: t.path, label: t.label });
-      throw usage();
-    }
-    switch (n.kind) {
+  /**
+   * What a target plots. `row`: the target resolved as the Remote Runs row it was (a log row must be a metrics log;
+   * a plain `{ hostId, logPath }` opens as named). A root or run named without a row is looked up in the listing.
+   */
+  private async sourceOf(t: CommandTarget, row: ResolvedTarget | undefined): Promise<RunSource> {
+    switch (t.kind) {
       case 'host': {
-        const listing = await this.d.ensureListing(n.host.id);
-        if (!listing) throw new KnownGoodError('not-found', `Could not list ${n.host.label}`);
-        const newest = runsWithLogs(n.host.id, listing)[0];
-        if (!newest)
-          throw new KnownGoodError('not-found', `No run with a metrics log (${LOG_KINDS}) on ${n.host.label}`);
+        const listing = await this.d.ensureListing(t.hostId);
+        const label = this.d.hosts.find(t.hostId)?.name ?? t.hostId;
+        if (!listing) throw new KnownGoodError('not-found', `Could not list ${label}`);
+        const newest = runsWithLogs(t.hostId, listing)[0];
+        if (!newest) throw new KnownGoodError('not-found', `No run with a metrics log (${LOG_KINDS}) on ${label}`);
         return newest;
       }
-      case 'root': {
-        const s = n.listing.entry ? sourceOfRun(n.hostId, n.listing, n.listing.entry) : undefined;
-        if (!s) throw new KnownGoodError('not-found', `No metrics log (${LOG_KINDS}) directly in ${n.remotePath}`);
+      case 'root':
+      case 'run': {
+        if (!row) await this.d.ensureListing(t.hostId).catch(() => undefined);
+        const r = row ?? this.d.resolve(t);
+        const s = r ? sourceOfRun(t.hostId, r.root, r.entry) : undefined;
+        const where = t.kind === 'root' ? 'directly in ' : 'in ';
+        if (!s) throw new KnownGoodError('not-found', `No metrics log (${LOG_KINDS}) ${where}${t.path}`);
         return s;
       }
-      case 'run':
-      case 'folder': {
-        const s = sourceOfRun(n.hostId, n.root, n.entry);
-        if (!s) throw new KnownGoodError('not-found', `No metrics log (${LOG_KINDS}) in ${n.remotePath}`);
-        return s;
-      }
-      case 'file':
-        if (!isMetricsLog(n.entry))
-          throw new KnownGoodError('usage', `${n.entry.name} is not a metrics log the dashboard reads`);
-        return sourceOfLog(n.hostId, n.root, n.entry);
+      case 'log':
+        if (!row) return this.fromTarget({ hostId: t.hostId, logPath: t.path, ...(t.label ? { label: t.label } : {}) });
+        if (!isMetricsLog(row.entry))
+          throw new KnownGoodError('usage', `${row.entry.name} is not a metrics log the dashboard reads`);
+        return sourceOfLog(t.hostId, row.root, row.entry);
       default:
         throw usage();
     }

@@ -17,22 +17,16 @@ import { messageOf } from '../core/errors';
 import { newNonce } from '../core/util/nonce';
 import { metricsReduceProbe } from '../core/metrics/metricsProbe';
 import { DASHBOARD_SCRIPT, DASHBOARD_STYLES, dashboardHtml } from '../../webview/src/html';
+import type { DashboardOpenOptions, PanelProbe } from '../api';
 import type { DashboardServices } from './services';
 
 /** Buckets per series kept while following (what the first reduction returns by default). */
 const MAX_BUCKETS = 2000;
 const FOLLOW_INTERVAL_MS = 2000;
 
-export interface PanelOptions {
+export interface PanelOptions extends DashboardOpenOptions {
   /** Turn following on once the page is ready (a restored panel that was following). */
   follow?: boolean;
-  /** The preview's read budget in bytes; undefined: the probe's default (tests set a small one). */
-  previewBytes?: number | undefined;
-  /**
-   * Awaited before the exact reads start. Tests hold them back with it, to see a preview reach the page first
-   * (on a fast disk the exact read of a test-sized log beats the page's ready).
-   */
-  beforeExact?: (() => Promise<void>) | undefined;
   /** Keep a PanelRecorder (`probe`) for the extension-host tests. */
   record?: boolean;
 }
@@ -46,34 +40,6 @@ export function webviewOptions(extensionUri: vscode.Uri): vscode.WebviewOptions 
       vscode.Uri.joinPath(extensionUri, 'media'),
     ],
   };
-}
-
-/** What the extension-host tests read: the handshake and every message that crossed. */
-export interface PanelProbe {
-  readonly title: string;
-  readonly runs: readonly string[];
-  /** Types of the valid messages received from the webview, oldest first. */
-  readonly received: readonly string[];
-  /** Messages that failed validation and were dropped. */
-  readonly dropped: number;
-  readonly posted: readonly string[];
-  readonly lastPosted: HostMessage | undefined;
-  readonly lastInit: InitMessage | undefined;
-  /** ms from opening to the first init posted with plot data (a preview for a large log). */
-  readonly firstDataMs: number | undefined;
-  /** ms from opening until the webview had exact data for every run (undefined while any run is a preview). */
-  readonly exactDataMs: number | undefined;
-  /**
-   * What the first read gave each run (a preview for a sampled log), before any exact read replaced it; whether
-   * the first init carried it depends on how soon the page said ready.
-   */
-  readonly firstData: readonly RunData[] | undefined;
-  /** The first init posted (the one firstDataMs measures). */
-  readonly firstInit: InitMessage | undefined;
-  /** The last runData posted. */
-  readonly lastRunData: (HostMessage & { type: 'runData' }) | undefined;
-  /** Handles `raw` as if the webview had posted it (validation included). */
-  simulate(raw: unknown): void;
 }
 
 /**

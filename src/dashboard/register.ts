@@ -11,7 +11,8 @@ export function registerDashboard(
   d: DashboardDeps & { command: RegisterCommand; track<T extends { dispose(): unknown }>(x: T): T },
 ): DashboardManager {
   const manager = d.track(new DashboardManager(d));
-  d.command(Commands.openDashboard, null, (_t, { args: [node, nodes] }) => manager.command(node, nodes));
+  // another kind of target (a checkpoint, a baseline) opens its host's newest run, as the host row does
+  d.command(Commands.openDashboard, { kinds: ['host', 'root', 'run', 'log'] }, (t, call) => manager.command(t, call));
   d.track(registerWebviewPanelSerializer(DASHBOARD_VIEW_TYPE, manager.serializer));
   return manager;
 }

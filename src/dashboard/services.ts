@@ -1,5 +1,5 @@
 import type * as vscode from 'vscode';
-import { checkpointOfNode, type CheckpointRef as ArgsCheckpoint } from '../core/args/target';
+import { checkpointOfEntry, type CheckpointRef as ArgsCheckpoint } from '../core/args/target';
 import { captureSnapshot } from '../core/baselines/capture';
 import type { EnvSnapshot } from '../core/baselines/envProbe';
 import type { BaselineStore, StoreChange } from '../core/baselines/store';
@@ -9,7 +9,8 @@ import { KnownGoodError, messageOf } from '../core/errors';
 import type { HostSpec } from '../core/hosts';
 import type { ProbeRunnerLike } from '../core/probes/probe';
 import type { RootListing, RunEntry } from '../core/runs/listRuns';
-import { entryNode } from '../core/runs/model';
+import type { ResolvedTarget } from '../core/runs/listings';
+import type { CommandTarget } from '../core/runs/targets';
 import type { RunsListing } from '../core/runs/listRuns';
 import type { Hosts } from '../shared/hosts';
 import type { SettingsAccess } from '../shared/settings';
@@ -47,6 +48,8 @@ export interface DashboardDeps {
   readonly settings: SettingsAccess;
   /** The host's listing (shared with Remote Runs: one listing per host, loaded once). */
   ensureListing(hostId: string): Promise<RunsListing | undefined>;
+  /** A target in its host's listing as it is now (Listings.resolve). */
+  resolve(target: CommandTarget): ResolvedTarget | undefined;
   readonly store: BaselineStore;
   storeKeyOf(host: HostSpec): string;
   /** The args feature's capability (the checkpoint buttons). */
@@ -59,9 +62,8 @@ export interface DashboardDeps {
 }
 
 function argsRefOf(c: CheckpointRef): ArgsCheckpoint {
-  const ref = checkpointOfNode(entryNode(c.hostId, c.root, c.entry, false));
-  if (!ref) throw new KnownGoodError('usage', `${c.entry.name} is not a checkpoint`);
-  return ref;
+  if (c.entry.role !== 'checkpoint') throw new KnownGoodError('usage', `${c.entry.name} is not a checkpoint`);
+  return checkpointOfEntry(c.hostId, c.root, c.entry);
 }
 
 export class ContainerServices implements DashboardServices {

@@ -6,7 +6,7 @@ import { FleetCommands } from '../constants';
 import type { EnvSnapshot } from '../core/baselines/envProbe';
 import { shortTime } from '../core/baselines/documents';
 import { parseBenchConfig } from '../core/bench/records';
-import { isKnownGoodError, KnownGoodError } from '../core/errors';
+import { KnownGoodError } from '../core/errors';
 import { FleetBaselineStore } from '../core/fleet/baseline';
 import { FLEET_SCHEME, FleetResults, fromFleetUri, toFleetUri, type FleetDoc } from '../core/fleet/documents';
 import { benchFleet, captureFleet, describeTarget, fleetHostOf, type FleetCapture } from '../core/fleet/fleet';
@@ -17,6 +17,7 @@ import type { HostSpec } from '../core/hosts';
 import type { TargetOf } from '../core/runs/targets';
 import type { RegisterCommand } from '../shared/commands';
 import type { Hosts } from '../shared/hosts';
+import { withCancellableProgress, type Report } from '../shared/progress';
 import type { TreeSection } from '../shared/treeSection';
 import {
   activeEditorUri,
@@ -25,7 +26,6 @@ import {
   showInputBox,
   showQuickPick,
   showTextDocument,
-  withProgress,
 } from '../window';
 import { FleetSection, type NodeStanding } from './section';
 
@@ -52,27 +52,6 @@ export interface FleetDeps {
   refresh(node?: unknown): void;
   /** The usual environment diff of two snapshots (the baselines feature's capability). */
   diffSnapshots(left: FleetSnapshotSide, right: FleetSnapshotSide, title: string): Promise<CompareOutcome>;
-}
-
-type Report = (message: string) => void;
-
-/** A notification with Cancel; a cancel resolves to undefined, other failures reach the command's handling. */
-async function progress<R>(title: string, task: (signal: AbortSignal, report: Report) => Promise<R>) {
-  return withProgress(
-    { location: vscode.ProgressLocation.Notification, title, cancellable: true },
-    async (p, token) => {
-      const ac = new AbortController();
-      const sub = token.onCancellationRequested(() => ac.abort());
-      try {
-        return await task(ac.signal, (message) => p.report({ message }));
-      } catch (e) {
-        if (ac.signal.aborted || isKnownGoodError(e, 'cancelled')) return undefined;
-        throw e;
-      } finally {
-        sub.dispose();
-      }
-    },
-  );
 }
 
 /** Optional second argument (tests, other commands). */
@@ -174,7 +153,7 @@ export function registerFleet(d: FleetDeps): void {
 
   async function capture(j: JobRef, title: string): Promise<{ cap: FleetCapture; ref: CaptureRef } | undefined> {
     const count = section.job(j.spec.id, j.jobId)?.nodeCount ?? 0;
-    const cap = await progress(title, (signal, report) => {
+    const cap = await withCancellableProgress(title, (signal, report) => {
       report('srun on every node…');
       const options: FleetRunOptions = { signal, onNode: onNode(report, () => count) };
       return captureFleet(j.host, j.target, options);
@@ -240,7 +219,7 @@ export function registerFleet(d: FleetDeps): void {
         ? { device: 'cpu' as const }
         : parseBenchConfig(typeof extra.config === 'string' ? extra.config : JSON.stringify(extra.config));
     const count = section.job(j.spec.id, j.jobId)?.nodeCount ?? 0;
-    const run = await progress(`Benchmarking every node of ${j.what}`, (signal, report) => {
+    const run = await withCancellableProgress(`Benchmarking every node of ${j.what}`, (signal, report) => {
       report(`${config.device ?? 'default'} benchmark on every node…`);
       return benchFleet(j.host, j.target, config, { signal, onNode: onNode(report, () => count) });
     });

@@ -5,23 +5,14 @@ import type { HostSpec } from '../core/hosts';
 import type { TargetOf } from '../core/runs/targets';
 import { newNonce } from '../core/util/nonce';
 import { probeTerminalCommand } from '../core/terminal/command';
-import {
-  parseFramedResult,
-  probeChoice,
-  PROBES,
-  terminalName,
-  type ProbeChoice,
-  type ProbeContext,
-} from '../core/probes/catalogue';
+import { parseFramedResult, terminalName, type ProbeChoice, type ProbeContext } from '../core/probes/catalogue';
+import { probeChoice, PROBES } from './choices';
 import type { ProbeRunOutcome } from '../api';
+import { ProbeCommands } from '../constants';
 import type { RegisterCommand } from '../shared/commands';
 import type { Hosts } from '../shared/hosts';
 import { runInTerminal } from '../shared/terminal';
 import { showInfo, showInputBox, showQuickPick } from '../window';
-
-export const TerminalCommands = {
-  runProbe: 'knownGood.probes.run',
-} as const;
 
 /** What Run Probe needs: hosts, the log, and the baselines capability for a snapshot's "Save as Baseline". */
 export interface ProbesDeps {
@@ -33,7 +24,7 @@ export interface ProbesDeps {
 
 export function registerProbes(d: ProbesDeps): void {
   d.command(
-    TerminalCommands.runProbe,
+    ProbeCommands.runProbe,
     { kinds: ['host', 'root', 'run', 'checkpoint'], pick: 'Run the probe on which host?' },
     (target, call) => runProbe(d, target, typeof call.extra === 'string' ? call.extra : undefined),
   );

@@ -9,7 +9,8 @@ import { Commands } from '../constants';
 import type { RegisterCommand } from '../shared/commands';
 import type { Hosts } from '../shared/hosts';
 import type { SettingsAccess } from '../shared/settings';
-import { showInfo, showInputBox, showQuickPick, showWarning, withProgress } from '../window';
+import { showInfo, showInputBox, showQuickPick, showWarning } from '../window';
+import { withCancellableProgress } from '../shared/progress';
 import { hostWizard } from './hostWizard';
 import { RemoteFileProvider, remoteFileUri } from './remoteFiles';
 
@@ -58,10 +59,11 @@ export function registerRuns(d: RunsDeps): void {
     if (text) await vscode.env.clipboard.writeText(text);
   });
 
-  command(Commands.openFile, { kinds: ['log'] }, async (t, { node }) => {
+  command(Commands.openFile, { kinds: ['log'] }, async (t, { resolved }) => {
     if (!t) return;
     const maxBytes = settings.current.maxOpenBytes;
-    const b64 = node?.kind === 'file' ? node.remotePathB64 : undefined;
+    // a name that is not UTF-8 is opened by its exact bytes
+    const b64 = resolved?.kind === 'log' ? resolved.pathB64 : undefined;
     const uri = remoteFileUri({ hostId: t.hostId, path: t.path, ...(b64 ? { pathB64: b64 } : {}), maxBytes });
     const doc = await vscode.workspace.openTextDocument(uri);
     if (/\.jsonl$/i.test(t.path))
@@ -172,27 +174,22 @@ export function registerRuns(d: RunsDeps): void {
     await setRoots(hostId, (roots) => [...roots.filter((r) => r !== root.trim()), root.trim()]);
   });
 
-  command(Commands.removeRoot, { kinds: ['root'] }, async (t, { node }) => {
-    if (!t || node?.kind !== 'root') return;
-    const root = node.listing.root;
+  command(Commands.removeRoot, { kinds: ['root'] }, async (t) => {
+    if (!t) return;
+    // the root as written in the settings (`~/ckpt`), which the listing keeps beside the path it expanded to; a
+    // missing root has no entry, so it is looked up in the listing rather than resolved
+    const root = (await tree.ensureListing(t.hostId))?.roots.find((r) => r.path === t.path)?.root;
+    if (root === undefined) return;
     await setRoots(t.hostId, (roots) => roots.filter((r) => r !== root));
   });
 
   command(Commands.selectPython, { kinds: ['host'], pick: 'Select the Python of which host?' }, async ({ hostId }) => {
     const spec = hosts.get(hostId);
     const session = hosts.session(spec);
-    const found = await withProgress(
-      {
-        location: vscode.ProgressLocation.Notification,
-        title: `Looking for Python interpreters on ${session.label}…`,
-        cancellable: true,
-      },
-      (_p, token) => {
-        const ac = new AbortController();
-        token.onCancellationRequested(() => ac.abort());
-        return session.probes.runOnce(findPythonsProbe(), { signal: ac.signal, timeoutMs: 120000 });
-      },
+    const found = await withCancellableProgress(`Looking for Python interpreters on ${session.label}…`, (signal) =>
+      session.probes.runOnce(findPythonsProbe(), { signal, timeoutMs: 120000 }),
     );
+    if (!found) return;
     const items = pythonPickOrder(found.value.candidates).map((cand) => ({
       label: cand.path,
       description: [

@@ -1,6 +1,6 @@
 import * as vscode from 'vscode';
 import { messageOf, presentationOf } from '../core/errors';
-import type { RunsNode } from '../core/runs/model';
+import type { ResolvedTarget } from '../core/runs/listings';
 import {
   decodeTarget,
   narrowTarget,
@@ -16,12 +16,16 @@ import type { Hosts } from './hosts';
 export interface CommandCall {
   /** Every argument VS Code (or a caller of executeCommand) passed. */
   readonly args: readonly unknown[];
-  /** The Remote Runs node it was invoked on, when it was one (for handlers that need the listing behind it). */
-  readonly node: RunsNode | undefined;
+  /**
+   * When the first argument is a Remote Runs row: its target as the host's listing has it (Listings.resolve: entry,
+   * root, step, format, metrics log). Handlers read this, never the row. A plain call (palette, URI, another
+   * command, tests) is taken as named: undefined.
+   */
+  readonly resolved: ResolvedTarget | undefined;
   /** The tree's multi-selection (its second argument) decoded, in selection order; empty otherwise. */
   readonly selection: readonly CommandTarget[];
-  /** The tree's selected nodes, as given (parallel to `selection`). */
-  readonly selectedNodes: readonly unknown[];
+  /** `selection` resolved the same way (parallel to it). */
+  readonly resolvedSelection: readonly (ResolvedTarget | undefined)[];
   /** The second argument when it is not a selection: options from tests and other commands (`{ label }`, …). */
   readonly extra: unknown;
 }
@@ -44,23 +48,31 @@ export interface RegisterCommand {
 
 export interface CommandHostDeps {
   hosts: Hosts;
+  /** Listings.resolve: a target in its host's listing as it is now. */
+  resolve(target: CommandTarget): ResolvedTarget | undefined;
   log: Pick<vscode.LogOutputChannel, 'info' | 'warn' | 'error' | 'show'>;
   track(d: vscode.Disposable): void;
 }
 
 /** Decodes a call's arguments into a CommandCall (exported for the unit tests of the decoding). */
-export function callOf(args: readonly unknown[]): { target: CommandTarget | undefined; call: CommandCall } {
+export function callOf(
+  args: readonly unknown[],
+  resolve: CommandHostDeps['resolve'] = () => undefined,
+): { target: CommandTarget | undefined; call: CommandCall } {
   const [first, second] = args;
-  const selectedNodes = Array.isArray(second) ? second : [];
-  const selection = selectedNodes.map(decodeTarget).filter((t): t is CommandTarget => t !== undefined);
+  const resolveRow = (arg: unknown, t: CommandTarget | undefined) => (t && runsNodeOf(arg) ? resolve(t) : undefined);
+  const selected = (Array.isArray(second) ? second : []).flatMap((arg: unknown) => {
+    const t = decodeTarget(arg);
+    return t ? [{ t, resolved: resolveRow(arg, t) }] : [];
+  });
   const target = decodeTarget(first);
   return {
     target,
     call: {
       args,
-      node: runsNodeOf(first),
-      selection,
-      selectedNodes,
+      resolved: resolveRow(first, target),
+      selection: selected.map((x) => x.t),
+      resolvedSelection: selected.map((x) => x.resolved),
       extra: Array.isArray(second) ? undefined : second,
     },
   };
@@ -79,7 +91,7 @@ export function commandRegistrar(deps: CommandHostDeps): RegisterCommand {
   ): void => {
     const invoke = async (...args: unknown[]): Promise<unknown> => {
       try {
-        const { target, call } = callOf(args);
+        const { target, call } = callOf(args, (t) => deps.resolve(t));
         let t: TargetOf<K> | TargetOf<'host'> | undefined = accepts ? narrowTarget(target, accepts.kinds) : undefined;
         if (!t && accepts?.pick) {
           const host = await deps.hosts.pick(accepts.pick);

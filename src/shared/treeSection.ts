@@ -1,5 +1,6 @@
 import type * as vscode from 'vscode';
 import type { HostSpec } from '../core/hosts';
+import type { RunsNode } from '../core/runs/model';
 import type { CommandTarget } from '../core/runs/targets';
 
 /**
@@ -16,6 +17,16 @@ export interface SectionNode {
   /** What a command invoked on this node acts on (decoded by src/core/runs/targets.ts). */
   target: CommandTarget;
   data?: unknown;
+}
+
+/** A row of Remote Runs: the core model's nodes, the features' sections, and a settings problem. */
+export type TreeNode = RunsNode | SectionNode | SettingsProblemNode;
+
+/** A problem with the knownGood.* settings, shown as a row above the hosts. */
+export interface SettingsProblemNode {
+  kind: 'settings-problem';
+  id: string;
+  label: string;
 }
 
 export interface TreeSection {

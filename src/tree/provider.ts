@@ -15,15 +15,8 @@ import {
   type MessageNode,
   type RunsNode,
 } from '../core/runs/model';
-import type { SectionNode, TreeSection } from '../shared/treeSection';
+import type { SettingsProblemNode, TreeNode, TreeSection } from '../shared/treeSection';
 import { DeferredChanges } from '../core/util/deferredChanges';
-
-export type TreeNode = RunsNode | SectionNode | SettingsProblemNode;
-interface SettingsProblemNode {
-  kind: 'settings-problem';
-  id: string;
-  label: string;
-}
 
 export interface ProviderOptions {
   newestFirst(): boolean;

@@ -21,7 +21,8 @@ import { WhatChangedStore } from '../core/whatChanged/store';
 import type { RegisterCommand } from '../shared/commands';
 import type { Hosts } from '../shared/hosts';
 import type { SettingsAccess } from '../shared/settings';
-import { registerTextDocumentContentProvider, registerWebviewPanelSerializer, showInfo, withProgress } from '../window';
+import { registerTextDocumentContentProvider, registerWebviewPanelSerializer, showInfo } from '../window';
+import { withCancellableProgress } from '../shared/progress';
 import { WhatChangedPanel } from './panel';
 
 /** Read-only evidence documents of a report (a commit's message and diff). */
@@ -128,26 +129,16 @@ export function registerWhatChanged(d: WhatChangedDeps): void {
     };
     const host = { id: d.storeKeyOf(s.host), label: s.host.name, probes: d.hosts.session(s.host).probes };
     const what = s.nowCheckpoint ?? s.run ?? 'the environment';
-    return await withProgress(
-      {
-        location: vscode.ProgressLocation.Notification,
-        title: `What Changed? ${s.host.name}: ${posix.basename(what) || what}`,
-        cancellable: true,
-      },
-      async (progress, token) => {
-        const abort = new AbortController();
-        const sub = token.onCancellationRequested(() => abort.abort());
-        try {
-          progress.report({ message: 'listing, args, metrics, environment…' });
-          return await whatChanged(host, s.run, { ...options, signal: abort.signal });
-        } catch (e) {
-          if (token.isCancellationRequested) throw new KnownGoodError('cancelled', 'What Changed? cancelled');
-          throw e;
-        } finally {
-          sub.dispose();
-        }
+    const report = await withCancellableProgress(
+      `What Changed? ${s.host.name}: ${posix.basename(what) || what}`,
+      (signal, progress) => {
+        progress('listing, args, metrics, environment…');
+        return whatChanged(host, s.run, { ...options, signal });
       },
     );
+    // show() and Refresh need a report: a cancel is the command's quiet `cancelled`, as before
+    if (!report) throw new KnownGoodError('cancelled', 'What Changed? cancelled');
+    return report;
   };
 
   // Evidence documents (a commit's message and diff): read-only, served from memory by their number, newest 50 kept.

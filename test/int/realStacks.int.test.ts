@@ -5,7 +5,7 @@ import { join, relative } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { ArgValue, CkptArgs } from '../../src/core/args/argsProbe';
 import { ArgsReader } from '../../src/core/args/reader';
-import { checkpointOfNode, type CheckpointRef } from '../../src/core/args/target';
+import { checkpointOfEntry, type CheckpointRef } from '../../src/core/args/target';
 import { findMetricsLog, joinRemote } from '../../src/core/dashboard/sources';
 import { metricsReduceProbe, type MetricsReduction } from '../../src/core/metrics/metricsProbe';
 import { ProbeRunner } from '../../src/core/probes/runner';
@@ -18,7 +18,7 @@ import { startSshd, type TestSshd } from '../support/sshd';
 /*
  * Artifacts written by the real libraries on a GPU box (test/fixtures/real/, ground_truth.json from the libraries
  * themselves) read over a real OpenSSH sshd with the code the extension runs: the list_runs probe and the tree model
- * for listing, checkpointOfNode + ArgsReader for args, findMetricsLog + the metrics_reduce probe for the dashboard.
+ * for listing, checkpointOfEntry + ArgsReader for args, findMetricsLog + the metrics_reduce probe for the dashboard.
  *
  * Not asserted here:
  * - accelerate: only the custom_checkpoint_0.pkl values, not the folder's other files (random states, optimizer).
@@ -167,13 +167,15 @@ describe('real training stacks (test/fixtures/real) over the real sshd, as the e
       });
     });
 
-    test('Lightning: version_N runs with their .ckpt steps in numeric order, metrics.csv and events as metrics', () => {
+    test('Lightning: one run, its version_N folders with their .ckpt steps in numeric order, metrics.csv and events as metrics', () => {
       const versions = Object.entries(TRUTH.lightning.versions);
       assert.deepEqual(labelsBelow(nodeAt('lightning', 'lightning_logs')), ['version_0', 'version_1']);
       for (const [vdir, v] of versions) {
         const name = vdir.split('/').pop()!;
         const version = nodeAt('lightning', 'lightning_logs', name);
-        assert.equal(version.kind, 'run');
+        // one launch of the run above it (issue 22: a Lightning run is one run), not a run of its own
+        assert.equal(version.kind, 'folder');
+        assert.match(version.contextValue, /lightning-version/);
         assert.equal(version.entry.layout, 'lightning-version');
         assert.match(version.description ?? '', /^3 checkpoints · last step 6 · /);
         const ckpts = checkpointsBelow(nodeAt('lightning', 'lightning_logs', name, 'checkpoints'));
@@ -302,10 +304,10 @@ describe('real training stacks (test/fixtures/real) over the real sshd, as the e
     });
   });
 
-  describe('args: one checkpoint of each stack through checkpointOfNode + ArgsReader, against the ground truth', () => {
+  describe('args: one checkpoint of each stack through checkpointOfEntry + ArgsReader, against the ground truth', () => {
     const read = async (node: RunsNode): Promise<{ ref: CheckpointRef; args: CkptArgs; doc: string }> => {
-      const ref = checkpointOfNode(node);
-      assert.ok(ref, `${node.label} is not a checkpoint`);
+      assert.ok(node.kind === 'checkpoint', `${node.label} is not a checkpoint`);
+      const ref = checkpointOfEntry(node.hostId, node.root, node.entry);
       const { result } = await reader.read(ref);
       const doc = await reader.document(ref);
       keep(ref.path, result);
@@ -333,7 +335,11 @@ describe('real training stacks (test/fixtures/real) over the real sshd, as the e
 
     test('Lightning: the two versions differ in dataset and lr (what Compare shows)', async () => {
       const [a, b] = Object.values(TRUTH.lightning.versions).map((v) => Object.entries(v.checkpoints)[2]!);
-      const refs = [a!, b!].map(([p]) => checkpointOfNode(nodeAt('lightning', ...relative('lightning', p).split('/'))));
+      const refs = [a!, b!].map(([p]) => {
+        const node = nodeAt('lightning', ...relative('lightning', p).split('/'));
+        assert.ok(node.kind === 'checkpoint', p);
+        return checkpointOfEntry(node.hostId, node.root, node.entry);
+      });
       const changed = await reader.changed(refs[0]!, refs[1]!);
       keep('changed', changed);
       const hpA = a![1].hyper_parameters;

@@ -14,7 +14,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
 
-import metrics_reduce  # noqa: E402
+import metrics_tb  # noqa: E402
 import real_runs_fixture as fx  # noqa: E402
 from kg_test_env import needs_git  # noqa: E402
 
@@ -31,7 +31,7 @@ def event_steps(path):
     while pos + 12 <= len(data):
         (n,) = struct.unpack_from("<Q", data, pos)
         start = pos + 12
-        wall, step, values = metrics_reduce.decode_event(data, start, start + n, {})
+        wall, step, values = metrics_tb.decode_event(data, start, start + n, {})
         out.append((wall, step, [t for t, _ in values]))
         pos = start + n + 4
     return out

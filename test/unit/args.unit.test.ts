@@ -7,13 +7,12 @@ import {
   argsDiffTitle,
   changedArgs,
   checkpointLabel,
-  diffArgs,
   enumText,
-  flattenArgs,
   renderArgsDocument,
   stableJson,
 } from '../../src/core/args/render';
 import { ArgsCache } from '../../src/core/args/cache';
+import { diffArgs, flattenArgs } from '../../src/core/args/diff';
 import { formatLocalTime } from '../../src/core/util/format';
 
 // What python/ckpt_args.py prints for a small checkpoint (NaN/Infinity as Python writes them).

@@ -2,9 +2,10 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ARGS_SCHEME, fromArgsUri, toArgsUri, type ArgsUriSpec, type UriParts } from '../../src/core/args/uri';
 import { argsPathOf, checkpointOf, checkpointRefOf, previousCheckpoint } from '../../src/core/args/target';
-import { decodeTarget, runsNodeOf } from '../../src/core/runs/targets';
+import { decodeTarget } from '../../src/core/runs/targets';
 import { ArgsReader, isDecodeFailure, type ArgsHost } from '../../src/core/args/reader';
-import { entryNode, rootNode } from '../../src/core/runs/model';
+import { entryNode, rootNode, type RunsNode } from '../../src/core/runs/model';
+import { listingsOf } from '../support/listings';
 import type { RootListing, RunEntry } from '../../src/core/runs/listRuns';
 import type { ProbeCall, ProbeOutcome } from '../../src/core/probes/probe';
 import { KnownGoodError } from '../../src/core/errors';
@@ -125,7 +126,15 @@ function listing(children: RunEntry[]): RootListing {
   };
 }
 
-void test('previous checkpoint: highest lower step in the same run only; none for the first', () => {
+/** The checkpoint at `path` of This machine's listing of `root`, resolved as a command on its row gets it. */
+async function resolvedAt(root: RootListing, path: string) {
+  const l = await listingsOf([root]);
+  const r = l.resolve({ kind: 'checkpoint', hostId: 'local', path });
+  assert.ok(r, path);
+  return r;
+}
+
+void test('previous checkpoint: highest lower step in the same run only; none for the first', async () => {
   const kids = [
     ck('step_700.pt', 700),
     ck('step_600.pt', 600),
@@ -133,19 +142,17 @@ void test('previous checkpoint: highest lower step in the same run only; none fo
     ck('notes.txt', undefined, { role: 'other' }),
   ];
   const root = listing(kids);
-  const node = (e: RunEntry) => entryNode('gpu', root, e, false);
-  assert.equal(previousCheckpoint(node(kids[2]!))?.entry.name, 'step_600.pt');
-  assert.equal(previousCheckpoint(node(kids[2]!))?.remotePath, '/ckpt/run-a/step_600.pt');
-  assert.equal(previousCheckpoint(node(kids[0]!))?.entry.name, 'step_690.pt');
-  assert.equal(previousCheckpoint(node(kids[1]!)), undefined);
+  const prev = async (name: string) => previousCheckpoint(await resolvedAt(root, `/ckpt/run-a/${name}`));
+  assert.deepEqual(await prev('step_690.pt'), { hostId: 'local', path: '/ckpt/run-a/step_600.pt', label: 'step_600' });
+  assert.equal((await prev('step_700.pt'))?.label, 'step_690');
+  assert.equal(await prev('step_600.pt'), undefined);
   // without steps: the newest written before it
   const t = [
     ck('last.pt', undefined, { mtime: 50 }),
     ck('best.pt', undefined, { mtime: 40 }),
     ck('old.pt', undefined, { mtime: 10 }),
   ];
-  const r2 = listing(t);
-  assert.equal(previousCheckpoint(entryNode('gpu', r2, t[0]!, false))?.entry.name, 'best.pt');
+  assert.equal(previousCheckpoint(await resolvedAt(listing(t), '/ckpt/run-a/last.pt'))?.label, 'best');
 });
 
 void test('args path of a checkpoint: a file itself, a folder through its state file, HF/DCP folders whole', () => {
@@ -196,11 +203,19 @@ void test('args path of a checkpoint: a file itself, a folder through its state 
   assert.equal(argsPathOf(dir([f('adapter_config.json'), f('adapter_model.safetensors', 900)]), '/c/s'), '/c/s');
 });
 
-void test('checkpointOf: tree nodes, plain refs, and nothing else', () => {
-  const kids = [ck('step_600.pt', 600)];
+void test('checkpointRefOf: rows resolved in the listing, plain refs as named, and nothing else', async () => {
+  const kids = [
+    ck('step_600.pt', 600),
+    ck('odd.pt', 7, { path: 'run-a/odd\ufffd.pt', pathB64: 'cnVuLWEvb2Rk/y5wdA==' }),
+  ];
   const root = listing(kids);
-  assert.deepEqual(checkpointOf(entryNode('gpu', root, kids[0]!, false)), {
-    hostId: 'gpu',
+  const l = await listingsOf([root]);
+  const ofRow = (node: RunsNode) => {
+    const t = decodeTarget(node);
+    return checkpointRefOf(t, t ? l.resolve(t) : undefined);
+  };
+  assert.deepEqual(ofRow(entryNode('local', root, kids[0]!, false)), {
+    hostId: 'local',
     path: '/ckpt/run-a/step_600.pt',
     label: 'step_600',
   });
@@ -209,14 +224,14 @@ void test('checkpointOf: tree nodes, plain refs, and nothing else', () => {
     path: '/a/step_5.pt',
     label: 'step_5',
   });
-  assert.equal(checkpointOf(rootNode('gpu', root)), undefined);
-  assert.equal(checkpointOf(entryNode('gpu', root, root.entry!.children![0]!, false)), undefined); // a run
+  assert.equal(ofRow(rootNode('local', root)), undefined);
+  assert.equal(ofRow(entryNode('local', root, root.entry!.children![0]!, false)), undefined); // a run
   assert.equal(checkpointOf('nope'), undefined);
   assert.equal(checkpointOf(undefined), undefined);
-  assert.throws(() => checkpointOf({ ...entryNode('gpu', root, kids[0]!, false), remotePathB64: 'AAE=' }), /not UTF-8/);
+  assert.throws(() => ofRow(entryNode('local', root, kids[1]!, false)), /not UTF-8/);
 });
 
-void test('the args commands decode their checkpoint as a CommandTarget; the node says which file holds the args', () => {
+void test('the args commands decode their checkpoint as a CommandTarget; the listing says which file holds the args', async () => {
   const folder: RunEntry = {
     ...ck('step_700', 700),
     kind: 'dir',
@@ -226,16 +241,17 @@ void test('the args commands decode their checkpoint as a CommandTarget; the nod
     ],
   };
   const root = listing([folder]);
-  const node = entryNode('gpu', root, folder, false);
-  const target = decodeTarget(node);
-  assert.deepEqual(checkpointRefOf(target, runsNodeOf(node)), {
-    hostId: 'gpu',
+  const target = decodeTarget(entryNode('local', root, folder, false));
+  assert.ok(target);
+  const l = await listingsOf([root]);
+  assert.deepEqual(checkpointRefOf(target, l.resolve(target)), {
+    hostId: 'local',
     path: '/ckpt/run-a/step_700/checkpoint.pt',
     label: 'step_700',
   });
-  // without the node (a URI, a plain call) the path is read as named
+  // not resolved (a URI, a plain call) the path is read as named
   assert.deepEqual(checkpointRefOf(target, undefined), {
-    hostId: 'gpu',
+    hostId: 'local',
     path: '/ckpt/run-a/step_700',
     label: 'step_700',
   });

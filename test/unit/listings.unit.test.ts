@@ -4,6 +4,8 @@ import { localHost, type HostSpec } from '../../src/core/hosts';
 import type { ProbeCall, ProbeRunnerLike } from '../../src/core/probes/probe';
 import { Listings } from '../../src/core/runs/listings';
 import type { RunsListing } from '../../src/core/runs/listRuns';
+import { entryNodeId } from '../../src/core/runs/model';
+import { entry as e, listingsOf, rootListing } from '../support/listings';
 
 const listing: RunsListing = { roots: [], depth: 3, maxEntries: 5000, now: 1_700_000_000, user: 'me', elapsedMs: 1 };
 
@@ -85,5 +87,70 @@ void describe('Listings: one listing per host, owned by the core', () => {
     assert.deepEqual((await l.ensure('local'))?.roots, []);
     assert.equal(calls(), 0);
     assert.equal(await l.ensure('nope'), undefined);
+  });
+});
+
+void describe('Listings.resolve: a target as its listing has it (entry, root, step, format, metrics log)', () => {
+  const root = rootListing(
+    '/ck',
+    [
+      e('run-a', {
+        kind: 'dir',
+        role: 'dir',
+        children: [
+          e('run-a/train_log.jsonl', { role: 'train-log', format: 'jsonl' }),
+          e('run-a/step_600', {
+            kind: 'dir',
+            role: 'checkpoint',
+            step: 600,
+            format: 'hf',
+            children: [e('run-a/step_600/trainer_state.json', { role: 'metrics', format: 'hf-trainer-state' })],
+          }),
+          e('run-a/checkpoint_3', { kind: 'dir', role: 'checkpoint', step: 3, stepIsIndex: true, children: [] }),
+        ],
+      }),
+      e('run-deep', { kind: 'dir', role: 'dir', listed: false }),
+    ],
+    '~/ck',
+  );
+
+  void it('gives the entry, its root, step, format and metrics log; nothing for a path no listing holds', async () => {
+    const l = await listingsOf([root]);
+    const run = l.resolve({ kind: 'run', hostId: 'local', path: '/ck/run-a' });
+    assert.equal(run?.entry.name, 'run-a');
+    assert.equal(run?.root.root, '~/ck');
+    assert.deepEqual(run?.metricsLog?.path, '/ck/run-a/train_log.jsonl');
+    const ckpt = l.resolve({ kind: 'checkpoint', hostId: 'local', path: '/ck/run-a/step_600' });
+    assert.deepEqual([ckpt?.step, ckpt?.format, ckpt?.inCheckpoint, ckpt?.metricsLog], [600, 'hf', false, undefined]);
+    // a save counter is no training step
+    assert.equal(l.resolve({ kind: 'checkpoint', hostId: 'local', path: '/ck/run-a/checkpoint_3' })?.step, undefined);
+    const part = l.resolve({ kind: 'log', hostId: 'local', path: '/ck/run-a/step_600/trainer_state.json' });
+    assert.deepEqual(
+      [part?.inCheckpoint, part?.format, part?.metricsLog?.path],
+      [true, 'hf-trainer-state', '/ck/run-a/step_600/trainer_state.json'],
+    );
+    assert.equal(l.resolve({ kind: 'root', hostId: 'local', path: '/ck' })?.entry, root.entry);
+    assert.equal(l.resolve({ kind: 'run', hostId: 'local', path: '/ck/gone' }), undefined);
+    assert.equal(l.resolve({ kind: 'run', hostId: 'local', path: '/elsewhere/run-a' }), undefined);
+    assert.equal(l.resolve({ kind: 'host', hostId: 'local' }), undefined);
+    assert.equal(l.resolve({ kind: 'run', hostId: 'other', path: '/ck/run-a' }), undefined);
+  });
+
+  void it('a folder listed later is its grafted entry; nested roots resolve in the innermost', async () => {
+    const deep = rootListing('/ck/run-deep', [e('train_log.jsonl', { role: 'train-log' })]);
+    const l = await listingsOf([root], deep);
+    const folder = root.entry!.children![1]!;
+    assert.equal(l.resolve({ kind: 'run', hostId: 'local', path: '/ck/run-deep' })?.metricsLog, undefined);
+    await l.listFolder('local', entryNodeId('local', root, folder), folder, '/ck/run-deep');
+    assert.equal(
+      l.resolve({ kind: 'run', hostId: 'local', path: '/ck/run-deep' })?.metricsLog?.path,
+      '/ck/run-deep/train_log.jsonl',
+    );
+    assert.equal(
+      l.resolve({ kind: 'log', hostId: 'local', path: '/ck/run-deep/train_log.jsonl' })?.entry.role,
+      'train-log',
+    );
+    const nested = await listingsOf([root, { ...deep, root: 'deep' }]);
+    assert.equal(nested.resolve({ kind: 'run', hostId: 'local', path: '/ck/run-deep' })?.root.root, 'deep');
   });
 });

@@ -6,6 +6,8 @@ import { liveTargetOf } from '../../src/core/metrics/liveThroughput';
 import { isJsonlLog, metricsLogOf } from '../../src/core/metrics/metricsLog';
 import type { RootListing, RunEntry } from '../../src/core/runs/listRuns';
 import { childrenOf, rootNode, type RunsNode } from '../../src/core/runs/model';
+import { decodeTarget } from '../../src/core/runs/targets';
+import { listingsOf } from '../support/listings';
 
 const T = 1_700_000_000;
 const file = (path: string, mtime: number, extra: Partial<RunEntry> = {}): RunEntry => ({
@@ -61,27 +63,30 @@ function runNodes(listing: RootListing): RunsNode[] {
     if (n.kind === 'run') out.push(n);
     for (const c of childrenOf(n)) if (c.kind === 'run' || c.kind === 'folder') walk(c);
   };
-  walk(rootNode('h', listing));
+  walk(rootNode('local', listing));
   return out;
 }
 
 /** Both consumers of the rule on every run of a listing: the dashboard's log, and live throughput's on the node. */
-function agree(listing: RootListing): number {
+async function agree(listing: RootListing): Promise<number> {
+  const listings = await listingsOf([listing]);
   let compared = 0;
   for (const node of runNodes(listing)) {
     if (node.kind !== 'run') continue;
     const log = findMetricsLog(node.entry);
     const expected = log && isJsonlLog(log) ? joinRemote(listing.path, log.path) : undefined;
-    assert.equal(liveTargetOf(node)?.path, expected, node.remotePath);
+    const target = decodeTarget(node);
+    assert.ok(target);
+    assert.equal(liveTargetOf(listings.resolve(target))?.path, expected, node.remotePath);
     compared++;
   }
   return compared;
 }
 
 void describe('metricsLogOf: one rule for the dashboard and live throughput', () => {
-  void it('the dashboard and live throughput pick the same log of every run (jsonl: the one live can tail)', () => {
+  void it('the dashboard and live throughput pick the same log of every run (jsonl: the one live can tail)', async () => {
     assert.equal(findMetricsLog, metricsLogOf);
-    assert.ok(agree(synthetic) >= 5);
+    assert.ok((await agree(synthetic)) >= 5);
   });
 
   void it('train_log*.jsonl first, then a metrics jsonl, then a train-log jsonl, then csv, nested logs count', () => {
@@ -92,14 +97,14 @@ void describe('metricsLogOf: one rule for the dashboard and live throughput', ()
     );
   });
 
-  void it('they agree on the real training stacks too (listed by list_runs.py)', () => {
+  void it('they agree on the real training stacks too (listed by list_runs.py)', async () => {
     for (const root of ['test/fixtures/real', 'test/fixtures/real/hf']) {
       const listed = (
         JSON.parse(execFileSync('python3', ['python/list_runs.py', root], { encoding: 'utf8' })) as {
           roots: RootListing[];
         }
       ).roots[0]!;
-      assert.ok(agree(listed) > 0, root);
+      assert.ok((await agree(listed)) > 0, root);
     }
   });
 });

@@ -7,9 +7,12 @@ import { join, posix } from 'node:path';
 import { historyReduction, metricsLogsOf, stitchReductions } from '../../src/core/metrics/history';
 import { metricsReductionSchema } from '../../src/core/metrics/metricsProbe';
 import { STEPS_PER_SEC_KEY, derivedSpeed } from '../../src/core/metrics/speedFromTime';
+import { runsListingSchema } from '../../src/core/runs/listRuns';
+import { buildRootNodes, childrenOf } from '../../src/core/runs/model';
 import { analyze } from '../../src/core/whatChanged/analyze';
 import { medianOf } from '../../src/core/whatChanged/changepoints';
 import type { ArgsFact, WhatChangedFacts } from '../../src/core/whatChanged/facts';
+import { whatChangedHtml } from '../../src/core/whatChanged/html';
 import { renderWhatChangedMarkdown } from '../../src/core/whatChanged/render';
 import { realLoop, type LoopLog } from '../support/realLoop';
 import { listRun, reduce, writeHfRun, writeLightningRun } from '../support/runHistory';
@@ -122,6 +125,9 @@ void test('HF Trainer run restarted at checkpoint-600, 4.2× slower: one history
     );
     assert.equal(report.restarts?.[0]?.step, 610);
     assert.deepEqual(report.restarts?.[0]?.changed, ['gradient_checkpointing false → true']);
+    const page = whatChangedHtml(report, { nonce: 'abcdefghijklmnop1234', cspSource: 'vscode-resource:' });
+    assert.match(page, /<h2>Restarts<\/h2><ul class="kg-facts"><li>step 610 at /);
+    assert.match(page, /log: 2 files, stitched by step/);
     assert.match(
       renderWhatChangedMarkdown(report),
       /### Restarts\n\n- step 610 at .* \(new-source, step-back, time-gap, \d+ s after the last point before, `Dec01_10-40-00_vm\/events/,
@@ -243,6 +249,34 @@ void test('rotated jsonl logs are one history, the highest suffix oldest; a laun
       'ascending, no step twice',
     );
     assert.equal(h.sources[1]!.steps![1] < 2000, true, `second file kept up to ${h.sources[1]!.steps![1]}`);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+void test('Remote Runs shows a Lightning run as one run, its versions (launches) folders inside it', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'kg-tree-'));
+  try {
+    const { a, b } = loops(32, 6);
+    writeLightningRun(join(dir, 'pl-run'), a, b, 600, 620);
+    const out = execFileSync('python3', ['python/list_runs.py', dir], { encoding: 'utf8' });
+    const listing = runsListingSchema.parse(JSON.parse(out));
+    const [root] = buildRootNodes('h', listing);
+    const [run] = childrenOf(root!);
+    assert.equal(run?.kind, 'run');
+    assert.equal(run?.label, 'pl-run');
+    assert.match(
+      String(run && 'description' in run ? run.description : ''),
+      /^2 versions · 6 checkpoints · last step 1200/,
+    );
+    const [logs] = childrenOf(run);
+    assert.equal(logs?.kind, 'folder');
+    const versions = childrenOf(logs);
+    assert.deepEqual(versions.map((v) => [v.kind, v.label]).sort(), [
+      ['folder', 'version_0'],
+      ['folder', 'version_1'],
+    ]);
+    assert.ok(versions.every((v) => 'contextValue' in v && v.contextValue.includes('lightning-version')));
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

@@ -14,8 +14,10 @@ import { benchRecord, comparisonDocument, parseBenchConfig } from '../../src/cor
 import { probeTerminalCommand, TERMINAL_LOADER } from '../../src/core/terminal/command';
 import { FrameFilter } from '../../src/core/terminal/frame';
 import { formatLive, liveTargetOf, LiveThroughput, type LiveState } from '../../src/core/metrics/liveThroughput';
-import { parseFramedResult, PROBES, terminalName } from '../../src/core/probes/catalogue';
 import { waitUntil } from '../support/process';
+import { entry as e, listingsOf, rootListing } from '../support/listings';
+import { parseFramedResult, terminalName } from '../../src/core/probes/catalogue';
+import { PROBES } from '../../src/probes/choices';
 
 const N = 'abc123';
 const framed = (doc: string) => `\r\n@@KNOWN-GOOD-BEGIN ${N}@@\r\n${doc}\r\n@@KNOWN-GOOD-END ${N}@@\r\n`;
@@ -138,38 +140,27 @@ test('custom benchmark: throughput by jsonl key from a log with a torn last line
   assert.equal(r?.tokensPerSec, 2000);
 });
 
-test('live target of tree nodes: a run folder picks its metrics jsonl, a train log file is itself', () => {
-  const run = {
-    kind: 'run',
-    hostId: 'h',
-    remotePath: '/ck/run1',
-    contextValue: 'run',
-    entry: {
+test('live target of tree nodes: a run folder picks its metrics jsonl, a train log file is itself', async () => {
+  const root = rootListing('/ck', [
+    e('run1', {
+      kind: 'dir',
+      role: 'dir',
       children: [
-        { name: 'train.jsonl', role: 'train-log', mtime: 5 },
-        { name: 'metrics.jsonl', role: 'metrics', mtime: 1 },
-        { name: 'step_100', role: 'checkpoint' },
+        e('run1/train.jsonl', { role: 'train-log', mtime: 5 }),
+        e('run1/metrics.jsonl', { role: 'metrics', mtime: 1 }),
+        e('run1/step_100', { kind: 'dir', role: 'checkpoint', step: 100, children: [] }),
       ],
-    },
-  };
-  assert.deepEqual(liveTargetOf(run), { hostId: 'h', path: '/ck/run1/metrics.jsonl' });
-  assert.deepEqual(
-    liveTargetOf({
-      kind: 'file',
-      hostId: 'h',
-      remotePath: '/ck/run1/train.jsonl',
-      contextValue: 'log;jsonl;trainLog;openable',
     }),
-    {
-      hostId: 'h',
-      path: '/ck/run1/train.jsonl',
-    },
-  );
-  assert.equal(
-    liveTargetOf({ kind: 'checkpoint', hostId: 'h', remotePath: '/ck/run1/step_100', contextValue: 'checkpoint' }),
-    undefined,
-  );
-  assert.equal(liveTargetOf({ ...run, entry: { children: [{ name: 'step_1', role: 'checkpoint' }] } }), undefined);
+    e('run2', { kind: 'dir', role: 'dir', children: [e('run2/step_1', { kind: 'dir', role: 'checkpoint' })] }),
+  ]);
+  const l = await listingsOf([root]);
+  const live = (kind: 'run' | 'log' | 'checkpoint', path: string) =>
+    liveTargetOf(l.resolve({ kind, hostId: 'local', path }));
+  assert.deepEqual(live('run', '/ck/run1'), { hostId: 'local', path: '/ck/run1/metrics.jsonl' });
+  assert.deepEqual(live('log', '/ck/run1/train.jsonl'), { hostId: 'local', path: '/ck/run1/train.jsonl' });
+  assert.equal(live('checkpoint', '/ck/run1/step_100'), undefined);
+  assert.equal(live('run', '/ck/run2'), undefined);
+  assert.equal(live('run', '/ck/gone'), undefined);
 });
 
 test('live throughput polls only while visible, from the offset it reached, and forgets a target left', async () => {

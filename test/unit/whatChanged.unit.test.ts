@@ -6,7 +6,9 @@ import { join } from 'node:path';
 import { parseEnvSnapshot, type EnvSnapshotInput } from '../../src/core/baselines/envProbe';
 import { BaselineStore, type Baseline } from '../../src/core/baselines/store';
 import type { MetricsReduction } from '../../src/core/metrics/metricsProbe';
-import { analyze, dataPathsOf, flattenArgs } from '../../src/core/whatChanged/analyze';
+import { analyze, dataPathsOf } from '../../src/core/whatChanged/analyze';
+import { diffArgs, flattenArgs } from '../../src/core/args/diff';
+import type { ArgValue } from '../../src/core/args/argsProbe';
 import {
   argCategory,
   CATEGORY_WEIGHT,
@@ -510,4 +512,53 @@ void test('a change its timing rules out is listed after every other suspect, wh
   );
   assert.match(lateR.headline, /; no recorded change at the shift explains it \(1 changed at other times, listed\)$/);
   assert.match(renderWhatChangedMarkdown(lateR), /### Suspects, ranked\n\n#### Changed, but not where/);
+});
+
+void test('What Changed? names the args keys Compare Args shows: {}, NaN, nested objects and lists alike', () => {
+  const before: ArgValue = {
+    batch_size: 32,
+    sched: {},
+    loss_scale: NaN,
+    clip: null,
+    model: { n_layer: 12, act: 'gelu' },
+    betas: [0.9, 0.999],
+    blocks: [{ heads: 8, dim: 64 }],
+  };
+  const after: ArgValue = {
+    batch_size: 16,
+    loss_scale: NaN,
+    clip: NaN,
+    model: { n_layer: 12, act: 'relu', opts: {} },
+    betas: [0.9, 0.95],
+    blocks: [{ dim: 64, heads: 8 }],
+  };
+  const f = facts();
+  for (const a of f.args) a.args = a.step <= 400 ? before : after;
+  const r = analyze(f);
+  const seen = [...r.suspects, ...r.unranked]
+    .filter((s) => s.source === 'args')
+    .map((s) => s.title.split(' ')[0])
+    .sort();
+  const d = diffArgs(before, after);
+  const shown = [...d.changed, ...d.added, ...d.removed].map((c) => c.key).sort();
+  // `sched: {}` gone and `opts: {}` new are settings; NaN stays NaN (no change) but null → NaN is one; a list of
+  // objects whose keys only moved is the same list
+  assert.deepEqual(shown, ['batch_size', 'betas', 'clip', 'model.act', 'model.opts', 'sched']);
+  assert.deepEqual(seen, shown);
+  const clip = [...r.suspects, ...r.unranked].find((s) => s.title.startsWith('clip '));
+  assert.equal(clip?.title, 'clip null → NaN');
+});
+
+void test('one flattening: {} below the top is a leaf, args that are not an object are one leaf, NaN is kept', () => {
+  assert.deepEqual(
+    [...flattenArgs({ a: {}, b: { c: { d: NaN } }, l: [{ x: 1 }] })],
+    [
+      ['a', {}],
+      ['b.c.d', NaN],
+      ['l', [{ x: 1 }]],
+    ],
+  );
+  assert.deepEqual([...flattenArgs([1, 2])], [['(args)', [1, 2]]]);
+  assert.deepEqual([...flattenArgs({})], []);
+  assert.deepEqual(dataPathsOf(null), new Map());
 });

@@ -1,5 +1,6 @@
 import { ckptArgsProbe, type CkptArgs } from '../../core/args/argsProbe';
-import { changedArgs, checkpointLabel, diffArgs, renderArgsDocument } from '../../core/args/render';
+import { diffArgs } from '../../core/args/diff';
+import { changedArgs, checkpointLabel, renderArgsDocument } from '../../core/args/render';
 import { KnownGoodError, messageOf } from '../../core/errors';
 import type { HostSession } from '../../core/registry';
 import type { CliCommand, CliContext } from './types';

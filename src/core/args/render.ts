@@ -1,6 +1,7 @@
 import { formatBytes, formatExactBytes, formatLocalTime } from '../util/format';
 import { redactText, redactTree } from '../redact';
-import { isArgEnum, isArgRef, type ArgValue, type CkptArgs } from './argsProbe';
+import { isArgEnum, type ArgValue, type CkptArgs } from './argsProbe';
+import { compareKeys, diffArgs, inlineJson, scalar } from './diff';
 
 /** Where and when the args were read: the document's header. */
 export interface ArgsDocMeta {
@@ -31,31 +32,6 @@ export function stableJson(value: ArgValue, indent = '  ', depth = 0): string {
     return `{\n${keys
       .map((k) => `${pad}${JSON.stringify(k)}: ${stableJson(value[k] as ArgValue, indent, depth + 1)}`)
       .join(',\n')}\n${end}}`;
-  }
-  return scalar(value);
-}
-
-/** Plain code-unit order: the same on every machine and locale (localeCompare is not). */
-function compareKeys(a: string, b: string): number {
-  return a < b ? -1 : a > b ? 1 : 0;
-}
-
-function scalar(v: null | boolean | number | string): string {
-  if (typeof v === 'number') {
-    if (Number.isNaN(v)) return 'NaN';
-    if (v === Infinity) return 'Infinity';
-    if (v === -Infinity) return '-Infinity';
-    return JSON.stringify(v);
-  }
-  return JSON.stringify(v);
-}
-
-/** One line for a value: scalars as themselves, containers compact (what two values are compared by). */
-export function inlineJson(value: ArgValue): string {
-  if (Array.isArray(value)) return `[${value.map(inlineJson).join(', ')}]`;
-  if (value !== null && typeof value === 'object') {
-    const keys = Object.keys(value).sort(compareKeys);
-    return `{${keys.map((k) => `${JSON.stringify(k)}: ${inlineJson(value[k] as ArgValue)}`).join(', ')}}`;
   }
   return scalar(value);
 }
@@ -225,45 +201,6 @@ export function renderArgsDiffSide(a: ArgsDiffSide, b: ArgsDiffSide, side: 'a' |
   const own = side === 'a' ? a : b;
   lines.push(stableJson(redactTree(own.result.args)));
   return lines.join('\n') + '\n';
-}
-
-/** Nested objects flattened to `a.b.c` keys; arrays, scalars, `{"$ref": …}` and `{"$enum": …}` are leaves. */
-export function flattenArgs(value: ArgValue, prefix = '', out = new Map<string, ArgValue>()): Map<string, ArgValue> {
-  if (value !== null && typeof value === 'object' && !Array.isArray(value) && !isArgRef(value) && !isArgEnum(value)) {
-    const keys = Object.keys(value);
-    if (keys.length === 0 && prefix) out.set(prefix, value);
-    for (const k of keys) flattenArgs(value[k] as ArgValue, prefix ? `${prefix}.${k}` : k, out);
-    return out;
-  }
-  out.set(prefix || '(args)', value);
-  return out;
-}
-
-export interface ArgsDiff {
-  changed: { key: string; from: ArgValue; to: ArgValue }[];
-  added: { key: string; value: ArgValue }[];
-  removed: { key: string; value: ArgValue }[];
-  same: number;
-}
-
-/** Which flattened keys differ between a and b (NaN equals NaN: it is the same setting). */
-export function diffArgs(a: ArgValue, b: ArgValue): ArgsDiff {
-  // redacted before comparing: a rotated secret still differs (another hash), and never shows in clear
-  const fa = flattenArgs(redactTree(a));
-  const fb = flattenArgs(redactTree(b));
-  const d: ArgsDiff = { changed: [], added: [], removed: [], same: 0 };
-  for (const [k, va] of fa) {
-    if (!fb.has(k)) d.removed.push({ key: k, value: va });
-    else if (inlineJson(va) !== inlineJson(fb.get(k) as ArgValue))
-      d.changed.push({ key: k, from: va, to: fb.get(k) as ArgValue });
-    else d.same++;
-  }
-  for (const [k, vb] of fb) if (!fa.has(k)) d.added.push({ key: k, value: vb });
-  const byKey = (x: { key: string }, y: { key: string }) => compareKeys(x.key, y.key);
-  d.changed.sort(byKey);
-  d.added.sort(byKey);
-  d.removed.sort(byKey);
-  return d;
 }
 
 /** `from → to`, enum members as `Sched(3)`, unless both read the same that way (same name, other module). */

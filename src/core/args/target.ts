@@ -1,12 +1,13 @@
 import { KnownGoodError } from '../errors';
-import { entryNode, type EntryNode, type RunsNode } from '../runs/model';
-import { decodeTarget, runsNodeOf, type CommandTarget } from '../runs/targets';
-import type { RunEntry } from '../runs/listRuns';
+import type { ResolvedTarget } from '../runs/listings';
+import type { RootListing, RunEntry } from '../runs/listRuns';
+import { displayName, remotePathOf } from '../runs/model';
+import { decodeTarget, type CommandTarget } from '../runs/targets';
 import { checkpointLabel } from './render';
 import type { ArgsRef } from './uri';
 
 /*
- * From the Remote Runs tree's nodes to what the args reader reads: which file of a checkpoint folder holds the args,
+ * From the Remote Runs listing to what the args reader reads: which file of a checkpoint folder holds the args,
  * the checkpoint's name for titles, and the previous step of the same run.
  */
 
@@ -52,47 +53,52 @@ function notUtf8(): KnownGoodError {
 }
 
 /**
- * The checkpoint whose args a command reads, from its decoded target (src/core/runs/targets.ts) and, when the command
- * was invoked on a Remote Runs node, that node (the listing says which file of a folder holds the args: see
- * argsPathOf). A checkpoint target from a URI or a plain `{ hostId, path[, label] }` is read as named; a root that is
- * itself a checkpoint counts as one. Undefined for any other target.
+ * A checkpoint entry of a listing as the args reader reads it: the file of a folder that holds the args (argsPathOf),
+ * named as the tree names it (a file without its extension: `args: step_600 ↔ step_690`).
+ */
+export function checkpointOfEntry(hostId: string, root: RootListing, entry: RunEntry, label?: string): CheckpointRef {
+  const { remotePath, remotePathB64 } = remotePathOf(root, entry);
+  if (remotePathB64) throw notUtf8();
+  const name = label ?? displayName(entry);
+  return {
+    hostId,
+    path: argsPathOf(entry, remotePath),
+    label: entry.kind === 'dir' ? name : checkpointLabel(name),
+  };
+}
+
+/**
+ * The checkpoint whose args a command reads, from its decoded target (src/core/runs/targets.ts) and, when it was
+ * invoked on a Remote Runs row, that target resolved in the listing (Listings.resolve: which file of a folder holds
+ * the args, see argsPathOf). A checkpoint target from a URI or a plain `{ hostId, path[, label] }` is read as named;
+ * a root that is itself a checkpoint counts as one. Undefined for any other target.
  */
 export function checkpointRefOf(
   target: CommandTarget | undefined,
-  node: RunsNode | undefined,
+  resolved: ResolvedTarget | undefined,
 ): CheckpointRef | undefined {
   if (target?.kind === 'checkpoint') {
-    if (node?.kind === 'checkpoint') {
-      if (node.remotePathB64) throw notUtf8();
-      // a file's label without its extension, as titles show it: `args: step_600 ↔ step_690`
-      const name = target.label ?? node.label;
-      const label = node.entry.kind === 'dir' ? name : checkpointLabel(name);
-      return { hostId: target.hostId, path: argsPathOf(node.entry, target.path), label };
-    }
+    if (resolved?.kind === 'checkpoint' && resolved.entry.role === 'checkpoint' && !resolved.inCheckpoint)
+      return checkpointOfEntry(target.hostId, resolved.root, resolved.entry, target.label);
     return { hostId: target.hostId, path: target.path, label: target.label ?? checkpointLabel(target.path) };
   }
-  if (target?.kind === 'root' && node?.kind === 'root' && node.listing.entry?.role === 'checkpoint') {
-    if (node.remotePathB64) throw notUtf8();
+  if (target?.kind === 'root' && resolved?.kind === 'root' && resolved.entry.role === 'checkpoint') {
+    if (resolved.pathB64) throw notUtf8();
     return {
       hostId: target.hostId,
-      path: argsPathOf(node.listing.entry, target.path),
+      path: argsPathOf(resolved.entry, target.path),
       label: checkpointLabel(target.path),
     };
   }
   return undefined;
 }
 
-/** The checkpoint a tree node stands for, or undefined when the node is not one. */
-export function checkpointOfNode(node: RunsNode): CheckpointRef | undefined {
-  return checkpointOf(node);
-}
-
 /**
- * Anything a command may receive as "a checkpoint": a tree node, a `knownGood:` args URI, or a plain
- * `{hostId, path[, label]}` (tests, other extensions). Undefined for anything else.
+ * What a URI or a plain `{hostId, path[, label]}` (tests, other extensions, a diff editor's sides) names as "a
+ * checkpoint", read as named. Undefined for anything else.
  */
 export function checkpointOf(value: unknown): CheckpointRef | undefined {
-  return checkpointRefOf(decodeTarget(value), runsNodeOf(value));
+  return checkpointRefOf(decodeTarget(value), undefined);
 }
 
 /** The entries from the root entry down to (not including) `target`, or undefined if it is not below `root`. */
@@ -112,12 +118,12 @@ function parentOf(root: RunEntry, target: RunEntry): RunEntry | undefined {
  * "Compare with Previous Step": the checkpoint of the same run (same folder) with the highest step below this one's;
  * without step numbers, the newest one written before it. Undefined for the first checkpoint.
  */
-export function previousCheckpoint(node: EntryNode): EntryNode | undefined {
-  const rootEntry = node.root.entry;
+export function previousCheckpoint(r: ResolvedTarget): CheckpointRef | undefined {
+  const rootEntry = r.root.entry;
   if (!rootEntry) return undefined;
-  const parent = parentOf(rootEntry, node.entry);
+  const parent = parentOf(rootEntry, r.entry);
   if (!parent) return undefined;
-  const me = node.entry;
+  const me = r.entry;
   const siblings = (parent.children ?? []).filter((c) => c.role === 'checkpoint' && c.path !== me.path);
   let best: RunEntry | undefined;
   for (const c of siblings) {
@@ -129,5 +135,5 @@ export function previousCheckpoint(node: EntryNode): EntryNode | undefined {
       if (!best || c.mtime > (best.mtime ?? 0)) best = c;
     }
   }
-  return best ? entryNode(node.hostId, node.root, best, false) : undefined;
+  return best ? checkpointOfEntry(r.hostId, r.root, best) : undefined;
 }

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { docFileName, type UriParts } from '../util/docUri';
+import { defineDocUri, docFileName, type UriParts } from '../util/docUri';
 import { newBaselineId } from '../baselines/store';
 import { KnownGoodError } from '../errors';
 import { compareFleetWithBaseline, renderFleetDriftText, type FleetBaselineStore } from './baseline';
@@ -26,34 +26,39 @@ export type FleetDoc =
   /** A capture against a stored fleet baseline: which node drifted. */
   | { view: 'drift'; capture: string; hostId: string; baseline: string; name: string };
 
+const fleetDocSchema: z.ZodType<FleetDoc> = z.discriminatedUnion('view', [
+  z.object({ view: z.literal('matrix'), capture: id, name: z.string() }),
+  z.object({ view: z.literal('bench'), run: id, name: z.string() }),
+  z.object({ view: z.literal('drift'), capture: id, hostId: z.string().min(1), baseline: id, name: z.string() }),
+]);
+
+const fleetDocUri = defineDocUri<FleetDoc>(FLEET_SCHEME, {
+  schema: fleetDocSchema,
+  what: 'Fleet document',
+  encode(doc) {
+    // `@@` hunks and `-`/`+` lines: the diff grammar colours the matrix.
+    const path = `/${docFileName(doc.name, 'fleet')}${doc.view === 'bench' ? '.txt' : '.diff'}`;
+    if (doc.view === 'bench') return { path, fields: { view: doc.view, run: doc.run } };
+    if (doc.view === 'matrix') return { path, fields: { view: doc.view, capture: doc.capture } };
+    return { path, fields: { view: doc.view, capture: doc.capture, host: doc.hostId, baseline: doc.baseline } };
+  },
+  decode: (fields, path) => ({
+    view: fields.get('view'),
+    capture: fields.get('capture'),
+    run: fields.get('run'),
+    hostId: fields.get('host'),
+    baseline: fields.get('baseline'),
+    name: path.replace(/^.*\//, '').replace(/\.(diff|txt)$/, ''),
+  }),
+});
+
 export function toFleetUri(doc: FleetDoc): UriParts {
-  const q = new URLSearchParams();
-  q.set('view', doc.view);
-  if (doc.view === 'bench') q.set('run', doc.run);
-  else q.set('capture', doc.capture);
-  if (doc.view === 'drift') {
-    q.set('host', doc.hostId);
-    q.set('baseline', doc.baseline);
-  }
-  // `@@` hunks and `-`/`+` lines: the diff grammar colours the matrix.
-  const ext = doc.view === 'bench' ? '.txt' : '.diff';
-  return { scheme: FLEET_SCHEME, authority: '', path: `/${docFileName(doc.name, 'fleet')}${ext}`, query: q.toString() };
+  return fleetDocUri.to(doc);
 }
 
+/** The Fleet document a URI names; undefined for another scheme or a query it did not write. */
 export function fromFleetUri(uri: Pick<UriParts, 'scheme' | 'path' | 'query'>): FleetDoc | undefined {
-  if (uri.scheme !== FLEET_SCHEME) return undefined;
-  const q = new URLSearchParams(uri.query);
-  const name = uri.path.replace(/^.*\//, '').replace(/\.(diff|txt)$/, '');
-  const ok = (v: string | null): v is string => v !== null && id.safeParse(v).success;
-  const view = q.get('view');
-  const capture = q.get('capture');
-  if (view === 'matrix' && ok(capture)) return { view, capture, name };
-  const run = q.get('run');
-  if (view === 'bench' && ok(run)) return { view, run, name };
-  const hostId = q.get('host');
-  const baseline = q.get('baseline');
-  if (view === 'drift' && ok(capture) && hostId && ok(baseline)) return { view, capture, hostId, baseline, name };
-  return undefined;
+  return fleetDocUri.parse(uri);
 }
 
 interface Held<T> {

@@ -2,8 +2,8 @@ import { formatRate } from '../bench/compare';
 import { messageOf } from '../errors';
 import { IncrementalLogReader, type LatestProgress } from './logTail';
 import type { ProbeRunnerLike } from '../probes/probe';
-import type { RunEntry } from '../runs/listRuns';
-import { isJsonlLog, metricsLogOf, metricsLogPath } from './metricsLog';
+import type { ResolvedTarget } from '../runs/listings';
+import { isJsonlLog } from './metricsLog';
 
 /*
  * Live throughput of a selected run: the newest step and tokens/s of its metrics jsonl (the log the dashboard plots), polled every few seconds
@@ -17,74 +17,15 @@ export interface LiveTarget {
   path: string;
 }
 
-interface EntryLike {
-  name?: unknown;
-  kind?: unknown;
-  role?: unknown;
-  format?: unknown;
-  children?: unknown;
-  mtime?: unknown;
-  step?: unknown;
-  size?: unknown;
-  escaped?: unknown;
-  targetKind?: unknown;
-}
-
-function tokens(contextValue: unknown): string[] {
-  return typeof contextValue === 'string' ? contextValue.split(/[;\s]+/) : [];
-}
-
 /**
- * A tree node's entry as a RunEntry whose paths are its names below the run (so a log's path is relative to the run
- * folder): what metricsLogOf reads. Entries without a name are left out.
+ * The metrics log live throughput follows for a target of Remote Runs: a metrics or train-log file itself, or a run
+ * folder's log as the dashboard picks it (ResolvedTarget.metricsLog, metricsLogOf: the one rule) when it is jsonl.
  */
-function asRunEntry(e: EntryLike, path: string): RunEntry {
-  const kids = Array.isArray(e.children) ? (e.children as EntryLike[]) : undefined;
-  const str = (v: unknown) => (typeof v === 'string' ? v : undefined);
-  const kind = str(e.kind) ?? (kids ? 'dir' : 'file');
-  return {
-    name: str(e.name) ?? '',
-    path,
-    kind: kind as RunEntry['kind'],
-    size: typeof e.size === 'number' ? e.size : 0,
-    mtime: typeof e.mtime === 'number' ? e.mtime : null,
-    role: (str(e.role) ?? 'other') as RunEntry['role'],
-    ...(str(e.format) ? { format: str(e.format) } : {}),
-    ...(typeof e.step === 'number' ? { step: e.step } : {}),
-    ...(e.escaped === true ? { escaped: true } : {}),
-    ...(str(e.targetKind) ? { targetKind: str(e.targetKind) as RunEntry['targetKind'] } : {}),
-    ...(kids
-      ? {
-          children: kids
-            .filter((k) => typeof k.name === 'string')
-            .map((k) => asRunEntry(k, path ? `${path}/${k.name as string}` : (k.name as string))),
-        }
-      : {}),
-  };
-}
-
-/**
- * The metrics log of a selected tree node, if it has one a jsonl reader can follow: a metrics/train-log file itself,
- * or a run folder's log as the dashboard picks it (metricsLogOf, the one rule).
- */
-export function liveTargetOf(node: unknown): LiveTarget | undefined {
-  if (typeof node !== 'object' || node === null) return undefined;
-  const n = node as {
-    kind?: unknown;
-    hostId?: unknown;
-    remotePath?: unknown;
-    contextValue?: unknown;
-    entry?: EntryLike;
-  };
-  if (typeof n.hostId !== 'string' || typeof n.remotePath !== 'string') return undefined;
-  const t = tokens(n.contextValue);
-  if (n.kind === 'file' && (t.includes('metrics') || t.includes('trainLog')))
-    return { hostId: n.hostId, path: n.remotePath };
-  if ((n.kind === 'run' || t.includes('run')) && n.entry) {
-    const run = asRunEntry({ ...n.entry, kind: 'dir', role: 'dir' }, '');
-    const log = metricsLogOf(run);
-    if (log && isJsonlLog(log)) return { hostId: n.hostId, path: metricsLogPath(n.remotePath, run, log) };
-  }
+export function liveTargetOf(r: ResolvedTarget | undefined): LiveTarget | undefined {
+  if (r?.kind === 'log' && (r.entry.role === 'metrics' || r.entry.role === 'train-log'))
+    return { hostId: r.hostId, path: r.path };
+  if (r?.kind === 'run' && !r.inCheckpoint && r.metricsLog && isJsonlLog(r.metricsLog.entry))
+    return { hostId: r.hostId, path: r.metricsLog.path };
   return undefined;
 }
 

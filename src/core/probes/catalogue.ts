@@ -1,18 +1,14 @@
 import { z } from 'zod';
-import { ckptArgsProbe } from '../args/argsProbe';
-import { renderArgsDocument } from '../args/render';
-import { envSnapshotProbe, type EnvSnapshot } from '../baselines/envProbe';
-import { formatBytes } from '../util/format';
 import { KnownGoodError } from '../errors';
 import { parsePythonJson } from '../json';
 import { defineProbe, type ProbeCall, type ProbeOutcome } from './probe';
 import { probeOutcome } from './runner';
-import { listRunsProbe } from '../runs/listRuns';
-import { renderTextTree } from '../runs/textTree';
 
 /*
- * "Known Good: Run Probe…": which probes a person can run in a terminal, what each needs (a root, a checkpoint),
- * and a few human lines for its result. The result itself goes on to the feature that owns it.
+ * "Known Good: Run Probe…": what a probe a person can run in a terminal is (what it needs: a root, a checkpoint; a
+ * few human lines for its result) and the host probes that belong to no feature. Each feature's own choices live
+ * with it (core/runs/probeChoice.ts, core/args/probeChoice.ts, core/baselines/probeChoices.ts); the Run Probe
+ * feature lists them all (src/probes/choices.ts). The result itself goes on to the feature that owns it.
  */
 
 export const gpuStatusSchema = z.looseObject({
@@ -48,8 +44,6 @@ export const torchCheckSchema = z.looseObject({
 });
 export const torchCheckProbe = defineProbe('torch_check', torchCheckSchema, () => []);
 
-export type ProbeId = 'listRuns' | 'ckptArgs' | 'envSnapshot' | 'compileCache' | 'gpuStatus' | 'torchCheck';
-
 /** Where the probe was asked from: a host, one of its roots, a run folder, a checkpoint. */
 export interface ProbeContext {
   hostLabel: string;
@@ -61,7 +55,8 @@ export interface ProbeContext {
 }
 
 export interface ProbeChoice {
-  id: ProbeId;
+  /** `listRuns`, `gpuStatus`, …: what Run Probe's second argument names. */
+  id: string;
   /** Shown in the quick pick and in the terminal's name. */
   label: string;
   detail: string;
@@ -72,61 +67,8 @@ export interface ProbeChoice {
   summarize(value: unknown, ctx: ProbeContext): string;
 }
 
-function cacheLines(s: EnvSnapshot): string[] {
-  const caches = s.caches ?? [];
-  if (!Array.isArray(caches) || caches.length === 0) return ['no compile caches found'];
-  return caches.map((c) =>
-    !c.exists
-      ? `${c.name}: ${c.path} (absent)`
-      : `${c.name}: ${c.path}  ${c.files ?? '?'} files, ${formatBytes(c.bytes)}` +
-        (c.newestMtime ? `, newest ${new Date(c.newestMtime * 1000).toISOString().replace(/\.\d+Z$/, 'Z')}` : '') +
-        (c.truncated ? ' (walk cut short)' : ''),
-  );
-}
-
-function snapshotLines(s: EnvSnapshot): string[] {
-  const t = s.torch;
-  const lines = [
-    `python ${s.python?.version ?? '?'} (${s.python?.executable ?? '?'})`,
-    t?.found ? `torch ${t.version ?? '?'}  cuda ${t.cuda ?? 'none'}` : 'torch: not installed',
-    `packages: ${s.packages?.count ?? '?'}`,
-    `GPUs: ${s.gpus?.gpus?.map((g) => g.name).join(', ') || 'none'}`,
-  ];
-  return [...lines, ...cacheLines(s).map((l) => `cache ${l}`)];
-}
-
-export const PROBES: readonly ProbeChoice[] = [
-  {
-    id: 'listRuns',
-    label: 'List runs',
-    detail: 'python/list_runs.py: runs and checkpoints under the roots',
-    needs: 'roots',
-    call: (ctx) => listRunsProbe(ctx.folder !== undefined ? [ctx.folder] : ctx.roots),
-    summarize: (v) => renderTextTree(listRunsProbe([]).parse(v)),
-  },
-  {
-    id: 'ckptArgs',
-    label: 'Checkpoint args',
-    detail: 'python/ckpt_args.py: the args saved in a checkpoint (no torch, weights not read)',
-    needs: 'checkpoint',
-    call: (ctx) => ckptArgsProbe(ctx.checkpoint ?? ''),
-    summarize: (v, ctx) =>
-      renderArgsDocument(ckptArgsProbe('').parse(v), { host: ctx.hostLabel, capturedAt: new Date() }),
-  },
-  {
-    id: 'envSnapshot',
-    label: 'Environment snapshot',
-    detail: 'python/env_snapshot.py: packages, torch, CUDA, GPUs, env vars, caches (can be saved as a baseline)',
-    call: (ctx) => envSnapshotProbe({ roots: ctx.roots }),
-    summarize: (v) => snapshotLines(envSnapshotProbe().parse(v)).join('\n'),
-  },
-  {
-    id: 'compileCache',
-    label: 'Compile-cache state',
-    detail: 'python/env_snapshot.py, cache part: inductor/triton caches, files, size, newest entry',
-    call: (ctx) => envSnapshotProbe({ roots: ctx.roots }),
-    summarize: (v) => cacheLines(envSnapshotProbe().parse(v)).join('\n'),
-  },
+/** The host probes: GPU status and the torch import check. */
+export const HOST_PROBE_CHOICES: readonly ProbeChoice[] = [
   {
     id: 'gpuStatus',
     label: 'GPU status',
@@ -156,9 +98,10 @@ export const PROBES: readonly ProbeChoice[] = [
   },
 ];
 
-export function probeChoice(id: string): ProbeChoice {
-  const p = PROBES.find((x) => x.id === id);
-  if (!p) throw new KnownGoodError('settings', `unknown probe ${id}: one of ${PROBES.map((x) => x.id).join(', ')}`);
+/** The choice named `id` among `choices` (a settings mistake when none is). */
+export function findProbeChoice(choices: readonly ProbeChoice[], id: string): ProbeChoice {
+  const p = choices.find((x) => x.id === id);
+  if (!p) throw new KnownGoodError('settings', `unknown probe ${id}: one of ${choices.map((x) => x.id).join(', ')}`);
   return p;
 }
 

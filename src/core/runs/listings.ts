@@ -1,9 +1,11 @@
 import { messageOf } from '../errors';
 import type { HostSpec } from '../hosts';
 import type { ProbeRunnerLike } from '../probes/probe';
-import { listRunsProbe, type RunsListing } from './listRuns';
-import { graftListing, remoteNow, type HostState } from './model';
+import { isMetricsLog, metricsLogOf } from '../metrics/metricsLog';
+import { listRunsProbe, type RootListing, type RunsListing } from './listRuns';
+import { entryNodeId, graftListing, remoteNow, remotePathOf, trainingStep, type HostState } from './model';
 import type { RunEntry } from './listRuns';
+import type { CommandTarget } from './targets';
 
 /*
  * The runs listing of each host, owned here and not by a view: one listing per host (one probe call through the
@@ -29,6 +31,35 @@ export interface ListingsDeps {
   depth(): number;
   maxEntries(): number;
   log(line: string): void;
+}
+
+/**
+ * A command's target found in its host's listing: what handlers need of it, so that none reads a tree node. A
+ * folder listed later (past the listing's depth) is its grafted entry.
+ */
+export interface ResolvedTarget {
+  /** What the command was invoked on (a folder inside a checkpoint is a `run` target with `inCheckpoint`). */
+  kind: 'root' | 'run' | 'checkpoint' | 'log';
+  hostId: string;
+  /** Absolute path on the host (text; U+FFFD where a name is not UTF-8). */
+  path: string;
+  /** The exact bytes of `path`, base64, when it is not UTF-8. */
+  pathB64?: string;
+  /** The listing of the root the target is under (the innermost, when roots nest). */
+  root: RootListing;
+  /** The target's entry; a root's own entry for a root. */
+  entry: RunEntry;
+  /** Below a checkpoint: one of its parts, not a run or a checkpoint of its own. */
+  inCheckpoint: boolean;
+  /** Its training step (a save counter is not one: trainingStep). */
+  step: number | undefined;
+  /** A checkpoint's layout (`hf`, `dcp`, …) or a metrics log's format (`jsonl`, `csv`, …). */
+  format: string | undefined;
+  /**
+   * The metrics log the dashboard plots for it: the file itself when it is one, a folder's by metricsLogOf (the one
+   * rule); none for a checkpoint.
+   */
+  metricsLog: { path: string; entry: RunEntry } | undefined;
 }
 
 /** Undefined: every host changed. */
@@ -151,6 +182,64 @@ export class Listings {
         this.fire(host.id);
       }
     })();
+  }
+
+  /**
+   * What `target` is in its host's listing as it is now (no remote call: `ensure` first for a palette call), or
+   * undefined: a host, a baseline, a path no listing holds.
+   */
+  resolve(target: CommandTarget): ResolvedTarget | undefined {
+    if (target.kind !== 'root' && target.kind !== 'run' && target.kind !== 'checkpoint' && target.kind !== 'log')
+      return undefined;
+    const { hostId, path } = target;
+    let root: RootListing | undefined;
+    for (const r of this.listing(hostId)?.roots ?? []) {
+      if (!r.entry || (root && root.path.length >= r.path.length)) continue;
+      if (path === r.path || path.startsWith(r.path.endsWith('/') ? r.path : `${r.path}/`)) root = r;
+    }
+    if (!root?.entry) return undefined;
+    const rel = path === root.path ? '' : path.slice(root.path.length).replace(/^\/+/, '');
+    const found = this.entryAt(hostId, root, rel);
+    if (!found) return undefined;
+    const { entry, inCheckpoint } = found;
+    const exact = remotePathOf(root, entry);
+    const isFile = entry.kind === 'file' || (entry.kind === 'symlink' && entry.targetKind === 'file');
+    let metricsLog: ResolvedTarget['metricsLog'];
+    if (isFile && isMetricsLog(entry)) metricsLog = { path, entry };
+    else if (entry.kind === 'dir' && entry.role !== 'checkpoint') {
+      const log = metricsLogOf(entry);
+      if (log) metricsLog = { path: remotePathOf(root, log).remotePath, entry: log };
+    }
+    return {
+      kind: target.kind,
+      hostId,
+      path,
+      ...(exact.remotePathB64 ? { pathB64: exact.remotePathB64 } : {}),
+      root,
+      entry,
+      inCheckpoint,
+      step: trainingStep(entry),
+      format: entry.format,
+      metricsLog,
+    };
+  }
+
+  /** The entry at `rel` below a root, through the folders grafted in since the listing. */
+  private entryAt(
+    hostId: string,
+    root: RootListing,
+    rel: string,
+  ): { entry: RunEntry; inCheckpoint: boolean } | undefined {
+    const grafted = (e: RunEntry) => (e.kind === 'dir' ? (this.graft(hostId, entryNodeId(hostId, root, e)) ?? e) : e);
+    let cur = grafted(root.entry!);
+    let inCheckpoint = false;
+    while (cur.path !== rel && rel !== '') {
+      inCheckpoint ||= cur.role === 'checkpoint';
+      const next = (cur.children ?? []).find((c) => c.path === rel || rel.startsWith(`${c.path}/`));
+      if (!next) return undefined;
+      cur = grafted(next);
+    }
+    return { entry: cur, inCheckpoint };
   }
 
   /** A folder grafted in earlier (by node id), if any. */

@@ -113,6 +113,13 @@ export function nodeId(hostId: string, rootPath: string, rel: string): string {
   return rel === '' ? idOf('root', hostId, rootPath) : idOf('entry', hostId, rootPath, rel);
 }
 
+/** The id of the node an entry of a root listing gets (what grafts are kept by). */
+export function entryNodeId(hostId: string, root: Pick<RootListing, 'path'>, entry: RunEntry): string {
+  return entry.pathB64 !== undefined
+    ? idOf('entry', hostId, root.path, entryKey(entry))
+    : nodeId(hostId, root.path, entry.path);
+}
+
 function entryKey(entry: RunEntry): string {
   return entry.pathB64 !== undefined ? `b64:${entry.pathB64}` : entry.path;
 }
@@ -126,7 +133,8 @@ function b64Bytes(b64: string): Buffer {
   return Buffer.from(b64, 'base64');
 }
 
-function remotePathOf(root: RootListing, entry: RunEntry): { remotePath: string; remotePathB64?: string } {
+/** An entry's absolute path on the remote, and its exact bytes (base64) when they are not UTF-8. */
+export function remotePathOf(root: RootListing, entry: RunEntry): { remotePath: string; remotePathB64?: string } {
   const remotePath = joinRemote(root.path, entry.path);
   if (!entry.pathB64 && !root.pathB64) return { remotePath };
   const rootRaw = root.pathB64 ? b64Bytes(root.pathB64) : Buffer.from(root.path, 'utf8');
@@ -190,6 +198,21 @@ export function countCheckpoints(entry: RunEntry): number {
     if (e.children) stack.push(...e.children);
   }
   return n;
+}
+
+const isVersionDir = (e: RunEntry) => e.kind === 'dir' && e.layout === 'lightning-version';
+
+/** `version`: Lightning's version_N (one launch); `logs`: the lightning_logs/ folder holding them; else undefined. */
+function lightningPart(entry: RunEntry): 'version' | 'logs' | undefined {
+  if (isVersionDir(entry)) return 'version';
+  const dirs = (entry.children ?? []).filter((c) => c.kind === 'dir');
+  return entry.name === 'lightning_logs' && dirs.length > 0 && dirs.every(isVersionDir) ? 'logs' : undefined;
+}
+
+/** Lightning versions (launches) in a run folder: its lightning_logs/version_N folders. */
+function lightningVersions(entry: RunEntry): number {
+  const logs = (entry.children ?? []).find((c) => lightningPart(c) === 'logs');
+  return logs ? (logs.children ?? []).filter(isVersionDir).length : 0;
 }
 
 /** The entry's training step; none for a save counter (accelerate's checkpoint_N), which only orders. */
@@ -389,10 +412,7 @@ export function entryNode(
   const now = options.now ?? Date.now();
   const { remotePath, remotePathB64 } = remotePathOf(root, entry);
   const base = {
-    id:
-      entry.pathB64 !== undefined
-        ? idOf('entry', hostId, root.path, entryKey(entry))
-        : nodeId(hostId, root.path, entry.path),
+    id: entryNodeId(hostId, root, entry),
     label: displayName(entry),
     hostId,
     root,
@@ -435,12 +455,16 @@ export function entryNode(
     };
   }
   if (entry.kind === 'dir') {
-    const isRun = !inCheckpoint;
+    // A Lightning run is one run: its lightning_logs/ and version_N/ folders (one per launch) are folders inside it.
+    const version = lightningPart(entry);
+    const isRun = !inCheckpoint && !version;
     let description: string;
-    if (isRun) {
+    if (isRun || version === 'version') {
       const n = countCheckpoints(entry);
       const top = maxStep(entry);
+      const versions = lightningVersions(entry);
       description = [
+        ...(versions > 1 ? [`${versions} versions`] : []),
         ...(entry.children ? [plural(n, 'checkpoint')] : ['not listed yet']),
         ...(top !== undefined ? [`last step ${top}`] : []),
         sizeText(entry),
@@ -449,13 +473,14 @@ export function entryNode(
     } else {
       description = sizeText(entry);
     }
+    const what = isRun ? 'run folder' : version === 'version' ? 'a launch of the Lightning run above' : 'folder';
     return {
       ...base,
       kind: isRun ? 'run' : 'folder',
       description: entry.error ? entry.error : description,
-      tooltip: tooltipOf(entry, base, isRun ? 'run folder' : 'folder'),
+      tooltip: tooltipOf(entry, base, what),
       icon: entry.error ? 'warning' : 'folder',
-      contextValue: (isRun ? 'run' : 'folder') + escaped,
+      contextValue: (isRun ? 'run' : 'folder') + (version ? ';lightning-version' : '') + escaped,
       collapsible,
       needsListing: unlisted,
     };

@@ -1,4 +1,5 @@
 import type { ArgValue } from '../args/argsProbe';
+import { diffFlat, flattenArgs, inlineJson, sameArg } from '../args/diff';
 import { computeDrift, buildChange, type Drift } from '../baselines/drift';
 import type { Baseline, ThroughputResult } from '../baselines/store';
 import { formatRate } from '../bench/compare';
@@ -232,22 +233,11 @@ export function pickBaseline(
 
 // ------------------------------------------------------------------------------------------------ args
 
-/** Nested args as dotted keys → values (arrays and enums compared whole). */
-export function flattenArgs(v: ArgValue | null, prefix = '', out = new Map<string, ArgValue>()): Map<string, ArgValue> {
-  if (v !== null && typeof v === 'object' && !Array.isArray(v) && !('$enum' in v) && !('$ref' in v)) {
-    for (const [k, x] of Object.entries(v)) flattenArgs(x, prefix ? `${prefix}.${k}` : k, out);
-  } else if (prefix) out.set(prefix, v);
-  return out;
-}
-
-function same(a: ArgValue | undefined, b: ArgValue | undefined): boolean {
-  return JSON.stringify(a ?? null) === JSON.stringify(b ?? null) && (a === undefined) === (b === undefined);
-}
-
 export function showValue(v: ArgValue | undefined): string {
   if (v === undefined) return '(absent)';
   if (typeof v === 'string') return v.length > 80 ? `${v.slice(0, 77)}…` : v;
-  const s = JSON.stringify(v);
+  // as Compare Args writes it: NaN as NaN (JSON.stringify would say null)
+  const s = inlineJson(v);
   return s.length > 80 ? `${s.slice(0, 77)}…` : s;
 }
 
@@ -266,7 +256,7 @@ const DIR_KEY = /^(data_?(dir|root|path)|dataset_?(dir|root)|root)$/i;
 
 /** Remote paths the args name (absolute, or a name inside data_dir), for fingerprints. */
 export function dataPathsOf(args: ArgValue | null): Map<string, string> {
-  const flat = flattenArgs(args);
+  const flat = args === null ? new Map<string, ArgValue>() : flattenArgs(args);
   const base = [...flat].find(([k, v]) => DIR_KEY.test(k.split('.').pop() ?? k) && typeof v === 'string');
   const out = new Map<string, string>();
   for (const [k, v] of flat) {
@@ -419,14 +409,16 @@ function argsDrafts(
   const out: Draft[] = [];
   const ckByLabel = new Map(facts.checkpoints.map((c) => [c.label, c]));
   const nowPaths = dataPathsOf(na.args);
-  for (const key of [...new Set([...fa.keys(), ...fb.keys()])].sort()) {
+  // the diff Compare Args shows (the evidence link opens it), on the values as read: data paths are looked up by them
+  const d = diffFlat(fa, fb);
+  const keys = [...d.changed, ...d.added, ...d.removed].map((c) => c.key).sort();
+  for (const key of keys) {
     const va = fa.get(key);
     const vb = fb.get(key);
-    if (same(va, vb)) continue;
     // every step where the value changed between two checkpoints read; the one at the shift, else the last
     const transitions: { from: ArgsFact; to: ArgsFact }[] = [];
     for (let i = 1; i < flats.length; i++) {
-      if (!same(flats[i - 1]!.flat.get(key), flats[i]!.flat.get(key)))
+      if (!sameArg(flats[i - 1]!.flat.get(key), flats[i]!.flat.get(key)))
         transitions.push({ from: flats[i - 1]!.fact, to: flats[i]!.fact });
     }
     const at =

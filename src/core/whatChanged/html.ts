@@ -165,6 +165,13 @@ export function whatChangedHtml(r: WhatChangedReport, options: WhatChangedHtmlOp
         `<li><code>${e(s.key)}</code> at step ${e(String(c.at))}: ${e(level(c.before))} → ${e(level(c.after))}${c.ratio !== null ? ` (${e(formatRatio(c.ratio))}×)` : ''}</li>`,
     ),
   );
+  const restarts = (r.restarts ?? []).map((x) => {
+    const when = x.time !== null ? ` at ${new Date(x.time * 1000).toISOString().replace(/\.\d{3}Z$/, 'Z')}` : '';
+    const changed = x.changed.length ? `; changed there: ${x.changed.map(e).join(', ')}` : '';
+    return `<li>step ${e(String(x.step))}${e(when)} <span class="kg-muted">(${e(x.signals.join(', '))}${x.source ? `, ${e(x.source.split('/').slice(-2).join('/'))}` : ''})</span>${changed}</li>`;
+  });
+  if (r.logSources)
+    facts.push(`log: ${r.logSources.length} files, stitched by step (the later launch wins where steps overlap)`);
   const unranked = r.unranked.map(
     (u) =>
       `<li>${e(u.title)} <span class="kg-muted">(${e(u.source)}; ${e('score' in u ? u.when.text : u.why)})</span></li>`,
@@ -198,6 +205,7 @@ export function whatChangedHtml(r: WhatChangedReport, options: WhatChangedHtmlOp
   <h2>Changepoints</h2>
   ${cps.length ? `<ul class="kg-facts">${cps.join('')}</ul>` : '<p class="kg-muted">None.</p>'}
   <p class="kg-muted">Method: ${e(r.changepoints.why)}</p>
+  ${restarts.length ? `<h2>Restarts</h2><ul class="kg-facts">${restarts.join('')}</ul>` : ''}
   ${unranked.length ? `<h2>${r.verdict === 'regression' ? 'Not ranked (cosmetic)' : 'Differences (not ranked: nothing to explain)'}</h2><ul class="kg-facts">${unranked.join('')}</ul>` : ''}
   ${unknown.length ? `<h2>Not known</h2><ul class="kg-facts">${unknown.join('')}</ul>` : ''}
   <p class="kg-muted">Gathered in ${g.roundTrips} round trips (${g.requests} requests) in ${(g.elapsedMs / 1000).toFixed(2)} s; args of ${g.checkpointsRead} of ${g.checkpoints} checkpoints; ${e(r.generatedAt)}.</p>

@@ -3,7 +3,7 @@
 import * as assert from 'node:assert/strict';
 import * as vscode from 'vscode';
 import type { KnownGoodTestApi as KnownGoodApi } from '../../../src/api';
-import type { TreeNode } from '../../../src/tree/provider';
+import type { TreeNode } from '../../../src/shared/treeSection';
 
 export type { KnownGoodApi, TreeNode };
 
