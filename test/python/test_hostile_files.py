@@ -272,6 +272,17 @@ class ReadFileHostile(Hostile):
         self.assertEqual(doc["error"]["code"], "not-regular")
         self.assertIn("FIFO", doc["error"]["message"])
 
+    def test_a_64_mib_read_in_one_go_ends_as_limit_memory_with_its_footprint(self):
+        # The answer (64 MiB, escaped into JSON) passes the memory limit while it is written: that error envelope
+        # had no footprint, the one thing that shows how far past the limit it went
+        p = self.path("big.log")
+        with open(p, "wb") as f:
+            f.write(b"x" * (64 * MiB))
+        doc = envelope("read_file", p, "--max-bytes", str(64 * MiB))
+        self.assertEqual(doc["error"]["code"], "limit-memory")
+        self.assertIn("the answer", doc["error"]["message"])
+        self.assertGreater(doc["footprint"]["maxRssKb"], 64 * 1024)
+
     def test_max_bytes_is_bounded_and_words_are_checked(self):
         p = self.with_middle("ok.jsonl", b"")
         self.assertEqual(envelope("read_file", p, "--max-bytes", str(1 << 40))["error"]["code"], "limit-read")

@@ -347,6 +347,25 @@ void test('data changed in place at the shift: compared with the fingerprint kep
     probe: { now: T0 + 20000, paths: [fp('aaa', 4, T0 - 100)], git: [], stats: [], launches: [], elapsedMs: 1 },
   });
   assert.ok(!same.suspects.some((s) => s.source === 'data'));
+  // a folder nested past what_changed.py's depth bound: one "Not known" entry naming that cause, no suspect
+  const deep = analyze({
+    ...base,
+    dataHistory: [{ at: T0 + 100, paths: [fp('aaa', 4, T0 - 100)] }],
+    probe: {
+      now: T0 + 20000,
+      paths: [
+        { ...fp('ccc', 1, T0 + 4005), truncated: true, error: 'folders nested deeper than 256 levels were not walked' },
+      ],
+      git: [],
+      stats: [],
+      elapsedMs: 1,
+    },
+  });
+  assert.ok(!deep.suspects.some((s) => s.source === 'data'));
+  assert.deepEqual(
+    deep.unknown.filter((u) => u.fact === 'data /data/owt'),
+    [{ fact: 'data /data/owt', why: 'folders nested deeper than 256 levels were not walked' }],
+  );
 });
 
 void test('a benchmark result marked known-good is the reference, ahead of everything', () => {

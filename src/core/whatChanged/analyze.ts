@@ -958,7 +958,8 @@ function dataDrafts(
   const out: Draft[] = [];
   const before = refTime === null ? [] : facts.dataHistory.filter((r) => r.at <= refTime).sort((a, b) => b.at - a.at);
   for (const f of facts.probe?.paths ?? []) {
-    if (!f.exists) {
+    if (!f.exists || (f.truncated && f.error)) {
+      // Walked in part only (a folder nested past the probe's depth bound): not comparable, and why is the fact
       unknown.push({ fact: `data ${f.path}`, why: f.error ?? 'not found' });
       continue;
     }
