@@ -108,7 +108,7 @@ export const whatChangedProbeSchema = z.looseObject({
   paths: z.array(dataFingerprintSchema),
   git: z.array(gitStateSchema),
   stats: z.array(fileStatSchema),
-  launches: z.array(launchRecordsSchema).default([]),
+  launches: z.array(launchRecordsSchema).optional(),
   elapsedMs: z.number(),
 });
 export type WhatChangedProbeResult = z.infer<typeof whatChangedProbeSchema>;
