@@ -135,17 +135,22 @@ class Git(unittest.TestCase):
     def tearDown(self):
         shutil.rmtree(self.d, ignore_errors=True)
 
-    def test_head_branch_dirty_and_files_changed_since_a_time(self):
+    def first_commit(self, text):
+        """A checkout whose train.py (text) was committed long ago (2001); its path."""
         git(self.d, "init", "-q", "-b", "main")
         train = os.path.join(self.d, "train.py")
         with open(train, "w") as f:
-            f.write("print(1)\n")
+            f.write(text)
         git(self.d, "add", ".")
         os.environ["GIT_COMMITTER_DATE"] = "@1000000000"
         try:
             git(self.d, "commit", "-q", "-m", "one", "--date=@1000000000")
         finally:
             del os.environ["GIT_COMMITTER_DATE"]
+        return train
+
+    def test_head_branch_dirty_and_files_changed_since_a_time(self):
+        train = self.first_commit("print(1)\n")
         with open(os.path.join(self.d, "data.py"), "w") as f:
             f.write("x = 1\n")
         git(self.d, "add", ".")
@@ -162,17 +167,8 @@ class Git(unittest.TestCase):
         self.assertEqual(g["changedSince"], ["data.py"])
 
     def test_commits_since_a_time_compared_token_by_token_with_the_parent_of_the_oldest(self):
-        git(self.d, "init", "-q", "-b", "main")
-        train = os.path.join(self.d, "train.py")
         loop = "def main():\n    for s in range(3):\n        loss = s\n"
-        with open(train, "w") as f:
-            f.write(loop)
-        git(self.d, "add", ".")
-        os.environ["GIT_COMMITTER_DATE"] = "@1000000000"
-        try:
-            git(self.d, "commit", "-q", "-m", "one", "--date=@1000000000")
-        finally:
-            del os.environ["GIT_COMMITTER_DATE"]
+        train = self.first_commit(loop)
         with open(train, "w") as f:
             f.write("# the loop\n" + loop)
         git(self.d, "commit", "-q", "-am", "Explain the loop")
