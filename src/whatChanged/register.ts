@@ -151,13 +151,16 @@ export function registerWhatChanged(d: WhatChangedDeps): void {
         '# this evidence is no longer kept: open it again from the report\n',
     }),
   );
-  const showReadOnly = async (name: string, content: string) => {
+  const evidenceUri = (name: string, content: string) => {
     const n = String(++evidenceSeq);
     evidenceDocs.set(n, content);
     for (const k of [...evidenceDocs.keys()].slice(0, Math.max(0, evidenceDocs.size - 50))) evidenceDocs.delete(k);
-    const uri = vscode.Uri.from({ scheme: EVIDENCE_SCHEME, path: `/${name}`, query: `n=${n}` });
-    return vscode.window.showTextDocument(await vscode.workspace.openTextDocument(uri), { preview: true });
+    return vscode.Uri.from({ scheme: EVIDENCE_SCHEME, path: `/${name}`, query: `n=${n}` });
   };
+  const showReadOnly = async (name: string, content: string) =>
+    vscode.window.showTextDocument(await vscode.workspace.openTextDocument(evidenceUri(name, content)), {
+      preview: true,
+    });
 
   const showText = async (content: string) =>
     vscode.window.showTextDocument(await vscode.workspace.openTextDocument({ content, language: 'plaintext' }), {
@@ -188,6 +191,13 @@ export function registerWhatChanged(d: WhatChangedDeps): void {
           return showText(`${title}\n\n${link.path}: ${messageOf(e)}\n\n${detail}\n`);
         }
       }
+      case 'text-diff':
+        return vscode.commands.executeCommand(
+          'vscode.diff',
+          evidenceUri(link.a.name, link.a.text),
+          evidenceUri(link.b.name, link.b.text),
+          link.title,
+        );
       case 'git': {
         if (link.document !== undefined)
           return showReadOnly(`${posix.basename(link.repo) || 'repo'} commits.diff`, link.document);

@@ -100,6 +100,11 @@ void describe('What Changed? on the real regressions corpus', () => {
       comment.some((t) => /^train\.py: comments, docstrings or whitespace only \(1 commit/.test(t)),
       comment.join('; '),
     );
+    // a launch suspect's evidence: the two launch records side by side
+    const blocking = rows.find((r) => r.run === 'plain-launch-blocking')!.report.suspects[0]!;
+    const pair = blocking.evidence.find((e) => e.kind === 'text-diff');
+    assert.ok(pair?.kind === 'text-diff', JSON.stringify(blocking.evidence));
+    assert.ok(!/^CUDA_LAUNCH_BLOCKING=/m.test(pair.a.text) && /^CUDA_LAUNCH_BLOCKING=1$/m.test(pair.b.text));
     // bookkeeping at the restart is listed, never ranked
     const precision = rows.find((r) => r.run === 'lightning-precision')!.report;
     assert.ok(precision.unranked.some((u) => u.title.startsWith('launch: --max_steps 600 → 1000')));

@@ -696,6 +696,32 @@ export function flagsOf(argv: readonly string[]): Map<string, string> {
   return out;
 }
 
+/** A launch record as lines to compare side by side: one fact a line, sorted, so a diff shows what differs. */
+export function launchText(r: LaunchRecord): string {
+  const lines = [
+    `# ${r.source} launch${r.time !== null ? ` at ${isoOf(r.time)}` : ''}${r.where ? ` (${r.where})` : ''}`,
+  ];
+  if (r.argv.length) lines.push('', '## command line', ...r.argv.map((a) => `  ${a}`));
+  if (r.cwd) lines.push('', `cwd: ${r.cwd}`);
+  const facts: [string, string | null][] = [
+    ['interpreter', r.interpreter],
+    ['python', r.python],
+    ['torch', r.torch],
+    ['driver', r.driver],
+    ['git HEAD', r.gitHead],
+    ['uncommitted diff sha256', r.gitDiff],
+  ];
+  for (const [k, v] of facts) if (v !== null) lines.push(`${k}: ${v}`);
+  const section = (name: string, m: Record<string, string>) => {
+    const keys = Object.keys(m).sort();
+    if (keys.length) lines.push('', `## ${name}`, ...keys.map((k) => `${k}=${m[k]}`));
+  };
+  section('config', r.config);
+  section('environment', r.env);
+  section('packages', r.packages);
+  return lines.join('\n') + '\n';
+}
+
 /** Hydra's overrides (`trainer.precision=32`, `+x=1`, `~y`) as flags. */
 function overridesOf(argv: readonly string[]): Map<string, string> {
   const out = new Map<string, string>();
@@ -754,7 +780,7 @@ function comparedLaunches(
   if (recs.length < 2) return out;
   const restarts = facts.log?.restarts ?? [];
   const own = source === 'kg_record';
-  const evidence: EvidenceLink[] = [
+  const fileLink: EvidenceLink[] = [
     {
       kind: 'file',
       title: own ? `launch records ${path}` : `${source} records ${path}`,
@@ -766,6 +792,16 @@ function comparedLaunches(
     const a = recs[i - 1]!;
     const b = recs[i]!;
     const r = restartOf(recs, i, restarts);
+    const evidence: EvidenceLink[] = [
+      {
+        kind: 'text-diff',
+        title: `${source} launch ${i} ↔ ${i + 1}`,
+        hostId: facts.host.id,
+        a: { name: `${source} launch ${i}.txt`, text: launchText(a) },
+        b: { name: `${source} launch ${i + 1}.txt`, text: launchText(b) },
+      },
+      ...fileLink,
+    ];
     const at = r ? ` (restart at step ${r.step})` : b.time !== null ? ` (launch of ${isoOf(b.time)})` : '';
     const when: ChangeTime = r
       ? {

@@ -32,6 +32,14 @@ export type EvidenceLink =
   | { kind: 'bench-compare'; title: string; hostId: string; referenceId: string | null; nowId: string | null }
   | { kind: 'file'; title: string; hostId: string; path: string }
   | {
+      kind: 'text-diff';
+      title: string;
+      hostId: string;
+      /** Two records side by side (a launch before and after a restart), as text; read-only. */
+      a: { name: string; text: string };
+      b: { name: string; text: string };
+    }
+  | {
       kind: 'git';
       title: string;
       hostId: string;
