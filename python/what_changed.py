@@ -22,6 +22,7 @@ import subprocess
 import time
 
 import code_diff
+import data_shape
 import kg_common
 import launch_sources
 
@@ -70,8 +71,18 @@ def _ends_hash(path, size):
 
 
 def fingerprint(path):
+    out = _fingerprint(path)
+    if out["exists"]:
+        try:
+            out["samples"] = data_shape.summaries(path)
+        except Exception:  # what the data holds is a bonus: the fingerprint stands without it
+            out["samples"] = []
+    return out
+
+
+def _fingerprint(path):
     out = {"path": path, "exists": False, "kind": None, "size": None, "mtime": None, "files": None,
-           "newestMtime": None, "hash": None, "truncated": False, "error": None}
+           "newestMtime": None, "hash": None, "truncated": False, "error": None, "samples": []}
     try:
         st = os.stat(path)
     except FileNotFoundError:

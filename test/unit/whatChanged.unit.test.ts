@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { parseEnvSnapshot, type EnvSnapshotInput } from '../../src/core/baselines/envProbe';
 import { BaselineStore, type Baseline } from '../../src/core/baselines/store';
 import type { MetricsReduction } from '../../src/core/metrics/metricsProbe';
-import { analyze, dataPathsOf } from '../../src/core/whatChanged/analyze';
+import { analyze, dataPathsOf, describeSamples } from '../../src/core/whatChanged/analyze';
 import { diffArgs, flattenArgs } from '../../src/core/args/diff';
 import type { ArgValue } from '../../src/core/args/argsProbe';
 import {
@@ -255,6 +255,36 @@ void test('args helpers: flattening, data paths inside data_dir, categories, thr
   assert.equal(throughputRank('tok_s'), 3);
   assert.equal(throughputRank('train/tokens_per_sec'), 3);
   assert.equal(throughputRank('loss'), 0);
+});
+
+void test('a data path says what its files hold: rows, the length of a sample, and its real length when padded', () => {
+  const fp = (meanLength: number) => ({
+    path: '/d',
+    exists: true,
+    kind: 'dir' as const,
+    size: 1,
+    mtime: 1,
+    files: 2,
+    newestMtime: 1,
+    hash: 'h',
+    truncated: false,
+    error: null,
+    samples: [
+      {
+        file: 'train.npy',
+        format: 'npy',
+        rows: 128,
+        rowLength: 129,
+        meanLength,
+        medianLength: 53,
+        padded: meanLength < 129,
+        meanLineBytes: null,
+      },
+    ],
+  });
+  assert.equal(describeSamples(fp(129)), 'train.npy: 128 rows of 129');
+  assert.equal(describeSamples(fp(53.38)), 'train.npy: 128 rows of 129, real 53.38 (padded)');
+  assert.equal(describeSamples({ ...fp(1), samples: [] }), null);
 });
 
 void test('what a change really is (issue 23): resume bookkeeping is never ranked, data keys are data whatever the path, categories that move speed', () => {

@@ -409,6 +409,7 @@ function argsDrafts(
   const out: Draft[] = [];
   const ckByLabel = new Map(facts.checkpoints.map((c) => [c.label, c]));
   const nowPaths = dataPathsOf(na.args);
+  const refPaths = dataPathsOf(ra.args);
   // the diff Compare Args shows (the evidence link opens it), on the values as read: data paths are looked up by them
   const d = diffFlat(fa, fb);
   const keys = [...d.changed, ...d.added, ...d.removed].map((c) => c.key).sort();
@@ -453,6 +454,12 @@ function argsDrafts(
         detailBits.push(describeFingerprint(path));
       }
     }
+    // what the data holds on both sides: rows and the length of a sample (padding shows as a shorter real length)
+    const before = refPaths.get(key);
+    const fpBefore = before !== undefined ? fingerprints.get(before) : undefined;
+    const fpNow = nowPaths.get(key) !== undefined ? fingerprints.get(nowPaths.get(key)!) : undefined;
+    const shapes = [fpBefore, fpNow].map((f) => (f ? describeSamples(f) : null));
+    if (shapes[0] || shapes[1]) detailBits.push(`samples: ${shapes[0] ?? 'not read'} → ${shapes[1] ?? 'not read'}`);
     const category = argCategory(key, va, vb);
     out.push({
       source: 'args',
@@ -471,6 +478,20 @@ function argsDrafts(
     });
   }
   return out;
+}
+
+/** A data path's files as rows × length of a sample (the first file that says): `128 rows of 129, real 53.4 (padded)`. */
+export function describeSamples(f: DataFingerprint): string | null {
+  for (const s of f.samples ?? []) {
+    if (typeof s.rows === 'number' && typeof s.rowLength === 'number') {
+      const real =
+        typeof s.meanLength === 'number' && s.meanLength < s.rowLength ? `, real ${s.meanLength} (padded)` : '';
+      return `${s.file}: ${s.rows} rows of ${s.rowLength}${real}`;
+    }
+    if (typeof s.rows === 'number')
+      return `${s.file}: ${s.rows} rows${typeof s.meanLineBytes === 'number' ? ` of ${s.meanLineBytes} bytes` : ''}`;
+  }
+  return null;
 }
 
 function describeFingerprint(f: DataFingerprint): string {

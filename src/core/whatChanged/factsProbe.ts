@@ -18,6 +18,21 @@ export const dataFingerprintSchema = z.looseObject({
   hash: str,
   truncated: z.boolean().default(false),
   error: str,
+  /** What the data files hold (python/data_shape.py): rows, a sample's length, padding. */
+  samples: z
+    .array(
+      z.looseObject({
+        file: z.string(),
+        format: z.string(),
+        rows: num,
+        rowLength: num,
+        meanLength: num,
+        medianLength: num,
+        padded: z.boolean().nullable().default(null),
+        meanLineBytes: num,
+      }),
+    )
+    .optional(),
 });
 export type DataFingerprint = z.infer<typeof dataFingerprintSchema>;
 
@@ -139,5 +154,5 @@ export const whatChangedProbe = defineProbe(
     for (const p of o.launches ?? []) args.push(`--launches=${p}`);
     return args;
   },
-  { modules: ['code_diff', 'launch_sources'] },
+  { modules: ['code_diff', 'data_shape', 'launch_sources'] },
 );
