@@ -14,6 +14,7 @@ import { benchMetrics } from './cases/metrics';
 import { benchMetricsSsh } from './cases/metricsSsh';
 import { benchTensorboard } from './cases/tensorboard';
 import { benchWhatChanged } from './cases/whatChanged';
+import { benchRegressions } from './cases/regressions';
 
 type Case = { name: string; run: (ctx: BenchContext) => Promise<BenchResult | BenchResult[]> };
 
@@ -28,6 +29,7 @@ const cases: Case[] = [
   { name: 'env', run: () => benchEnvSnapshot() },
   { name: 'live', run: benchLiveThroughput },
   { name: 'what-changed', run: benchWhatChanged },
+  { name: 'regressions', run: benchRegressions },
 ];
 
 function fmt(ms: number): string {

@@ -10,6 +10,8 @@ stdlib only, never imports torch.  Every fact that cannot be gathered says why (
   walked up to MAX_WALK entries (``truncated`` beyond).
 - ``--git DIR``: the git checkout DIR lies in (if any): top level, HEAD, branch, dirty flag and files, and the files
   changed by commits since ``--since`` (epoch seconds).  git missing or no checkout: ``error`` says which.
+- ``--launches RUN``: the launches ``kg_record.py`` recorded for the run (command line, environment as recorded,
+  interpreter, torch, driver, packages, git HEAD), oldest first, bounded.
 - ``--stat P``: size and mtime only (e.g. torch/version.py, whose mtime is when that torch was installed).
 """
 import hashlib
@@ -19,17 +21,24 @@ import stat
 import subprocess
 import time
 
+import code_diff
+import data_shape
 import kg_common
+import launch_sources
 
 MiB = 1024 * 1024
 MAX_WALK = 200000
 MAX_LISTED = 200
+MAX_LINE = 200
 # How deep a data folder is walked: below it, the fingerprint says so (truncated) rather than spend the probe on it.
 MAX_DEPTH = 256
 GIT_TIMEOUT_S = 10.0
 # What one git command may answer: beyond it, the command is stopped and only whole lines read so far count (a
 # `git log --name-only` over years of a big repository would otherwise be read whole into memory).
 GIT_MAX_OUTPUT = 8 * MiB
+# Files of the commits since the reference compared token by token (code_diff), each read up to this size.
+MAX_COMPARED = 20
+MAX_COMPARED_BYTES = MiB
 
 
 def _parse_args(argv):
@@ -38,6 +47,7 @@ def _parse_args(argv):
     p.add_argument("--git", action="append", default=[], metavar="DIR")
     p.add_argument("--stat", action="append", default=[], metavar="P")
     p.add_argument("--since", type=float, default=None, metavar="EPOCH")
+    p.add_argument("--launches", action="append", default=[], metavar="RUN")
     return p.parse_args(argv)
 
 
@@ -61,8 +71,18 @@ def _ends_hash(path, size):
 
 
 def fingerprint(path):
+    out = _fingerprint(path)
+    if out["exists"]:
+        try:
+            out["samples"] = data_shape.summaries(path)
+        except Exception:  # what the data holds is a bonus: the fingerprint stands without it
+            out["samples"] = []
+    return out
+
+
+def _fingerprint(path):
     out = {"path": path, "exists": False, "kind": None, "size": None, "mtime": None, "files": None,
-           "newestMtime": None, "hash": None, "truncated": False, "error": None}
+           "newestMtime": None, "hash": None, "truncated": False, "error": None, "samples": []}
     try:
         st = os.stat(path)
     except FileNotFoundError:
@@ -256,10 +276,127 @@ def git_state(path, since):
             files = sorted(set(line for line in log.splitlines() if line and not line.startswith("@")))
             out["commitsSince"] = len(commits)
             out["changedSince"] = files[:MAX_LISTED]
+            if commits:
+                out.update(_code_changes(top, since, files))
     except subprocess.TimeoutExpired:
         out["error"] = "git timed out"
     except (RuntimeError, OSError, ValueError) as e:
         out["error"] = str(e)
+    return out
+
+
+def _blob(top, rev, name):
+    """A file as committed at rev ('' where it is absent or larger than MAX_COMPARED_BYTES: None)."""
+    try:
+        size = int(_git(top, "cat-file", "-s", "%s:%s" % (rev, name)).strip() or 0)
+    except RuntimeError:
+        return ""
+    if size > MAX_COMPARED_BYTES:
+        return None
+    return _git(top, "cat-file", "blob", "%s:%s" % (rev, name))
+
+
+def _code_changes(top, since, files):
+    """The commits since ``since`` (hash, time, subject) and each changed file compared with the reference's commit.
+
+    Plumbing only (rev-list, cat-file): no diff driver, filter or textconv a repository names can run.
+    """
+    out = {"commits": [], "base": None, "codeChanges": []}
+    log = _git(top, "log", "--no-show-signature", "--no-ext-diff", "--no-textconv", "--since=@%d" % int(since),
+               "--format=%H%x00%ct%x00%s")
+    for line in log.splitlines()[:MAX_LISTED]:
+        parts = line.split("\0")
+        if len(parts) == 3:
+            out["commits"].append({"hash": parts[0], "time": float(parts[1]), "subject": parts[2][:MAX_LINE]})
+    base = None
+    if out["commits"]:
+        # the parent of the oldest commit listed: --before would take a commit of the same second as the reference
+        try:
+            base = _git(top, "rev-list", "-1", out["commits"][-1]["hash"] + "^").strip() or None
+        except RuntimeError:
+            base = None  # a root commit: every file is new
+    out["base"] = base
+    for name in files[:MAX_COMPARED]:
+        old = _blob(top, base, name) if base else ""
+        new = _blob(top, "HEAD", name)
+        if old is None or new is None:
+            out["codeChanges"].append({"file": name, "python": name.endswith(".py"), "cosmetic": False, "hunks": [],
+                                       "functions": [], "error": "larger than %s: not compared"
+                                       % kg_common.format_bytes(MAX_COMPARED_BYTES)})
+            continue
+        out["codeChanges"].append(code_diff.compare(old, new, name))
+    return out
+
+
+MAX_LAUNCH_BYTES = 4 * MiB
+MAX_LAUNCHES = 64
+MAX_ENV = 512
+
+
+def _slim_launch(d):
+    """What a launch record says that can move speed, bounded: the rest of kg_record.py's record stays on the host."""
+    git = d.get("git") if isinstance(d.get("git"), dict) else {}
+    torch = d.get("torch") if isinstance(d.get("torch"), dict) else {}
+    gpus = d.get("gpus") if isinstance(d.get("gpus"), dict) else {}
+    exe = d.get("executable") if isinstance(d.get("executable"), dict) else {}
+    py = d.get("python") if isinstance(d.get("python"), dict) else {}
+    listed = d.get("packages")
+    pk = listed.get("packages") if isinstance(listed, dict) else None
+    if not isinstance(pk, dict):
+        pk = {}
+    env = d.get("env") if isinstance(d.get("env"), dict) else {}
+    argv = d.get("argv") if isinstance(d.get("argv"), list) else []
+    return {
+        "source": "kg_record",
+        "where": None,
+        "config": {},
+        "time": d.get("unixTime") if isinstance(d.get("unixTime"), (int, float)) else None,
+        "argv": [str(a)[:MAX_LINE] for a in argv[:256]],
+        "cwd": d.get("cwd") if isinstance(d.get("cwd"), str) else None,
+        "env": dict((str(k)[:MAX_LINE], str(v)[:MAX_LINE]) for k, v in sorted(env.items())[:MAX_ENV]),
+        "interpreter": exe.get("realpath") or exe.get("path"),
+        "python": py.get("version") if isinstance(py.get("version"), str) else None,
+        "gitHead": git.get("head"),
+        "gitDiff": git.get("diffSha256"),
+        "torch": torch.get("version"),
+        "driver": gpus.get("driver"),
+        "packages": dict((str(k)[:MAX_LINE], str(v)[:MAX_LINE]) for k, v in sorted(pk.items())[:2000]),
+    }
+
+
+def launch_records(run):
+    """The launches kg_record.py recorded for a run (``RUN/.known-good/launches.jsonl``), oldest first, the last
+    MAX_LAUNCHES of at most MAX_LAUNCH_BYTES read from the end; none recorded: ``exists`` false."""
+    path = os.path.join(run, ".known-good", "launches.jsonl")
+    out = {"path": path, "exists": False, "records": [], "error": None, "others": []}
+    try:
+        out["others"] = launch_sources.launches_of(run)
+    except Exception as e:  # another tool's files are a bonus: failing to read them costs them only
+        out["error"] = "other tools' records: %s" % _msg(e)
+    try:
+        with open(path, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            f.seek(max(0, size - MAX_LAUNCH_BYTES))
+            data = f.read(MAX_LAUNCH_BYTES)
+    except FileNotFoundError:
+        return out
+    except OSError as e:
+        out["error"] = _msg(e)
+        return out
+    out["exists"] = True
+    lines = data.split(b"\n")
+    if size > MAX_LAUNCH_BYTES:
+        lines = lines[1:]  # the first line read is cut
+    for line in lines[-MAX_LAUNCHES - 1:]:
+        if not line.strip():
+            continue
+        try:
+            d = kg_common.loads_bounded(line.decode("utf-8", "replace"), "launch record")
+        except (ValueError, kg_common.ProbeError):
+            continue
+        if isinstance(d, dict):
+            out["records"].append(_slim_launch(d))
+    out["records"] = out["records"][-MAX_LAUNCHES:]
     return out
 
 
@@ -290,6 +427,7 @@ def main(argv):
         "paths": [_alone(fingerprint, p) for p in a.path],
         "git": [_alone(git_state, p, a.since) for p in a.git],
         "stats": [_alone(plain_stat, p) for p in a.stat],
+        "launches": [_alone(launch_records, p) for p in a.launches],
         "elapsedMs": round((time.time() - started) * 1000, 1),
     }
 

@@ -21,9 +21,12 @@ import { WhatChangedStore } from '../core/whatChanged/store';
 import type { RegisterCommand } from '../shared/commands';
 import type { Hosts } from '../shared/hosts';
 import type { SettingsAccess } from '../shared/settings';
-import { registerWebviewPanelSerializer, showInfo } from '../window';
+import { registerTextDocumentContentProvider, registerWebviewPanelSerializer, showInfo } from '../window';
 import { withCancellableProgress } from '../shared/progress';
 import { WhatChangedPanel } from './panel';
+
+/** Read-only evidence documents of a report (a commit's message and diff). */
+const EVIDENCE_SCHEME = 'knownGood-evidence';
 
 /** What "What Changed?" needs: hosts, settings, the shared store and its key, and how to open each kind of evidence. */
 export interface WhatChangedDeps {
@@ -138,6 +141,27 @@ export function registerWhatChanged(d: WhatChangedDeps): void {
     return report;
   };
 
+  // Evidence documents (a commit's message and diff): read-only, served from memory by their number, newest 50 kept.
+  const evidenceDocs = new Map<string, string>();
+  let evidenceSeq = 0;
+  d.track(
+    registerTextDocumentContentProvider(EVIDENCE_SCHEME, {
+      provideTextDocumentContent: (uri) =>
+        evidenceDocs.get(new URLSearchParams(uri.query).get('n') ?? '') ??
+        '# this evidence is no longer kept: open it again from the report\n',
+    }),
+  );
+  const evidenceUri = (name: string, content: string) => {
+    const n = String(++evidenceSeq);
+    evidenceDocs.set(n, content);
+    for (const k of [...evidenceDocs.keys()].slice(0, Math.max(0, evidenceDocs.size - 50))) evidenceDocs.delete(k);
+    return vscode.Uri.from({ scheme: EVIDENCE_SCHEME, path: `/${name}`, query: `n=${n}` });
+  };
+  const showReadOnly = async (name: string, content: string) =>
+    vscode.window.showTextDocument(await vscode.workspace.openTextDocument(evidenceUri(name, content)), {
+      preview: true,
+    });
+
   const showText = async (content: string) =>
     vscode.window.showTextDocument(await vscode.workspace.openTextDocument({ content, language: 'plaintext' }), {
       preview: true,
@@ -167,7 +191,16 @@ export function registerWhatChanged(d: WhatChangedDeps): void {
           return showText(`${title}\n\n${link.path}: ${messageOf(e)}\n\n${detail}\n`);
         }
       }
+      case 'text-diff':
+        return vscode.commands.executeCommand(
+          'vscode.diff',
+          evidenceUri(link.a.name, link.a.text),
+          evidenceUri(link.b.name, link.b.text),
+          link.title,
+        );
       case 'git': {
+        if (link.document !== undefined)
+          return showReadOnly(`${posix.basename(link.repo) || 'repo'} commits.diff`, link.document);
         const since = link.since !== null ? `\nchanged since ${new Date(link.since * 1000).toISOString()}` : '';
         return showText(`${title}\n\ngit ${link.repo}${since}\n\n${detail}\n`);
       }

@@ -135,17 +135,22 @@ class Git(unittest.TestCase):
     def tearDown(self):
         shutil.rmtree(self.d, ignore_errors=True)
 
-    def test_head_branch_dirty_and_files_changed_since_a_time(self):
+    def first_commit(self, text):
+        """A checkout whose train.py (text) was committed long ago (2001); its path."""
         git(self.d, "init", "-q", "-b", "main")
         train = os.path.join(self.d, "train.py")
         with open(train, "w") as f:
-            f.write("print(1)\n")
+            f.write(text)
         git(self.d, "add", ".")
         os.environ["GIT_COMMITTER_DATE"] = "@1000000000"
         try:
             git(self.d, "commit", "-q", "-m", "one", "--date=@1000000000")
         finally:
             del os.environ["GIT_COMMITTER_DATE"]
+        return train
+
+    def test_head_branch_dirty_and_files_changed_since_a_time(self):
+        train = self.first_commit("print(1)\n")
         with open(os.path.join(self.d, "data.py"), "w") as f:
             f.write("x = 1\n")
         git(self.d, "add", ".")
@@ -160,6 +165,43 @@ class Git(unittest.TestCase):
         self.assertEqual(g["dirtyFiles"], ["train.py"])
         self.assertEqual(g["commitsSince"], 1)
         self.assertEqual(g["changedSince"], ["data.py"])
+
+    def test_commits_since_a_time_compared_token_by_token_with_the_parent_of_the_oldest(self):
+        loop = "def main():\n    for s in range(3):\n        loss = s\n"
+        train = self.first_commit(loop)
+        with open(train, "w") as f:
+            f.write("# the loop\n" + loop)
+        git(self.d, "commit", "-q", "-am", "Explain the loop")
+        g = run("--git", self.d, "--since", "1500000000")["git"][0]
+        self.assertEqual([c["subject"] for c in g["commits"]], ["Explain the loop"])
+        self.assertEqual(len(g["base"]), 40)
+        self.assertEqual([(c["file"], c["cosmetic"]) for c in g["codeChanges"]], [("train.py", True)])
+        with open(train, "w") as f:
+            f.write(loop + "        last = loss.item()\n")
+        git(self.d, "commit", "-q", "-am", "Keep the loss")
+        g = run("--git", self.d, "--since", "1500000000")["git"][0]
+        c = g["codeChanges"][0]
+        self.assertFalse(c["cosmetic"])
+        self.assertEqual(c["functions"], ["main"])
+        self.assertIn("        last = loss.item()", c["hunks"][-1]["new"])
+
+    def test_launch_records_of_a_run_oldest_first_slimmed_and_bounded(self):
+        kg = os.path.join(self.d, ".known-good")
+        os.makedirs(kg)
+        recs = [{"unixTime": 1.0 + i, "argv": ["python3", "train.py", "--precision", p], "env": {"A": str(i)},
+                 "executable": {"realpath": "/usr/bin/python3.12"}, "git": {"head": "h", "diffSha256": None},
+                 "torch": {"version": "2.11.0+cu130"}, "gpus": {"driver": "580"},
+                 "packages": {"packages": {"torch": "2.11.0"}}, "python": {"version": "3.12.3 (main)"}}
+                for i, p in enumerate(["bf16-mixed", "32-true"])]
+        with open(os.path.join(kg, "launches.jsonl"), "w") as f:
+            f.write("\n".join(json.dumps(r) for r in recs) + "\nnot json\n")
+        got = run("--launches", self.d, "--launches", os.path.join(self.d, "nothing"))["launches"]
+        self.assertTrue(got[0]["exists"])
+        self.assertEqual([r["argv"][-1] for r in got[0]["records"]], ["bf16-mixed", "32-true"])
+        self.assertEqual(got[0]["records"][1]["env"], {"A": "1"})
+        self.assertEqual(got[0]["records"][1]["torch"], "2.11.0+cu130")
+        self.assertEqual(got[0]["records"][1]["packages"], {"torch": "2.11.0"})
+        self.assertEqual((got[1]["exists"], got[1]["records"], got[1]["error"]), (False, [], None))
 
     def test_a_huge_git_answer_is_cut_at_its_limit_in_whole_lines(self):
         # GIT_MAX_OUTPUT bounds what one git command may answer (here 4 KiB: 300 files changed since the time)

@@ -6,10 +6,17 @@ import { join } from 'node:path';
 import { parseEnvSnapshot, type EnvSnapshotInput } from '../../src/core/baselines/envProbe';
 import { BaselineStore, type Baseline } from '../../src/core/baselines/store';
 import type { MetricsReduction } from '../../src/core/metrics/metricsProbe';
-import { analyze, dataPathsOf } from '../../src/core/whatChanged/analyze';
+import { analyze, dataPathsOf, describeSamples } from '../../src/core/whatChanged/analyze';
 import { diffArgs, flattenArgs } from '../../src/core/args/diff';
 import type { ArgValue } from '../../src/core/args/argsProbe';
-import { argCategory, envCategory, throughputRank } from '../../src/core/whatChanged/categories';
+import {
+  argCategory,
+  CATEGORY_WEIGHT,
+  CATEGORY_WHY,
+  envCategory,
+  isBookkeepingArg,
+  throughputRank,
+} from '../../src/core/whatChanged/categories';
 import type { WhatChangedFacts } from '../../src/core/whatChanged/facts';
 import { whatChangedProbe } from '../../src/core/whatChanged/factsProbe';
 import { sampleCheckpoints } from '../../src/core/whatChanged/gather';
@@ -121,7 +128,11 @@ void test('a shape change at the shift ranks first; a run name that changes ever
     [25, 50],
   );
   assert.deepEqual(r.unranked, [
-    { source: 'args', title: 'run_name run-400 → run-1000', why: 'names, places or times of the run itself' },
+    {
+      source: 'args',
+      title: 'run_name run-400 → run-1000',
+      why: 'resume bookkeeping: where a launch starts, ends, resumes from and writes',
+    },
   ]);
   assert.equal(
     r.headline,
@@ -131,7 +142,7 @@ void test('a shape change at the shift ranks first; a run name that changes ever
   assert.match(md, /score: \+25 the batch\/sequence shape .*; \+50 changed between steps 400 and 500/);
   assert.match(
     md,
-    /### Not ranked \(cosmetic\)\n\n- run_name run-400 → run-1000 \(args; names, places or times of the run itself\)/,
+    /### Not ranked \(cosmetic\)\n\n- run_name run-400 → run-1000 \(args; resume bookkeeping: where a launch starts, ends, resumes from and writes\)/,
   );
 });
 
@@ -246,6 +257,73 @@ void test('args helpers: flattening, data paths inside data_dir, categories, thr
   assert.equal(throughputRank('loss'), 0);
 });
 
+void test('a data path says what its files hold: rows, the length of a sample, and its real length when padded', () => {
+  const fp = (meanLength: number) => ({
+    path: '/d',
+    exists: true,
+    kind: 'dir' as const,
+    size: 1,
+    mtime: 1,
+    files: 2,
+    newestMtime: 1,
+    hash: 'h',
+    truncated: false,
+    error: null,
+    samples: [
+      {
+        file: 'train.npy',
+        format: 'npy',
+        rows: 128,
+        rowLength: 129,
+        meanLength,
+        medianLength: 53,
+        padded: meanLength < 129,
+        meanLineBytes: null,
+      },
+    ],
+  });
+  assert.equal(describeSamples(fp(129)), 'train.npy: 128 rows of 129');
+  assert.equal(describeSamples(fp(53.38)), 'train.npy: 128 rows of 129, real 53.38 (padded)');
+  assert.equal(describeSamples({ ...fp(1), samples: [] }), null);
+});
+
+void test('what a change really is (issue 23): resume bookkeeping is never ranked, data keys are data whatever the path, categories that move speed', () => {
+  for (const k of [
+    'start',
+    'start_step',
+    'max_steps',
+    'total_steps',
+    'steps',
+    'resume',
+    'resume_from_checkpoint',
+    'ckpt_path',
+    'output_dir',
+    'seed',
+    'data_seed',
+    'run_name',
+    'master_port',
+    'logging_dir',
+  ])
+    assert.equal(argCategory(k, 1, 2), 'cosmetic', k);
+  assert.ok(isBookkeepingArg('trainer.max_steps'));
+  assert.ok(!isBookkeepingArg('warmup_steps') && !isBookkeepingArg('eval_steps'));
+  assert.equal(argCategory('data_dir', '/tmp/kg/openwebtext-10k', '/tmp/kg/openwebtext-dedup-v2'), 'dataset');
+  assert.equal(argCategory('gradient_checkpointing', false, true), 'memory');
+  assert.equal(argCategory('zero_stage', 2, 3), 'memory');
+  assert.equal(argCategory('offload_optimizer', false, true), 'memory');
+  assert.equal(argCategory('eval_steps', 500, 50), 'frequency');
+  assert.equal(argCategory('log_every', 10, 1), 'frequency');
+  assert.equal(argCategory('packing', true, false), 'dataset');
+  assert.equal(argCategory('precision', 'bf16-mixed', '32-true'), 'dtype');
+  assert.equal(argCategory('batch_size', 32, 16), 'shape');
+  for (const c of Object.keys(CATEGORY_WEIGHT) as (keyof typeof CATEGORY_WHY)[])
+    assert.ok(CATEGORY_WHY[c].length > 10, c);
+  // an eval pass's speed and a running sample count are not the training's speed
+  assert.equal(throughputRank('eval/samples_per_second'), 0);
+  assert.equal(throughputRank('train/samples'), 0);
+  assert.equal(throughputRank('train/device/samples_per_sec'), 1.5);
+});
+
 void test('a run with very many checkpoints: an even sample with the first and the last', () => {
   const cks = Array.from({ length: 1000 }, (_, i) => ({
     label: `s${i}`,
@@ -284,7 +362,7 @@ void test('data changed in place at the shift: compared with the fingerprint kep
   const r = analyze({
     ...base,
     dataHistory: [{ at: T0 + 100, paths: [fp('aaa', 4, T0 - 100)] }],
-    probe: { now: T0 + 20000, paths: [fp('bbb', 5, T0 + 4005)], git: [], stats: [], elapsedMs: 1 },
+    probe: { now: T0 + 20000, paths: [fp('bbb', 5, T0 + 4005)], git: [], stats: [], launches: [], elapsedMs: 1 },
   });
   const data = r.suspects.find((s) => s.source === 'data');
   assert.ok(data, JSON.stringify(r.suspects.map((s) => s.title)));
@@ -296,7 +374,7 @@ void test('data changed in place at the shift: compared with the fingerprint kep
   const same = analyze({
     ...base,
     dataHistory: [{ at: T0 + 100, paths: [fp('aaa', 4, T0 - 100)] }],
-    probe: { now: T0 + 20000, paths: [fp('aaa', 4, T0 - 100)], git: [], stats: [], elapsedMs: 1 },
+    probe: { now: T0 + 20000, paths: [fp('aaa', 4, T0 - 100)], git: [], stats: [], launches: [], elapsedMs: 1 },
   });
   assert.ok(!same.suspects.some((s) => s.source === 'data'));
   // a folder nested past what_changed.py's depth bound: one "Not known" entry naming that cause, no suspect
@@ -457,7 +535,7 @@ void test('a change its timing rules out is listed after every other suspect, wh
   const r = analyze(
     facts({
       env: { now, baselines: [good] },
-      probe: { now: T0 + 20000, paths: [], git: [], stats, elapsedMs: 1 },
+      probe: { now: T0 + 20000, paths: [], git: [], stats, launches: [], elapsedMs: 1 },
     }),
   );
   const rows = r.suspects.map((s) => `${s.title} ${s.score}${s.ruledOut ? ' ruled out' : ''}`);

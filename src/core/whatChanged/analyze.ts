@@ -4,19 +4,21 @@ import { computeDrift, buildChange, type Drift } from '../baselines/drift';
 import type { Baseline, ThroughputResult } from '../baselines/store';
 import { formatRate } from '../bench/compare';
 import type { ReducedSeries } from '../metrics/metricsProbe';
-import { restartsFromTimes } from '../metrics/restarts';
+import { restartsFromTimes, type Restart } from '../metrics/restarts';
 import { withDerivedSpeed } from '../metrics/speedFromTime';
 import {
   argCategory,
   CATEGORY_TEXT,
   CATEGORY_WEIGHT,
+  CATEGORY_WHY,
+  isBookkeepingArg,
   envCategory,
   packageCategory,
   speedDirection,
   throughputRank,
 } from './categories';
 import { findChangepoints, medianOf, type Changepoint } from './changepoints';
-import type { DataFingerprint } from './factsProbe';
+import type { DataFingerprint, GitState, LaunchRecord, LaunchRecords } from './factsProbe';
 import type { ArgsFact, CheckpointFact, WhatChangedFacts } from './facts';
 import type {
   ChangeTime,
@@ -102,6 +104,13 @@ export function mainChangepoint(series: readonly SeriesChangepoints[]): { key: s
   const size = (c: Changepoint) => (c.ratio !== null && c.ratio > 0 ? Math.abs(Math.log(c.ratio)) : c.sigmas);
   const tps = series.filter((s) => s.throughput && s.changepoints.length);
   for (const tp of tps) {
+    // A slowdown that came with a restart is the one to explain: the restart is a fact (new process, new args,
+    // new code), a later dip of a noisy loop is not (plain-host-sync: 0.77× at the restart, 0.74× at step 900
+    // after a bump back up). It wins when it is a slowdown of DROP_RATIO or more.
+    const atLaunch = tp.changepoints
+      .filter((c) => c.launch !== undefined && slowdownOf(tp.key, c) >= 1 / DROP_RATIO)
+      .sort((a, b) => slowdownOf(tp.key, b) - slowdownOf(tp.key, a))[0];
+    if (atLaunch) return { key: tp.key, cp: atLaunch };
     const slow = [...tp.changepoints].sort((a, b) => slowdownOf(tp.key, b) - slowdownOf(tp.key, a))[0]!;
     if (slowdownOf(tp.key, slow) > 0) return { key: tp.key, cp: slow };
   }
@@ -315,10 +324,10 @@ function scoreOf(
   const reasons = [
     {
       points: CATEGORY_WEIGHT[cat],
-      why: `${CATEGORY_TEXT[cat]} (known to move throughput: weight ${CATEGORY_WEIGHT[cat]})`,
+      why: `${CATEGORY_TEXT[cat]} (known to move throughput: weight ${CATEGORY_WEIGHT[cat]}): ${CATEGORY_WHY[cat]}`,
     },
   ];
-  if (cat === 'other') reasons[0]!.why = `${CATEGORY_TEXT[cat]} (weight ${CATEGORY_WEIGHT[cat]})`;
+  if (cat === 'other') reasons[0]!.why = `${CATEGORY_TEXT[cat]} (weight ${CATEGORY_WEIGHT[cat]}): ${CATEGORY_WHY[cat]}`;
   let coincides = false;
   let ruledOut = false;
   const timingRulesOut = (why: string) => {
@@ -340,8 +349,9 @@ function scoreOf(
         timingRulesOut(`changed before the shift and the level held (${at})`);
       }
     } else if (t && win.time) {
-      const point = t.from === t.to;
-      if (point && t.from > win.time.from && t.from <= win.time.to) {
+      // a window of a second is a point: a commit's time is whole seconds
+      const point = t.to - t.from <= 1;
+      if (point && t.to > win.time.from && t.from <= win.time.to) {
         coincides = true;
         reasons.push({
           points: COINCIDES_POINTS,
@@ -399,6 +409,7 @@ function argsDrafts(
   const out: Draft[] = [];
   const ckByLabel = new Map(facts.checkpoints.map((c) => [c.label, c]));
   const nowPaths = dataPathsOf(na.args);
+  const refPaths = dataPathsOf(ra.args);
   // the diff Compare Args shows (the evidence link opens it), on the values as read: data paths are looked up by them
   const d = diffFlat(fa, fb);
   const keys = [...d.changed, ...d.added, ...d.removed].map((c) => c.key).sort();
@@ -443,6 +454,12 @@ function argsDrafts(
         detailBits.push(describeFingerprint(path));
       }
     }
+    // what the data holds on both sides: rows and the length of a sample (padding shows as a shorter real length)
+    const before = refPaths.get(key);
+    const fpBefore = before !== undefined ? fingerprints.get(before) : undefined;
+    const fpNow = nowPaths.get(key) !== undefined ? fingerprints.get(nowPaths.get(key)!) : undefined;
+    const shapes = [fpBefore, fpNow].map((f) => (f ? describeSamples(f) : null));
+    if (shapes[0] || shapes[1]) detailBits.push(`samples: ${shapes[0] ?? 'not read'} → ${shapes[1] ?? 'not read'}`);
     const category = argCategory(key, va, vb);
     out.push({
       source: 'args',
@@ -451,10 +468,30 @@ function argsDrafts(
       detail: detailBits.join('; '),
       when,
       evidence,
-      ...(category === 'cosmetic' ? { cosmeticWhy: 'names, places or times of the run itself' } : {}),
+      ...(category === 'cosmetic'
+        ? {
+            cosmeticWhy: isBookkeepingArg(key)
+              ? 'resume bookkeeping: where a launch starts, ends, resumes from and writes'
+              : 'names, places or times of the run itself',
+          }
+        : {}),
     });
   }
   return out;
+}
+
+/** A data path's files as rows × length of a sample (the first file that says): `128 rows of 129, real 53.4 (padded)`. */
+export function describeSamples(f: DataFingerprint): string | null {
+  for (const s of f.samples ?? []) {
+    if (typeof s.rows === 'number' && typeof s.rowLength === 'number') {
+      const real =
+        typeof s.meanLength === 'number' && s.meanLength < s.rowLength ? `, real ${s.meanLength} (padded)` : '';
+      return `${s.file}: ${s.rows} rows of ${s.rowLength}${real}`;
+    }
+    if (typeof s.rows === 'number')
+      return `${s.file}: ${s.rows} rows${typeof s.meanLineBytes === 'number' ? ` of ${s.meanLineBytes} bytes` : ''}`;
+  }
+  return null;
 }
 
 function describeFingerprint(f: DataFingerprint): string {
@@ -629,17 +666,19 @@ function gitDrafts(facts: WhatChangedFacts, refTime: number | null, unknown: Unk
     }
     if (seen.has(g.repo)) continue;
     seen.add(g.repo);
-    const gitLink: EvidenceLink = {
+    const gitLink: Extract<EvidenceLink, { kind: 'git' }> = {
       kind: 'git',
       title: `git ${g.repo}`,
       hostId: facts.host.id,
       repo: g.repo,
       since: refTime,
     };
-    if (g.commitsSince) {
+    if (g.commitsSince && g.codeChanges.length) {
+      out.push(codeDraft(facts, g, gitLink));
+    } else if (g.commitsSince) {
       const when: ChangeTime =
         g.headTime !== null
-          ? { text: `HEAD committed ${isoOf(g.headTime)}`, time: { from: g.headTime, to: g.headTime } }
+          ? { text: `HEAD committed ${isoOf(g.headTime)}`, time: { from: g.headTime, to: g.headTime + 1 } }
           : { text: 'since the reference' };
       out.push({
         source: 'code',
@@ -662,6 +701,309 @@ function gitDrafts(facts: WhatChangedFacts, refTime: number | null, unknown: Unk
     }
   }
   return out;
+}
+
+/** `--key value`, `--key=value` and bare `--flag` of a command line; the program and positionals left out. */
+export function flagsOf(argv: readonly string[]): Map<string, string> {
+  const out = new Map<string, string>();
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    if (!/^--?[A-Za-z]/.test(a)) continue;
+    const eq = a.indexOf('=');
+    if (eq > 0) out.set(a.slice(0, eq), a.slice(eq + 1));
+    else if (i + 1 < argv.length && !/^--?[A-Za-z]/.test(argv[i + 1]!)) out.set(a, argv[++i]!);
+    else out.set(a, 'true');
+  }
+  return out;
+}
+
+/** A launch record as lines to compare side by side: one fact a line, sorted, so a diff shows what differs. */
+export function launchText(r: LaunchRecord): string {
+  const lines = [
+    `# ${r.source} launch${r.time !== null ? ` at ${isoOf(r.time)}` : ''}${r.where ? ` (${r.where})` : ''}`,
+  ];
+  if (r.argv.length) lines.push('', '## command line', ...r.argv.map((a) => `  ${a}`));
+  if (r.cwd) lines.push('', `cwd: ${r.cwd}`);
+  const facts: [string, string | null][] = [
+    ['interpreter', r.interpreter],
+    ['python', r.python],
+    ['torch', r.torch],
+    ['driver', r.driver],
+    ['git HEAD', r.gitHead],
+    ['uncommitted diff sha256', r.gitDiff],
+  ];
+  for (const [k, v] of facts) if (v !== null) lines.push(`${k}: ${v}`);
+  const section = (name: string, m: Record<string, string>) => {
+    const keys = Object.keys(m).sort();
+    if (keys.length) lines.push('', `## ${name}`, ...keys.map((k) => `${k}=${m[k]}`));
+  };
+  section('config', r.config);
+  section('environment', r.env);
+  section('packages', r.packages);
+  return lines.join('\n') + '\n';
+}
+
+/** Hydra's overrides (`trainer.precision=32`, `+x=1`, `~y`) as flags. */
+function overridesOf(argv: readonly string[]): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const o of argv) {
+    const eq = o.indexOf('=');
+    if (eq > 0) out.set(o.slice(0, eq).replace(/^[+~]+/, ''), o.slice(eq + 1));
+    else out.set(o.replace(/^[+~]+/, ''), o.startsWith('~') ? '(deleted)' : 'true');
+  }
+  return out;
+}
+
+/** The restart a later launch record begins: by order when they pair one to one, else the first restart after it. */
+function restartOf(records: readonly LaunchRecord[], i: number, restarts: readonly Restart[]): Restart | undefined {
+  if (restarts.length === records.length - 1) return restarts[i - 1];
+  const t = records[i]!.time;
+  if (t === null) return undefined;
+  const next = records[i + 1]?.time ?? Infinity;
+  return restarts.find((r) => r.time !== null && r.time >= t && r.time < next);
+}
+
+/**
+ * The launch records (python/kg_record.py) around each restart compared: command-line flags, the process
+ * environment, interpreter, torch, driver, packages and uncommitted code. Resume bookkeeping is listed, never ranked;
+ * a flag the checkpoint's args already show is left to them.
+ */
+function launchDrafts(facts: WhatChangedFacts, launches: LaunchRecords | undefined, argsDr: readonly Draft[]): Draft[] {
+  const out: Draft[] = [];
+  if (!launches) return out;
+  const shown = new Set(argsDr.map((d) => d.title.split(' ')[0]!.replace(/^.*\./, '')));
+  if (launches.exists) out.push(...comparedLaunches(facts, launches.records, launches.path, 'kg_record', shown));
+  // what other tools recorded, each source on its own; a key kg_record's flags or the args already show is theirs
+  for (const d of out)
+    shown.add(
+      d.title
+        .replace(/^launch: -*/, '')
+        .split(' ')[0]!
+        .replace(/-/g, '_'),
+    );
+  const sources = [...new Set(launches.others.map((r) => r.source))];
+  for (const src of sources) {
+    const recs = launches.others.filter((r) => r.source === src);
+    out.push(...comparedLaunches(facts, recs, recs[recs.length - 1]?.where ?? launches.path, src, shown));
+  }
+  return out;
+}
+
+/** Consecutive launch records of one source compared (see launchDrafts). */
+function comparedLaunches(
+  facts: WhatChangedFacts,
+  recs: readonly LaunchRecord[],
+  path: string,
+  source: string,
+  shown: ReadonlySet<string>,
+): Draft[] {
+  const out: Draft[] = [];
+  if (recs.length < 2) return out;
+  const restarts = facts.log?.restarts ?? [];
+  const own = source === 'kg_record';
+  const fileLink: EvidenceLink[] = [
+    {
+      kind: 'file',
+      title: own ? `launch records ${path}` : `${source} records ${path}`,
+      hostId: facts.host.id,
+      path,
+    },
+  ];
+  for (let i = 1; i < recs.length; i++) {
+    const a = recs[i - 1]!;
+    const b = recs[i]!;
+    const r = restartOf(recs, i, restarts);
+    const evidence: EvidenceLink[] = [
+      {
+        kind: 'text-diff',
+        title: `${source} launch ${i} ↔ ${i + 1}`,
+        hostId: facts.host.id,
+        a: { name: `${source} launch ${i}.txt`, text: launchText(a) },
+        b: { name: `${source} launch ${i + 1}.txt`, text: launchText(b) },
+      },
+      ...fileLink,
+    ];
+    const at = r ? ` (restart at step ${r.step})` : b.time !== null ? ` (launch of ${isoOf(b.time)})` : '';
+    const when: ChangeTime = r
+      ? {
+          text: `at the restart at step ${r.step} (launch records ${i} → ${i + 1})`,
+          steps: { from: r.prevStep ?? r.step - 1, to: r.step },
+        }
+      : b.time !== null
+        ? { text: `launch of ${isoOf(b.time)}`, time: { from: b.time, to: b.time } }
+        : { text: `between launch records ${i} and ${i + 1}` };
+    const push = (category: SuspectCategory | 'cosmetic', title: string, detail: string, cosmeticWhy?: string) =>
+      out.push({
+        source: 'launch',
+        category,
+        title: `${title}${at}`,
+        detail,
+        when,
+        evidence,
+        ...(cosmeticWhy ? { cosmeticWhy } : {}),
+      });
+    // Hydra's overrides are `key=value` without dashes
+    const fa = source === 'hydra' ? overridesOf(a.argv) : flagsOf(a.argv);
+    const fb = source === 'hydra' ? overridesOf(b.argv) : flagsOf(b.argv);
+    for (const [k, v] of Object.entries(a.config)) if (!fa.has(k)) fa.set(`${source}:${k}`, v);
+    for (const [k, v] of Object.entries(b.config)) if (!fb.has(k)) fb.set(`${source}:${k}`, v);
+    for (const k of [...new Set([...fa.keys(), ...fb.keys()])].sort()) {
+      const va = fa.get(k);
+      const vb = fb.get(k);
+      if (va === vb) continue;
+      const name = k.replace(/^\w+:/, '');
+      const key = name.replace(/^-+/, '').replace(/-/g, '_').replace(/^.*\./, '');
+      if (shown.has(key)) continue;
+      const title = `${own ? 'launch' : `${source} ${k.startsWith(source + ':') ? 'config' : 'launch'}`}: ${name} ${va ?? '(absent)'} → ${vb ?? '(absent)'}`;
+      const detail = `the command line of launch ${i} said ${va === undefined ? 'no ' + k : `${k} ${va}`}, launch ${i + 1} ${vb === undefined ? 'no ' + k : `${k} ${vb}`}`;
+      if (isBookkeepingArg(key))
+        push('cosmetic', title, detail, 'resume bookkeeping: where a launch starts, ends, resumes from and writes');
+      else {
+        const cat = argCategory(key, va, vb);
+        push(
+          cat === 'other' ? 'launch' : cat,
+          title,
+          detail,
+          cat === 'cosmetic' ? 'names, places or times of the run itself' : undefined,
+        );
+      }
+    }
+    for (const k of [...new Set([...Object.keys(a.env), ...Object.keys(b.env)])].sort()) {
+      const va = a.env[k];
+      const vb = b.env[k];
+      if (va === vb) continue;
+      const title =
+        va === undefined
+          ? `process env: ${k}=${vb} added`
+          : vb === undefined
+            ? `process env: ${k}=${va} removed`
+            : `process env: ${k} ${va} → ${vb}`;
+      const cat = envCategory(k);
+      push(
+        cat,
+        title,
+        `the environment launch ${i + 1} started with, against launch ${i}'s`,
+        cat === 'cosmetic' ? 'a variable that does not change speed' : undefined,
+      );
+    }
+    const pairs: [string, string | null, string | null, SuspectCategory][] = [
+      ['interpreter', a.interpreter, b.interpreter, 'python'],
+      ['python', a.python?.split(' ')[0] ?? null, b.python?.split(' ')[0] ?? null, 'python'],
+      ['torch', a.torch, b.torch, 'torch-build'],
+      ['driver', a.driver, b.driver, 'driver'],
+    ];
+    for (const [name, va, vb, cat] of pairs)
+      if (va !== vb && va !== null && vb !== null)
+        push(cat, `launch: ${name} ${va} → ${vb}`, `launch ${i} ran ${name} ${va}, launch ${i + 1} ${vb}`);
+    let pk = 0;
+    for (const k of [...new Set([...Object.keys(a.packages), ...Object.keys(b.packages)])].sort()) {
+      if (a.packages[k] === b.packages[k] || pk++ >= 10) continue;
+      push(
+        packageCategory(k),
+        `launch: package ${k} ${a.packages[k] ?? '(absent)'} → ${b.packages[k] ?? '(absent)'}`,
+        `installed when launch ${i + 1} started`,
+      );
+    }
+    if (a.gitHead === b.gitHead && a.gitDiff !== b.gitDiff)
+      push(
+        'code',
+        'launch: uncommitted changes differ',
+        `the uncommitted diff of the script's checkout (sha256 ${a.gitDiff ?? 'none'} → ${b.gitDiff ?? 'none'})`,
+      );
+  }
+  return out;
+}
+
+/** The commits since the reference and their changed hunks, as a document to read (a diff, read-only). */
+export function commitDocument(g: GitState): string {
+  const lines = [
+    `git ${g.repo ?? '?'}: ${g.commits.length} commit${g.commits.length === 1 ? '' : 's'} since ${g.base ?? 'the reference'}`,
+    '',
+  ];
+  for (const c of g.commits) lines.push(`commit ${c.hash}  ${isoOf(c.time)}`, `    ${c.subject}`, '');
+  for (const c of g.codeChanges) {
+    lines.push(
+      `--- a/${c.file}\t(${g.base?.slice(0, 10) ?? 'absent'})`,
+      `+++ b/${c.file}\t(HEAD ${g.head?.slice(0, 10) ?? '?'})`,
+    );
+    if (c.cosmetic) lines.push('# comments, docstrings or whitespace only: the same Python tokens');
+    if (c.error) lines.push(`# ${c.error}`);
+    for (const h of c.hunks) {
+      lines.push(`@@ -${h.lines[0] ?? '?'} +${h.lines[1] ?? '?'} @@${h.function ? ` ${h.function}()` : ''}`);
+      for (const l of h.old) lines.push(`-${l}`);
+      for (const l of h.new) lines.push(`+${l}`);
+    }
+    lines.push('');
+  }
+  return lines.join('\n');
+}
+
+/** A call that makes the host wait for the GPU, added to the loop. */
+const HOST_SYNC = /\.item\(\)|\.cpu\(\)|\.tolist\(\)|\.numpy\(\)|cuda\.synchronize\(|\.nonzero\(|print\(.*loss\b/;
+
+/**
+ * The commits since the reference as what they changed: comment/docstring/whitespace-only (compared token by token on
+ * the host) is cosmetic; otherwise the files, the functions their hunks sit in and the commit subjects, a host sync
+ * added to the loop its own category.
+ */
+function codeDraft(facts: WhatChangedFacts, g: GitState, gitLink: Extract<EvidenceLink, { kind: 'git' }>): Draft {
+  const real = g.codeChanges.filter((c) => !c.cosmetic);
+  const newest = g.commits[0];
+  const oldest = g.commits[g.commits.length - 1];
+  const subjects = g.commits.slice(0, 3).map((c) => `"${c.subject}"`);
+  const commits = `${g.commitsSince} commit${g.commitsSince === 1 ? '' : 's'}${subjects.length ? ` (${subjects.join(', ')})` : ''}`;
+  // commit times are whole seconds: the second it was made, not an instant before it
+  const when: ChangeTime =
+    oldest && newest
+      ? {
+          text: `committed ${isoOf(newest.time)}`,
+          time: { from: oldest.time, to: newest.time + 1 },
+        }
+      : g.headTime !== null
+        ? { text: `HEAD committed ${isoOf(g.headTime)}`, time: { from: g.headTime, to: g.headTime + 1 } }
+        : { text: 'since the reference' };
+  if (!real.length) {
+    return {
+      source: 'code',
+      category: 'cosmetic',
+      title: `${g.codeChanges.map((c) => c.file).join(', ')}: comments, docstrings or whitespace only (${commits})`,
+      detail: `compared token by token with the commit of the reference (${g.base?.slice(0, 10) ?? '?'})`,
+      when,
+      evidence: [gitLink],
+      cosmeticWhy: 'comments, docstrings or whitespace only: the same Python tokens run',
+    };
+  }
+  const hunks = real.flatMap((c) => c.hunks.map((h) => ({ file: c.file, ...h })));
+  const sync = hunks.find((h) => h.new.some((l) => HOST_SYNC.test(l.replace(/#.*$/, ''))));
+  const where = real
+    .map((c) =>
+      c.functions.length
+        ? `${c.file} (${c.functions
+            .slice(0, 3)
+            .map((f) => `${f}()`)
+            .join(', ')})`
+        : c.file,
+    )
+    .join(', ');
+  const shown = hunks.slice(0, 3).map((h) => {
+    const lines = [...h.old.map((l) => `- ${l.trim()}`), ...h.new.map((l) => `+ ${l.trim()}`)].slice(0, 4);
+    return `${h.file}:${h.lines[1] ?? '?'}${h.function ? ` in ${h.function}()` : ''}: ${lines.join(' ')}`;
+  });
+  return {
+    source: 'code',
+    category: sync ? 'host-sync' : 'code',
+    evidence: [{ ...gitLink, title: `commits and diff in ${g.repo ?? '?'}`, document: commitDocument(g) }],
+    title: sync
+      ? `${where}: a host sync added (${
+          sync.new
+            .find((l) => HOST_SYNC.test(l))
+            ?.trim()
+            .slice(0, 60) ?? ''
+        })`
+      : `${where} changed: ${commits}`,
+    detail: `${commits} in ${g.repo ?? '?'} since ${g.base?.slice(0, 10) ?? 'the reference'}; ${shown.join('; ')}`,
+    when,
+  };
 }
 
 function dataDrafts(
@@ -812,6 +1154,13 @@ export function analyze(facts: WhatChangedFacts, generatedAt = new Date()): What
     });
   }
   drafts.push(...gitDrafts(facts, ref0.time, unknown));
+  const launches = facts.probe?.launches?.[0];
+  drafts.push(...launchDrafts(facts, launches, argsDr));
+  if (launches && !launches.exists && (facts.log?.restarts?.length ?? 0) > 0)
+    unknown.push({
+      fact: 'command line and process environment of each launch',
+      why: `not recorded for this run: launch it through kg_record.py (python3 kg_record.py --run ${facts.run ?? 'RUN'} -- CMD …) to see them next time`,
+    });
   const changedValues = new Set<string>();
   if (refCk && nowCk) {
     const ra = facts.args.find((a) => a.label === refCk.label)?.args ?? null;
@@ -918,6 +1267,9 @@ export function analyze(facts: WhatChangedFacts, generatedAt = new Date()): What
     changepoints: { method: 'binary-segmentation', why: CHANGEPOINT_WHY, series },
     ...(restarts.length ? { restarts } : {}),
     ...(facts.log?.sources && facts.log.sources.length > 1 ? { logSources: facts.log.sources } : {}),
+    ...(launches
+      ? { launches: { recorded: launches.exists, path: launches.path, records: launches.records.length } }
+      : {}),
     suspects,
     unranked,
     unknown,
@@ -944,7 +1296,37 @@ function zoom(cp: Changepoint, s: ReducedSeries | undefined): { from: number; to
   return { from: Math.max(lo, Math.floor(cp.at - span)), to: Math.min(hi, Math.ceil(cp.firstAfter + span)) };
 }
 
+/** The restart the slowdown came with: the changepoint's launch, or the latest one when launches were compared. */
+function restartOfDrop(report: WhatChangedReport, main: { key: string; cp: Changepoint } | undefined) {
+  const rs = report.restarts ?? [];
+  if (main?.cp.launch !== undefined) return rs.find((r) => r.step === main.cp.launch) ?? rs[rs.length - 1];
+  return report.throughput.log?.byLaunch ? rs[rs.length - 1] : undefined;
+}
+
+/**
+ * A slowdown at a restart where nothing recorded differs: said so, with what was not recorded, rather than a suspect
+ * of another time promoted to first.
+ */
+function honestTail(report: WhatChangedReport, main: { key: string; cp: Changepoint } | undefined): string | null {
+  const r = restartOfDrop(report, main);
+  if (!r) return null;
+  const atRestart = report.suspects.some(
+    (s) => !s.ruledOut && (s.coincides || (s.when.steps && s.when.steps.from < r.step && s.when.steps.to >= r.step)),
+  );
+  if (atRestart) return null;
+  const l = report.launches;
+  const missing =
+    l && !l.recorded
+      ? '; not recorded for this run: command line, process environment (record launches to see it next time)'
+      : l && l.recorded
+        ? '; its launch records show no difference either'
+        : '';
+  return `; nothing recorded at the restart at step ${r.step} differs${missing}`;
+}
+
 function suspectTail(report: WhatChangedReport, main: { key: string; cp: Changepoint } | undefined): string {
+  const honest = honestTail(report, main);
+  if (honest !== null) return honest;
   const top = report.suspects[0];
   if (!top) return '; no recorded change explains it (see what could not be gathered)';
   if (top.ruledOut) {

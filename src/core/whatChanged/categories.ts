@@ -9,12 +9,16 @@ export const CATEGORY_WEIGHT: Record<SuspectCategory, number> = {
   driver: 30,
   hardware: 30,
   compile: 25,
+  memory: 25,
   attention: 25,
   dtype: 25,
   shape: 25,
+  'host-sync': 20,
   dataset: 20,
   dataloader: 20,
   'compile-cache': 20,
+  frequency: 15,
+  launch: 15,
   'runtime-env': 15,
   framework: 15,
   code: 15,
@@ -28,12 +32,16 @@ export const CATEGORY_TEXT: Record<SuspectCategory, string> = {
   driver: 'the GPU driver',
   hardware: 'the GPUs',
   compile: 'torch.compile/inductor settings',
+  memory: 'gradient checkpointing, offload or ZeRO stage',
   attention: 'the attention backend',
-  dtype: 'the dtype',
+  dtype: 'the precision',
   shape: 'the batch/sequence shape',
+  'host-sync': 'a host sync in the loop',
   dataset: 'the dataset',
   dataloader: 'the dataloader',
   'compile-cache': 'a compile cache',
+  frequency: 'logging/eval/save frequency',
+  launch: 'the launch command',
   'runtime-env': 'NCCL/CUDA/TORCH variables',
   framework: 'a framework package',
   code: 'the training code',
@@ -41,6 +49,42 @@ export const CATEGORY_TEXT: Record<SuspectCategory, string> = {
   host: 'the host',
   other: 'another setting',
 };
+
+/** One line each: why a change of this kind can move speed (shown with every ranked suspect; docs/what-changed.md). */
+export const CATEGORY_WHY: Record<SuspectCategory, string> = {
+  'torch-build': 'other kernels (cuBLAS, cuDNN, NCCL) and codegen for the same model',
+  driver: 'the driver decides clocks, kernel launch cost and which CUDA features work',
+  hardware: 'other GPUs, links or memory set the ceiling',
+  compile: 'eager mode runs one kernel per op; compiled graphs fuse them and skip Python',
+  memory: 'recomputing activations (or moving state to the CPU) trades speed for memory: often 20–40% slower',
+  attention: 'a fused attention kernel against the math path is often a 2× difference',
+  dtype: 'fp32 matmuls run at a fraction of bf16/fp16 tensor-core speed',
+  shape: 'fewer samples a step means less work per launch: the GPU waits on the host',
+  'host-sync': '.item()/.cpu() each step makes the host wait for the GPU and stalls the queue of kernels',
+  dataset: 'other samples: other lengths, padding (tokens a step), decoding cost',
+  dataloader: 'fewer workers move loading and collation onto the training loop',
+  'compile-cache': 'a lost cache recompiles kernels at start',
+  frequency: 'each log, eval or save stops the training loop',
+  launch: 'launcher flags set precision, processes and devices without touching the script',
+  'runtime-env': 'CUDA_LAUNCH_BLOCKING, NCCL and allocator settings change how kernels run',
+  framework: 'a framework release changes the training loop around the model',
+  code: 'the training loop itself changed',
+  python: 'another interpreter runs the host side of the loop',
+  host: 'another machine, or other load on it',
+  other: 'not a kind known to move speed',
+};
+
+/**
+ * Resume bookkeeping: what a resumed launch says differently without running differently (where to start, how far
+ * to go, what to resume from, where to write, seeds, names, ports). Listed as a difference, never ranked.
+ */
+const BOOKKEEPING_ARG =
+  /^(start\w*|\w*_?start(_step|_iter|_epoch)?|(max|total|num_train|train|num)_?(steps|iters?|epochs?)|steps|iters|epochs|max_epochs|resume\w*|\w*_resume|ckpt_path|resume_from_checkpoint|init_from|output_dir|out_dir|\w*_?seed|seed\w*|run_?name|run_?id|\w*_?port|master_addr|logging_dir|log_dir|tensorboard_dir|save_dir|ckpt_dir|checkpoint_dir)$/i;
+
+/** Whether an args key is resume bookkeeping (resuming says it differently every time). */
+export function isBookkeepingArg(key: string): boolean {
+  return BOOKKEEPING_ARG.test(key.split('.').pop() ?? key);
+}
 
 /** Args keys that never explain a regression: names, places and times of the run itself. */
 const COSMETIC_ARG =
@@ -50,7 +94,16 @@ const COSMETIC_ARG =
 const COSMETIC_VALUE = /^(\/tmp\/|\/var\/tmp\/|\d{4}-\d{2}-\d{2}[T _]\d{2}[:-]?\d{2})/;
 
 const ARG_RULES: [RegExp, SuspectCategory][] = [
+  [
+    /grad(ient)?_?(ckpt|checkpoint)|activation_?(ckpt|checkpoint)|recompute|offload|zero_?stage|(^|_)zero($|_)|fsdp_?cpu/i,
+    'memory',
+  ],
   [/compile|inductor|dynamo|cuda_?graph|triton/i, 'compile'],
+  [
+    /(log|logging|eval|evaluation|save|val|print)_?(every|steps|interval|freq|frequency|strategy|iters?)$/i,
+    'frequency',
+  ],
+  [/pack(ing|ed)?($|_)|group_by_length/i, 'dataset'],
   [/attn|attention|sdpa|flash|xformers/i, 'attention'],
   [/dtype|precision|amp\b|(^|_)amp|bf16|fp16|fp8|half|mixed/i, 'dtype'],
   [/workers|prefetch|pin_memory|num_proc|persistent/i, 'dataloader'],
@@ -64,10 +117,11 @@ const ARG_RULES: [RegExp, SuspectCategory][] = [
 /** The category of an args key (dotted for nested keys), or `cosmetic`. */
 export function argCategory(key: string, from: unknown, to: unknown): SuspectCategory | 'cosmetic' {
   const leaf = key.split('.').pop() ?? key;
-  if (COSMETIC_ARG.test(leaf)) return 'cosmetic';
+  if (isBookkeepingArg(leaf) || COSMETIC_ARG.test(leaf)) return 'cosmetic';
+  // the key wins over the value: data on a node's /tmp or scratch is still data
+  for (const [re, cat] of ARG_RULES) if (re.test(leaf)) return cat;
   const values = [from, to].filter((v): v is string => typeof v === 'string');
   if (values.length === 2 && values.every((v) => COSMETIC_VALUE.test(v))) return 'cosmetic';
-  for (const [re, cat] of ARG_RULES) if (re.test(leaf)) return cat;
   return 'other';
 }
 
@@ -100,9 +154,12 @@ export function throughputRank(key: string): number {
   if (EVAL_KEY.test(key)) return 0;
   // a speed derived from wall times ranks as what it counts: `tokens/s (from wall time)`
   const k = key.toLowerCase().replace(/ \(from wall time\)$/, '');
+  // the speed of an eval or validation pass is not the training's (HF logs eval/samples_per_second at each eval)
+  if (/(^|[/._-])(eval|evaluation|val|valid|validation|validate|test)[/._-]/.test(k)) return 0;
   if (/tok(en)?s?[_/ .-]?(per[_ ]?)?s(ec(ond)?)?$|tokens_per_sec|tok_s|tps$/.test(k)) return 3;
   if (/throughput/.test(k)) return 2;
-  if (/samples?[_/ .-]?(per[_ ]?)?s(ec(ond)?)?$/.test(k)) return 1.5;
+  // `train/samples` (a running count) is no speed: a separator or `per` before the s
+  if (/samples?([_/ .-]|[_ ]?per[_ ]?)s(ec(ond)?)?$/.test(k)) return 1.5;
   if (/it[_/]s$|(steps?|batch(es)?)[_/ ]?per[_/ ]?s|^steps?\/s$/.test(k)) return 1;
   if (STEP_TIME.test(k)) return 0.5;
   return 0;

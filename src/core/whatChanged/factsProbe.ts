@@ -18,8 +18,44 @@ export const dataFingerprintSchema = z.looseObject({
   hash: str,
   truncated: z.boolean().default(false),
   error: str,
+  /** What the data files hold (python/data_shape.py): rows, a sample's length, padding. */
+  samples: z
+    .array(
+      z.looseObject({
+        file: z.string(),
+        format: z.string(),
+        rows: num,
+        rowLength: num,
+        meanLength: num,
+        medianLength: num,
+        padded: z.boolean().nullable().default(null),
+        meanLineBytes: num,
+      }),
+    )
+    .optional(),
 });
 export type DataFingerprint = z.infer<typeof dataFingerprintSchema>;
+
+/** A file of the commits since the reference, compared with the reference's commit (python/code_diff.py). */
+export const codeChangeSchema = z.looseObject({
+  file: z.string(),
+  python: z.boolean().default(false),
+  /** Only comments, docstrings and whitespace differ (compared token by token). */
+  cosmetic: z.boolean().default(false),
+  hunks: z
+    .array(
+      z.looseObject({
+        function: str,
+        lines: z.array(z.number()).default([]),
+        old: z.array(z.string()).default([]),
+        new: z.array(z.string()).default([]),
+      }),
+    )
+    .default([]),
+  functions: z.array(z.string()).default([]),
+  error: str,
+});
+export type CodeChange = z.infer<typeof codeChangeSchema>;
 
 export const gitStateSchema = z.looseObject({
   path: z.string(),
@@ -31,6 +67,11 @@ export const gitStateSchema = z.looseObject({
   changedSince: z.array(z.string()).default([]),
   commitsSince: num,
   headTime: num,
+  /** The commits since the reference, newest first. */
+  commits: z.array(z.looseObject({ hash: z.string(), time: z.number(), subject: z.string() })).default([]),
+  /** The commit the checkout was at by the reference's time. */
+  base: str,
+  codeChanges: z.array(codeChangeSchema).default([]),
   error: str,
 });
 export type GitState = z.infer<typeof gitStateSchema>;
@@ -44,11 +85,45 @@ export const fileStatSchema = z.looseObject({
 });
 export type FileStat = z.infer<typeof fileStatSchema>;
 
+/** One launch as python/kg_record.py recorded it, slimmed by what_changed.py to what can move speed. */
+export const launchRecordSchema = z.looseObject({
+  /** kg_record, or the tool that recorded it (lightning, hydra, wandb, mlflow: python/launch_sources.py). */
+  source: z.string().default('kg_record'),
+  /** The folder another tool's record is in. */
+  where: str,
+  /** Another tool's configuration of the launch, flat (dotted keys, values as text). */
+  config: z.record(z.string(), z.string()).default({}),
+  time: num,
+  argv: z.array(z.string()).default([]),
+  cwd: str,
+  env: z.record(z.string(), z.string()).default({}),
+  interpreter: str,
+  python: str,
+  gitHead: str,
+  gitDiff: str,
+  torch: str,
+  driver: str,
+  packages: z.record(z.string(), z.string()).default({}),
+});
+export type LaunchRecord = z.infer<typeof launchRecordSchema>;
+
+export const launchRecordsSchema = z.looseObject({
+  path: z.string(),
+  /** false: this run's launches were not recorded (no .known-good/launches.jsonl). */
+  exists: z.boolean(),
+  records: z.array(launchRecordSchema).default([]),
+  /** The launches other tools recorded (Lightning, Hydra, wandb, MLflow), oldest first within a source. */
+  others: z.array(launchRecordSchema).default([]),
+  error: str,
+});
+export type LaunchRecords = z.infer<typeof launchRecordsSchema>;
+
 export const whatChangedProbeSchema = z.looseObject({
   now: z.number(),
   paths: z.array(dataFingerprintSchema),
   git: z.array(gitStateSchema),
   stats: z.array(fileStatSchema),
+  launches: z.array(launchRecordsSchema).optional(),
   elapsedMs: z.number(),
 });
 export type WhatChangedProbeResult = z.infer<typeof whatChangedProbeSchema>;
@@ -62,14 +137,22 @@ export interface WhatChangedProbeOptions {
   stats?: readonly string[];
   /** Epoch seconds: git lists the files changed by commits since then. */
   since?: number;
+  /** Run folders whose recorded launches (.known-good/launches.jsonl) are read. */
+  launches?: readonly string[];
 }
 
-export const whatChangedProbe = defineProbe('what_changed', whatChangedProbeSchema, (o: WhatChangedProbeOptions) => {
-  // `--flag=value` so a path that starts with `-` is never read as a flag.
-  const args: string[] = [];
-  for (const p of o.paths ?? []) args.push(`--path=${p}`);
-  for (const p of o.git ?? []) args.push(`--git=${p}`);
-  for (const p of o.stats ?? []) args.push(`--stat=${p}`);
-  if (o.since !== undefined && Number.isFinite(o.since)) args.push(`--since=${o.since}`);
-  return args;
-});
+export const whatChangedProbe = defineProbe(
+  'what_changed',
+  whatChangedProbeSchema,
+  (o: WhatChangedProbeOptions) => {
+    // `--flag=value` so a path that starts with `-` is never read as a flag.
+    const args: string[] = [];
+    for (const p of o.paths ?? []) args.push(`--path=${p}`);
+    for (const p of o.git ?? []) args.push(`--git=${p}`);
+    for (const p of o.stats ?? []) args.push(`--stat=${p}`);
+    if (o.since !== undefined && Number.isFinite(o.since)) args.push(`--since=${o.since}`);
+    for (const p of o.launches ?? []) args.push(`--launches=${p}`);
+    return args;
+  },
+  { modules: ['code_diff', 'data_shape', 'launch_sources'] },
+);

@@ -246,7 +246,13 @@ export async function gatherFacts(
   ]);
   const stats = envSnapshot?.torch.location ? [`${envSnapshot.torch.location}/version.py`] : [];
   const facts = await call(
-    whatChangedProbe({ paths: [...paths], git: gitTargets, stats, ...(ref.time !== null ? { since: ref.time } : {}) }),
+    whatChangedProbe({
+      paths: [...paths],
+      git: gitTargets,
+      stats,
+      ...(run !== null ? { launches: [run] } : {}),
+      ...(ref.time !== null ? { since: ref.time } : {}),
+    }),
   );
   rounds++;
   roundMs.push(Math.round(performance.now() - started - roundMs.reduce((a, b) => a + b, 0)));

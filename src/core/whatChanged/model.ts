@@ -31,9 +31,25 @@ export type EvidenceLink =
     }
   | { kind: 'bench-compare'; title: string; hostId: string; referenceId: string | null; nowId: string | null }
   | { kind: 'file'; title: string; hostId: string; path: string }
-  | { kind: 'git'; title: string; hostId: string; repo: string; since: number | null };
+  | {
+      kind: 'text-diff';
+      title: string;
+      hostId: string;
+      /** Two records side by side (a launch before and after a restart), as text; read-only. */
+      a: { name: string; text: string };
+      b: { name: string; text: string };
+    }
+  | {
+      kind: 'git';
+      title: string;
+      hostId: string;
+      repo: string;
+      since: number | null;
+      /** The commits (hash, time, subject) and their changed hunks as a diff, opened as a read-only document. */
+      document?: string;
+    };
 
-export type SuspectSource = 'args' | 'env' | 'code' | 'data' | 'caches' | 'bench';
+export type SuspectSource = 'args' | 'env' | 'code' | 'data' | 'caches' | 'bench' | 'launch';
 
 /** What kind of change, by how well it is known to move throughput. */
 export type SuspectCategory =
@@ -41,11 +57,15 @@ export type SuspectCategory =
   | 'driver'
   | 'hardware'
   | 'compile'
+  | 'memory'
+  | 'host-sync'
   | 'attention'
   | 'dtype'
   | 'shape'
   | 'dataset'
   | 'dataloader'
+  | 'frequency'
+  | 'launch'
   | 'runtime-env'
   | 'compile-cache'
   | 'framework'
@@ -172,6 +192,11 @@ export interface WhatChangedReport {
     source?: string;
     changed: string[];
   }[];
+  /**
+   * The run's launch records (python/kg_record.py, `.known-good/launches.jsonl`): whether they exist and how many;
+   * absent for a report on the host or one kept from before.
+   */
+  launches?: { recorded: boolean; path: string; records: number };
   /** The files of the run's metrics history, oldest launch first (absent: one file, `now.log`). */
   logSources?: string[];
   /** Ranked, highest score first, the ones their timing rules out last; empty when the verdict is steady. */

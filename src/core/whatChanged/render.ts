@@ -45,6 +45,8 @@ export function evidenceText(e: EvidenceLink): string {
       return `file ${e.path}`;
     case 'git':
       return `git log of ${e.repo}`;
+    case 'text-diff':
+      return `${e.a.name} ↔ ${e.b.name}`;
   }
 }
 

@@ -1,0 +1,119 @@
+"""What a data file holds, read without third-party packages and bounded: rows and the length of a sample.
+
+stdlib only, 3.8+.  A module of what_changed.py: for a changed data path the report says *how* the data differs
+(a new dataset of shorter, padded samples is a tokens/s drop at the same step time), not only that its folder did.
+
+- ``.npy`` (a 2-D array of token ids, one sample a row): dtype, rows, row length, and over up to SAMPLE_ROWS rows read
+  evenly the real length of a sample: the row less its trailing run of one value (padding) when that run is 2 or more;
+- ``.jsonl``: rows (counted up to READ_BYTES) and the mean bytes of a line;
+- HF ``datasets`` folders: ``dataset_info.json`` splits' ``num_examples`` and ``dataset_size``.
+"""
+import ast
+import json
+import os
+import struct
+import time
+
+READ_BYTES = 64 * 1024 * 1024
+TIME_S = 2.0
+SAMPLE_ROWS = 256
+MAX_FILES = 4
+MAX_ROW_BYTES = 16 * 1024 * 1024
+_ITEM = {"u1": "B", "i1": "b", "u2": "H", "i2": "h", "u4": "I", "i4": "i", "u8": "Q", "i8": "q"}
+
+
+def npy_summary(path, deadline):
+    with open(path, "rb") as f:
+        magic = f.read(8)
+        if magic[:6] != b"\x93NUMPY":
+            return None
+        n = struct.unpack("<H", f.read(2))[0] if magic[6] == 1 else struct.unpack("<I", f.read(4))[0]
+        if n > 64 * 1024:
+            return None
+        header = ast.literal_eval(f.read(n).decode("latin-1"))
+        descr, shape = header.get("descr", ""), tuple(header.get("shape", ()))
+        out = {"file": os.path.basename(path), "format": "npy", "dtype": descr, "shape": list(shape)}
+        code = _ITEM.get(descr[1:]) if descr[:1] in "<|=" else None
+        if len(shape) != 2 or code is None or header.get("fortran_order"):
+            return out
+        rows, width = shape
+        size = struct.calcsize(code)
+        if width * size > MAX_ROW_BYTES:
+            return out
+        start = f.tell()
+        lens = []
+        step = max(1, rows // SAMPLE_ROWS)
+        read = 0
+        for r in range(0, rows, step):
+            if read > READ_BYTES or time.monotonic() > deadline:
+                break
+            f.seek(start + r * width * size)
+            row = struct.unpack("<%d%s" % (width, code), f.read(width * size))
+            read += width * size
+            last, run = row[-1], 0
+            for v in reversed(row):
+                if v != last:
+                    break
+                run += 1
+            lens.append(width - run if run >= 2 else width)
+        if lens:
+            lens.sort()
+            out.update(rows=rows, rowLength=width, sampled=len(lens), meanLength=round(sum(lens) / len(lens), 2),
+                       medianLength=lens[len(lens) // 2], padded=lens[len(lens) // 2] < width)
+        return out
+
+
+def jsonl_summary(path, deadline):
+    rows = size = 0
+    with open(path, "rb") as f:
+        for line in f:
+            if size > READ_BYTES or time.monotonic() > deadline:
+                return {"file": os.path.basename(path), "format": "jsonl", "rowsAtLeast": rows,
+                        "meanLineBytes": round(size / rows, 1) if rows else None}
+            if line.strip():
+                rows += 1
+                size += len(line)
+    return {"file": os.path.basename(path), "format": "jsonl", "rows": rows,
+            "meanLineBytes": round(size / rows, 1) if rows else None}
+
+
+def hf_info(path):
+    with open(path, "rb") as f:
+        info = json.loads(f.read(1024 * 1024).decode("utf-8", "replace"))
+    splits = info.get("splits") if isinstance(info, dict) else None
+    out = {"file": "dataset_info.json", "format": "hf-datasets", "datasetSize": info.get("dataset_size")}
+    if isinstance(splits, dict):
+        out["splits"] = dict((k, v.get("num_examples")) for k, v in splits.items() if isinstance(v, dict))
+    return out
+
+
+def summaries(path):
+    """Up to MAX_FILES summaries of the data files at path (a file, or the files directly in a folder)."""
+    deadline = time.monotonic() + TIME_S
+    if os.path.isdir(path):
+        try:
+            names = sorted(os.listdir(path))
+        except OSError:
+            return []
+        files = [os.path.join(path, n) for n in names]
+    else:
+        files = [path]
+    out = []
+    for p in files:
+        if len(out) >= MAX_FILES or time.monotonic() > deadline:
+            break
+        try:
+            if p.endswith(".npy"):
+                s = npy_summary(p, deadline)
+            elif p.endswith(".jsonl"):
+                s = jsonl_summary(p, deadline)
+            elif os.path.basename(p) == "dataset_info.json":
+                s = hf_info(p)
+            else:
+                continue
+        except (OSError, ValueError, SyntaxError, struct.error, MemoryError, RecursionError, TypeError,
+                AttributeError):
+            continue
+        if s:
+            out.append(s)
+    return out

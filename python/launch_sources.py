@@ -1,0 +1,205 @@
+"""What other tools already record about a run's launches, read where present (stdlib only, 3.8+, bounded).
+
+A module of what_changed.py. Each launch found becomes a record of the shape ``what_changed._slim_launch`` gives
+kg_record.py's, with its ``source`` and a flat ``config`` (dotted keys, values as text) the report compares key by key:
+
+- Lightning: ``lightning_logs/version_N/hparams.yaml`` and LightningCLI's ``config.yaml`` there (one launch a version);
+- Hydra: ``.hydra/config.yaml`` + ``overrides.yaml`` of the run folder and of ``outputs/<date>/<time>/`` (one a launch);
+- wandb: ``wandb/run-*/files/wandb-metadata.json`` (program, args, python, git commit, start time) and
+  ``files/config.yaml`` (one a wandb run);
+- MLflow: ``mlruns/<exp>/<run>/params/*`` and ``tags/mlflow.source.git.commit`` (one a run).
+
+YAML is read by a small reader of block mappings and scalar lists (what these tools write); anything else is left
+out, never guessed.
+"""
+import json
+import os
+
+MAX_FILE = 256 * 1024
+MAX_KEYS = 2000
+MAX_VALUE = 200
+MAX_RUNS = 64
+
+
+def _read(path):
+    try:
+        with open(path, "rb") as f:
+            data = f.read(MAX_FILE + 1)
+    except OSError:
+        return None
+    if len(data) > MAX_FILE:
+        return None
+    return data.decode("utf-8", "replace")
+
+
+def _scalar(text):
+    t = text.strip()
+    if len(t) >= 2 and t[0] == t[-1] and t[0] in "'\"":
+        t = t[1:-1]
+    return t[:MAX_VALUE]
+
+
+def flat_yaml(text):
+    """A block-mapping YAML document as {dotted.key: text}; a list of scalars as its items joined by ', '."""
+    out = {}
+    stack = []  # (indent, key)
+    last_key = None
+    for raw in text.splitlines():
+        if len(out) >= MAX_KEYS:
+            break
+        line = raw.split(" #", 1)[0].rstrip()
+        if not line.strip() or line.lstrip().startswith("#") or line.strip() in ("---", "..."):
+            continue
+        indent = len(line) - len(line.lstrip())
+        body = line.strip()
+        if body.startswith("- "):
+            if last_key is not None:
+                prev = out.get(last_key)
+                item = _scalar(body[2:])
+                out[last_key] = item if not prev else (prev + ", " + item)[:MAX_VALUE]
+            continue
+        if ":" not in body:
+            continue
+        key, _, value = body.partition(":")
+        key = _scalar(key)
+        while stack and stack[-1][0] >= indent:
+            stack.pop()
+        dotted = ".".join([k for _, k in stack] + [key])
+        if value.strip():
+            out[dotted] = _scalar(value)
+            last_key = None
+        else:
+            stack.append((indent, key))
+            last_key = dotted
+            out.setdefault(dotted, "")
+    parents = set()
+    for k in out:
+        parts = k.split(".")
+        parents.update(".".join(parts[:i]) for i in range(1, len(parts)))
+    # a key that only holds others is no value of its own
+    return dict((k, v) for k, v in out.items() if not (v == "" and k in parents))
+
+
+def _record(source, time, config, argv=None, python=None, git_head=None, where=None):
+    return {"source": source, "where": where, "time": time, "argv": argv or [], "cwd": None, "env": {},
+            "interpreter": None, "python": python, "gitHead": git_head, "gitDiff": None, "torch": None,
+            "driver": None, "packages": {}, "config": dict(list(config.items())[:MAX_KEYS])}
+
+
+def _mtime(path):
+    try:
+        return os.stat(path).st_mtime
+    except OSError:
+        return None
+
+
+def _dirs(path):
+    try:
+        return sorted(e.name for e in os.scandir(path) if e.is_dir(follow_symlinks=False))
+    except OSError:
+        return []
+
+
+def lightning(run):
+    out = []
+    for top in ("lightning_logs", os.path.join("logs", "lightning_logs")):
+        base = os.path.join(run, top)
+        versions = [v for v in _dirs(base) if v.startswith("version_") and v[8:].isdigit()]
+        for v in sorted(versions, key=lambda v: int(v[8:]))[-MAX_RUNS:]:
+            d = os.path.join(base, v)
+            config = {}
+            for name, prefix in (("hparams.yaml", "hparams."), ("config.yaml", "")):
+                text = _read(os.path.join(d, name))
+                if text is not None:
+                    config.update((prefix + k, val) for k, val in flat_yaml(text).items())
+            if config:
+                out.append(_record("lightning", _mtime(d), config, where=d))
+    return out
+
+
+def hydra(run):
+    out = []
+    places = [run]
+    outputs = os.path.join(run, "outputs")
+    for day in _dirs(outputs)[-MAX_RUNS:]:
+        places += [os.path.join(outputs, day, t) for t in _dirs(os.path.join(outputs, day))]
+    for p in places[-MAX_RUNS:]:
+        h = os.path.join(p, ".hydra")
+        cfg = _read(os.path.join(h, "config.yaml"))
+        if cfg is None:
+            continue
+        config = flat_yaml(cfg)
+        over = _read(os.path.join(h, "overrides.yaml"))
+        argv = [_scalar(line.strip()[2:]) for line in (over or "").splitlines() if line.strip().startswith("- ")]
+        out.append(_record("hydra", _mtime(os.path.join(h, "config.yaml")), config, argv=argv, where=h))
+    return out
+
+
+def wandb(run):
+    out = []
+    base = os.path.join(run, "wandb")
+    for r in [d for d in _dirs(base) if d.startswith("run-") or d.startswith("offline-run-")][-MAX_RUNS:]:
+        files = os.path.join(base, r, "files")
+        meta_text = _read(os.path.join(files, "wandb-metadata.json"))
+        try:
+            meta = json.loads(meta_text) if meta_text else {}
+        except ValueError:
+            meta = {}
+        if not isinstance(meta, dict):
+            meta = {}
+        cfg = _read(os.path.join(files, "config.yaml"))
+        config = dict((k, v) for k, v in flat_yaml(cfg).items() if not k.startswith("_wandb")) if cfg else {}
+        # wandb's config.yaml nests each value under `value:`
+        config = dict((k[:-6] if k.endswith(".value") else k, v) for k, v in config.items()
+                      if not k.endswith(".desc"))
+        args = meta.get("args")
+        args = args if isinstance(args, list) else []
+        program = meta.get("program")
+        program = program if isinstance(program, str) else None
+        git = meta.get("git")
+        git = git if isinstance(git, dict) else {}
+        commit = git.get("commit")
+        python = meta.get("python")
+        if not meta and not config:
+            continue
+        out.append(_record("wandb", _mtime(os.path.join(files, "wandb-metadata.json")), config,
+                           argv=([program] if program else []) + [str(a)[:MAX_VALUE] for a in args[:256]],
+                           python=python if isinstance(python, str) else None,
+                           git_head=commit if isinstance(commit, str) else None,
+                           where=os.path.join(base, r)))
+    return out
+
+
+def mlflow(run):
+    out = []
+    base = os.path.join(run, "mlruns")
+    for exp in _dirs(base)[:MAX_RUNS]:
+        for r in _dirs(os.path.join(base, exp))[-MAX_RUNS:]:
+            d = os.path.join(base, exp, r)
+            params = os.path.join(d, "params")
+            config = {}
+            try:
+                names = sorted(os.listdir(params))[:MAX_KEYS]
+            except OSError:
+                continue
+            for n in names:
+                v = _read(os.path.join(params, n))
+                if v is not None:
+                    config[n] = v.strip()[:MAX_VALUE]
+            commit = _read(os.path.join(d, "tags", "mlflow.source.git.commit"))
+            out.append(_record("mlflow", _mtime(params), config, git_head=commit.strip() if commit else None,
+                               where=d))
+    return out
+
+
+def launches_of(run):
+    """Every launch other tools recorded for the run, by source, oldest first within a source."""
+    out = []
+    for read in (lightning, hydra, wandb, mlflow):
+        try:
+            recs = read(run)
+        except (OSError, ValueError, RecursionError):
+            continue
+        recs.sort(key=lambda r: (r["time"] is None, r["time"] or 0))
+        out += recs
+    return out
