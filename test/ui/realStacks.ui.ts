@@ -9,7 +9,7 @@ import { rowMenu, scenario } from './harness';
 /*
  * What PyTorch Lightning really writes (test/fixtures/real/lightning: lightning_logs/version_N/ with
  * checkpoints/epoch=E-step=S.ckpt, metrics.csv, hparams.yaml, TensorBoard events), as a root of This machine: the
- * versions and their .ckpt steps in the tree, the args diff of two checkpoints, the dashboard of a version.
+ * run with its versions and their .ckpt steps in the tree, the args diff of two checkpoints, the dashboard of a version.
  */
 
 interface LightningTruth {
@@ -37,15 +37,16 @@ const series = Object.keys(v1!.metrics_csv_rows[0]!)
   .sort();
 const wandbKey = String(hpLeft['wandb_api_key']);
 
-const localRoot = join(mkdtempSync(join(tmpdir(), 'kg-ui-real-')), 'lightning');
-cpSync(join(real, 'lightning'), localRoot, { recursive: true });
+// A checkpoints root holding the run folder `lightning` (Lightning's default_root_dir, with its lightning_logs/).
+const localRoot = join(mkdtempSync(join(tmpdir(), 'kg-ui-real-')), 'checkpoints');
+cpSync(join(real, 'lightning'), join(localRoot, 'lightning'), { recursive: true });
 after(() => rmSync(dirname(localRoot), { recursive: true, force: true }));
 
 /** Monaco renders spaces as no-break spaces. */
 const plain = (text: string | null) => (text ?? '').replace(/\u00a0/g, ' ');
 
 scenario(
-  'Lightning run (real fixture): version_N with its .ckpt steps, args diff across versions, dashboard from metrics.csv',
+  'Lightning run (real fixture): one run with its version_N launches and .ckpt steps, args diff across versions, dashboard of the whole history',
   { localRoots: [localRoot], timeoutMs: 240_000 },
   async (vs) => {
     const { page } = vs;
@@ -68,7 +69,10 @@ scenario(
     await vs.openView('Known Good');
     await vs.expand('This machine');
     // listing This machine starts a helper: slow on a loaded 2-core machine
-    await row('lightning_logs').waitFor({ timeout: 90_000 });
+    await row('lightning').waitFor({ timeout: 90_000 });
+    // one run: its two versions (launches) inside it, their checkpoints counted together
+    assert.match(plain(await row('lightning').textContent()), /2 versions · 6 checkpoints · last step 6/);
+    await setExpanded('lightning', true);
     await setExpanded('lightning_logs', true);
     await setExpanded('version_0', true);
     assert.match(plain(await row('version_0').textContent()), /3 checkpoints · last step 6/);
@@ -132,8 +136,8 @@ scenario(
     await page.waitForTimeout(300);
     await vs.screenshot('real-stacks-args-diff');
 
-    // Open Dashboard on version_1: it finds metrics.csv by itself and plots every column
-    await contextMenu('version_1', 'Open Dashboard');
+    // Open Dashboard on the run: its versions are one history, every version's metrics.csv read
+    await contextMenu('lightning', 'Open Dashboard');
     const dash = page.frameLocator('iframe.webview.ready').frameLocator('#active-frame');
     const plots = dash.locator('.kg-plot');
     await plots.first().waitFor({ timeout: 60_000 });
@@ -154,14 +158,17 @@ scenario(
       inked.length >= series.length && inked.every((n) => n > 500),
       `painted pixels per canvas: ${inked.join(', ')}`,
     );
-    await dash.locator('.kg-legend-item', { hasText: 'version_1' }).waitFor();
-    // every row of metrics.csv read, none skipped
-    const rows = String(v1!.metrics_csv_rows.length);
+    await dash.locator('.kg-legend-item', { hasText: 'lightning' }).waitFor();
+    // every row of both versions' metrics.csv read, none skipped
+    const rows = String(v0!.metrics_csv_rows.length + v1!.metrics_csv_rows.length);
     await dash.locator('.kg-runs').getByText(rows, { exact: true }).first().waitFor();
-    for (const [, c] of Object.entries(v1!.checkpoints)) {
-      await dash.locator('.kg-checkpoint', { hasText: `step ${c.global_step}` }).waitFor();
+    // the checkpoints of both versions, each by its own path
+    for (const v of [v0!, v1!]) {
+      for (const path of Object.keys(v.checkpoints)) {
+        const tail = path.split('/').slice(-3).join('/');
+        await dash.locator(`.kg-checkpoint[data-path$="${tail}"]`).waitFor();
+      }
     }
-    await dash.locator('.kg-checkpoint', { hasText: fileName(right[0]) }).waitFor();
     await page.mouse.move(1100, 700);
     await page.waitForTimeout(800);
     await vs.screenshot('real-stacks-dashboard');
@@ -173,6 +180,8 @@ scenario(
     await plots.first().waitFor({ timeout: 60_000 });
     const again = await plots.evaluateAll((els) => els.map((e) => (e as HTMLElement).dataset.series));
     assert.deepEqual([...again].sort(), series);
-    await page.locator('.tabs-container .tab', { hasText: 'Dashboard: version_1' }).waitFor();
+    // opened on one version's file, it is still the run's whole history: both versions' rows
+    await dash.locator('.kg-runs').getByText(rows, { exact: true }).first().waitFor();
+    await page.locator('.tabs-container .tab', { hasText: /^Dashboard: / }).waitFor();
   },
 );
