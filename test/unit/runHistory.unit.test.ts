@@ -16,6 +16,7 @@ import { whatChangedHtml } from '../../src/core/whatChanged/html';
 import { renderWhatChangedMarkdown } from '../../src/core/whatChanged/render';
 import { realLoop, type LoopLog } from '../support/realLoop';
 import { listRun, reduce, writeHfRun, writeLightningRun } from '../support/runHistory';
+import { NO_OTHER_FACTS } from '../support/facts';
 
 /*
  * One run, one history (issue 22): a restarted run's files stitched by step, the later launch winning where steps
@@ -57,13 +58,7 @@ function factsOf(
       sources: parts.map((p) => p.path),
       restarts: h.restarts,
     },
-    env: { now: null, baselines: [] },
-    bench: [],
-    marks: {},
-    probe: null,
-    dataHistory: [],
-    unknown: [],
-    gathered: { roundTrips: 3, requests: 3, elapsedMs: 1 },
+    ...NO_OTHER_FACTS,
   };
 }
 

@@ -12,25 +12,14 @@ import { medianOf } from '../../src/core/whatChanged/changepoints';
 import { analyze } from '../../src/core/whatChanged/analyze';
 import type { WhatChangedFacts } from '../../src/core/whatChanged/facts';
 import { realLoop, type LoopLog } from '../support/realLoop';
+import { NO_OTHER_FACTS, reducedSeries } from '../support/facts';
 
 /*
  * Speed from time (issue 22): an HF Trainer run logs loss, grad_norm and learning_rate per logging step with wall
  * times (TensorBoard), no speed series, and one train_tokens_per_second at the end. Its speed comes from the times.
  */
 
-function series(key: string, x: number[], y: number[], t?: number[]): ReducedSeries {
-  return {
-    key,
-    x,
-    min: y,
-    max: y,
-    last: y,
-    ...(t ? { t } : {}),
-    count: x.length,
-    lastX: x.at(-1)!,
-    lastValue: y.at(-1)!,
-  };
-}
+const series = reducedSeries;
 
 /** What an HF run's TensorBoard events reduce to. */
 function hfSeries(l: LoopLog, tokensPerStep?: number): ReducedSeries[] {
@@ -103,13 +92,7 @@ void test('What Changed? on an HF-style run slowed 4.2× at its restart: a regre
     checkpoints,
     args: checkpoints.map((c) => ({ label: c.label, step: c.step, args: { gradient_checkpointing: c.step > 600 } })),
     log: { path: '/r/runs/x/events.out.tfevents.1', reduction: { series: hfSeries(l) } as unknown as MetricsReduction },
-    env: { now: null, baselines: [] },
-    bench: [],
-    marks: {},
-    probe: null,
-    dataHistory: [],
-    unknown: [],
-    gathered: { roundTrips: 3, requests: 3, elapsedMs: 1 },
+    ...NO_OTHER_FACTS,
   };
   const r = analyze(facts);
   assert.equal(r.verdict, 'regression', r.headline);

@@ -5,6 +5,7 @@ import { analyze } from '../../src/core/whatChanged/analyze';
 import { speedDirection, throughputRank } from '../../src/core/whatChanged/categories';
 import type { WhatChangedFacts } from '../../src/core/whatChanged/facts';
 import { realLoop } from '../support/realLoop';
+import { NO_OTHER_FACTS, reducedSeries } from '../support/facts';
 
 /*
  * The verdict on real-loop logs (issue 22): steady on a steady run with saves and evals; a regression only for a
@@ -14,21 +15,7 @@ import { realLoop } from '../support/realLoop';
 const T0 = 1_760_000_000;
 
 function reductionOf(key: string, x: number[], y: number[], t?: number[]): MetricsReduction {
-  return {
-    series: [
-      {
-        key,
-        x,
-        min: y,
-        max: y,
-        last: y,
-        ...(t ? { t } : {}),
-        count: x.length,
-        lastX: x[x.length - 1]!,
-        lastValue: y[y.length - 1]!,
-      },
-    ],
-  } as unknown as MetricsReduction;
+  return { series: [reducedSeries(key, x, y, t)] } as unknown as MetricsReduction;
 }
 
 function facts(reduction: MetricsReduction): WhatChangedFacts {
@@ -51,13 +38,7 @@ function facts(reduction: MetricsReduction): WhatChangedFacts {
     checkpoints,
     args,
     log: { path: '/r/train_log.jsonl', reduction },
-    env: { now: null, baselines: [] },
-    bench: [],
-    marks: {},
-    probe: null,
-    dataHistory: [],
-    unknown: [],
-    gathered: { roundTrips: 3, requests: 3, elapsedMs: 1 },
+    ...NO_OTHER_FACTS,
   };
 }
 
