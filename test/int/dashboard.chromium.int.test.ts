@@ -314,7 +314,8 @@ void test('dashboard renders the fixture in headless Chromium, dark then light',
 
   // One plot per series, runs in distinct theme colours, bands and axes drawn.
   const series = await page.locator('.kg-plot').evaluateAll((els) => els.map((e) => (e as HTMLElement).dataset.series));
-  assert.deepEqual(series, ['loss', 'lr', 'tok_per_s']);
+  // The run's speed first, then the loss (issue 22: the question the dashboard answers first is the speed).
+  assert.deepEqual(series, ['tok_per_s', 'loss', 'lr']);
   const lossCanvas = '.kg-plot[data-series="loss"] canvas';
   const painted = await nonTransparent(page, lossCanvas);
   assert.ok(painted > 5_000, `loss canvas nearly empty: ${painted} px`);
