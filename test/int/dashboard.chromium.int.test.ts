@@ -346,10 +346,10 @@ void test('dashboard renders the fixture in headless Chromium, dark then light',
   const lrBox = page.locator('.kg-series-chooser vscode-checkbox[data-value="lr"]');
   await lrBox.click();
   await page.waitForSelector('.kg-plot[data-series="lr"]', { state: 'detached' });
-  assert.deepEqual((await posted(page)).at(-1), { type: 'selectSeries', keys: ['loss', 'tok_per_s'] });
+  assert.deepEqual((await posted(page)).at(-1), { type: 'selectSeries', keys: ['tok_per_s', 'loss'] });
   await lrBox.click();
   await page.waitForSelector('.kg-plot[data-series="lr"] canvas');
-  assert.deepEqual((await posted(page)).at(-1), { type: 'selectSeries', keys: ['loss', 'lr', 'tok_per_s'] });
+  assert.deepEqual((await posted(page)).at(-1), { type: 'selectSeries', keys: ['tok_per_s', 'loss', 'lr'] });
 
   // Checkpoint buttons post the right paths; the first of a run has nothing to diff against.
   const ckpts = init.checkpoints;
@@ -477,7 +477,7 @@ void test('dashboard renders the fixture in headless Chromium, dark then light',
     state.runs.map((r) => r.id),
     init.runs.map((r) => r.run.id),
   );
-  assert.deepEqual(state.selected, ['loss', 'lr', 'tok_per_s']);
+  assert.deepEqual(state.selected, ['tok_per_s', 'loss', 'lr']);
 
   // Everything the page posted is a valid protocol message.
   for (const m of await posted(page)) assert.ok(parseWebviewMessage(m).ok, JSON.stringify(m));
