@@ -102,7 +102,7 @@ function processesUnderSshd(): Proc[] {
  * The processes of the helper's requests, its children or its zygote's (one, idle, is forked ahead for the next
  * request: SPARES), those of them running (or runnable), and whether anything below sshd is burning CPU or left a zombie.
  */
-function helperState(): { children: number; busyChildren: number; running: string[] } {
+function helperState(): { children: number; busyChildren: number; running: string[]; workers: number[] } {
   const procs = processesUnderSshd();
   const helpers = new Set(procs.filter((p) => p.cmd.includes('kg_helper')).map((p) => p.pid));
   const topHelpers = [...helpers].filter((pid) => !helpers.has(procs.find((p) => p.pid === pid)!.ppid));
@@ -114,7 +114,9 @@ function helperState(): { children: number; busyChildren: number; running: strin
     .filter((p) => p.states.some((s) => s === 'R' || s === 'Z'))
     .map((p) => `${p.pid} ${p.states.join('')} ${p.cmd.slice(0, 60)}`);
   const busyChildren = children.filter((p) => p.states.includes('R')).length;
-  return { children: children.length, busyChildren, running };
+  // What a request's own process forked (metrics_reduce's part workers).
+  const workers = procs.filter((p) => children.some((c) => c.pid === p.ppid)).map((p) => p.pid);
+  return { children: children.length, busyChildren, running, workers };
 }
 
 async function settled(ms: number): Promise<boolean> {
@@ -140,9 +142,17 @@ void test('a request past its deadline is killed on the host, with the workers i
 void test('cancelling a request (AbortSignal) kills it on the host', async () => {
   const ac = new AbortController();
   const run = runner.run(metricsReduceProbe({ path: bigLog, jobs: 2, fresh: true }), { signal: ac.signal });
-  // Cancelled once its child is seen running on the host (reducing the 111 MB log takes seconds of CPU, polled
-  // every 50 ms), not after a set time a fast machine might finish the reduction in.
-  assert.ok(await waitUntil(() => helperState().busyChildren >= 1, 30_000), 'the request never ran on the host');
+  // Held before the cancel, however fast the machine: a part worker of the request is stopped as soon as it is seen,
+  // and the request waits for its workers, so it cannot answer before the cancel (a SIGKILL ends a stopped process).
+  let held: number[] = [];
+  assert.ok(
+    await waitUntil(() => {
+      held = helperState().workers;
+      for (const pid of held) process.kill(pid, 'SIGSTOP');
+      return held.length > 0;
+    }, 30_000),
+    'the request never forked its workers on the host',
+  );
   ac.abort();
   await assert.rejects(run, (e: unknown) => isKnownGoodError(e, 'cancelled'));
   assert.ok(await settled(1000), `still running on the host: ${JSON.stringify(helperState())}`);
