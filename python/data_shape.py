@@ -14,6 +14,8 @@ import os
 import struct
 import time
 
+import kg_common
+
 READ_BYTES = 64 * 1024 * 1024
 TIME_S = 2.0
 SAMPLE_ROWS = 256
@@ -23,7 +25,7 @@ _ITEM = {"u1": "B", "i1": "b", "u2": "H", "i2": "h", "u4": "I", "i4": "i", "u8":
 
 
 def npy_summary(path, deadline):
-    with open(path, "rb") as f:
+    with kg_common.open_regular(path) as f:
         magic = f.read(8)
         if magic[:6] != b"\x93NUMPY":
             return None
@@ -65,8 +67,9 @@ def npy_summary(path, deadline):
 
 def jsonl_summary(path, deadline):
     rows = size = 0
-    with open(path, "rb") as f:
-        for line in f:
+    with kg_common.open_regular(path) as f:
+        # One line is read at most MAX_ROW_BYTES at a time: a file with no newline is not read whole
+        for line in iter(lambda: f.readline(MAX_ROW_BYTES), b""):
             if size > READ_BYTES or time.monotonic() > deadline:
                 return {"file": os.path.basename(path), "format": "jsonl", "rowsAtLeast": rows,
                         "meanLineBytes": round(size / rows, 1) if rows else None}
@@ -78,7 +81,7 @@ def jsonl_summary(path, deadline):
 
 
 def hf_info(path):
-    with open(path, "rb") as f:
+    with kg_common.open_regular(path) as f:
         info = json.loads(f.read(1024 * 1024).decode("utf-8", "replace"))
     splits = info.get("splits") if isinstance(info, dict) else None
     out = {"file": "dataset_info.json", "format": "hf-datasets", "datasetSize": info.get("dataset_size")}
@@ -111,8 +114,8 @@ def summaries(path):
                 s = hf_info(p)
             else:
                 continue
-        except (OSError, ValueError, SyntaxError, struct.error, MemoryError, RecursionError, TypeError,
-                AttributeError):
+        except (OSError, kg_common.ProbeError, ValueError, SyntaxError, struct.error, MemoryError, RecursionError,
+                TypeError, AttributeError):
             continue
         if s:
             out.append(s)

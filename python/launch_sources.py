@@ -15,6 +15,8 @@ out, never guessed.
 import json
 import os
 
+import kg_common
+
 MAX_FILE = 256 * 1024
 MAX_KEYS = 2000
 MAX_VALUE = 200
@@ -23,9 +25,10 @@ MAX_RUNS = 64
 
 def _read(path):
     try:
-        with open(path, "rb") as f:
+        # FIFOs and devices are refused, never opened to block (open_regular)
+        with kg_common.open_regular(path) as f:
             data = f.read(MAX_FILE + 1)
-    except OSError:
+    except (OSError, kg_common.ProbeError):
         return None
     if len(data) > MAX_FILE:
         return None

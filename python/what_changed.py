@@ -60,7 +60,7 @@ def _msg(e):
 def _ends_hash(path, size):
     """sha256 of the first and the last MiB (the whole file when it is at most 2 MiB)."""
     h = hashlib.sha256()
-    with open(path, "rb") as f:
+    with kg_common.open_regular(path) as f:
         h.update(f.read(MiB))
         if size > 2 * MiB:
             f.seek(size - MiB)
@@ -374,11 +374,15 @@ def launch_records(run):
     except Exception as e:  # another tool's files are a bonus: failing to read them costs them only
         out["error"] = "other tools' records: %s" % _msg(e)
     try:
-        with open(path, "rb") as f:
+        # A FIFO or device named launches.jsonl is refused, never opened to block (open_regular)
+        with kg_common.open_regular(path) as f:
             size = os.fstat(f.fileno()).st_size
             f.seek(max(0, size - MAX_LAUNCH_BYTES))
             data = f.read(MAX_LAUNCH_BYTES)
-    except FileNotFoundError:
+    except kg_common.ProbeError as e:
+        if e.code != "not-found":
+            out["exists"] = True
+            out["error"] = str(e)
         return out
     except OSError as e:
         out["error"] = _msg(e)

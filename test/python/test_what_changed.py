@@ -35,6 +35,22 @@ class Fingerprints(unittest.TestCase):
     def tearDown(self):
         shutil.rmtree(self.d, ignore_errors=True)
 
+    def test_fifos_named_like_data_or_launch_records_are_refused_not_opened_to_block(self):
+        # A FIFO nobody writes blocks whoever opens it: the old probe hung on both (run() gives up after 60 s)
+        data = os.path.join(self.d, "data")
+        os.makedirs(os.path.join(self.d, "run", ".known-good"))
+        os.makedirs(data)
+        os.mkfifo(os.path.join(self.d, "run", ".known-good", "launches.jsonl"))
+        os.mkfifo(os.path.join(data, "train.jsonl"))
+        with open(os.path.join(data, "val.jsonl"), "w") as f:
+            f.write('{"text": "abc"}\n' * 3)
+        doc = run("--launches", os.path.join(self.d, "run"), "--path", data)
+        launch = doc["launches"][0]
+        self.assertIn("FIFO", launch["error"])
+        self.assertEqual(launch["records"], [])
+        samples = doc["paths"][0]["samples"]
+        self.assertEqual([(s["file"], s["rows"]) for s in samples], [("val.jsonl", 3)])
+
     def test_a_file_changed_in_its_last_mib_gets_another_hash_at_the_same_size(self):
         p = os.path.join(self.d, "data.bin")
         with open(p, "wb") as f:
