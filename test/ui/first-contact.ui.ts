@@ -124,13 +124,25 @@ scenario(
     const { page } = vs;
     const side = page.locator('#workbench\\.parts\\.sidebar');
     const row = vs.row;
+    // A redraw (a listing arriving) can swallow a click: click again (three tries), reading the state each time so
+    // an expanded row is never toggled shut (as the harness's expand does).
     const open = async (label: string) => {
       const r = row(label);
       await r.waitFor({ timeout: 90_000 });
-      if ((await r.getAttribute('aria-expanded')) !== 'true') await r.locator('.label-name').click();
-      await page.waitForFunction((el) => el?.getAttribute('aria-expanded') === 'true', await r.elementHandle(), {
-        timeout: 30_000,
-      });
+      for (let attempt = 1; ; attempt++) {
+        if ((await r.getAttribute('aria-expanded')) === 'true') return;
+        await r.locator('.label-name').click();
+        const expanded = await page
+          .waitForFunction((el) => el?.getAttribute('aria-expanded') === 'true', await r.elementHandle(), {
+            timeout: 10_000,
+          })
+          .then(
+            () => true,
+            () => false,
+          );
+        if (expanded) return;
+        if (attempt >= 3) throw new Error(`tree row ${label} did not expand after ${attempt} clicks`);
+      }
     };
     const menu = (label: string, command: RegExp, nth = 0) =>
       rowMenu(page, row(label).nth(nth), page.getByRole('menuitem', { name: command }));
