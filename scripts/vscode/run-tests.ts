@@ -121,7 +121,13 @@ async function runExtensionHostSuite(): Promise<number> {
 }
 
 function testSshdEnv(s: TestSshd): string {
-  return JSON.stringify({ port: s.port, user: s.user, identityFile: s.identityFile, knownHostsFile: s.knownHostsFile });
+  return JSON.stringify({
+    port: s.port,
+    user: s.user,
+    home: s.home,
+    identityFile: s.identityFile,
+    knownHostsFile: s.knownHostsFile,
+  });
 }
 
 async function runUiTests(): Promise<number> {
