@@ -11,12 +11,14 @@ import { HostRegistry } from './core/registry';
 import { Listings } from './core/runs/listings';
 import { parseSshConfig, readUserSshConfig } from './core/sshConfig';
 import { defaultKnownHostsFile, type SshOptions } from './core/transport/ssh';
+import { isHostSettingsFailure } from './core/transport/sshErrors';
+import { KnownGoodError, messageOf } from './core/errors';
 import { registerDashboard } from './dashboard/register';
 import { fleetBaselinesDir, registerFleet } from './fleet/register';
 import { vscodePrompts } from './hosts/prompts';
 import { registerProbes } from './probes/register';
 import { registerRuns } from './runs/register';
-import { commandRegistrar, type RegisterCommand } from './shared/commands';
+import { commandRegistrar, showHostFailure, type RegisterCommand } from './shared/commands';
 import { hostsOf, type Hosts } from './shared/hosts';
 import { SettingsService } from './shared/settings';
 import { AgeTicker, AutoRefresh } from './tree/autoRefresh';
@@ -71,6 +73,12 @@ export class Container implements vscode.Disposable {
       depth: () => 3,
       maxEntries: () => settings().maxEntries,
       log: (line) => this.log.info(line),
+      failed: (host, e) => {
+        const line = `${host.name}: ${messageOf(e)}`;
+        if (e instanceof KnownGoodError && isHostSettingsFailure(e.code))
+          showHostFailure(this.log, line, e, host.id, () => listings.reload(host.id));
+        else this.log.error(line);
+      },
     });
     this.tree = this.track(
       new RemoteRunsProvider(this.registry, listings, () => settings().problems, {

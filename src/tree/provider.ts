@@ -123,6 +123,7 @@ export class RemoteRunsProvider implements vscode.TreeDataProvider<TreeNode>, vs
       state: st?.state ?? 'disconnected',
       ...(where || container ? { detail: [where, container].filter(Boolean).join(' · ') } : {}),
       ...(st?.error ? { error: st.error } : {}),
+      ...(st?.errorCode ? { errorCode: st.errorCode } : {}),
     };
   }
 
@@ -185,6 +186,9 @@ export class RemoteRunsProvider implements vscode.TreeDataProvider<TreeNode>, vs
             : undefined;
       t.iconPath = new vscode.ThemeIcon(node.icon, color);
       if (node.action === 'retry') t.command = { command: Commands.retry, title: 'Retry', arguments: [node] };
+      // A connection failure is fixed in the host's settings: the click opens them (Retry stays inline).
+      if (node.action === 'editHost')
+        t.command = { command: Commands.editHost, title: 'Edit Host…', arguments: [node] };
     } else {
       t.iconPath = new vscode.ThemeIcon(node.icon);
     }

@@ -82,7 +82,7 @@ scenario(
     await vs.screenshot('first-contact-1-host-key');
     await accept.click();
     // id_other is not authorized: the error row names what was tried.
-    const error = vs.treeItem(/authentication as .* failed/);
+    const error = vs.treeItem(/refused (the|every) key offered/);
     await error.waitFor({ timeout: 60_000 });
     await vs.screenshot('first-contact-2-wrong-key');
 

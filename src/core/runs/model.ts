@@ -1,3 +1,4 @@
+import { isHostSettingsFailure } from '../transport/sshErrors';
 import { formatAge, formatBytes, formatExactBytes, formatLocalTime, naturalCompare } from '../util/format';
 import { printableName } from './format';
 import type { RootListing, RunEntry, RunsListing } from './listRuns';
@@ -32,6 +33,8 @@ export interface HostInfo {
   detail?: string;
   /** The failure, for state `error`. */
   error?: string;
+  /** Its KnownGoodError code: a connection failure's row opens Edit Host… (isHostSettingsFailure). */
+  errorCode?: string;
 }
 
 export interface HostNode extends NodeBase {
@@ -70,8 +73,8 @@ export interface MessageNode extends NodeBase {
   /** The host the message is about (its parent's host): commands invoked on it (Retry, Add Root) act there. */
   hostId: string;
   severity: MessageSeverity;
-  /** What the message offers: `retry` (host failed), `addRoot` (root missing), `listFolder` (cut or unlisted). */
-  action?: 'retry' | 'addRoot';
+  /** What the message offers: `retry` (host failed), `editHost` (its connection failed), `addRoot` (root missing). */
+  action?: 'retry' | 'addRoot' | 'editHost';
 }
 
 export type RunsNode = HostNode | RootNode | EntryNode | MessageNode;
@@ -272,7 +275,7 @@ function message(
   code: string,
   severity: MessageSeverity,
   label: string,
-  extra: { tooltip?: string; action?: 'retry' | 'addRoot' } = {},
+  extra: { tooltip?: string; action?: 'retry' | 'addRoot' | 'editHost' } = {},
 ): MessageNode {
   const icon = { info: 'info', warning: 'warning', error: 'error', loading: 'loading~spin', more: 'ellipsis' }[
     severity
@@ -284,7 +287,12 @@ function message(
     label,
     tooltip: extra.tooltip ?? label,
     icon,
-    contextValue: ['message', severity, ...(extra.action ? [extra.action] : [])].join(';'),
+    // An Edit Host… row still offers Retry (its inline button and menu match `retry`).
+    contextValue: [
+      'message',
+      severity,
+      ...(extra.action === 'editHost' ? ['retry', 'editHost'] : extra.action ? [extra.action] : []),
+    ].join(';'),
     collapsible: 'none',
     severity,
     ...(extra.action ? { action: extra.action } : {}),
@@ -293,14 +301,14 @@ function message(
 
 /**
  * A host's children: its roots once listed; while it connects or lists, one loading line; on failure one error line
- * with the message and a Retry action. Never empty, so the tree never looks like it hangs.
+ * with the whole message as its tooltip and a Retry action (a click on a connection failure opens Edit Host…). Never empty, so the tree never looks like it hangs.
  */
 export function hostChildren(host: HostInfo, listing: RunsListing | undefined): RunsNode[] {
   const hid = idOf('host', host.id);
   if (host.state === 'error') {
     return [
       message(host.id, hid, 'error', 'error', host.error ?? 'failed', {
-        action: 'retry',
+        action: isHostSettingsFailure(host.errorCode) ? 'editHost' : 'retry',
         tooltip: host.error ?? 'failed',
       }),
     ];
