@@ -566,7 +566,9 @@ export class SshConnection {
       steps.push({
         type: 'keyboard-interactive',
         run: () => {
-          attempts.push({ kind: 'keyboard-interactive', refused: false });
+          // Counted as tried only once the server asks something: one that does not take it refuses it at once,
+          // and "tried: keyboard-interactive" would hide the real story (no key was offered).
+          const attempt = { kind: 'keyboard-interactive' as const, refused: false };
           return Promise.resolve({
             type: 'keyboard-interactive',
             username: e.user,
@@ -577,6 +579,7 @@ export class SshConnection {
               prompts: Array<{ prompt: string; echo?: boolean }>,
               finish: (answers: string[]) => void,
             ) => {
+              if (!attempts.includes(attempt)) attempts.push(attempt);
               void (async () => {
                 const answers: string[] = [];
                 for (const p of prompts)
