@@ -83,7 +83,8 @@ export function callOf(
 /**
  * The container's `command`: registers `id`, decodes its arguments once into a typed target, falls back to the host
  * picker where the command asks for it, and presents failures by their error code (src/core/errors.ts): usage
- * mistakes as information, cancels silently, lost connections and timeouts as errors with Retry and Show Log.
+ * mistakes as information, cancels silently, lost connections and timeouts as errors with Retry and Show Log, a
+ * failure the host's settings fix (a key, a port, a host key, a container) with Edit Host… as well.
  */
 export function commandRegistrar(deps: CommandHostDeps): RegisterCommand {
   const register = <K extends TargetKind>(
@@ -115,7 +116,7 @@ export function commandRegistrar(deps: CommandHostDeps): RegisterCommand {
     const message = messageOf(e);
     const how = presentationOf(e);
     if (hostId && e instanceof KnownGoodError && isHostSettingsFailure(e.code)) {
-      showHostFailure(deps.log, `${id}: ${message}`, e, hostId);
+      showHostFailure(deps.log, `${id}: ${message}`, e, hostId, retry);
       return;
     }
     if (how === 'silent') {
