@@ -24,6 +24,7 @@ import { AgeTicker, AutoRefresh } from './tree/autoRefresh';
 import { RemoteRunsProvider } from './tree/provider';
 import { KeepViewState } from './tree/viewState';
 import type { TreeNode } from './shared/treeSection';
+import { registerWalkthrough } from './walkthrough/register';
 import { registerWhatChanged } from './whatChanged/register';
 import { executeCommand, getConfiguration, showError } from './window';
 
@@ -197,6 +198,15 @@ export class Container implements vscode.Disposable {
       registerSection: (s) => this.tree.registerSection(s),
       refresh: (node) => this.tree.refresh(node as TreeNode | undefined),
       diffSnapshots: (left, right, title) => baselines.diffSnapshots(left, right, title),
+    });
+
+    registerWalkthrough({
+      command,
+      extensionId: context.extension.id,
+      kept: context.globalState,
+      openOnFirstRun:
+        context.extensionMode === vscode.ExtensionMode.Production &&
+        getConfiguration('workbench').get<boolean>('welcomePage.walkthroughs.openOnInstall', true),
     });
 
     const test: KnownGoodTestApi = {
