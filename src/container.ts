@@ -204,9 +204,12 @@ export class Container implements vscode.Disposable {
       command,
       extensionId: context.extension.id,
       kept: context.globalState,
+      // Someone who set hosts or roots up already (an update from a version without the walkthrough) is no newcomer.
       openOnFirstRun:
         context.extensionMode === vscode.ExtensionMode.Production &&
-        getConfiguration('workbench').get<boolean>('welcomePage.walkthroughs.openOnInstall', true),
+        getConfiguration('workbench').get<boolean>('welcomePage.walkthroughs.openOnInstall', true) &&
+        settings().hosts.length === 0 &&
+        settings().localRoots === undefined,
     });
 
     const test: KnownGoodTestApi = {

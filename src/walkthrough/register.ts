@@ -13,7 +13,8 @@ export interface WalkthroughDeps {
   kept: KeptStore;
   /**
    * Whether a first run may open it: an installed extension (not one under development or test, whose every fresh
-   * window would open it over what the session is doing) where VS Code's own `openOnInstall` setting is on.
+   * window would open it over what the session is doing) where VS Code's own `openOnInstall` setting is on, for
+   * someone with nothing set up yet.
    */
   openOnFirstRun: boolean;
 }

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { hostNodeId, nodeId, opensByDefault } from '../../src/core/runs/model';
+import { hostNode, hostNodeId, nodeId, opensByDefault } from '../../src/core/runs/model';
 import { RemoteRunsViewState, VIEW_STATE_KEY, type KeptStore } from '../../src/core/runs/viewState';
 
 /** workspaceState as VS Code keeps it: values go through JSON (a reload reads back only what was serialised). */
@@ -100,5 +100,19 @@ void describe('RemoteRunsViewState: Remote Runs as the person left it, across a 
     assert.equal(opensByDefault(host), false);
     assert.equal(opensByDefault(run), false);
     assert.equal(opensByDefault(nodeId('root', '/x', 'y')), false, 'a host named "root" is not a root');
+  });
+});
+
+void describe('host rows before they connect (what a reloaded window shows first)', () => {
+  void it('This machine says nothing about connecting; an SSH host says so in its tooltip only', () => {
+    const local = hostNode({ id: 'local', label: 'This machine', state: 'disconnected', local: true });
+    assert.equal(local.description ?? '', '');
+    assert.doesNotMatch(local.tooltip ?? '', /connect/);
+    const ssh = hostNode({ id: 'gpu-1', label: 'gpu-1', state: 'disconnected', detail: 'root@10.0.0.5:22' });
+    assert.equal(ssh.description, 'root@10.0.0.5:22');
+    assert.match(ssh.tooltip ?? '', /not connected: open it to connect/);
+    assert.equal(ssh.icon, 'vm-outline');
+    const listing = hostNode({ id: 'gpu-1', label: 'gpu-1', state: 'listing', detail: 'root@10.0.0.5:22' });
+    assert.equal(listing.description, 'root@10.0.0.5:22 · listing…', 'work under way still shows');
   });
 });
