@@ -70,6 +70,9 @@ scenario(
     assert.match(await description(row('step_690')), /selected for compare/);
     assert.equal(await thisMachine.getAttribute('aria-expanded'), 'false');
     assert.equal(await description(thisMachine), '', 'This machine after the reload');
+    // Lazily: the open host connected again (its icon says so), This machine, closed, was not even listed.
+    await row(TEST_SSH_HOST).locator('.codicon-vm-active').waitFor({ timeout: 10_000 });
+    assert.equal(await thisMachine.locator('.codicon-vm-outline').count(), 1, 'This machine was listed');
     assert.doesNotMatch(await description(vs.treeItem(TEST_SSH_HOST)), /not connected/);
     await vs.screenshot('reload-after');
   },
