@@ -9,6 +9,7 @@ import { BaselineStore } from './core/baselines/store';
 import { resolveHosts, type HostSpec } from './core/hosts';
 import { HostRegistry } from './core/registry';
 import { Listings } from './core/runs/listings';
+import { RemoteRunsViewState } from './core/runs/viewState';
 import { parseSshConfig, readUserSshConfig } from './core/sshConfig';
 import { defaultKnownHostsFile, type SshOptions } from './core/transport/ssh';
 import { isHostSettingsFailure } from './core/transport/sshErrors';
@@ -23,7 +24,9 @@ import { hostsOf, type Hosts } from './shared/hosts';
 import { SettingsService } from './shared/settings';
 import { AgeTicker, AutoRefresh } from './tree/autoRefresh';
 import { RemoteRunsProvider } from './tree/provider';
+import { KeepViewState } from './tree/viewState';
 import type { TreeNode } from './shared/treeSection';
+import { registerWalkthrough } from './walkthrough/register';
 import { registerWhatChanged } from './whatChanged/register';
 import { executeCommand, getConfiguration, showError } from './window';
 
@@ -80,10 +83,13 @@ export class Container implements vscode.Disposable {
         else this.log.error(line);
       },
     });
+    // Expanded rows, the selection and the compare choice, as the person left them before a reload.
+    const viewState = new RemoteRunsViewState(context.workspaceState);
     this.tree = this.track(
       new RemoteRunsProvider(this.registry, listings, () => settings().problems, {
         newestFirst: () => settings().newestFirst,
         unconfigured: () => this.registry.hosts().every((h) => !h.ssh) && settings().localRoots === undefined,
+        expansionOf: (id) => viewState.expansionOf(id),
       }),
     );
     const treeView = this.track(
@@ -103,6 +109,15 @@ export class Container implements vscode.Disposable {
       ),
     );
     this.track(new AgeTicker(treeView, () => this.tree.refresh()));
+    this.track(
+      new KeepViewState(
+        treeView,
+        this.tree,
+        viewState,
+        (h) => listings.ensure(h),
+        (line) => this.log.info(line),
+      ),
+    );
     this.track(
       this.settings.onDidChange((s) => {
         this.registry.setCommandTimeout(s.commandTimeoutMs);
@@ -149,7 +164,11 @@ export class Container implements vscode.Disposable {
       registerSection: (s) => this.tree.registerSection(s),
       refresh: (node) => this.tree.refresh(node as TreeNode | undefined),
     });
-    const args = registerArgs({ ...common, markSelected: (ref) => this.tree.markSelected(ref) });
+    const args = registerArgs({
+      ...common,
+      markSelected: (ref) => this.tree.markSelected(ref),
+      keptSelection: { get: () => viewState.compare(), set: (ref) => viewState.setCompare(ref) },
+    });
     const underTest = context.extensionMode === vscode.ExtensionMode.Test;
     const dashboard = registerDashboard({
       ...common,
@@ -187,6 +206,18 @@ export class Container implements vscode.Disposable {
       registerSection: (s) => this.tree.registerSection(s),
       refresh: (node) => this.tree.refresh(node as TreeNode | undefined),
       diffSnapshots: (left, right, title) => baselines.diffSnapshots(left, right, title),
+    });
+
+    registerWalkthrough({
+      command,
+      extensionId: context.extension.id,
+      kept: context.globalState,
+      // Someone who set hosts or roots up already (an update from a version without the walkthrough) is no newcomer.
+      openOnFirstRun:
+        context.extensionMode === vscode.ExtensionMode.Production &&
+        getConfiguration('workbench').get<boolean>('welcomePage.walkthroughs.openOnInstall', true) &&
+        settings().hosts.length === 0 &&
+        settings().localRoots === undefined,
     });
 
     const test: KnownGoodTestApi = {

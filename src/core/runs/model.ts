@@ -35,6 +35,8 @@ export interface HostInfo {
   error?: string;
   /** Its KnownGoodError code: a connection failure's row opens Edit Host… (isHostSettingsFailure). */
   errorCode?: string;
+  /** Nothing to connect to (this machine): its state is never "not connected". */
+  local?: boolean;
 }
 
 export interface HostNode extends NodeBase {
@@ -114,6 +116,16 @@ function idOf(...parts: string[]): string {
 /** The id of the node for `rel` (an entry's path, '' for the root itself) below a root of a host. */
 export function nodeId(hostId: string, rootPath: string, rel: string): string {
   return rel === '' ? idOf('root', hostId, rootPath) : idOf('entry', hostId, rootPath, rel);
+}
+
+/** The id of a host's row. */
+export function hostNodeId(hostId: string): string {
+  return idOf('host', hostId);
+}
+
+/** Whether a row opens by itself the first time it is shown (a root does: `rootNode`'s collapsible). */
+export function opensByDefault(id: string): boolean {
+  return id.startsWith(`${idOf('root').slice(0, -1)},`);
 }
 
 /** The id of the node an entry of a root listing gets (what grafts are kept by). */
@@ -248,19 +260,21 @@ export function hostNode(host: HostInfo): HostNode {
           ? 'error'
           : 'vm-outline';
   const stateText: Record<HostState, string> = {
-    disconnected: 'not connected',
+    disconnected: host.local ? '' : 'not connected: open it to connect',
     connecting: 'connecting…',
     listing: 'listing…',
     connected: 'connected',
     error: 'failed',
   };
+  // A host not connected yet says so only in its tooltip (and its outline icon): after a reload every host starts
+  // so, and one is connected when its row is opened. This machine has nothing to connect.
+  const quiet = host.state === 'connected' || host.state === 'disconnected';
   const tooltip = [host.label, host.detail, stateText[host.state], host.error].filter(Boolean).join('\n');
   return {
     kind: 'host',
     id: idOf('host', host.id),
     label: host.label,
-    description:
-      host.state === 'connected' ? host.detail : [host.detail, stateText[host.state]].filter(Boolean).join(' · '),
+    description: quiet ? host.detail : [host.detail, stateText[host.state]].filter(Boolean).join(' · '),
     tooltip,
     icon,
     contextValue: `host;${host.state}`,
