@@ -14,6 +14,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 # kg_helper.SPARES: the children it keeps forked ahead of need, idle.
 SPARES = 2
 PY_DIR = os.path.join(HERE, "..", "..", "python")
+# src/core/probes/sources.ts HELPER_MODULES: the order the loader executes them in.
+HELPER_MODULES = ("kg_modules", "kg_common", "kg_frame", "kg_spare", "kg_zygote", "kg_helper")
 
 LOADER = (
     "import sys,json,types\n"
@@ -56,7 +58,7 @@ class HelperCase(unittest.TestCase):
             stderr=subprocess.PIPE,
             universal_newlines=True,
         )
-        first = {"modules": [[n, src(n)] for n in ("kg_modules", "kg_common", "kg_helper")], "nonce": "n0nce"}
+        first = {"modules": [[n, src(n)] for n in HELPER_MODULES], "nonce": "n0nce"}
         self.p.stdin.write(json.dumps(first) + "\n")
         self.p.stdin.flush()
         ready = json.loads(self.p.stdout.readline())

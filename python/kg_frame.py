@@ -1,0 +1,190 @@
+"""What a request's child and the resident helper tell each other (stdlib only, Python 3.8+, Linux/macOS).
+
+A module of python/kg_helper.py, travelling with it.  A request is a Job in the helper.  Its child writes its
+answer on its pipe as one frame, HEAD (the answer's length, whether the probe's state follows, the child's time
+stamps) then the answer's bytes; then, if the probe keeps state, STATE_HEAD and the marshal bytes of its export.
+The helper reads them, times them (``timing``), keeps the state as plain data (``merge_state``) and names a death
+(``died``).
+
+State a probe wants to keep between requests (metrics_reduce's reductions) is carried explicitly, as plain data
+(None, bool, int, float, str, bytes, list, tuple, dict: what marshal writes; no code, no objects), through two
+module functions (python/HELPER_STATE.md):
+
+  KG_STATE_EXPORT() -> {"version": 1, "full": bool, "put": [(key, entry), ...], "drop": [key, ...]}
+      what this process learnt since the last import ("full": everything it keeps)
+  KG_STATE_IMPORT(doc)   applies such a document
+
+The helper applies an export to what it keeps for that probe as dict operations on plain data (it never calls the
+module) and the next child of that probe gets it all as one full document, through fork's copy of memory, before
+``main`` runs.  Two requests of one probe at once: each delta is applied as it arrives, so the last one for a key
+wins.
+"""
+import json
+import marshal
+import os
+import signal
+import struct
+import sys
+import types  # noqa: F401 (type comments)
+from typing import Optional  # noqa: F401 (type comments)
+
+import kg_common
+
+# The answer's length, whether the probe's state follows it, and the child's time stamps (time.perf_counter, one
+# clock for every process): request in hand, module executed, limits and state applied, main returned, answer framed.
+HEAD = struct.Struct(">Q?5d")
+# b"S" + length: the state's marshal bytes follow; b"D": drop what is kept; b"N": keep what is kept.
+STATE_HEAD = struct.Struct(">cQ")
+# Bytes (marshalled) and entries of the plain-data state one probe may keep between requests.
+STATE_BYTES = 80 << 20
+STATE_KEYS = 1024
+
+
+class Job(object):
+    """One request: waiting, then running in child ``pid`` whose answer arrives on ``rfd``."""
+
+    def __init__(self, rid, name, digest, args, deadline):
+        self.rid = rid
+        self.name = name
+        self.digest = digest
+        self.args = args
+        self.deadline = deadline
+        self.pid = None
+        self.rfd = None
+        self.buf = bytearray()
+        self.answered = False
+        self.pipe_done = False
+        self.status = None  # from waitpid, once reaped
+        self.killed = None  # "timeout" / "cancelled" when we killed it
+        self.started = None
+        self.settled = False
+        self.state_follows = False
+        self.state_taken = False
+        self.timeout_s = None  # type: Optional[float]
+        self.code = None  # type: Optional[types.CodeType]
+        self.mods = {}  # name -> compiled code of the modules it imports besides kg_common
+        # Where its time went, answered in a "timing" field when the request asks (npm run bench reads it).
+        self.timing = False
+        self.t_arrival = 0.0
+        self.t_dispatch = 0.0
+        self.compile_s = 0.0
+        self.how = None  # "prepared" (its module executed ahead), "spare" (forked ahead) or "fork"
+        self.zygote_child = False  # forked by the zygote: its wait status comes from there
+        self.key = None  # type: Optional[tuple]  # the probe's and its modules' source hashes: what a prepared spare must match
+
+
+def write_all(fd, data):
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def kill_group(pid):
+    for kill in (lambda: os.killpg(pid, signal.SIGKILL), lambda: os.kill(pid, signal.SIGKILL)):
+        try:
+            kill()
+        except OSError:
+            pass
+
+
+def exited():
+    """(pid, wait status) of each child of this process that has ended, until none has."""
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        except InterruptedError:
+            continue
+        if pid == 0:
+            return
+        yield pid, status
+
+
+def secs(s):
+    return ("%.1f" % s).rstrip("0").rstrip(".")
+
+
+_SIGNALS = {
+    "SIGXCPU": ("limit-cpu", "the CPU-time limit"),
+    "SIGKILL": ("killed", "SIGKILL (the host's out-of-memory killer, or someone else, stopped it)"),
+    "SIGSEGV": ("crashed", "SIGSEGV (a crash in the interpreter or an extension module)"),
+    "SIGXFSZ": ("limit-file-size", "the file-size limit"),
+}
+
+
+def died(name, status):
+    """(message, code) for probe ``name``'s child that ended with wait ``status`` without answering."""
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        try:
+            sname = signal.Signals(sig).name
+        except ValueError:
+            sname = "signal %d" % sig
+        code, what = _SIGNALS.get(sname, ("crashed", sname))
+        if code == "limit-cpu":
+            return str(kg_common.LimitError("cpu", name + " was killed by SIGXCPU")), code
+        return "%s was killed by %s, before it answered" % (name, what), code
+    return "%s ended (exit status %d) before it answered" % (name, os.WEXITSTATUS(status)), "crashed"
+
+
+def timing(job, stamps, t_read):
+    """Where a request's time went in the helper (milliseconds), from the parent's and the child's stamps."""
+    got, executed, ready, ran, framed = stamps
+    ms = lambda a, b: round(max(0.0, b - a) * 1000.0, 3)  # noqa: E731
+    return json.dumps({
+        "how": job.how,
+        "parse": ms(job.t_arrival, job.t_dispatch - job.compile_s),
+        "compile": round(job.compile_s * 1000.0, 3),
+        "handoff": ms(job.t_dispatch, got),
+        "exec": ms(got, executed),
+        "setup": ms(executed, ready),
+        "run": ms(ready, ran),
+        "frame": ms(ran, framed),
+        "pipe": ms(framed, t_read),
+        "total": ms(job.t_arrival, t_read),
+    })
+
+
+def _hashable(key):
+    if isinstance(key, list):
+        key = tuple(_hashable(k) for k in key)
+    hash(key)
+    return key
+
+
+def plain(value, depth=0):
+    """True for data made of None, bool, int, float, str, bytes, list, tuple, dict only."""
+    if depth > 100:
+        return False
+    if value is None or isinstance(value, (bool, int, float, str, bytes)):
+        return True
+    if isinstance(value, (list, tuple)):
+        return all(plain(v, depth + 1) for v in value)
+    if isinstance(value, dict):
+        return all(plain(k, depth + 1) and plain(v, depth + 1) for k, v in value.items())
+    return False
+
+
+def merge_state(kept, name, blob):
+    """``kept`` ({key: (plain-data entry, its marshal size)}, oldest first, or None) with a child's KG_STATE_EXPORT
+    document applied: plain data only, looked at as dict operations, never run.  ``kept`` itself if it cannot be."""
+    try:
+        doc = marshal.loads(blob)
+        if not isinstance(doc, dict) or doc.get("version") != 1 or not plain(doc):
+            raise ValueError("not a version-1 state document")
+        out = {} if doc.get("full") or kept is None else kept
+        for key in doc.get("drop") or ():
+            out.pop(_hashable(key), None)
+        for key, entry in doc.get("put") or ():
+            key = _hashable(key)
+            out.pop(key, None)
+            out[key] = (entry, len(marshal.dumps(entry)))
+        # The probe bounds what it keeps; this bounds what a misbehaving one could make the helper hold.
+        total = sum(size for _, size in out.values())
+        while out and (total > STATE_BYTES or len(out) > STATE_KEYS):
+            total -= out.pop(next(iter(out)))[1]
+        return out
+    except (ValueError, TypeError, EOFError) as e:
+        sys.stderr.write("kg_helper: %s state not kept: %s\n" % (name, e))
+        return kept
