@@ -43,6 +43,7 @@ The loader executes this file's modules before it, in order: kg_modules,
 kg_common, kg_frame, kg_spare, kg_zygote (src/core/probes/sources.ts
 HELPER_MODULES).
 """
+import fcntl
 import gc
 import json
 import marshal
@@ -50,6 +51,7 @@ import os
 import re
 import selectors
 import signal
+import stat
 import sys
 import time
 from typing import Optional  # noqa: F401 (type comments)
@@ -58,8 +60,8 @@ from collections import deque
 import kg_common
 import kg_spare
 import kg_zygote
-from kg_frame import (HEAD, STATE_HEAD, STATE_BYTES, Job, died, exited, kill_group, merge_state, secs, timing,
-                      write_all)
+from kg_frame import (HEAD, PIPE_BUF, STATE_HEAD, STATE_BYTES, Job, died, exited, kill_group, merge_state, secs,
+                      timing, write_all)
 
 _out = sys.stdout
 # Probes must not write to the protocol channel by accident.
@@ -73,6 +75,8 @@ SPARES = 2
 STATE_GRACE_S = 30.0
 # Without a "timeoutMs" in the request (the client always sends one).
 DEFAULT_TIMEOUT_S = 600.0
+# How soon a line waiting for the channel's lock (a child writing its answer: one write) is tried again.
+LOCK_RETRY_S = 0.0005
 # Compiled probe modules kept (by source hash); the oldest goes first.
 MAX_MODULES = 64
 # Standard modules the probes import, loaded once here so that a child does not import them again per request
@@ -114,6 +118,9 @@ class Helper(object):
         self.stop = False
         self.max_out = 1 << 30  # kg_common's output limit, from serve()
         self.t_input = 0.0  # when the bytes being parsed were read
+        # Children answer on the channel themselves (kg_frame.send_direct): it is a pipe, made non-blocking here.
+        self.direct = False
+        self.locked = False  # the channel's lock, held while a line is part-way out
         self.compile_s = 0.0
 
     # ------------------------------------------------------------------------------------------------ output
@@ -143,6 +150,12 @@ class Helper(object):
     def _flush(self):
         while self.out:
             view = self.out[0]
+            if self.lock_waiting():
+                try:
+                    fcntl.lockf(1, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    self.locked = True
+                except OSError:
+                    break  # a child is writing its line (one write): tried again shortly (next_timeout)
             try:
                 n = os.write(1, view)
             except (BlockingIOError, InterruptedError):
@@ -157,7 +170,19 @@ class Helper(object):
             else:
                 self.out[0] = view[n:]
                 break
-        self._want_write(bool(self.out))
+        if self.locked and not self.out:
+            self.locked = False
+            try:
+                fcntl.lockf(1, fcntl.LOCK_UN)
+            except OSError:
+                pass
+        self._want_write(bool(self.out) and not self.lock_waiting())
+
+    def lock_waiting(self):
+        """Whether the next write may go part-way and so needs the channel's lock, not held yet: a child answers on
+        the channel itself only between whole lines of this process (kg_frame.send_direct), and a line a single
+        write may split is written under the lock, held until nothing is left to write."""
+        return self.direct and not self.locked and bool(self.out) and len(self.out[0]) > PIPE_BUF
 
     def _want_write(self, want):
         if self.out_blocking:
@@ -341,9 +366,11 @@ class Helper(object):
             self.spares.remove(spare)
             pid, ctl, rfd, key = spare
             if key == job.key:
-                job.how, msg = "prepared", ("p", job.rid, job.args)
+                job.how = "prepared"
+                msg = ("p", job.rid, job.args, job.stamped())
             else:
-                job.how, msg = "spare", ("f", job.rid, job.name, job.args, code, job.mods)
+                job.how = "spare"
+                msg = ("f", job.rid, job.name, job.args, code, job.mods, job.stamped())
             try:
                 write_all(ctl, marshal.dumps(msg))
                 ok = True
@@ -497,7 +524,7 @@ class Helper(object):
         if job.answered or len(job.buf) < HEAD.size:
             return
         head = HEAD.unpack_from(job.buf)
-        n, job.state_follows = head[0], head[1]
+        n, job.state_follows, sent = head[:3]
         end = HEAD.size + n
         if len(job.buf) < end:
             return
@@ -507,9 +534,11 @@ class Helper(object):
         with memoryview(job.buf) as view:
             answer = bytes(view[HEAD.size:end])
         job.buf = job.buf[end:]
-        if job.timing and answer.endswith(b"}"):
-            answer = answer[:-1] + b', "timing": ' + timing(job, head[2:], t_read).encode("ascii") + b"}"
-        self.send_line(answer)
+        if not sent:
+            stamped = job.stamped()
+            if stamped is not None and answer.endswith(b"}"):
+                answer = answer[:-1] + b', "timing": ' + timing(stamped, head[3:], t_read).encode("ascii") + b"}"
+            self.send_line(answer)
         if not job.state_follows:
             self.start_waiting()
 
@@ -599,6 +628,8 @@ class Helper(object):
                 kill_group(job.pid)
 
     def next_timeout(self):
+        if self.lock_waiting():
+            return LOCK_RETRY_S
         pending = [j.deadline for j in self.by_id.values() if not j.answered]
         pending += [j.deadline + STATE_GRACE_S for j in self.running.values() if j.killed is None]
         if not pending:
@@ -631,6 +662,7 @@ class Helper(object):
         for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
             signal.signal(sig, self._on_stop_signal)
         signal.signal(signal.SIGCHLD, lambda *_: None)
+        self.direct = _direct_channel()
         # Before the ready line: a client (or a test) that sees it finds the zygote there.
         self.zygote = kg_zygote.Zygote.start(self)
         self.send({"ready": self.nonce, "python": kg_common.interpreter()})
@@ -667,6 +699,8 @@ class Helper(object):
                             pass
                     else:
                         self.on_child_output(key.data)
+                if self.lock_waiting():
+                    self._flush()
                 self.after_zygote()
                 self.reap()
                 self.on_deadlines()
@@ -689,6 +723,19 @@ class Helper(object):
 
     def _on_stop_signal(self, *_):
         self.stop = True
+
+
+def _direct_channel():
+    """Whether children may answer on the channel themselves: stdout is a pipe (sshd's, a local client's) that is
+    not stderr too (then it is made non-blocking), and it can be locked (kg_frame.send_direct)."""
+    try:
+        if not stat.S_ISFIFO(os.fstat(1).st_mode) or _same_file(1, 2):
+            return False
+        fcntl.lockf(1, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        fcntl.lockf(1, fcntl.LOCK_UN)
+        return True
+    except OSError:
+        return False
 
 
 def _same_file(a, b):

@@ -17,7 +17,7 @@ import time
 import types
 
 import kg_common
-from kg_frame import HEAD, STATE_BYTES, STATE_HEAD, plain, write_all
+from kg_frame import HEAD, PIPE_BUF, STATE_BYTES, STATE_HEAD, plain, send_direct, timing, write_all
 
 _PR_SET_PDEATHSIG = 1
 
@@ -35,7 +35,9 @@ def _data_bytes():
 
 
 def child_setup(helper, close):
-    """A forked child's first steps: its own process group, default signals, none of the parent's descriptors."""
+    """A forked child's first steps: its own process group, default signals, none of the parent's descriptors.
+    Returns a descriptor of the client's channel where the child may answer on it itself (kg_frame.send_direct:
+    not inherited by what the probe runs), else None."""
     try:
         os.setpgid(0, 0)
     except OSError:
@@ -59,6 +61,7 @@ def child_setup(helper, close):
         helper.sel.close()
     except Exception:  # noqa: BLE001
         pass
+    chan = os.dup(1) if helper.direct else None
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
     os.close(null)
@@ -69,25 +72,27 @@ def child_setup(helper, close):
     helper.inbuf = None
     for j in helper.running.values():
         j.buf = None
+    return chan
 
 
 def child(helper, job, code, state, rfd, wfd):
     """Runs one request in this forked process and leaves with os._exit: never returns to the loop."""
     try:
-        child_setup(helper, [rfd])
+        chan = child_setup(helper, [rfd])
     except BaseException:  # noqa: BLE001
         os._exit(70)
-    _run(job.rid, job.name, job.args, code, job.mods, state, wfd)
+    _run(job.rid, job.name, job.args, code, job.mods, state, wfd, chan=chan, stamped=job.stamped())
 
 
-def spare(helper, ctl_r, ctl_w, rfd, wfd, prep, parent=None):
+def spare(helper, ctl_r, ctl_w, rfd, wfd, prep, parent=None, chan=None):
     """A child forked ahead of need: set up, and the last request's probe ``prep`` (name, code, modules) executed
-    and its limits applied, it waits for its request on ``ctl_r``: ("p", rid, args) for the probe it prepared,
-    ("f", rid, name, args, code, modules) for another. ``helper`` is None when the zygote forked it: set up
-    already, it dies with its ``parent`` (prctl, the zygote's pid)."""
+    and its limits applied, it waits for its request on ``ctl_r``: ("p", rid, args, stamped) for the probe it
+    prepared, ("f", rid, name, args, code, modules, stamped) for another (``stamped``: Job.stamped). ``helper`` is
+    None when the zygote forked it: set up already, it dies with its ``parent`` (prctl, the zygote's pid) and
+    answers on the zygote's ``chan``."""
     try:
         if helper is not None:
-            child_setup(helper, [ctl_w, rfd])
+            chan = child_setup(helper, [ctl_w, rfd])
         else:
             try:
                 os.setpgid(0, 0)
@@ -117,12 +122,12 @@ def spare(helper, ctl_r, ctl_w, rfd, wfd, prep, parent=None):
             prep = ("unknown", compile("raise RuntimeError('the spare had no probe')", "kg_helper", "exec"), None)
         name, code, mods = prep
         if ready is not None:
-            _run(msg[1], name, msg[2], code, mods, None, wfd, ready[0])
+            _run(msg[1], name, msg[2], code, mods, None, wfd, ready[0], chan, msg[3])
         # Its module failed to execute ahead: executed again, the failure is this request's answer.
-        _run(msg[1], name, msg[2], code, mods, None, wfd)
+        _run(msg[1], name, msg[2], code, mods, None, wfd, None, chan, msg[3])
     if ready is not None:
         _unprepare(ready)
-    _run(msg[1], msg[2], msg[3], msg[4], msg[5], None, wfd)
+    _run(msg[1], msg[2], msg[3], msg[4], msg[5], None, wfd, None, chan, msg[6])
 
 
 def _rehearse():
@@ -131,8 +136,8 @@ def _rehearse():
     try:
         kg_common.call_probe(lambda argv: {"a": [1, 2.5, "x", None, True, {"b": "c"}]}, [])
         kg_common.interpreter()
-        marshal.loads(marshal.dumps(("p", 1, ["x"])))
-        HEAD.pack(1, False, 0.0, 0.0, 0.0, 0.0, time.perf_counter())
+        marshal.loads(marshal.dumps(("p", 1, ["x"], None)))
+        HEAD.pack(1, False, False, 0.0, 0.0, 0.0, 0.0, time.perf_counter())
     except Exception:  # noqa: BLE001 - only a head start
         pass
 
@@ -188,9 +193,10 @@ def _rlimits():
         return []
 
 
-def _run(rid, name, args, code, mods, state, wfd, loaded=None):
+def _run(rid, name, args, code, mods, state, wfd, loaded=None, chan=None, stamped=None):
     """Runs one request in this child (its module executed already when ``loaded``) and leaves with os._exit:
-    never returns to the loop."""
+    never returns to the loop. The answer goes on the client's channel ``chan`` itself where it can
+    (kg_frame.send_direct), else through ``wfd`` to the helper, which sends it."""
     status = 70
     t_got = time.perf_counter()
     t_exec = t_ready = t_ran = t_got
@@ -230,8 +236,20 @@ def _run(rid, name, args, code, mods, state, wfd, loaded=None):
         prefix = ('{"id": %s, ' % json.dumps(rid)).encode("ascii")
         get = getattr(mod, "KG_STATE_EXPORT", None)
         stamps = (t_got, max(t_exec, t_got), max(t_ready, t_exec), max(t_ran, t_ready), time.perf_counter())
-        write_all(wfd, HEAD.pack(len(prefix) + len(body) - 1, callable(get), *stamps) + prefix)
-        write_all(wfd, memoryview(body)[1:])
+        sent = False
+        # A probe that keeps state answers through the helper: the helper must know of the state coming before the
+        # client can ask again (the next request of that probe waits for it).
+        if chan is not None and not callable(get) and len(prefix) + len(body) <= PIPE_BUF:
+            line = prefix + body[1:]
+            if stamped is not None and line.endswith(b"}"):
+                line = line[:-1] + b', "timing": ' + timing(stamped, stamps, stamps[4], True).encode("ascii") + b"}"
+            sent = send_direct(chan, line + b"\n")
+            stamps = stamps[:4] + (time.perf_counter(),)
+        if sent:
+            write_all(wfd, HEAD.pack(0, callable(get), True, *stamps))
+        else:
+            write_all(wfd, HEAD.pack(len(prefix) + len(body) - 1, callable(get), False, *stamps) + prefix)
+            write_all(wfd, memoryview(body)[1:])
         body = None
         status = 0
         if callable(get):

@@ -171,7 +171,7 @@ def _readable(sock, timeout):
 def _zygote(helper, sock, theirs):
     """The zygote's loop: forks a spare per request of the helper and reports how each ended; never returns."""
     try:
-        kg_spare.child_setup(helper, [theirs.fileno()])
+        chan = kg_spare.child_setup(helper, [theirs.fileno()])
         prctl, zpid = helper.prctl, os.getpid()
         wake_r, wake_w = os.pipe()
         os.set_blocking(wake_r, False)
@@ -207,7 +207,7 @@ def _zygote(helper, sock, theirs):
                             os.close(f)
                         signal.set_wakeup_fd(-1)
                         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-                        kg_spare.spare(None, fds[0], None, None, fds[1], prep, (prctl, zpid))
+                        kg_spare.spare(None, fds[0], None, None, fds[1], prep, (prctl, zpid), chan)
                 for f in fds:
                     os.close(f)
                 write_all(fd, _ZREC.pack(b"P", pid, 0))

@@ -14,6 +14,7 @@ const footprintSchema = z.object({ maxRssKb: z.number(), cpuS: z.number() });
 const ms = z.number();
 const timingSchema = z.object({
   how: z.string(),
+  direct: z.boolean().optional(),
   parse: ms,
   compile: ms,
   handoff: ms,
