@@ -118,11 +118,28 @@ def kill_group(pid):
             pass
 
 
+# Where a child's process group can be killed before the child is reaped (waitid with WNOWAIT: Linux, most Unixes).
+GROUP_AT_REAP = hasattr(os, "waitid") and hasattr(os, "WNOWAIT") and hasattr(os, "P_ALL")
+
+
 def exited():
-    """(pid, wait status) of each child of this process that has ended, until none has."""
+    """(pid, wait status) of each child of this process that has ended, until none has. Each one's process group
+    (its own: it made itself leader) is killed first, with whatever it left running, while the exited child still
+    holds the number (GROUP_AT_REAP): once reaped, the number may be a new process's, and its group a new spare's
+    (pid_max is 32768 on many hosts, and spares are made all the time)."""
     while True:
         try:
-            pid, status = os.waitpid(-1, os.WNOHANG)
+            if GROUP_AT_REAP:
+                info = os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+                if info is None or not info.si_pid:
+                    return
+                try:
+                    os.killpg(info.si_pid, signal.SIGKILL)
+                except OSError:
+                    pass
+                pid, status = os.waitpid(info.si_pid, 0)
+            else:
+                pid, status = os.waitpid(-1, os.WNOHANG)
         except ChildProcessError:
             return
         except InterruptedError:

@@ -60,8 +60,8 @@ from collections import deque
 import kg_common
 import kg_spare
 import kg_zygote
-from kg_frame import (HEAD, PIPE_BUF, STATE_HEAD, STATE_BYTES, Job, died, exited, kill_group, merge_state, secs,
-                      timing, write_all)
+from kg_frame import (GROUP_AT_REAP, HEAD, PIPE_BUF, STATE_HEAD, STATE_BYTES, Job, died, exited, kill_group,
+                      merge_state, secs, timing, write_all)
 
 _out = sys.stdout
 # Probes must not write to the protocol channel by accident.
@@ -602,12 +602,13 @@ class Helper(object):
         job.settled = True
         self._close_pipe(job)
         self.running.pop(job.pid, None)
-        # Tools it started and left behind go with it (the group's id stays taken while any member lives, so
-        # this reaches no one else).
-        try:
-            os.killpg(job.pid, signal.SIGKILL)
-        except OSError:
-            pass
+        # Tools it started and left behind go with it: killed where it was reaped (kg_frame.exited), before its
+        # number was free. Without waitid, here (the group's id stays taken while any member lives).
+        if not GROUP_AT_REAP:
+            try:
+                os.killpg(job.pid, signal.SIGKILL)
+            except OSError:
+                pass
         if not job.answered:
             job.answered = True
             self.by_id.pop(job.rid, None)
