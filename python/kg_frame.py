@@ -25,6 +25,7 @@ import marshal
 import os
 import select
 import signal
+import stat
 import struct
 import sys
 import types  # noqa: F401 (type comments)
@@ -102,6 +103,25 @@ def send_direct(chan, line):
             fcntl.lockf(chan, fcntl.LOCK_UN)
         except OSError:
             pass
+
+
+def direct_channel():
+    """Whether children may answer on the channel themselves: stdout is a pipe (sshd's, a local client's) that is
+    not stderr too (then it is made non-blocking), and it can be locked (send_direct)."""
+    try:
+        if not stat.S_ISFIFO(os.fstat(1).st_mode) or same_file(1, 2):
+            return False
+        fcntl.lockf(1, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        fcntl.lockf(1, fcntl.LOCK_UN)
+        return True
+    except OSError:
+        return False
+
+
+def same_file(a, b):
+    """Whether descriptors ``a`` and ``b`` are one file (stdout and stderr on a terminal)."""
+    sa, sb = os.fstat(a), os.fstat(b)
+    return (sa.st_dev, sa.st_ino) == (sb.st_dev, sb.st_ino)
 
 
 def write_all(fd, data):

@@ -51,7 +51,6 @@ import os
 import re
 import selectors
 import signal
-import stat
 import sys
 import time
 from typing import Optional  # noqa: F401 (type comments)
@@ -60,8 +59,8 @@ from collections import deque
 import kg_common
 import kg_spare
 import kg_zygote
-from kg_frame import (GROUP_AT_REAP, HEAD, PIPE_BUF, STATE_HEAD, STATE_BYTES, Job, died, exited, kill_group,
-                      merge_state, secs, timing, write_all)
+from kg_frame import (GROUP_AT_REAP, HEAD, PIPE_BUF, STATE_HEAD, STATE_BYTES, Job, died, direct_channel, exited,
+                      kill_group, merge_state, same_file, secs, timing, write_all)
 
 _out = sys.stdout
 # Probes must not write to the protocol channel by accident.
@@ -663,14 +662,14 @@ class Helper(object):
         for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
             signal.signal(sig, self._on_stop_signal)
         signal.signal(signal.SIGCHLD, lambda *_: None)
-        self.direct = _direct_channel()
+        self.direct = direct_channel()
         # Before the ready line: a client (or a test) that sees it finds the zygote there.
         self.zygote = kg_zygote.Zygote.start(self)
         self.send({"ready": self.nonce, "python": kg_common.interpreter()})
         # Non-blocking output, so a slow reader never stops deadlines from being kept; unless stdout and stderr
         # are one file (a terminal), where children's stderr would then fail with EAGAIN.
         try:
-            if not _same_file(1, 2):
+            if not same_file(1, 2):
                 os.set_blocking(1, False)
                 self.out_blocking = False
         except OSError:
@@ -724,24 +723,6 @@ class Helper(object):
 
     def _on_stop_signal(self, *_):
         self.stop = True
-
-
-def _direct_channel():
-    """Whether children may answer on the channel themselves: stdout is a pipe (sshd's, a local client's) that is
-    not stderr too (then it is made non-blocking), and it can be locked (kg_frame.send_direct)."""
-    try:
-        if not stat.S_ISFIFO(os.fstat(1).st_mode) or _same_file(1, 2):
-            return False
-        fcntl.lockf(1, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        fcntl.lockf(1, fcntl.LOCK_UN)
-        return True
-    except OSError:
-        return False
-
-
-def _same_file(a, b):
-    sa, sb = os.fstat(a), os.fstat(b)
-    return (sa.st_dev, sa.st_ino) == (sb.st_dev, sb.st_ino)
 
 
 def serve(nonce):
