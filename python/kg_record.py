@@ -3,7 +3,7 @@
 Usage: python3 kg_record.py [--run DIR] [--timeout SECONDS] -- CMD [ARGS...]
 
 Appends one JSON line to DIR/.known-good/launches.jsonl (DIR: the current folder unless --run names one): the time,
-the command line, the cwd, the environment (secrets redacted by kg_common), this interpreter and its sys.version, the
+the command line, the cwd, the environment (secrets redacted by kg_redact), this interpreter and its sys.version, the
 torch build (read from torch/version.py, never imported), the installed packages as env_snapshot reads them, the git
 HEAD and a hash of the uncommitted diff of the script's checkout, and the GPUs and driver when nvidia-smi is there.
 Then it replaces itself with CMD (os.execvp): same PID, so exit code, signals, stdin and the terminal are the command's
@@ -27,7 +27,7 @@ if HERE not in sys.path:
 
 import env_python  # noqa: E402
 import env_tools  # noqa: E402
-import kg_common  # noqa: E402
+import kg_redact  # noqa: E402
 
 SCHEMA = 1
 DEFAULT_TIMEOUT_S = 1.0
@@ -139,10 +139,10 @@ def redact_argv(argv):
     out = []
     for i, a in enumerate(argv):
         prev = argv[i - 1] if i > 0 else ""
-        if prev.startswith("-") and "=" not in prev and kg_common.is_secret_name(prev.lstrip("-")) and a:
-            out.append(kg_common.redact_secret(a))
+        if prev.startswith("-") and "=" not in prev and kg_redact.is_secret_name(prev.lstrip("-")) and a:
+            out.append(kg_redact.redact_secret(a))
         else:
-            out.append(kg_common.redact_text(a))
+            out.append(kg_redact.redact_text(a))
     return out
 
 
@@ -151,7 +151,7 @@ def collect_env():
     for name, value in sorted(os.environ.items()):
         if len(value) > MAX_VALUE_CHARS:
             value = value[:MAX_VALUE_CHARS] + "…"
-        out[name] = kg_common.redact_value(name, value)
+        out[name] = kg_redact.redact_value(name, value)
     return out
 
 
@@ -198,7 +198,7 @@ def collect_git(where, deadline):
         "root": top,
         "head": head,
         "branch": None if branch == "HEAD" else branch,
-        "subject": kg_common.redact_text(message) if rc == 0 else None,
+        "subject": kg_redact.redact_text(message) if rc == 0 else None,
         "committedAt": int(when) if rc == 0 and when.isdigit() else None,
         "dirty": diff_size > 0,
         "diffSha256": diff_sha if diff_size > 0 else None,
@@ -279,7 +279,7 @@ def record(run_dir, timeout, command):
             error = "not done within %.1f s" % timeout
         doc[name] = value
         if error:
-            doc["errors"].append({"fact": name, "message": kg_common.redact_text(error)})
+            doc["errors"].append({"fact": name, "message": kg_redact.redact_text(error)})
     pk = doc.get("packages") or {}
     try:
         doc["torch"] = env_python.collect_torch(pk.get("packages")) if pk else env_python.collect_torch(None)
