@@ -174,6 +174,8 @@ scenario(
     // the same from metrics.csv itself (its context menu offers Open Dashboard)
     await vs.commandPalette('View: Close All Editors');
     await plots.first().waitFor({ state: 'detached' });
+    await setExpanded('lightning_logs', true);
+    await setExpanded('version_0', true);
     await contextMenu('metrics.csv', 'Open Dashboard');
     await plots.first().waitFor({ timeout: 60_000 });
     const again = await plots.evaluateAll((els) => els.map((e) => (e as HTMLElement).dataset.series));
