@@ -10,7 +10,7 @@ import { createStatusBarItem } from '../window';
 
 /**
  * The status-bar item of a selected run: newest step and the tokens/s level (median of the recent values) from its
- * metrics jsonl. It polls only while the
+ * metrics jsonl, or from its stitched history when its log is no jsonl. It polls only while the
  * Remote Runs view is visible and a run (or its log) is selected, and hides otherwise.
  */
 export function registerLiveThroughput(c: BenchDeps): LiveThroughput {

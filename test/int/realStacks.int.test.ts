@@ -148,6 +148,13 @@ describe('real training stacks (test/fixtures/real) over the real sshd, as the e
     return node;
   }
   const labelsBelow = (node: RunsNode) => childrenOf(node, { newestFirst: false }).map((n) => n.label);
+  /** A Lightning checkpoint's node: its run (the stack's root here) lists every version's checkpoints itself. */
+  const lightningCheckpointAt = (path: string): RunsNode => {
+    const rel = relative('lightning', path);
+    const node = childrenOf(nodeAt('lightning')).find((n) => n.kind === 'checkpoint' && n.entry.path === rel);
+    assert.ok(node, `no checkpoint ${rel} below the Lightning run`);
+    return node;
+  };
   const checkpointsBelow = (node: RunsNode) =>
     childrenOf(node, { newestFirst: false }).filter((n): n is EntryNode => n.kind === 'checkpoint');
 
@@ -170,7 +177,7 @@ describe('real training stacks (test/fixtures/real) over the real sshd, as the e
     test('Lightning: one run, its version_N folders with their .ckpt steps in numeric order, metrics.csv and events as metrics', () => {
       const versions = Object.entries(TRUTH.lightning.versions);
       assert.deepEqual(labelsBelow(nodeAt('lightning', 'lightning_logs')), ['version_0', 'version_1']);
-      for (const [vdir, v] of versions) {
+      for (const [vdir] of versions) {
         const name = vdir.split('/').pop()!;
         const version = nodeAt('lightning', 'lightning_logs', name);
         // one launch of the run above it (issue 22: a Lightning run is one run), not a run of its own
@@ -178,20 +185,8 @@ describe('real training stacks (test/fixtures/real) over the real sshd, as the e
         assert.match(version.contextValue, /lightning-version/);
         assert.equal(version.entry.layout, 'lightning-version');
         assert.match(version.description ?? '', /^3 checkpoints · last step 6 · /);
-        const ckpts = checkpointsBelow(nodeAt('lightning', 'lightning_logs', name, 'checkpoints'));
-        const want = Object.entries(v.checkpoints).sort((a, b) => a[1].global_step - b[1].global_step);
-        assert.deepEqual(
-          ckpts.map((c) => c.label),
-          want.map(([p]) => p.split('/').pop()),
-        );
-        assert.deepEqual(
-          ckpts.map((c) => [c.entry.step, c.entry.epoch]),
-          want.map(([, w]) => [w.global_step, w.epoch]),
-        );
-        for (const c of ckpts) {
-          assert.match(c.contextValue, /^checkpoint;file;format-lightning$/);
-          assert.match(c.description ?? '', /^epoch 0 · step \d+ · /);
-        }
+        // its checkpoints are listed by the run, not below the version
+        assert.ok(!labelsBelow(version).includes('checkpoints'));
         const files = childrenOf(version).filter((n): n is EntryNode => n.kind === 'file');
         const metrics = files.filter((f) => f.entry.role === 'metrics').map((f) => [f.label, f.entry.format]);
         assert.deepEqual(metrics.sort(), [
@@ -199,6 +194,20 @@ describe('real training stacks (test/fixtures/real) over the real sshd, as the e
           ['metrics.csv', 'csv'],
         ]);
         assert.equal(files.find((f) => f.label === 'hparams.yaml')?.entry.role, 'config');
+      }
+      // the run lists the checkpoints of both versions in one numeric order; both hold each name, so each is labelled
+      // with its version
+      const ckpts = checkpointsBelow(nodeAt('lightning'));
+      const want = versions
+        .flatMap(([vdir, v]) => Object.entries(v.checkpoints).map(([p, w]) => ({ vdir, p, w })))
+        .sort((a, b) => a.w.global_step - b.w.global_step || a.vdir.localeCompare(b.vdir));
+      assert.deepEqual(
+        ckpts.map((c) => [c.label, c.entry.step, c.entry.epoch]),
+        want.map(({ vdir, p, w }) => [`${vdir.split('/').pop()}/${p.split('/').pop()}`, w.global_step, w.epoch]),
+      );
+      for (const c of ckpts) {
+        assert.match(c.contextValue, /^checkpoint;file;format-lightning$/);
+        assert.match(c.description ?? '', /^version_\d · epoch 0 · step \d+ · /);
       }
     });
 
@@ -319,7 +328,7 @@ describe('real training stacks (test/fixtures/real) over the real sshd, as the e
     test('Lightning .ckpt: hyper_parameters, step and epoch; wandb_api_key redacted', async () => {
       const [vdir, v] = Object.entries(TRUTH.lightning.versions)[1]!;
       const [cpath, want] = Object.entries(v.checkpoints)[1]!;
-      const node = nodeAt('lightning', ...relative('lightning', cpath).split('/'));
+      const node = lightningCheckpointAt(cpath);
       const { args, doc } = await read(node);
       assert.equal(args.format, 'lightning');
       assert.equal(args.key, 'hyper_parameters');
@@ -336,7 +345,7 @@ describe('real training stacks (test/fixtures/real) over the real sshd, as the e
     test('Lightning: the two versions differ in dataset and lr (what Compare shows)', async () => {
       const [a, b] = Object.values(TRUTH.lightning.versions).map((v) => Object.entries(v.checkpoints)[2]!);
       const refs = [a!, b!].map(([p]) => {
-        const node = nodeAt('lightning', ...relative('lightning', p).split('/'));
+        const node = lightningCheckpointAt(p);
         assert.ok(node.kind === 'checkpoint', p);
         return checkpointOfEntry(node.hostId, node.root, node.entry);
       });

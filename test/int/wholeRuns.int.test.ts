@@ -82,14 +82,13 @@ describe('whole runs: the real restarted runs (issue 22)', () => {
       t.diagnostic(report.headline);
       const regression = truth.regression ?? truth.change !== null;
       assert.equal(report.verdict, regression ? 'regression' : 'steady', report.headline);
-      // The steady loop really ran ~18% faster for its first 200 steps (324.8K tok/s, then 265K through the rest of
-      // both launches): that shift is in its log and is reported; none at or after the restart, where saves, evals
-      // and the relaunch's warm-up are.
+      // The steady loop ran ~25% faster for its first 200 steps (10 s after its process started, 1.2 s after its
+      // first window; 326K tok/s, then 254K through the rest of the launch and 270K after the restart): the run
+      // settling, left out as warm-up (SETTLE_SECONDS), so no changepoint at all; none at the restart either.
       if (!regression) {
         for (const s of report.changepoints.series) {
           if (!s.throughput) continue;
-          const late = s.changepoints.filter((c) => c.firstAfter > 300);
-          assert.deepEqual(late, [], `${s.key}: ${JSON.stringify(late)}`);
+          assert.deepEqual(s.changepoints, [], `${s.key}: ${JSON.stringify(s.changepoints)}`);
         }
       } else {
         const tp = report.changepoints.series.find((s) => s.throughput && s.changepoints.length)!;

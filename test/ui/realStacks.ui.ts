@@ -73,29 +73,27 @@ scenario(
     // one run: its two versions (launches) inside it, their checkpoints counted together
     assert.match(plain(await row('lightning').textContent()), /2 versions · 6 checkpoints · last step 6/);
     await setExpanded('lightning', true);
+    // the checkpoints of both versions in one order, newest step first; both versions saved each name, so each is
+    // labelled with its version
+    const ckpts = page.locator('#workbench\\.parts\\.sidebar [role=treeitem]').filter({ hasText: /\.ckpt/ });
+    await ckpts.nth(5).waitFor({ timeout: 30_000 });
+    const texts = (await ckpts.allTextContents()).map(plain);
+    assert.deepEqual(
+      texts.map((t) => /version_\d\/epoch=\d+-step=\d+\.ckpt/.exec(t)?.[0]),
+      [6, 4, 2].flatMap((s) => [`version_1/epoch=0-step=${s}.ckpt`, `version_0/epoch=0-step=${s}.ckpt`]),
+    );
+    for (const t of texts) assert.match(t, /version_\d · epoch 0 · step \d · /);
     await setExpanded('lightning_logs', true);
     await setExpanded('version_0', true);
     assert.match(plain(await row('version_0').textContent()), /3 checkpoints · last step 6/);
-    await setExpanded('checkpoints', true);
-    // newest step first, each with its epoch and step
-    const ckpts = page.locator('#workbench\\.parts\\.sidebar [role=treeitem]').filter({ hasText: /\.ckpt/ });
-    await ckpts.nth(2).waitFor({ timeout: 30_000 });
-    const texts = (await ckpts.allTextContents()).map(plain);
-    assert.deepEqual(
-      texts.map((t) => /epoch=\d+-step=\d+\.ckpt/.exec(t)?.[0]),
-      ['epoch=0-step=6.ckpt', 'epoch=0-step=4.ckpt', 'epoch=0-step=2.ckpt'],
-    );
-    for (const t of texts) assert.match(t, /epoch 0 · step \d · /);
     await row('metrics.csv').waitFor();
     await page.mouse.move(1100, 700);
     await vs.screenshot('real-stacks-lightning-tree');
 
     // step 4 of version_0 → Select for Compare; step 6 of version_1 → Compare with Selected
-    await contextMenu(fileName(left[0]), 'Select for Compare');
-    await setExpanded('version_0', false);
-    await setExpanded('version_1', true);
-    await setExpanded('checkpoints', true);
-    await contextMenu(fileName(right[0]), 'Compare with Selected');
+    await setExpanded('lightning_logs', false);
+    await contextMenu(`version_0/${fileName(left[0])}`, 'Select for Compare');
+    await contextMenu(`version_1/${fileName(right[0])}`, 'Compare with Selected');
     const title = `args: ${fileName(left[0]).replace(/\.ckpt$/, '')} ↔ ${fileName(right[0]).replace(/\.ckpt$/, '')}`;
     await page.locator('.tabs-container .tab', { hasText: title }).waitFor({ timeout: 60_000 });
     const diff = page.locator('.monaco-diff-editor').first();
@@ -176,6 +174,8 @@ scenario(
     // the same from metrics.csv itself (its context menu offers Open Dashboard)
     await vs.commandPalette('View: Close All Editors');
     await plots.first().waitFor({ state: 'detached' });
+    await setExpanded('lightning_logs', true);
+    await setExpanded('version_0', true);
     await contextMenu('metrics.csv', 'Open Dashboard');
     await plots.first().waitFor({ timeout: 60_000 });
     const again = await plots.evaluateAll((els) => els.map((e) => (e as HTMLElement).dataset.series));

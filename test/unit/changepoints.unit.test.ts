@@ -163,3 +163,26 @@ void test('a 2.6× slowdown at a restart is found at the restart; its levels are
     assert.ok(Math.abs(cp.before - 149) < 5 && Math.abs(cp.after - 57) < 3, `${cp.before} → ${cp.after}`);
   }
 });
+
+void test('a level held only while the run settles after it started (its first 60 s, under half its first launch) is warm-up; a shift later, or right after a restart, is kept', () => {
+  // 100 windows of 10 steps, 0.5 s each: the first 20 (10 s) run 25% faster, as the steady real plain loop did
+  const { x, y } = series(100, (i) => (i < 20 ? 125 : 100), 2, 7);
+  const t = x.map((_, i) => i * 0.5);
+  assert.equal(findChangepoints(x, y).changepoints.length, 1, 'without wall times it is a shift');
+  const settled = findChangepoints(x, y, { times: t });
+  assert.deepEqual(settled.changepoints, []);
+  assert.ok(settled.warmup >= 19, `warm-up ${settled.warmup}`);
+  // the same shift 2 minutes into the run: past the settling time, a real shift
+  const late = t.map((v) => v * 12);
+  assert.deepEqual(
+    findChangepoints(x, y, { times: late }).changepoints.map((c) => [c.at, c.firstAfter]),
+    [[19, 20]],
+  );
+  // a restart 10 s into the run that is slower from there on: the restart's change, never the run settling
+  const r = series(100, (i) => (i < 21 ? 100 : 70), 2, 9);
+  const cps = findChangepoints(r.x, r.y, { times: t, launches: [r.x[20]!] }).changepoints;
+  assert.ok(
+    cps.some((c) => c.launch === r.x[20]),
+    JSON.stringify(cps.map((c) => [c.at, c.ratio])),
+  );
+});

@@ -57,6 +57,15 @@ void test('an HF run restarted at step 600: the dashboard shows both halves as o
       [610],
     );
     assert.equal(detectSeries([data])[0], 'steps/s (from wall time)');
+    // HF's end-of-run train_samples_per_second (one point a launch) is a summary: it never goes first
+    const base = data.series[0]!;
+    const two = Object.fromEntries(
+      Object.entries(base).map(([k, v]) => [k, Array.isArray(v) ? (v as unknown[]).slice(0, 2) : v]),
+    ) as typeof base;
+    const withSummary = { ...data, series: [...data.series, { ...two, key: 'train/train_samples_per_second' }] };
+    const order = detectSeries([withSummary]);
+    assert.equal(order[0], 'steps/s (from wall time)');
+    assert.equal(order.at(-1), 'train/train_samples_per_second');
     assert.deepEqual(
       restartMarks([data], new Set([data.run.id]), 'step').map((m) => m.x),
       [610],

@@ -3,6 +3,7 @@ import { execFileSync } from 'node:child_process';
 import { describe, it } from 'node:test';
 import { findMetricsLog, joinRemote } from '../../src/core/dashboard/sources';
 import { liveTargetOf } from '../../src/core/metrics/liveThroughput';
+import { metricsLogsOf } from '../../src/core/metrics/history';
 import { isJsonlLog, metricsLogOf } from '../../src/core/metrics/metricsLog';
 import type { RootListing, RunEntry } from '../../src/core/runs/listRuns';
 import { childrenOf, rootNode, type RunsNode } from '../../src/core/runs/model';
@@ -74,10 +75,14 @@ async function agree(listing: RootListing): Promise<number> {
   for (const node of runNodes(listing)) {
     if (node.kind !== 'run') continue;
     const log = findMetricsLog(node.entry);
-    const expected = log && isJsonlLog(log) ? joinRemote(listing.path, log.path) : undefined;
+    // a jsonl is tailed; any other log through the run's stitched history, whose newest file it shows
+    const history = metricsLogsOf(node.entry).map((e) => joinRemote(listing.path, e.path));
+    const expected = log && (isJsonlLog(log) ? joinRemote(listing.path, log.path) : history[history.length - 1]);
     const target = decodeTarget(node);
     assert.ok(target);
-    assert.equal(liveTargetOf(listings.resolve(target))?.path, expected, node.remotePath);
+    const live = liveTargetOf(listings.resolve(target));
+    assert.equal(live?.path, expected, node.remotePath);
+    assert.deepEqual(live?.history, log && !isJsonlLog(log) ? history : undefined, node.remotePath);
     compared++;
   }
   return compared;

@@ -1,14 +1,16 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, posix } from 'node:path';
 import { historyReduction, metricsLogsOf, stitchReductions } from '../../src/core/metrics/history';
 import { metricsReductionSchema } from '../../src/core/metrics/metricsProbe';
 import { STEPS_PER_SEC_KEY, derivedSpeed } from '../../src/core/metrics/speedFromTime';
 import { runsListingSchema } from '../../src/core/runs/listRuns';
-import { buildRootNodes, childrenOf } from '../../src/core/runs/model';
+import { previousCheckpoint } from '../../src/core/args/target';
+import { runCheckpoints } from '../../src/core/dashboard/sources';
+import { buildRootNodes, childrenOf, newestCheckpoint, type EntryNode, type RunsNode } from '../../src/core/runs/model';
 import { analyze } from '../../src/core/whatChanged/analyze';
 import { medianOf } from '../../src/core/whatChanged/changepoints';
 import type { ArgsFact, WhatChangedFacts } from '../../src/core/whatChanged/facts';
@@ -272,6 +274,101 @@ void test('Remote Runs shows a Lightning run as one run, its versions (launches)
       ['folder', 'version_1'],
     ]);
     assert.ok(versions.every((v) => 'contextValue' in v && v.contextValue.includes('lightning-version')));
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+void test('A Lightning run lists the checkpoints of all its versions in one order, a shared name with its version; Compare with Previous Step crosses versions', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'kg-tree-'));
+  try {
+    // Resumed from step 600 into version_1, which saved step 500 again (a resume from 400 after a crash, say) and its
+    // own last.ckpt; version_0 has a last.ckpt too. Times in the order written.
+    const files: [string, string, number][] = [
+      ['version_0', 'epoch=0-step=500.ckpt', 1],
+      ['version_0', 'epoch=0-step=600.ckpt', 2],
+      ['version_0', 'last.ckpt', 3],
+      ['version_1', 'epoch=0-step=500.ckpt', 4],
+      ['version_1', 'epoch=1-step=1200.ckpt', 5],
+      ['version_1', 'epoch=0-step=800.ckpt', 6],
+      ['version_1', 'last.ckpt', 7],
+    ];
+    for (const [v, name, t] of files) {
+      const d = join(dir, 'pl-run', 'lightning_logs', v, 'checkpoints');
+      mkdirSync(d, { recursive: true });
+      writeFileSync(join(d, name), '');
+      writeFileSync(join(dir, 'pl-run', 'lightning_logs', v, 'metrics.csv'), 'step,loss\n1,2\n');
+      utimesSync(join(d, name), 1_700_000_000 + t, 1_700_000_000 + t);
+    }
+    const out = execFileSync('python3', ['python/list_runs.py', dir], { encoding: 'utf8' });
+    const listing = runsListingSchema.parse(JSON.parse(out));
+    const [root] = buildRootNodes('h', listing);
+    const [run] = childrenOf(root!);
+    const want = [
+      ['version_0/epoch=0-step=500.ckpt', 'version_0 · epoch 0 · step 500'],
+      ['version_1/epoch=0-step=500.ckpt', 'version_1 · epoch 0 · step 500'],
+      ['epoch=0-step=600.ckpt', 'version_0 · epoch 0 · step 600'],
+      ['epoch=0-step=800.ckpt', 'version_1 · epoch 0 · step 800'],
+      ['epoch=1-step=1200.ckpt', 'version_1 · epoch 1 · step 1200'],
+      ['version_0/last.ckpt', 'last save of version_0'],
+      ['version_1/last.ckpt', 'last save of version_1'],
+    ];
+    const ckpts = (node: RunsNode, newestFirst: boolean) =>
+      childrenOf(node, { newestFirst }).filter((n): n is EntryNode => n.kind === 'checkpoint');
+    const shown = ckpts(run!, false).map((n) => [n.label, /^(.*?) · \d+ B/.exec(n.description ?? '')?.[1]]);
+    assert.deepEqual(shown, want);
+    assert.deepEqual(
+      ckpts(run!, true).map((n) => n.label),
+      want.map(([l]) => l).reverse(),
+    );
+    // the versions keep their logs; their checkpoints are listed once, by the run
+    const [logs] = childrenOf(run!).filter((n) => n.label === 'lightning_logs');
+    for (const v of childrenOf(logs!))
+      assert.deepEqual(
+        childrenOf(v).map((n) => n.label),
+        ['metrics.csv'],
+      );
+
+    // Compare with Previous Step: the preceding checkpoint in that one order, whichever version wrote it
+    const rootListing = listing.roots[0]!;
+    const previous = (label: string) => {
+      const node = ckpts(run!, false).find((n) => n.label === label)!;
+      const ref = previousCheckpoint({
+        kind: 'checkpoint',
+        hostId: 'h',
+        path: node.remotePath,
+        root: rootListing,
+        entry: node.entry,
+        inCheckpoint: false,
+        step: node.entry.step,
+        format: node.entry.format,
+        metricsLog: undefined,
+      });
+      return ref && [ref.label, ref.path.slice(dir.length + 1)];
+    };
+    assert.deepEqual(previous('epoch=0-step=600.ckpt'), [
+      'epoch=0-step=500',
+      'pl-run/lightning_logs/version_1/checkpoints/epoch=0-step=500.ckpt',
+    ]);
+    assert.deepEqual(previous('epoch=0-step=800.ckpt'), [
+      'epoch=0-step=600',
+      'pl-run/lightning_logs/version_0/checkpoints/epoch=0-step=600.ckpt',
+    ]);
+    assert.equal(previous('version_0/epoch=0-step=500.ckpt'), undefined);
+
+    // the dashboard lists them the same way
+    const runEntry = (run as EntryNode).entry;
+    const dash = runCheckpoints({ hostId: 'h', logPath: '', label: 'pl-run', root: rootListing, run: runEntry }, 'r');
+    assert.deepEqual(
+      dash.map((c) => c.checkpoint.label),
+      want.map(([l]) => l),
+    );
+
+    // Reveal Newest Checkpoint: its node path ends at the run, which lists it
+    const newest = newestCheckpoint(listing, 'h')!;
+    assert.equal(newest.entry.path, 'pl-run/lightning_logs/version_1/checkpoints/last.ckpt');
+    const listed = ckpts(run!, true).find((n) => n.entry.path === newest.entry.path)!;
+    assert.deepEqual(newest.ids.slice(1), [(run as EntryNode).id, listed.id]);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

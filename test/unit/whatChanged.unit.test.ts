@@ -255,6 +255,11 @@ void test('args helpers: flattening, data paths inside data_dir, categories, thr
   assert.equal(throughputRank('tok_s'), 3);
   assert.equal(throughputRank('train/tokens_per_sec'), 3);
   assert.equal(throughputRank('loss'), 0);
+  // step times are speeds; Lightning's train/time (seconds since its launch began) is a clock
+  assert.equal(throughputRank('train/step_time'), 0.5);
+  assert.equal(throughputRank('iter_time_s'), 0.5);
+  assert.equal(throughputRank('train/time'), 0);
+  assert.equal(throughputRank('train_time'), 0);
 });
 
 void test('a data path says what its files hold: rows, the length of a sample, and its real length when padded', () => {

@@ -9,6 +9,7 @@ import type {
   SkippedCounts,
   XAxis,
 } from '../../src/core/dashboard/protocol';
+import { MIN_SERIES_POINTS } from '../../src/core/metrics/speedFromTime';
 import { throughputRank } from '../../src/core/whatChanged/categories';
 import { findChangepoints } from '../../src/core/whatChanged/changepoints';
 
@@ -40,10 +41,11 @@ const PRIORITY = [
 /** Counters (epoch, batch index, tokens seen): plotted after everything else. */
 const COUNTER = /(^|[/._])(epoch|batch_idx|num_input_tokens_seen|tokens_seen|total_flos)$/i;
 
-function rank(key: string): number {
-  // throughput first (tok/s before samples/s before steps/s and step time), as What Changed? ranks them
+function rank(key: string, points: number): number {
+  // throughput first (tok/s before samples/s before steps/s and step time), as What Changed? ranks them; an
+  // end-of-run summary (HF's train_samples_per_second, one point a launch) is no series of the speed: last
   const tp = throughputRank(key);
-  if (tp > 0) return -tp;
+  if (tp > 0) return points < MIN_SERIES_POINTS ? PRIORITY.length + 2 : -tp;
   if (COUNTER.test(key)) return PRIORITY.length + 1;
   const i = PRIORITY.findIndex((re) => re.test(key));
   return i < 0 ? PRIORITY.length : i;
@@ -51,13 +53,14 @@ function rank(key: string): number {
 
 /** The numeric series present in any run: keys with at least one point, x-like keys left out, in display order. */
 export function detectSeries(runs: readonly RunData[]): string[] {
-  const keys = new Set<string>();
+  const points = new Map<string, number>();
   for (const r of runs) {
     for (const s of r.series) {
-      if (s.x.length > 0 && !X_LIKE.has(s.key.toLowerCase()) && s.last.some(Number.isFinite)) keys.add(s.key);
+      if (s.x.length > 0 && !X_LIKE.has(s.key.toLowerCase()) && s.last.some(Number.isFinite))
+        points.set(s.key, Math.max(points.get(s.key) ?? 0, s.x.length));
     }
   }
-  return [...keys].sort((a, b) => rank(a) - rank(b) || a.localeCompare(b));
+  return [...points.keys()].sort((a, b) => rank(a, points.get(a)!) - rank(b, points.get(b)!) || a.localeCompare(b));
 }
 
 /**

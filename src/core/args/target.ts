@@ -1,7 +1,7 @@
 import { KnownGoodError } from '../errors';
 import type { ResolvedTarget } from '../runs/listings';
 import type { RootListing, RunEntry } from '../runs/listRuns';
-import { displayName, remotePathOf } from '../runs/model';
+import { displayName, lightningCheckpoints, lightningRunOf, remotePathOf } from '../runs/model';
 import { decodeTarget, type CommandTarget } from '../runs/targets';
 import { checkpointLabel } from './render';
 import type { ArgsRef } from './uri';
@@ -115,12 +115,21 @@ function parentOf(root: RunEntry, target: RunEntry): RunEntry | undefined {
 }
 
 /**
- * "Compare with Previous Step": the checkpoint of the same run (same folder) with the highest step below this one's;
+ * "Compare with Previous Step": the checkpoint of the same run (same folder; a Lightning run's versions together) with the
+ * highest step below this one's;
  * without step numbers, the newest one written before it. Undefined for the first checkpoint.
  */
 export function previousCheckpoint(r: ResolvedTarget): CheckpointRef | undefined {
   const rootEntry = r.root.entry;
   if (!rootEntry) return undefined;
+  // A Lightning run's versions are one run: the preceding checkpoint in its one order, whichever version wrote it.
+  const run = lightningRunOf(rootEntry, r.entry);
+  const order = run ? lightningCheckpoints(run) : undefined;
+  if (order) {
+    const at = order.findIndex((c) => c.entry.path === r.entry.path);
+    const prev = at > 0 ? order[at - 1] : undefined;
+    return prev ? checkpointOfEntry(r.hostId, r.root, prev.entry, prev.label) : undefined;
+  }
   const parent = parentOf(rootEntry, r.entry);
   if (!parent) return undefined;
   const me = r.entry;

@@ -7,7 +7,7 @@ import type { Baseline, BaselineStore, ThroughputResult } from '../baselines/sto
 import { KnownGoodError } from '../errors';
 import type { RootListing, RunEntry, RunsListing } from '../runs/listRuns';
 import { formatLocalTime } from '../util/format';
-import { trainingStep } from '../runs/model';
+import { lightningCheckpoints, trainingStep } from '../runs/model';
 import { metricsLogsOf } from '../metrics/history';
 import { isMetricsLog, metricsLogOf } from '../metrics/metricsLog';
 import type { BenchPoint, Checkpoint, DriftSummary } from './protocol';
@@ -188,26 +188,30 @@ export interface CheckpointSource {
 export function runCheckpoints(src: RunSource, id: string): CheckpointSource[] {
   if (!src.run || !src.root) return [];
   const root = src.root;
+  const checkpointOf = (e: RunEntry, label: string): CheckpointSource => ({
+    hostId: src.hostId,
+    root,
+    entry: e,
+    checkpoint: {
+      path: joinRemote(root.path, e.path),
+      label,
+      run: id,
+      // accelerate's checkpoint_N counts saves: not a step to place on the x axis
+      step: trainingStep(e) ?? null,
+      mtime: e.mtime,
+      hasArgs: true,
+    },
+  });
+  // A Lightning run: every version's checkpoints in the run's one order, a name two versions share with its version
+  const lightning = lightningCheckpoints(src.run);
+  if (lightning) return lightning.filter((c) => !c.entry.escaped).map((c) => checkpointOf(c.entry, c.label));
   const out: CheckpointSource[] = [];
   const stack = [...(src.run.children ?? [])];
   while (stack.length) {
     const e = stack.pop()!;
     if (e.role === 'checkpoint') {
       if (e.escaped) continue;
-      out.push({
-        hostId: src.hostId,
-        root,
-        entry: e,
-        checkpoint: {
-          path: joinRemote(root.path, e.path),
-          label: e.name,
-          run: id,
-          // accelerate's checkpoint_N counts saves: not a step to place on the x axis
-          step: trainingStep(e) ?? null,
-          mtime: e.mtime,
-          hasArgs: true,
-        },
-      });
+      out.push(checkpointOf(e, e.name));
     } else if (e.kind === 'dir') {
       stack.push(...(e.children ?? []));
     }

@@ -1,20 +1,30 @@
+import { posix } from 'node:path';
 import { formatRate } from '../bench/compare';
 import { messageOf } from '../errors';
 import { IncrementalLogReader, type LatestProgress } from './logTail';
 import type { ProbeRunnerLike } from '../probes/probe';
 import type { ResolvedTarget } from '../runs/listings';
+import { throughputRank } from '../whatChanged/categories';
+import { metricsLogsOf } from './history';
+import { HistoryLevelReader } from './liveHistory';
 import { isJsonlLog } from './metricsLog';
 
 /*
  * Live throughput of a selected run: the newest step and tokens/s of its metrics jsonl (the log the dashboard plots), polled every few seconds
  * while it is on screen. Each poll reads only the bytes appended since the last one (IncrementalLogReader, which
- * leaves a half-written last line for the next poll).
+ * leaves a half-written last line for the next poll). A run whose log is no jsonl (Lightning CSV, TensorBoard, HF
+ * trainer_state) is followed through its stitched history instead (HistoryLevelReader).
  */
 
 export interface LiveTarget {
   hostId: string;
-  /** The jsonl on the host. */
+  /** The jsonl on the host; for a history, its newest file. */
   path: string;
+  /**
+   * A log that is no jsonl: every file of the run's history (metricsLogsOf, oldest launch first), whose stitched
+   * series the numbers come from.
+   */
+  history?: string[];
 }
 
 /**
@@ -23,9 +33,14 @@ export interface LiveTarget {
  */
 export function liveTargetOf(r: ResolvedTarget | undefined): LiveTarget | undefined {
   if (r?.kind === 'log' && (r.entry.role === 'metrics' || r.entry.role === 'train-log'))
-    return { hostId: r.hostId, path: r.path };
-  if (r?.kind === 'run' && !r.inCheckpoint && r.metricsLog && isJsonlLog(r.metricsLog.entry))
-    return { hostId: r.hostId, path: r.metricsLog.path };
+    return isJsonlLog(r.entry)
+      ? { hostId: r.hostId, path: r.path }
+      : { hostId: r.hostId, path: r.path, history: [r.path] };
+  if (r?.kind === 'run' && !r.inCheckpoint && r.metricsLog) {
+    if (isJsonlLog(r.metricsLog.entry)) return { hostId: r.hostId, path: r.metricsLog.path };
+    const history = metricsLogsOf(r.entry).map((e) => posix.join(r.root.path, e.path));
+    if (history.length) return { hostId: r.hostId, path: history[history.length - 1]!, history };
+  }
   return undefined;
 }
 
@@ -47,10 +62,18 @@ export function formatLive(s: LiveState): string {
     case 'value': {
       const step = s.latest.step !== null ? `step ${s.latest.step}` : 'step ?';
       const v = s.level ?? s.latest.tokensPerSec;
-      const tps = v !== null ? `${formatRate(v)} tok/s` : 'no tok/s in log';
+      const unit = unitOf(s.latest.tokensPerSecKey);
+      const tps = v !== null ? `${formatRate(v)} ${unit}` : `no ${unit} in log`;
       return `${step} · ${tps}`;
     }
   }
+}
+
+/** What the speed counts, by its key: tok/s unless the key says samples, steps or seconds per step. */
+function unitOf(key: string | null): string {
+  if (!key) return 'tok/s';
+  const rank = throughputRank(key);
+  return rank === 1.5 ? 'samples/s' : rank === 1 ? 'steps/s' : rank === 0.5 ? 's/step' : 'tok/s';
 }
 
 export interface LiveThroughputOptions {
@@ -64,7 +87,7 @@ export interface LiveThroughputOptions {
 /** Follows one target at a time; polls only while visible. */
 export class LiveThroughput {
   private target: LiveTarget | undefined;
-  private reader: IncrementalLogReader | undefined;
+  private reader: Pick<IncrementalLogReader, 'poll'> | undefined;
   private visible = false;
   private timer: NodeJS.Timeout | undefined;
   private polling = false;
@@ -84,14 +107,18 @@ export class LiveThroughput {
     if (target && this.target && target.hostId === this.target.hostId && target.path === this.target.path) return;
     this.generation++;
     this.target = target;
-    this.reader = target
-      ? new IncrementalLogReader(this.options.runnerFor(target.hostId), target.path, {
-          fromEnd: true,
-          latestOnly: true,
-          maxBytes: this.options.maxBytes ?? 256 * 1024,
-          timeoutMs: 20_000,
-        })
-      : undefined;
+    const runner = target && this.options.runnerFor(target.hostId);
+    this.reader =
+      !target || !runner
+        ? undefined
+        : target.history
+          ? new HistoryLevelReader(runner, target.history, { timeoutMs: 20_000 })
+          : new IncrementalLogReader(runner, target.path, {
+              fromEnd: true,
+              latestOnly: true,
+              maxBytes: this.options.maxBytes ?? 256 * 1024,
+              timeoutMs: 20_000,
+            });
     this.options.onState(target ? { kind: 'waiting', target } : { kind: 'hidden' });
     this.reschedule(0);
   }

@@ -230,6 +230,73 @@ function lightningVersions(entry: RunEntry): number {
   return logs ? (logs.children ?? []).filter(isVersionDir).length : 0;
 }
 
+/** The lightning_logs/ folder of a Lightning run (a folder holding version_N launches), or undefined. */
+function lightningLogsOf(entry: RunEntry): RunEntry | undefined {
+  return entry.kind === 'dir' ? (entry.children ?? []).find((c) => lightningPart(c) === 'logs') : undefined;
+}
+
+/** Lightning's `last.ckpt` (`last-v1.ckpt` when a name was taken): the newest save, named without a step. */
+const LAST_CKPT_RE = /^last(?:-v\d+)?\.ckpt$/;
+
+/** One checkpoint of a Lightning run, in the run's one order (see `lightningCheckpoints`). */
+export interface RunCheckpoint {
+  entry: RunEntry;
+  /** The launch that wrote it: its version_N folder's name. */
+  version: string;
+  /** `last.ckpt`: the newest save of its version, no step in its name. */
+  last: boolean;
+  /** The name, prefixed with its version where another version holds a checkpoint of the same name. */
+  label: string;
+}
+
+/**
+ * The checkpoints of every version of a Lightning run in one order: by step (parsed from `epoch=3-step=1200.ckpt`;
+ * a later launch after an earlier one on the same step), then each version's `last.ckpt` after every stepped one
+ * (it is the newest save), then other unnamed ones by time. Undefined when `run` is no Lightning run. Remote Runs
+ * lists a Lightning run's checkpoints so, the dashboard too, and Compare with Previous Step takes the preceding one.
+ */
+export function lightningCheckpoints(run: RunEntry): RunCheckpoint[] | undefined {
+  const logs = lightningLogsOf(run);
+  if (!logs) return undefined;
+  const versions = (logs.children ?? []).filter(isVersionDir).sort((a, b) => naturalCompare(a.name, b.name));
+  const out: (RunCheckpoint & { order: number })[] = [];
+  versions.forEach((v, order) => {
+    const stack = [...(v.children ?? [])];
+    while (stack.length) {
+      const e = stack.pop()!;
+      if (e.role === 'checkpoint')
+        out.push({ entry: e, version: v.name, last: LAST_CKPT_RE.test(e.name), label: e.name, order });
+      else if (e.kind === 'dir') stack.push(...(e.children ?? []));
+    }
+  });
+  const rank = (c: RunCheckpoint) => (trainingStep(c.entry) !== undefined ? 0 : c.last ? 1 : 2);
+  out.sort(
+    (a, b) =>
+      rank(a) - rank(b) ||
+      (trainingStep(a.entry) ?? 0) - (trainingStep(b.entry) ?? 0) ||
+      (rank(a) === 2 ? (a.entry.mtime ?? 0) - (b.entry.mtime ?? 0) : 0) ||
+      a.order - b.order ||
+      naturalCompare(a.entry.name, b.entry.name),
+  );
+  const versionsOf = new Map<string, Set<string>>();
+  for (const c of out) versionsOf.set(c.entry.name, (versionsOf.get(c.entry.name) ?? new Set()).add(c.version));
+  return out.map(({ order: _order, ...c }) => ({
+    ...c,
+    label: (versionsOf.get(c.entry.name)?.size ?? 0) > 1 ? `${c.version}/${c.entry.name}` : c.entry.name,
+  }));
+}
+
+/** The Lightning run holding `entry` (a checkpoint or folder of one of its versions), searched from `rootEntry`. */
+export function lightningRunOf(rootEntry: RunEntry, entry: Pick<RunEntry, 'path'>): RunEntry | undefined {
+  let cur: RunEntry | undefined = rootEntry;
+  while (cur) {
+    if (lightningLogsOf(cur)) return cur;
+    const next: RunEntry | undefined = (cur.children ?? []).find((c) => entry.path.startsWith(`${c.path}/`));
+    cur = next?.kind === 'dir' && next.role !== 'checkpoint' ? next : undefined;
+  }
+  return undefined;
+}
+
 /** The entry's training step; none for a save counter (accelerate's checkpoint_N), which only orders. */
 export function trainingStep(entry: RunEntry): number | undefined {
   return entry.stepIsIndex ? undefined : entry.step;
@@ -538,6 +605,23 @@ export function entryNode(
   };
 }
 
+/** A checkpoint listed by its Lightning run: its version named (in the label too where names collide). */
+function lightningCheckpointNode(
+  hostId: string,
+  root: RootListing,
+  c: RunCheckpoint,
+  options: ModelOptions,
+): EntryNode {
+  const node = entryNode(hostId, root, c.entry, false, options);
+  const where = c.last ? `last save of ${c.version}` : c.version;
+  return {
+    ...node,
+    label: c.label,
+    description: [where, node.description].filter(Boolean).join(' · '),
+    tooltip: `${node.tooltip ?? ''}\n${c.last ? `the newest save of ${c.version} (last.ckpt)` : `written by ${c.version}`}`,
+  };
+}
+
 /** Children order: step numbers compare as numbers; steps newest first (or last); ties and step-less by time. */
 export function compareCheckpoints(a: RunEntry, b: RunEntry, newestFirst: boolean): number {
   const sa = a.step;
@@ -580,8 +664,19 @@ function entryChildren(
 ): RunsNode[] {
   const out: RunsNode[] = [];
   if (parent.error) out.push(message(hostId, parentId, 'error', 'error', capitalise(parent.error)));
-  const kids = sortEntries(parent.children ?? [], inCheckpoint, options.newestFirst ?? true);
+  const newestFirst = options.newestFirst ?? true;
+  // A Lightning run lists the checkpoints of all its versions itself, in one order; its versions keep the rest.
+  const lightning = inCheckpoint ? undefined : lightningCheckpoints(parent);
+  const inVersion = !inCheckpoint && isVersionDir(parent);
+  const listed = (parent.children ?? []).filter(
+    (c) => !inVersion || (c.role !== 'checkpoint' && !(c.kind === 'dir' && c.name === 'checkpoints')),
+  );
+  const kids = sortEntries(listed, inCheckpoint, newestFirst);
   for (const c of kids) out.push(entryNode(hostId, root, c, inCheckpoint, options));
+  if (lightning) {
+    const ordered = newestFirst ? [...lightning].reverse() : lightning;
+    for (const c of ordered) out.push(lightningCheckpointNode(hostId, root, c, options));
+  }
   if (parent.omitted) {
     out.push(
       message(hostId, parentId, 'omitted', 'more', `${parent.omitted.toLocaleString('en-US')} more not shown`, {
@@ -679,7 +774,10 @@ export function newestCheckpoint(listing: RunsListing, hostId = ''): NewestCheck
   const rootPath = best.root.path;
   const entryId = (e: RunEntry) =>
     e.pathB64 !== undefined ? idOf('entry', hostId, rootPath, entryKey(e)) : nodeId(hostId, rootPath, e.path);
-  const ids = [nodeId(hostId, rootPath, ''), ...best.ancestors.filter((a) => a.path !== '').map(entryId)];
+  // A Lightning run lists its versions' checkpoints itself: the path to one ends at the run.
+  const run = best.ancestors.findIndex((a) => lightningLogsOf(a) !== undefined);
+  const path = run >= 0 ? best.ancestors.slice(0, run + 1) : best.ancestors;
+  const ids = [nodeId(hostId, rootPath, ''), ...path.filter((a) => a.path !== '').map(entryId)];
   if (best.entry.path !== '') ids.push(entryId(best.entry));
   return { ...best, remotePath, ...(remotePathB64 ? { remotePathB64 } : {}), ids };
 }

@@ -64,7 +64,7 @@ export function seriesChangepoints(
     if (s.x.length < MIN_POINTS) continue;
     const own = restartsFromTimes(s.x, s.t).map((r) => r.step);
     const all = [...new Set([...launches, ...own])].sort((a, b) => a - b);
-    const r = findChangepoints(s.x, s.last, { launches: all });
+    const r = findChangepoints(s.x, s.last, { launches: all, ...(s.t ? { times: s.t } : {}) });
     out.push({
       key: s.key,
       throughput: throughputRank(s.key) > 0,
@@ -1098,8 +1098,10 @@ export function analyze(facts: WhatChangedFacts, generatedAt = new Date()): What
       if (idx >= 0) return cps[idx]!.before;
       if (cps.length) return cps[cps.length - 1]!.after;
       return (
-        findChangepoints(raw.x, raw.last, { launches: restartsFromTimes(raw.x, raw.t).map((r) => r.step) }).lastLevel ??
-        NaN
+        findChangepoints(raw.x, raw.last, {
+          launches: restartsFromTimes(raw.x, raw.t).map((r) => r.step),
+          ...(raw.t ? { times: raw.t } : {}),
+        }).lastLevel ?? NaN
       );
     };
     const refStep = refCk?.step ?? (main ? main.cp.at : raw.x[0]!);

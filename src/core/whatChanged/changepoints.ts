@@ -46,6 +46,12 @@ export interface ChangepointOptions {
   launches?: readonly number[];
   /** Points left out after the start and after each launch (default max(2, 1% of the points)). */
   warmup?: number;
+  /**
+   * Wall times of the points (seconds, aligned with xs): a level that holds only while the run settles after it
+   * started (its first SETTLE_SECONDS, at most half of its first launch) is warm-up, not a changepoint. Without them,
+   * no settling is known.
+   */
+  times?: ArrayLike<number>;
 }
 
 export interface Changepoint {
@@ -90,6 +96,11 @@ const HALF_WIDTH = 5;
 const STALL_SIGMAS = 4;
 /** Kept points are clipped to this many σ from the running median. */
 const CLIP_SIGMAS = 3;
+/**
+ * How long a launch may take to settle (clocks and heat, caches, allocator, autotuning): a level held only inside
+ * this time after a launch's first point, and over less than half of the launch, is the launch settling.
+ */
+export const SETTLE_SECONDS = 60;
 
 interface Prefix {
   s: Float64Array;
@@ -141,10 +152,16 @@ function lineAt(y: Float64Array, a: number, b: number, at: number): number {
 }
 
 /** (x, y) as at most `buckets` equal-count bucket medians; x of a bucket is its last point's. */
-function bucketize(x: Float64Array, y: Float64Array, buckets: number): { x: Float64Array; y: Float64Array } {
-  if (y.length <= buckets) return { x, y };
+function bucketize(
+  x: Float64Array,
+  y: Float64Array,
+  t: Float64Array | undefined,
+  buckets: number,
+): { x: Float64Array; y: Float64Array; t: Float64Array | undefined } {
+  if (y.length <= buckets) return { x, y, t };
   const bx = new Float64Array(buckets);
   const by = new Float64Array(buckets);
+  const bt = t ? new Float64Array(buckets) : undefined;
   for (let b = 0; b < buckets; b++) {
     const lo = Math.floor((b * y.length) / buckets);
     const hi = Math.floor(((b + 1) * y.length) / buckets);
@@ -152,8 +169,9 @@ function bucketize(x: Float64Array, y: Float64Array, buckets: number): { x: Floa
     const m = s.length >> 1;
     by[b] = s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
     bx[b] = x[hi - 1]!;
+    if (bt) bt[b] = t![hi - 1]!;
   }
-  return { x: bx, y: by };
+  return { x: bx, y: by, t: bt };
 }
 
 /** What is left to split: warm-ups and stalls out, the rest clipped to the running median ± CLIP_SIGMAS·σ. */
@@ -168,7 +186,13 @@ interface Cleaned {
   warmup: number;
 }
 
-function clean(x: Float64Array, y: Float64Array, launches: readonly number[], warmupOpt: number | undefined): Cleaned {
+function clean(
+  x: Float64Array,
+  y: Float64Array,
+  launches: readonly number[],
+  warmupOpt: number | undefined,
+  settled: readonly [number, number][] = [],
+): Cleaned {
   const n = y.length;
   const warm = Math.min(n, Math.max(0, warmupOpt ?? Math.max(2, Math.ceil(n * 0.01))));
   const drop = new Uint8Array(n);
@@ -182,6 +206,13 @@ function clean(x: Float64Array, y: Float64Array, launches: readonly number[], wa
   for (const s of starts)
     for (let i = s; i < Math.min(n, s + warm); i++)
       if (!drop[i]) {
+        drop[i] = 1;
+        warmup++;
+      }
+  // a launch's settling found by an earlier pass (findChangepoints): warm-up too
+  for (const [from, to] of settled)
+    for (let i = 0; i < n; i++)
+      if (x[i]! >= from && x[i]! <= to && !drop[i]) {
         drop[i] = 1;
         warmup++;
       }
@@ -261,14 +292,63 @@ export function findChangepoints(
   for (let i = 0; i < n0; i++) if (Number.isFinite(ys[i]!) && Number.isFinite(xs[i]!)) finite++;
   const fx = new Float64Array(finite);
   const fy = new Float64Array(finite);
+  const ts = options.times && options.times.length >= n0 ? options.times : undefined;
+  const ft = ts ? new Float64Array(finite) : undefined;
   for (let i = 0, j = 0; i < n0; i++) {
     if (Number.isFinite(ys[i]!) && Number.isFinite(xs[i]!)) {
       fx[j] = xs[i]!;
+      if (ft) ft[j] = ts![i]!;
       fy[j++] = ys[i]!;
     }
   }
-  const bucketed = bucketize(fx, fy, options.maxBuckets ?? 2000);
-  const { x, y, c, sigma, stalls, warmup } = clean(bucketed.x, bucketed.y, options.launches ?? [], options.warmup);
+  const bucketed = bucketize(fx, fy, ft, options.maxBuckets ?? 2000);
+  // A first split inside the run's settling time is the run settling: left out as warm-up, then split again.
+  const settle = settleEnds(bucketed.x, bucketed.t, options.launches ?? []);
+  const settled: [number, number][] = [];
+  for (let pass = 0; ; pass++) {
+    const r = segmentOnce(bucketed, options, finite, n0, settled);
+    const more = pass < 4 ? r.changepoints.map((c) => settlingOf(c, settle)).filter((v) => v !== undefined) : [];
+    if (!more.length) return r;
+    settled.push(...more);
+  }
+}
+
+/**
+ * The run's first x and the last x of its settling time (SETTLE_SECONDS, at most half of its first launch). Only the
+ * first launch's: after a restart, the level the new launch starts at is the evidence of what the restart changed
+ * (plain-host-sync ran 0.77× for its first 140 steps after the restart), so only its first windows are warm-up.
+ */
+function settleEnds(x: Float64Array, t: Float64Array | undefined, launches: readonly number[]): [number, number][] {
+  if (!t || !x.length) return [];
+  const next = launches.map((l) => x.findIndex((v) => v >= l)).filter((i) => i > 0);
+  const end = next.length ? Math.min(...next) : x.length;
+  let i = 0;
+  while (i + 1 < end && i + 1 < end / 2 && t[i + 1]! - t[0]! <= SETTLE_SECONDS) i++;
+  return [[x[0]!, x[i]!]];
+}
+
+/** The launch-settling range a changepoint shows, if its old level began at a launch and ended inside its settling. */
+function settlingOf(c: Changepoint, settle: readonly [number, number][]): [number, number] | undefined {
+  if (c.launch !== undefined) return undefined;
+  const s = settle.find(([from, to]) => c.segmentBefore[0] >= from && c.segmentBefore[0] <= to && c.at <= to);
+  // the old level must reach back to the launch's start (its warm-up aside), not begin after an earlier split
+  return s && c.segmentBefore[0] <= s[0] + (s[1] - s[0]) * 0.25 ? [s[0], c.at] : undefined;
+}
+
+function segmentOnce(
+  bucketed: { x: Float64Array; y: Float64Array },
+  options: ChangepointOptions,
+  finite: number,
+  n0: number,
+  settled: readonly [number, number][],
+): ChangepointResult {
+  const { x, y, c, sigma, stalls, warmup } = clean(
+    bucketed.x,
+    bucketed.y,
+    options.launches ?? [],
+    options.warmup,
+    settled,
+  );
   const n = y.length;
   const minSegment = Math.max(2, options.minSegment ?? Math.max(5, Math.ceil(n * 0.01)));
   const penalty = options.penalty ?? Math.max(20, 3 * Math.log(Math.max(n, 2)));
