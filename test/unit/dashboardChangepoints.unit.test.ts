@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { changepointMarks, type PlotModel } from '../../webview/src/data';
+import { buildPlotModel, changepointMarks, type PlotModel } from '../../webview/src/data';
+import type { RunData } from '../../src/core/dashboard/protocol';
 
 /** A plotted line: 12.8K tok/s until step 600, 4.3K after, with a little noise (deterministic). */
 function story(): PlotModel {
@@ -31,6 +32,46 @@ void describe('dashboard: level shifts marked on the plots', () => {
     const ramp = story();
     ramp.runs[0]!.line = ramp.x.map((x) => 5 - x / 250);
     assert.deepEqual(changepointMarks(ramp), []);
+  });
+});
+
+/**
+ * A run that logs its wall time: 326 tok/s for its first 50 s (2 steps a second, 10 steps a point) while it settles,
+ * 258 after, and (when `dropAt` is given) a real fall to 150 from that point on.
+ */
+function settlingRun(withTimes: boolean, dropAt?: number): RunData {
+  const x: number[] = [];
+  const last: number[] = [];
+  const t: number[] = [];
+  for (let i = 0; i < 1000; i++) {
+    x.push((i + 1) * 10);
+    const level = dropAt !== undefined && i >= dropAt ? 150 : i < 100 ? 326 : 258;
+    last.push(level + Math.sin(i * 12.9898) * 3);
+    t.push(1_700_000_000 + i * 0.5);
+  }
+  return {
+    run: {
+      id: 'r1',
+      label: 'run-a',
+      host: 'h',
+      path: '/p',
+      lines: 1000,
+      skipped: { malformed: 0, nonNumeric: 0, nonFinite: 0, noX: 0 },
+    },
+    series: [{ key: 'tok_s', x, min: last, max: last, last, ...(withTimes ? { t } : {}) }],
+  };
+}
+
+void describe('dashboard: the marks are What Changed?’s changepoints', () => {
+  it('a launch settling in its first minute is warm-up where the log has wall times, as in the report', () => {
+    const marksOf = (run: RunData) => changepointMarks(buildPlotModel([run], 'tok_s', 'step', 0.6), [run]);
+    // without times nothing says the first 50 s are the launch settling: a shift
+    assert.equal(marksOf(settlingRun(false)).length, 1);
+    assert.deepEqual(marksOf(settlingRun(true)), []);
+    const drop = marksOf(settlingRun(true, 700));
+    assert.equal(drop.length, 1, JSON.stringify(drop));
+    assert.equal(drop[0]!.x, 7000);
+    assert.match(drop[0]!.label, /^shift 258 → 150 \(0\.58×\)$/);
   });
 });
 

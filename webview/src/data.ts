@@ -434,10 +434,21 @@ export function changepointMarks(model: PlotModel, runs: readonly RunData[] = []
     if (a >= 1e3) return `${(v / 1e3).toFixed(1)}K`;
     return formatValue(v);
   };
+  const byId = new Map(runs.map((r) => [r.run.id, r]));
   const out: CheckpointMark[] = [];
   for (const r of model.runs) {
-    const ys = r.line.map((v) => (v === null ? NaN : v));
-    for (const c of findChangepoints(model.x, ys, { launches: launchesOf.get(r.runId) ?? [] }).changepoints) {
+    const launches = launchesOf.get(r.runId) ?? [];
+    // On the step axis a run's own series is read as What Changed? reads it (its last values, its wall times, so a
+    // launch's settling is warm-up, not a shift); otherwise the plotted line on the plot's x.
+    const own = byId.get(r.runId)?.series.find((s) => s.key === model.key);
+    const found = own
+      ? findChangepoints(own.x, own.last, { launches, ...(own.t ? { times: own.t } : {}) })
+      : findChangepoints(
+          model.x,
+          r.line.map((v) => (v === null ? NaN : v)),
+          { launches },
+        );
+    for (const c of found.changepoints) {
       const ratio = c.ratio !== null ? ` (${c.ratio.toFixed(2)}×)` : '';
       out.push({ x: c.at, label: `shift ${short(c.before)} → ${short(c.after)}${ratio}`, run: r.runId });
     }
