@@ -285,6 +285,23 @@ void test('a data path says what its files hold: rows, the length of a sample, a
   assert.equal(describeSamples(fp(129)), 'train.npy: 128 rows of 129');
   assert.equal(describeSamples(fp(53.38)), 'train.npy: 128 rows of 129, real 53.38 (padded)');
   assert.equal(describeSamples({ ...fp(1), samples: [] }), null);
+  // a parquet footer (python/data_columnar.py): rows and the columns with their types
+  const pq = {
+    file: 'short.parquet',
+    format: 'parquet',
+    rows: 120,
+    rowLength: null,
+    meanLength: null,
+    medianLength: null,
+    padded: null,
+    meanLineBytes: null,
+    columns: ['input_ids', 'text', 'label', 'score', 'extra'],
+    types: ['list<int32>', 'string', 'int64', 'float', 'bool'],
+  };
+  assert.equal(
+    describeSamples({ ...fp(1), samples: [pq] }),
+    'short.parquet: 120 rows (input_ids list<int32>, text string, label int64, score float, … 5 columns)',
+  );
 });
 
 void test('what a change really is (issue 23): resume bookkeeping is never ranked, data keys are data whatever the path, categories that move speed', () => {

@@ -489,9 +489,16 @@ export function describeSamples(f: DataFingerprint): string | null {
       return `${s.file}: ${s.rows} rows of ${s.rowLength}${real}`;
     }
     if (typeof s.rows === 'number')
-      return `${s.file}: ${s.rows} rows${typeof s.meanLineBytes === 'number' ? ` of ${s.meanLineBytes} bytes` : ''}`;
+      return `${s.file}: ${s.rows} rows${typeof s.meanLineBytes === 'number' ? ` of ${s.meanLineBytes} bytes` : ''}${columnsOf(s)}`;
   }
   return null;
+}
+
+/** A parquet or Arrow file's columns, the first few with their types: ` (input_ids list<int32>, text string, …)`. */
+function columnsOf(s: { columns?: string[] | undefined; types?: string[] | undefined }): string {
+  if (!s.columns?.length) return '';
+  const shown = s.columns.slice(0, 4).map((c, i) => (s.types?.[i] ? `${c} ${s.types[i]}` : c));
+  return ` (${shown.join(', ')}${s.columns.length > 4 ? `, … ${s.columns.length} columns` : ''})`;
 }
 
 function describeFingerprint(f: DataFingerprint): string {

@@ -30,6 +30,9 @@ export const dataFingerprintSchema = z.looseObject({
         medianLength: num,
         padded: z.boolean().nullable().default(null),
         meanLineBytes: num,
+        /** Parquet footers, Arrow IPC and saved HF datasets (python/data_columnar.py): top-level columns, types. */
+        columns: z.array(z.string()).optional(),
+        types: z.array(z.string()).optional(),
       }),
     )
     .optional(),
@@ -154,5 +157,5 @@ export const whatChangedProbe = defineProbe(
     for (const p of o.launches ?? []) args.push(`--launches=${p}`);
     return args;
   },
-  { modules: ['code_diff', 'data_shape', 'launch_sources'] },
+  { modules: ['code_diff', 'data_columnar', 'data_shape', 'launch_sources'] },
 );
