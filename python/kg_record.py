@@ -5,7 +5,8 @@ Usage: python3 kg_record.py [--run DIR] [--timeout SECONDS] -- CMD [ARGS...]
 Appends one JSON line to DIR/.known-good/launches.jsonl (DIR: the current folder unless --run names one): the time,
 the command line, the cwd, the environment (secrets redacted by kg_common), this interpreter and its sys.version, the
 torch build (read from torch/version.py, never imported), the installed packages as env_snapshot reads them, the git
-HEAD and a hash of the uncommitted diff of the script's checkout, and the GPUs and driver when nvidia-smi is there.
+HEAD and a hash of the uncommitted diff of the script's checkout, the GPUs and driver when nvidia-smi is there, and for
+``accelerate launch`` the launch config it reads (``--config_file`` or accelerate's default_config.yaml, flat).
 Then it replaces itself with CMD (os.execvp): same PID, so exit code, signals, stdin and the terminal are the command's
 own. Every fact is collected side by side in threads and bounded by --timeout (default 1 s): a fact that fails or is
 late is named in the record's ``errors`` and costs that fact only; a record that cannot be written costs one line on
@@ -28,6 +29,7 @@ if HERE not in sys.path:
 import env_python  # noqa: E402
 import env_tools  # noqa: E402
 import kg_common  # noqa: E402
+import launch_sources  # noqa: E402
 
 SCHEMA = 1
 DEFAULT_TIMEOUT_S = 1.0
@@ -272,6 +274,12 @@ def record(run_dir, timeout, command):
         "env": collect_env(),
         "errors": [],
     }
+    try:
+        accel = launch_sources.accelerate_config_path(command, os.environ)
+        if accel is not None:
+            doc["accelerate"] = launch_sources.accelerate_config(accel)
+    except Exception as e:  # the config is one fact: failing to read it costs it only
+        doc["errors"].append({"fact": "accelerate", "message": "%s: %s" % (type(e).__name__, e)})
     for name, t in threads.items():
         t.join(deadline.left())
         value, error = facts.get(name, (None, "not done within %.1f s" % timeout))

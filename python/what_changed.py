@@ -346,10 +346,16 @@ def _slim_launch(d):
         pk = {}
     env = d.get("env") if isinstance(d.get("env"), dict) else {}
     argv = d.get("argv") if isinstance(d.get("argv"), list) else []
+    accel = d.get("accelerate")
+    accel_config = accel.get("config") if isinstance(accel, dict) else None
+    if not isinstance(accel_config, dict):
+        accel_config = {}
     return {
         "source": "kg_record",
         "where": None,
-        "config": {},
+        # accelerate launch's config, its keys prefixed so that the report says where the value came from
+        "config": dict(("accelerate." + str(k)[:MAX_LINE], str(v)[:MAX_LINE])
+                       for k, v in sorted(accel_config.items())[:MAX_ENV]),
         "time": d.get("unixTime") if isinstance(d.get("unixTime"), (int, float)) else None,
         "argv": [str(a)[:MAX_LINE] for a in argv[:256]],
         "cwd": d.get("cwd") if isinstance(d.get("cwd"), str) else None,

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { cpSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { cpSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { ProbeRunner } from '../../src/core/probes/runner';
@@ -65,6 +65,41 @@ void describe('What Changed? on the real regressions corpus', () => {
     );
     assert.ok(report.unknown.some((u) => u.fact === 'command line and process environment of each launch'));
     assert.equal(report.launches?.recorded, false);
+  });
+
+  void it("accelerate's launch config as kg_record records it: mixed_precision changed at the restart ranks first", async () => {
+    // plain-launch-blocking's own launch records, CUDA_LAUNCH_BLOCKING taken out and the configs the real accelerate
+    // wrote (test/fixtures/real/accelerate-config: bf16, then `accelerate config default`'s "no") put in
+    const run = join(dirname(dir), 'accelerate-config');
+    cpSync(join(dir, 'plain-launch-blocking'), run, { recursive: true, preserveTimestamps: true });
+    const real = join(__dirname, '..', 'fixtures', 'real', 'accelerate-config');
+    const file = join(run, '.known-good', 'launches.jsonl');
+    const lines = readFileSync(file, 'utf8').trim().split('\n');
+    const configs = ['bf16_config.yaml', 'default_config.yaml'].map((n) => {
+      const c = JSON.parse(readFileSync(join(real, n), 'utf8')) as Record<string, unknown>;
+      return Object.fromEntries(Object.entries(c).map(([k, v]) => [k, String(v)]));
+    });
+    const t = statSync(file).mtime;
+    writeFileSync(
+      file,
+      lines
+        .map((l, i) => {
+          const rec = JSON.parse(l) as { env: Record<string, string>; accelerate?: unknown };
+          delete rec.env.CUDA_LAUNCH_BLOCKING;
+          rec.accelerate = { path: '/home/u/.cache/huggingface/accelerate/default_config.yaml', config: configs[i] };
+          return JSON.stringify(rec);
+        })
+        .join('\n') + '\n',
+    );
+    utimesSync(file, t, t);
+    const report = await whatChanged({ id: 'local', label: 'This machine', probes: runner }, run, {});
+    assert.equal(report.verdict, 'regression', report.headline);
+    assert.match(
+      report.suspects[0]?.title ?? '',
+      /^launch: accelerate\.mixed_precision bf16 → no \(restart at step 6\d\d\)$/,
+      report.suspects.map((s) => s.title).join('; '),
+    );
+    assert.equal(report.suspects[0]?.category, 'dtype');
   });
 
   void it("LightningCLI's config.yaml of each version (the documented layout, written here): a Trainer flag changed at the restart ranks first without launch records", async () => {

@@ -333,6 +333,12 @@ void test('what a change really is (issue 23): resume bookkeeping is never ranke
   assert.equal(argCategory('packing', true, false), 'dataset');
   assert.equal(argCategory('precision', 'bf16-mixed', '32-true'), 'dtype');
   assert.equal(argCategory('batch_size', 32, 16), 'shape');
+  // accelerate's launch config: processes and GPUs are hardware (num_processes is no dataloader's num_proc)
+  assert.equal(argCategory('accelerate.num_processes', '4', '1'), 'hardware');
+  assert.equal(argCategory('accelerate.distributed_type', 'MULTI_GPU', 'NO'), 'hardware');
+  assert.equal(argCategory('accelerate.dynamo_config.dynamo_backend', 'INDUCTOR', 'NO'), 'compile');
+  assert.equal(argCategory('accelerate.mixed_precision', 'bf16', 'no'), 'dtype');
+  assert.equal(argCategory('dataset_num_proc', 4, 1), 'dataloader');
   for (const c of Object.keys(CATEGORY_WEIGHT) as (keyof typeof CATEGORY_WHY)[])
     assert.ok(CATEGORY_WHY[c].length > 10, c);
   // an eval pass's speed and a running sample count are not the training's speed

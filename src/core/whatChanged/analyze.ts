@@ -862,7 +862,8 @@ function comparedLaunches(
       const key = name.replace(/^-+/, '').replace(/-/g, '_').replace(/^.*\./, '');
       if (shown.has(key)) continue;
       const title = `${own ? 'launch' : `${source} ${k.startsWith(source + ':') ? 'config' : 'launch'}`}: ${name} ${va ?? '(absent)'} → ${vb ?? '(absent)'}`;
-      const detail = `the command line of launch ${i} said ${va === undefined ? 'no ' + k : `${k} ${va}`}, launch ${i + 1} ${vb === undefined ? 'no ' + k : `${k} ${vb}`}`;
+      const what = k.startsWith(`${source}:`) ? 'the launch config' : 'the command line';
+      const detail = `${what} of launch ${i} said ${va === undefined ? 'no ' + name : `${name} ${va}`}, launch ${i + 1} ${vb === undefined ? 'no ' + name : `${name} ${vb}`}`;
       if (isBookkeepingArg(key))
         push('cosmetic', title, detail, 'resume bookkeeping: where a launch starts, ends, resumes from and writes');
       else {
