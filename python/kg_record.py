@@ -137,17 +137,6 @@ def run_tool(argv, deadline, cwd=None, env_extra=None, max_bytes=8 << 20):
 
 # ------------------------------------------------------------------------------------------------------ facts
 
-def redact_argv(argv):
-    out = []
-    for i, a in enumerate(argv):
-        prev = argv[i - 1] if i > 0 else ""
-        if prev.startswith("-") and "=" not in prev and kg_common.is_secret_name(prev.lstrip("-")) and a:
-            out.append(kg_common.redact_secret(a))
-        else:
-            out.append(kg_common.redact_text(a))
-    return out
-
-
 def collect_env():
     out = {}
     for name, value in sorted(os.environ.items()):
@@ -265,7 +254,7 @@ def record(run_dir, timeout, command):
         "unixTime": round(started, 3),
         "pid": os.getpid(),
         "host": os.uname()[1] if hasattr(os, "uname") else None,
-        "argv": redact_argv(command),
+        "argv": kg_common.redact_argv(command),
         "cwd": os.getcwd(),
         "script": script,
         "executable": command_executable(command),

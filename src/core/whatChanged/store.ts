@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { messageOf } from '../errors';
 import { parsePythonJson } from '../json';
 import { fileTime, writeFileAtomic, type BaselineStore } from '../baselines/store';
-import { dataFingerprintSchema } from './factsProbe';
+import { dataFingerprintSchema, launchRecordSchema, type LaunchRecord } from './factsProbe';
 import type { DataRecord, KnownGoodMarks } from './facts';
 
 /*
@@ -17,6 +17,7 @@ import type { DataRecord, KnownGoodMarks } from './facts';
 
 const marksSchema = z.object({ baselineId: z.string().optional(), benchId: z.string().optional() });
 const recordSchema = z.object({ at: z.number(), run: z.string(), paths: z.array(dataFingerprintSchema) });
+const liveSchema = z.object({ run: z.string(), record: launchRecordSchema });
 
 /** At most this many data records are kept per host (the oldest go first). */
 const MAX_RECORDS = 200;
@@ -96,5 +97,43 @@ export class WhatChangedStore {
       void messageOf(e); // pruning is best effort
     }
     return file;
+  }
+
+  /** The run's live processes kept by earlier reports (python/live_process.py), oldest first: one file a process. */
+  async liveHistory(hostId: string, run: string): Promise<LaunchRecord[]> {
+    let names: string[];
+    try {
+      names = await fs.readdir(this.dir(hostId));
+    } catch {
+      return [];
+    }
+    const out: LaunchRecord[] = [];
+    for (const name of names.filter((n) => /^live-[\w-]+\.json$/.test(n)).sort()) {
+      try {
+        const r = liveSchema.safeParse(parsePythonJson(await fs.readFile(join(this.dir(hostId), name), 'utf8')));
+        if (r.success && r.data.run === run) out.push(r.data.record);
+      } catch {
+        // a half-written or foreign file: not a record
+      }
+    }
+    return out.sort((a, b) => (a.time ?? 0) - (b.time ?? 0));
+  }
+
+  /** Keeps a live process seen now, once per process (its PID and start time); the oldest go past MAX_RECORDS. */
+  async saveLive(hostId: string, run: string, record: LaunchRecord, known: readonly LaunchRecord[]): Promise<boolean> {
+    if (known.some((k) => k.pid === record.pid && k.time === record.time)) return false;
+    const dir = this.dir(hostId);
+    await fs.mkdir(dir, { recursive: true });
+    const at = record.time ?? Date.now() / 1000;
+    const file = join(dir, `live-${fileTime(new Date(at * 1000))}-${Math.random().toString(36).slice(2, 8)}.json`);
+    await writeFileAtomic(file, JSON.stringify({ run, record }, null, 1) + '\n', true);
+    try {
+      const names = (await fs.readdir(dir)).filter((n) => n.startsWith('live-')).sort();
+      for (const n of names.slice(0, Math.max(0, names.length - MAX_RECORDS)))
+        await fs.rm(join(dir, n), { force: true });
+    } catch (e) {
+      void messageOf(e); // pruning is best effort
+    }
+    return true;
   }
 }
