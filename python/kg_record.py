@@ -1,8 +1,9 @@
 """Record the facts of one launch of a training command, then run the command itself.
 
-Usage: python3 kg_record.py [--run DIR] [--timeout SECONDS] -- CMD [ARGS...]
+Usage: python3 kg_record.py [--run DIR] [--home] [--timeout SECONDS] -- CMD [ARGS...]
 
-Appends one JSON line to DIR/.known-good/launches.jsonl (DIR: the current folder unless --run names one): the time,
+Appends one JSON line to DIR/.known-good/launches.jsonl (DIR: the current folder unless --run names one; with --home
+to ~/.known-good/runs/<hash of DIR's real path>/launches.jsonl instead, nothing written in the run folder): the time,
 the command line, the cwd, the environment (secrets redacted by kg_common), this interpreter and its sys.version, the
 torch build (read from torch/version.py, never imported), the installed packages as env_snapshot reads them, the git
 HEAD and a hash of the uncommitted diff of the script's checkout, the GPUs and driver when nvidia-smi is there, and for
@@ -50,14 +51,15 @@ GIT_ENV = {"GIT_TERMINAL_PROMPT": "0", "GIT_OPTIONAL_LOCKS": "0", "GIT_PAGER": "
 
 
 def usage(message):
-    sys.stderr.write("kg_record.py: %s\nusage: python3 kg_record.py [--run DIR] [--timeout SECONDS] -- CMD [ARGS...]\n"
-                     % message)
+    sys.stderr.write("kg_record.py: %s\nusage: python3 kg_record.py [--run DIR] [--home] [--timeout SECONDS] -- CMD "
+                     "[ARGS...]\n" % message)
     sys.exit(2)
 
 
 def parse_argv(argv):
     run_dir = None
     timeout = DEFAULT_TIMEOUT_S
+    home = False
     i = 0
     while i < len(argv):
         a = argv[i]
@@ -74,7 +76,9 @@ def parse_argv(argv):
                     usage("--timeout takes seconds, got %r" % argv[i + 1])
             i += 2
             continue
-        if a.startswith("--run="):
+        if a == "--home":
+            home = True
+        elif a.startswith("--run="):
             run_dir = a[len("--run="):]
         elif a.startswith("--timeout="):
             try:
@@ -90,7 +94,7 @@ def parse_argv(argv):
     command = argv[i:]
     if not command:
         usage("no command given")
-    return run_dir or os.getcwd(), timeout, command
+    return run_dir or os.getcwd(), timeout, command, home
 
 
 class Deadline(object):
@@ -223,7 +227,7 @@ def collect_packages():
     return {"count": p["count"], "packages": p["packages"], "editable": p["editable"]}
 
 
-def record(run_dir, timeout, command):
+def record(run_dir, timeout, command, home=False):
     started = time.time()
     deadline = Deadline(timeout)
     facts = {}
@@ -253,6 +257,7 @@ def record(run_dir, timeout, command):
         "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
         "unixTime": round(started, 3),
         "pid": os.getpid(),
+        "run": os.path.realpath(run_dir),
         "host": os.uname()[1] if hasattr(os, "uname") else None,
         "argv": kg_common.redact_argv(command),
         "cwd": os.getcwd(),
@@ -289,9 +294,9 @@ def record(run_dir, timeout, command):
         doc["packages"] = {"count": pk.get("count"), "packages": None, "truncated": "record over %d bytes"
                            % MAX_RECORD_BYTES}
         line = json.dumps(doc, sort_keys=True, default=str, allow_nan=False)
-    folder = os.path.join(run_dir, ".known-good")
-    os.makedirs(folder, exist_ok=True)
-    fd = os.open(os.path.join(folder, "launches.jsonl"), os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    target = launch_sources.home_records(run_dir) if home else os.path.join(run_dir, ".known-good", "launches.jsonl")
+    os.makedirs(os.path.dirname(target), exist_ok=True)
+    fd = os.open(target, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
     try:
         os.write(fd, (line + "\n").encode("utf-8"))  # one write: launches of parallel ranks never interleave
     finally:
@@ -300,9 +305,9 @@ def record(run_dir, timeout, command):
 
 
 def main(argv):
-    run_dir, timeout, command = parse_argv(argv)
+    run_dir, timeout, command, home = parse_argv(argv)
     try:
-        record(run_dir, timeout, command)
+        record(run_dir, timeout, command, home)
     except BaseException as e:  # the launch matters more than its record
         sys.stderr.write("kg_record.py: launch not recorded (%s: %s)\n" % (type(e).__name__, e))
     sys.stderr.flush()

@@ -15,6 +15,7 @@ kg_record.py's, with its ``source`` and a flat ``config`` (dotted keys, values a
 YAML is read by a small reader of block mappings and scalar lists (what these tools write); anything else is left
 out, never guessed.
 """
+import hashlib
 import json
 import os
 
@@ -267,3 +268,11 @@ def accelerate_config(path):
     else:
         config = flat_yaml(text)
     return {"path": path, "config": dict(sorted(config.items())[:MAX_KEYS]), "error": None}
+
+
+def home_records(run):
+    """Where kg_record.py --home keeps a run's launch records when they may not go inside the run folder:
+    ``~/.known-good/runs/<sha256 of the run's real path, 16 hex>/launches.jsonl`` (kg_record writes, what_changed
+    reads)."""
+    key = hashlib.sha256(os.path.realpath(run).encode("utf-8", "surrogateescape")).hexdigest()[:16]
+    return os.path.join(os.path.expanduser("~"), ".known-good", "runs", key, "launches.jsonl")

@@ -400,6 +400,8 @@ def launch_records(run):
     """The launches kg_record.py recorded for a run (``RUN/.known-good/launches.jsonl``), oldest first, the last
     MAX_LAUNCHES of at most MAX_LAUNCH_BYTES read from the end; none recorded: ``exists`` false."""
     path = os.path.join(run, ".known-good", "launches.jsonl")
+    if not os.path.lexists(path) and os.path.isfile(launch_sources.home_records(run)):
+        path = launch_sources.home_records(run)  # kg_record.py --home: kept out of the run folder
     out = {"path": path, "exists": False, "records": [], "error": None, "others": [], "live": None}
     try:
         out["others"] = launch_sources.launches_of(run)

@@ -88,6 +88,26 @@ class KgRecord(unittest.TestCase):
         self.assertEqual(got["dynamo_config.dynamo_backend"], "INDUCTOR")
         self.assertNotIn("accelerate", recs[2])
 
+    def test_home_keeps_the_records_out_of_the_run_folder_and_what_changed_finds_them(self):
+        home = os.path.join(self.d, "home")
+        os.makedirs(home)
+        env = dict(os.environ, HOME=home)
+        r = self.record("true", env=env, extra=("--home",))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertFalse(os.path.exists(os.path.join(self.d, ".known-good")))
+        found = []
+        for top, _, files in os.walk(os.path.join(home, ".known-good", "runs")):
+            found += [os.path.join(top, f) for f in files]
+        self.assertEqual(len(found), 1, found)
+        with open(found[0]) as f:
+            self.assertEqual(json.loads(f.readline())["run"], os.path.realpath(self.d))
+        wc = os.path.join(HERE, "..", "..", "python", "what_changed.py")
+        out = subprocess.run([sys.executable, wc, "--launches", self.d], stdout=subprocess.PIPE, env=env,
+                             timeout=60).stdout.decode()
+        doc = json.loads(out[out.index("{"):out.rindex("}") + 1])
+        self.assertEqual((doc["launches"][0]["exists"], doc["launches"][0]["path"]), (True, found[0]))
+        self.assertEqual(doc["launches"][0]["records"][0]["argv"], ["true"])
+
     def test_each_launch_appends_one_line(self):
         for _ in range(3):
             self.assertEqual(self.record("true").returncode, 0)
