@@ -66,7 +66,7 @@ export function registerRecordLaunches(d: {
             },
             {
               label: 'In my home folder on the host',
-              description: '~/.known-good/runs/<hash of the run path>/launches.jsonl',
+              description: '~/.known-good/runs/HASH/launches.jsonl (HASH from the run path)',
               detail: 'Nothing is written in the run folder (a shared or read-only run)',
               where: 'home' as const,
             },

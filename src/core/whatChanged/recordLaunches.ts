@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { KnownGoodError } from '../errors';
 import { parsePythonJson } from '../json';
 import { importedModules, probeSource } from '../probes/sources';
-import { shellJoin } from '../quote';
+import { shellQuote } from '../quote';
 import type { Transport } from '../transport/types';
 
 /*
@@ -86,9 +86,12 @@ export interface RecordLines {
   accelerate: string;
 }
 
-/** The line to put in front of a launch (words quoted for the host's shell), and its torchrun/accelerate forms. */
+/**
+ * The line to put in front of a launch, and its torchrun/accelerate forms: the interpreter and the paths quoted for
+ * the host's shell (shellQuote), kg_record's own flags as they are so that the line reads as a person would type it.
+ */
 export function recordLines(o: { python: string; script: string; run: string; home: boolean }): RecordLines {
-  const prefix = shellJoin([o.python, o.script, '--run', o.run, ...(o.home ? ['--home'] : []), '--']);
+  const prefix = `${shellQuote(o.python)} ${shellQuote(o.script)} --run ${shellQuote(o.run)}${o.home ? ' --home' : ''} --`;
   return {
     prefix,
     plain: `${prefix} python train.py …`,
@@ -106,7 +109,7 @@ export function recordSetupText(o: {
   lines: RecordLines;
 }): string {
   const where = o.home
-    ? `~/.known-good/runs/<hash of the run's path>/launches.jsonl on ${o.host} (nothing is written in the run folder)`
+    ? `~/.known-good/runs/HASH/launches.jsonl on ${o.host}, HASH from the run's real path (nothing is written in the run folder)`
     : `${o.run}/.known-good/launches.jsonl on ${o.host}`;
   return [
     `# Record launches of ${o.run}`,
@@ -124,21 +127,27 @@ export function recordSetupText(o: {
     '',
     '## What it records',
     '',
-    'One line a launch, before the command starts: the time, the command line, the working folder, the environment',
-    '(secrets redacted on the host: tokens, passwords, keys), the interpreter and its version, the torch build (read',
-    "from torch/version.py, torch is never imported), the installed packages, git HEAD and a hash of the script's",
-    'uncommitted diff, the GPUs and driver (nvidia-smi), and for accelerate launch the launch config it reads.',
+    [
+      'One line a launch, before the command starts: the time, the command line, the working folder, the environment',
+      '(secrets redacted on the host: tokens, passwords, keys), the interpreter and its version, the torch build (read',
+      "from torch/version.py, torch is never imported), the installed packages, git HEAD and a hash of the script's",
+      'uncommitted diff, the GPUs and driver (nvidia-smi), and for accelerate launch the launch config it reads.',
+    ].join(' '),
     '',
     `Where: ${where}.`,
     '',
     '## What it changes',
     '',
-    'Nothing in the launch: it replaces itself with the command (exec: same process, exit code, signals, stdin and',
-    'terminal). Its facts are bounded by --timeout (1 s by default); a fact that fails is named in the record, and a',
-    'record that cannot be written costs one line on stderr, never the launch.',
+    [
+      'Nothing in the launch: it replaces itself with the command (exec: same process, exit code, signals, stdin and',
+      'terminal). Its facts are bounded by --timeout (1 s by default); a fact that fails is named in the record, and a',
+      'record that cannot be written costs one line on stderr, never the launch.',
+    ].join(' '),
     '',
-    'What Changed? compares consecutive launches around each restart: a changed flag, environment variable,',
-    'interpreter, torch, driver, package or launch config becomes a ranked suspect with both records as evidence.',
+    [
+      'What Changed? compares consecutive launches around each restart: a changed flag, environment variable,',
+      'interpreter, torch, driver, package or launch config becomes a ranked suspect with both records as evidence.',
+    ].join(' '),
     '',
   ].join('\n');
 }
