@@ -25,7 +25,7 @@ export interface RequestCost {
   wall: number;
   /** wall minus the helper's total: the client, ssh2, sshd and the channel, both ways. */
   transport: number;
-  helper: Omit<HelperTiming, 'how'>;
+  helper: Omit<HelperTiming, 'how' | 'direct'>;
   how: Record<string, number>;
 }
 
@@ -35,7 +35,7 @@ const requests = new Map<string, { wall: number; timing: HelperTiming }[]>();
 export function takeRequestCosts(): Record<string, RequestCost> {
   const out: Record<string, RequestCost> = {};
   for (const [probe, seen] of requests) {
-    const phase = (k: keyof Omit<HelperTiming, 'how'>) => median(seen.map((r) => r.timing[k]));
+    const phase = (k: keyof Omit<HelperTiming, 'how' | 'direct'>) => median(seen.map((r) => r.timing[k]));
     const helper = {
       parse: phase('parse'),
       compile: phase('compile'),
@@ -48,7 +48,10 @@ export function takeRequestCosts(): Record<string, RequestCost> {
       total: phase('total'),
     };
     const how: Record<string, number> = {};
-    for (const r of seen) how[r.timing.how] = (how[r.timing.how] ?? 0) + 1;
+    for (const r of seen) {
+      const k = r.timing.direct ? `${r.timing.how}+direct` : r.timing.how;
+      how[k] = (how[k] ?? 0) + 1;
+    }
     const wall = median(seen.map((r) => r.wall));
     out[probe] = { n: seen.length, wall, transport: median(seen.map((r) => r.wall - r.timing.total)), helper, how };
   }

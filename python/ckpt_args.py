@@ -56,6 +56,7 @@ import os
 import stat
 
 import kg_common
+import kg_redact
 from ckpt_convert import ARG_KEYS, _Result, _args_type, _fill
 from ckpt_formats import (
     _ACCELERATE_CUSTOM, _fill_dcp, _fill_safetensors, _is_dcp, _is_tar, _looks_like_safetensors, _open, _read_legacy,
@@ -162,7 +163,7 @@ def _read_folder(path, keys, want_all, res):
         if not hf:
             preferred = ("adapter_config",)
         if isinstance(adapter, dict) and isinstance(adapter.get("base_model_name_or_path"), str):
-            doc["baseModel"] = kg_common.redact_text(adapter["base_model_name_or_path"])
+            doc["baseModel"] = kg_redact.redact_text(adapter["base_model_name_or_path"])
     if "training_args.bin" in names:
         f = _open(os.path.join(path, "training_args.bin"))
         try:
@@ -283,7 +284,7 @@ def main(argv):
         _read_file(path, st.st_size, keys, want_all, res)
     res.doc["mtime"] = st.st_mtime
     # Secrets in the args (HF's hub_token, a wandb_api_key, a URL with a password) never leave the host.
-    res.doc["args"] = kg_common.redact_tree(res.doc["args"])
+    res.doc["args"] = kg_redact.redact_tree(res.doc["args"])
     return res.doc
 
 

@@ -13,6 +13,7 @@ Result: the same shape as ckpt_args.py (format ``torch-load``), so one renderer 
 import os
 
 import kg_common
+import kg_redact
 
 # torch maps gigabytes of address space and a benchmark runs for minutes: no memory or CPU cap here.
 KG_LIMITS = {"memory": None, "cpu": None}
@@ -129,7 +130,7 @@ def main(argv):
         "path": path,
         "bytes": st.st_size,
         "key": key,
-        "args": kg_common.redact_tree(args),  # secrets in the args never leave the host
+        "args": kg_redact.redact_tree(args),  # secrets in the args never leave the host
         "argsType": _type_name(chosen),
         "step": step,
         "epoch": epoch,

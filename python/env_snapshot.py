@@ -7,7 +7,7 @@ it was built with are read from the installed package's files, and every other l
 interpreter's own distribution list (importlib.metadata, never a pip found on PATH).  External tools (nvidia-smi,
 nvcc, compilers) and the slow walks (compile caches, script hashes) run in threads side by side.  A part that fails
 comes back as ``{"error": "..."}`` and is listed in ``errors``; the rest of the snapshot still comes back.
-Secrets never leave the host (kg_common.redact_*): secret-looking variables, URL passwords and tokens inside any
+Secrets never leave the host (kg_redact.redact_*): secret-looking variables, URL passwords and tokens inside any
 value become a short hash of the value.
 
 The modules it travels with: env_host (the machine), env_python (interpreter, distributions, torch's build) and
@@ -21,6 +21,7 @@ import threading
 import time
 
 import kg_common
+import kg_redact
 from env_host import _msg, collect_host
 from env_python import collect_packages, collect_python, collect_torch
 from env_tools import _which, ldconfig_libs, nvcc_version, query_gpus, query_topology, run_deep, tool_first_line
@@ -81,7 +82,7 @@ def collect_env(extra):
     for name, value in os.environ.items():
         if not (name in wanted or name in ENV_NAMES or name.startswith(ENV_PREFIXES)):
             continue
-        out[name] = kg_common.redact_value(name, value)
+        out[name] = kg_redact.redact_value(name, value)
     return {"vars": dict(sorted(out.items())), "extraRequested": sorted(wanted),
             "missingExtra": sorted(n for n in wanted if n not in os.environ)}
 
@@ -304,7 +305,7 @@ def main(argv):
     }
     # Variables were redacted by name above; everything else by its text (a URL with a password, a token), never by
     # key: package names like google-auth are not secrets.
-    return kg_common.redact_tree(doc, by_name=False)
+    return kg_redact.redact_tree(doc, by_name=False)
 
 
 if __name__ == "__main__":

@@ -32,30 +32,18 @@ answered with the signal named.
 Small requests at the cost of two process wake-ups: a request is served by a
 child forked before it arrived (SPARES of them wait), which has already
 executed the last request's probe module and its modules (compiled once, here)
-and applied its limits, and walked the answer's path once with made-up data.
-A request of another probe makes the child forget that (sys.modules, finder,
-limits) and execute its own.  On Linux the children are forked by a zygote
-(_Zygote), so this process never forks after start and never pays the
-copy-on-write faults a fork leaves behind.  Asked ("timing": true), an answer
-says where its time went (_timing): npm run bench prints it.
+and applied its limits (python/kg_spare.py).  On Linux the children are forked
+by a zygote (python/kg_zygote.py), so this process never forks after start and
+never pays the copy-on-write faults a fork leaves behind.  Asked ("timing":
+true), an answer says where its time went (kg_frame.timing): npm run bench
+prints it.  State a probe keeps between requests travels as plain data
+(python/kg_frame.py, python/HELPER_STATE.md).
 
-State a probe wants to keep between requests (metrics_reduce's reductions) is
-carried explicitly, as plain data (None, bool, int, float, str, bytes, list,
-tuple, dict: what marshal writes; no code, no objects), through two module
-functions (python/HELPER_STATE.md):
-
-  KG_STATE_EXPORT() -> {"version": 1, "full": bool, "put": [(key, entry), ...], "drop": [key, ...]}
-      what this process learnt since the last import ("full": everything it keeps)
-  KG_STATE_IMPORT(doc)   applies such a document
-
-After answering, the child sends the marshal bytes of its export back on its
-pipe (at most STATE_BYTES).  The parent applies it to what it keeps for that
-probe as dict operations on plain data (it never calls the module) and the next
-child of that probe gets it all as one full document, through fork's copy of
-memory, before ``main`` runs.  Two requests of one probe at once: each delta is
-applied as it arrives, so the last one for a key wins.
+The loader executes this file's modules before it, in order: kg_modules,
+kg_common, kg_frame, kg_spare, kg_zygote (src/core/probes/sources.ts
+HELPER_MODULES).
 """
-import array
+import fcntl
 import gc
 import json
 import marshal
@@ -63,13 +51,16 @@ import os
 import re
 import selectors
 import signal
-import socket
-import struct
 import sys
 import time
-import types
 from typing import Optional  # noqa: F401 (type comments)
 from collections import deque
+
+import kg_common
+import kg_spare
+import kg_zygote
+from kg_frame import (GROUP_AT_REAP, HEAD, PIPE_BUF, STATE_HEAD, STATE_BYTES, Job, died, direct_channel, exited,
+                      kill_group, merge_state, same_file, secs, timing, write_all)
 
 _out = sys.stdout
 # Probes must not write to the protocol channel by accident.
@@ -83,9 +74,8 @@ SPARES = 2
 STATE_GRACE_S = 30.0
 # Without a "timeoutMs" in the request (the client always sends one).
 DEFAULT_TIMEOUT_S = 600.0
-# Bytes (marshalled) and entries of the plain-data state one probe may keep between requests.
-STATE_BYTES = 80 << 20
-STATE_KEYS = 1024
+# How soon a line waiting for the channel's lock (a child writing its answer: one write) is tried again.
+LOCK_RETRY_S = 0.0005
 # Compiled probe modules kept (by source hash); the oldest goes first.
 MAX_MODULES = 64
 # Standard modules the probes import, loaded once here so that a child does not import them again per request
@@ -94,57 +84,15 @@ PRELOAD = ("json", "re", "struct", "subprocess", "threading", "tempfile", "shuti
            "platform", "glob", "base64", "zipfile", "warnings", "posixpath", "pickle", "itertools", "io",
            "hashlib", "datetime", "bisect", "stat", "getpass", "ctypes", "resource", "pwd")
 
-# The answer's length, whether the probe's state follows it, and the child's time stamps (time.perf_counter, one
-# clock for every process): request in hand, module executed, limits and state applied, main returned, answer framed.
-_HEAD = struct.Struct(">Q?5d")
-_STATE_HEAD = struct.Struct(">cQ")
-
-
-def _kg():
-    return sys.modules["kg_common"]
-
 
 def _error(rid, message, code):
-    doc = _kg().envelope_error(message, code)
+    doc = kg_common.envelope_error(message, code)
     doc["id"] = rid
     return doc
 
 
 class _BadModule(ValueError):
     pass
-
-
-class _Job(object):
-    """One request: waiting, then running in child ``pid`` whose answer arrives on ``rfd``."""
-
-    def __init__(self, rid, name, digest, args, deadline):
-        self.rid = rid
-        self.name = name
-        self.digest = digest
-        self.args = args
-        self.deadline = deadline
-        self.pid = None
-        self.rfd = None
-        self.buf = bytearray()
-        self.answered = False
-        self.pipe_done = False
-        self.status = None  # from waitpid, once reaped
-        self.killed = None  # "timeout" / "cancelled" when we killed it
-        self.started = None
-        self.settled = False
-        self.state_follows = False
-        self.state_taken = False
-        self.timeout_s = None  # type: Optional[float]
-        self.code = None  # type: Optional[types.CodeType]
-        self.mods = {}  # name -> compiled code of the modules it imports besides kg_common
-        # Where its time went, answered in a "timing" field when the request asks (npm run bench reads it).
-        self.timing = False
-        self.t_arrival = 0.0
-        self.t_dispatch = 0.0
-        self.compile_s = 0.0
-        self.how = None  # "prepared" (its module executed ahead), "spare" (forked ahead) or "fork"
-        self.zygote_child = False  # forked by the zygote: its wait status comes from there
-        self.key = None  # type: Optional[tuple]  # the probe's and its modules' source hashes: what a prepared spare must match
 
 
 class Helper(object):
@@ -163,17 +111,20 @@ class Helper(object):
         self.spares = []  # (pid, control fd, answer fd, what it prepared) of the children forked ahead of need
         # The last request's probe (key, name, code, modules): the next spare executes its modules ahead of need.
         self.prep = None  # type: Optional[tuple]
-        self.zygote = None  # type: Optional[_Zygote]
+        self.zygote = None  # type: Optional[kg_zygote.Zygote]
         self.zygote_later = []  # what the zygote said while a request was being started: (pid, status), None: gone
         self.stdin_open = True
         self.stop = False
         self.max_out = 1 << 30  # kg_common's output limit, from serve()
         self.t_input = 0.0  # when the bytes being parsed were read
+        # Children answer on the channel themselves (kg_frame.send_direct): it is a pipe, made non-blocking here.
+        self.direct = False
+        self.locked = False  # the channel's lock, held while a line is part-way out
         self.compile_s = 0.0
 
     # ------------------------------------------------------------------------------------------------ output
     def send(self, doc):
-        self.send_line(_kg().dumps(doc).encode("ascii"))
+        self.send_line(kg_common.dumps(doc).encode("ascii"))
 
     def send_line(self, data):
         # One write per answer where the copy is cheap: each write wakes the reader (sshd) on its own.
@@ -190,7 +141,7 @@ class Helper(object):
     def _drain(self):
         try:
             while self.out:
-                _write_all(1, self.out.popleft())
+                write_all(1, self.out.popleft())
         except OSError:
             self.out.clear()
             self.stop = True
@@ -198,6 +149,12 @@ class Helper(object):
     def _flush(self):
         while self.out:
             view = self.out[0]
+            if self.lock_waiting():
+                try:
+                    fcntl.lockf(1, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    self.locked = True
+                except OSError:
+                    break  # a child is writing its line (one write): tried again shortly (next_timeout)
             try:
                 n = os.write(1, view)
             except (BlockingIOError, InterruptedError):
@@ -212,7 +169,19 @@ class Helper(object):
             else:
                 self.out[0] = view[n:]
                 break
-        self._want_write(bool(self.out))
+        if self.locked and not self.out:
+            self.locked = False
+            try:
+                fcntl.lockf(1, fcntl.LOCK_UN)
+            except OSError:
+                pass
+        self._want_write(bool(self.out) and not self.lock_waiting())
+
+    def lock_waiting(self):
+        """Whether the next write may go part-way and so needs the channel's lock, not held yet: a child answers on
+        the channel itself only between whole lines of this process (kg_frame.send_direct), and a line a single
+        write may split is written under the lock, held until nothing is left to write."""
+        return self.direct and not self.locked and bool(self.out) and len(self.out[0]) > PIPE_BUF
 
     def _want_write(self, want):
         if self.out_blocking:
@@ -271,7 +240,7 @@ class Helper(object):
         op = req.get("op")
         try:
             if op == "ping":
-                self.send({"id": rid, "ok": True, "result": "pong", "python": _kg().interpreter()})
+                self.send({"id": rid, "ok": True, "result": "pong", "python": kg_common.interpreter()})
             elif op == "cancel":
                 self.cancel(rid)
             elif op == "probe":
@@ -306,7 +275,7 @@ class Helper(object):
             return
         timeout = req.get("timeoutMs")
         timeout_s = float(timeout) / 1000.0 if isinstance(timeout, (int, float)) and timeout > 0 else DEFAULT_TIMEOUT_S
-        job = _Job(rid, name, digest, [a if isinstance(a, str) else json.dumps(a) for a in args],
+        job = Job(rid, name, digest, [a if isinstance(a, str) else json.dumps(a) for a in args],
                    time.monotonic() + timeout_s)
         job.timeout_s = timeout_s
         # Kept with the request: the module cache may drop them meanwhile.
@@ -357,7 +326,7 @@ class Helper(object):
                 pass
             return
         job.killed = why
-        _kill_group(job.pid)
+        kill_group(job.pid)
         self._close_pipe(job)
 
     # ------------------------------------------------------------------------------------------------ children
@@ -387,8 +356,8 @@ class Helper(object):
         self.prep = (job.key, job.name, code, job.mods)
         if not self.spares and state is None and self.zygote is not None and self.zygote.asked:
             # Asked for and on its way: waiting for it is shorter than a fork here. Not long, though: this loop
-            # keeps the other requests' deadlines (past ZYGOTE_WAIT_S, this one is forked here).
-            self.on_zygote(wait_s=ZYGOTE_WAIT_S)
+            # keeps the other requests' deadlines (past kg_zygote.ZYGOTE_WAIT_S, this one is forked here).
+            self.on_zygote(wait_s=kg_zygote.ZYGOTE_WAIT_S)
         if self.spares and state is None:
             # A child forked ahead of need takes it: the request does not wait for a fork, nor (when it is the
             # probe the spare prepared) for its modules to execute.
@@ -396,11 +365,13 @@ class Helper(object):
             self.spares.remove(spare)
             pid, ctl, rfd, key = spare
             if key == job.key:
-                job.how, msg = "prepared", ("p", job.rid, job.args)
+                job.how = "prepared"
+                msg = ("p", job.rid, job.args, job.stamped())
             else:
-                job.how, msg = "spare", ("f", job.rid, job.name, job.args, code, job.mods)
+                job.how = "spare"
+                msg = ("f", job.rid, job.name, job.args, code, job.mods, job.stamped())
             try:
-                _write_all(ctl, marshal.dumps(msg))
+                write_all(ctl, marshal.dumps(msg))
                 ok = True
             except OSError:
                 ok = False
@@ -413,7 +384,7 @@ class Helper(object):
                     self.make_spares()
                 return
             os.close(rfd)
-            _kill_group(pid)
+            kill_group(pid)
         rfd, wfd = os.pipe()
         gc.freeze()
         try:
@@ -423,7 +394,7 @@ class Helper(object):
             os.close(wfd)
             raise
         if pid == 0:  # the child: never returns
-            _child(self, job, code, state, rfd, wfd)
+            kg_spare.child(self, job, code, state, rfd, wfd)
         os.close(wfd)
         self._started(job, pid, rfd)
 
@@ -439,7 +410,7 @@ class Helper(object):
 
     def make_spares(self):
         """Forks the next requests' children ahead of need: a fork costs 1-3 ms, off the request's path. Asked of
-        the zygote where there is one (then this process never forks, see _Zygote), else forked here."""
+        the zygote where there is one (then this process never forks, see kg_zygote), else forked here."""
         zygote = self.zygote
         if zygote is not None:
             while len(self.spares) + len(zygote.asked) < SPARES:
@@ -460,7 +431,7 @@ class Helper(object):
                 os.close(fd)
             return
         if pid == 0:
-            _spare(self, ctl_r, ctl_w, rfd, wfd, self.prep[1:] if self.prep is not None else None)
+            kg_spare.spare(self, ctl_r, ctl_w, rfd, wfd, self.prep[1:] if self.prep is not None else None)
         os.close(ctl_r)
         os.close(wfd)
         try:
@@ -514,7 +485,7 @@ class Helper(object):
         # Its children die with it (PR_SET_PDEATHSIG), and no one will report how: killed, as far as we know.
         self.drop_spares()
         for job in [j for j in self.running.values() if j.zygote_child and j.status is None]:
-            _kill_group(job.pid)
+            kill_group(job.pid)
             job.status = signal.SIGKILL  # a wait status: killed by SIGKILL
             if job.rfd is not None:
                 self.on_child_output(job)
@@ -525,7 +496,7 @@ class Helper(object):
             pid, ctl, rfd, _ = self.spares.pop()
             os.close(ctl)
             os.close(rfd)
-            _kill_group(pid)
+            kill_group(pid)
 
     def on_child_output(self, job):
         while job.rfd is not None:
@@ -549,64 +520,46 @@ class Helper(object):
 
     def _take_answer(self, job):
         """Sends the answer as soon as it is whole (the child goes on to export its state)."""
-        if job.answered or len(job.buf) < _HEAD.size:
+        if job.answered or len(job.buf) < HEAD.size:
             return
-        head = _HEAD.unpack_from(job.buf)
-        n, job.state_follows = head[0], head[1]
-        end = _HEAD.size + n
+        head = HEAD.unpack_from(job.buf)
+        n, job.state_follows, sent = head[:3]
+        end = HEAD.size + n
         if len(job.buf) < end:
             return
         t_read = time.perf_counter()
         job.answered = True
         self.by_id.pop(job.rid, None)
         with memoryview(job.buf) as view:
-            answer = bytes(view[_HEAD.size:end])
+            answer = bytes(view[HEAD.size:end])
         job.buf = job.buf[end:]
-        if job.timing and answer.endswith(b"}"):
-            answer = answer[:-1] + b', "timing": ' + _timing(job, head[2:], t_read).encode("ascii") + b"}"
-        self.send_line(answer)
+        if not sent:
+            stamped = job.stamped()
+            if stamped is not None and answer.endswith(b"}"):
+                answer = answer[:-1] + b', "timing": ' + timing(stamped, head[3:], t_read).encode("ascii") + b"}"
+            self.send_line(answer)
         if not job.state_follows:
             self.start_waiting()
 
     def _take_state(self, job):
         """Keeps the probe's state as soon as its frame is whole (not when the child has exited: that takes time)."""
-        if not job.answered or not job.state_follows or job.state_taken or len(job.buf) < _STATE_HEAD.size:
+        if not job.answered or not job.state_follows or job.state_taken or len(job.buf) < STATE_HEAD.size:
             return
-        kind, n = _STATE_HEAD.unpack_from(job.buf)
-        end = _STATE_HEAD.size + n
+        kind, n = STATE_HEAD.unpack_from(job.buf)
+        end = STATE_HEAD.size + n
         if len(job.buf) < end:
             return
         job.state_taken = True
         if job.killed is None:
             if kind == b"S" and n <= STATE_BYTES:
                 with memoryview(job.buf) as view:
-                    self.keep_state(job.name, view[_STATE_HEAD.size:end])
+                    kept = merge_state(self.states.get(job.name), job.name, view[STATE_HEAD.size:end])
+                if kept is not None:
+                    self.states[job.name] = kept
             elif kind == b"D":
                 self.states.pop(job.name, None)
         job.buf = bytearray()
         self.start_waiting()
-
-    def keep_state(self, name, blob):
-        """Applies a child's KG_STATE_EXPORT document ({"version": 1, "full", "put": [(key, entry)], "drop": [key]})
-        to what is kept for probe ``name``: plain data only, looked at as dict operations, never run."""
-        try:
-            doc = marshal.loads(blob)
-            if not isinstance(doc, dict) or doc.get("version") != 1 or not _plain(doc):
-                raise ValueError("not a version-1 state document")
-            kept = {} if doc.get("full") or name not in self.states else self.states[name]
-            for key in doc.get("drop") or ():
-                kept.pop(_hashable(key), None)
-            for key, entry in doc.get("put") or ():
-                key = _hashable(key)
-                kept.pop(key, None)
-                kept[key] = (entry, len(marshal.dumps(entry)))
-            # The probe bounds what it keeps; this bounds what a misbehaving one could make the helper hold.
-            total = sum(size for _, size in kept.values())
-            while kept and (total > STATE_BYTES or len(kept) > STATE_KEYS):
-                total -= kept.pop(next(iter(kept)))[1]
-            self.states[name] = kept
-        except (ValueError, TypeError, EOFError) as e:
-            sys.stderr.write("kg_helper: %s state not kept: %s\n" % (name, e))
 
     def _close_pipe(self, job):
         if job.rfd is not None:
@@ -618,15 +571,7 @@ class Helper(object):
             job.rfd = None
 
     def reap(self):
-        while True:
-            try:
-                pid, status = os.waitpid(-1, os.WNOHANG)
-            except ChildProcessError:
-                return
-            except InterruptedError:
-                continue
-            if pid == 0:
-                return
+        for pid, status in exited():
             if self.zygote is not None and pid == self.zygote.pid:
                 self.zygote.pid = None  # reaped: not to be killed again
                 self.stop_zygote()
@@ -656,16 +601,17 @@ class Helper(object):
         job.settled = True
         self._close_pipe(job)
         self.running.pop(job.pid, None)
-        # Tools it started and left behind go with it (the group's id stays taken while any member lives, so
-        # this reaches no one else).
-        try:
-            os.killpg(job.pid, signal.SIGKILL)
-        except OSError:
-            pass
+        # Tools it started and left behind go with it: killed where it was reaped (kg_frame.exited), before its
+        # number was free. Without waitid, here (the group's id stays taken while any member lives).
+        if not GROUP_AT_REAP:
+            try:
+                os.killpg(job.pid, signal.SIGKILL)
+            except OSError:
+                pass
         if not job.answered:
             job.answered = True
             self.by_id.pop(job.rid, None)
-            self.send(_error(job.rid, *_died(job)))
+            self.send(_error(job.rid, *died(job.name, job.status)))
         job.state_taken = True
         job.buf = bytearray()
         self.start_waiting()
@@ -674,14 +620,16 @@ class Helper(object):
         now = time.monotonic()
         for job in list(self.by_id.values()):
             if not job.answered and job.deadline <= now:
-                self.end(job, "timeout", "%s timed out after %s s: stopped" % (job.name, _secs(job.timeout_s)))
+                self.end(job, "timeout", "%s timed out after %s s: stopped" % (job.name, secs(job.timeout_s)))
         for job in list(self.running.values()):
             # Answered, but still writing its state long after its deadline: it goes too.
             if job.killed is None and job.deadline + STATE_GRACE_S <= now:
                 job.killed = "late"
-                _kill_group(job.pid)
+                kill_group(job.pid)
 
     def next_timeout(self):
+        if self.lock_waiting():
+            return LOCK_RETRY_S
         pending = [j.deadline for j in self.by_id.values() if not j.answered]
         pending += [j.deadline + STATE_GRACE_S for j in self.running.values() if j.killed is None]
         if not pending:
@@ -690,7 +638,7 @@ class Helper(object):
 
     # ------------------------------------------------------------------------------------------------ the loop
     def serve(self):
-        self.max_out = _kg().LIMITS.get("output") or (1 << 30)
+        self.max_out = kg_common.LIMITS.get("output") or (1 << 30)
         for name in PRELOAD:
             try:
                 __import__(name)
@@ -704,7 +652,7 @@ class Helper(object):
             sys.modules["pwd"].getpwuid(os.getuid())
         except Exception:  # noqa: BLE001
             pass
-        self.prctl = _prctl()
+        self.prctl = kg_spare.prctl_fn()
         wake_r, wake_w = os.pipe()
         os.set_blocking(wake_r, False)
         os.set_blocking(wake_w, False)
@@ -714,13 +662,14 @@ class Helper(object):
         for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
             signal.signal(sig, self._on_stop_signal)
         signal.signal(signal.SIGCHLD, lambda *_: None)
+        self.direct = direct_channel()
         # Before the ready line: a client (or a test) that sees it finds the zygote there.
-        self.zygote = _Zygote.start(self)
-        self.send({"ready": self.nonce, "python": _kg().interpreter()})
+        self.zygote = kg_zygote.Zygote.start(self)
+        self.send({"ready": self.nonce, "python": kg_common.interpreter()})
         # Non-blocking output, so a slow reader never stops deadlines from being kept; unless stdout and stderr
         # are one file (a terminal), where children's stderr would then fail with EAGAIN.
         try:
-            if not _same_file(1, 2):
+            if not same_file(1, 2):
                 os.set_blocking(1, False)
                 self.out_blocking = False
         except OSError:
@@ -750,6 +699,8 @@ class Helper(object):
                             pass
                     else:
                         self.on_child_output(key.data)
+                if self.lock_waiting():
+                    self._flush()
                 self.after_zygote()
                 self.reap()
                 self.on_deadlines()
@@ -757,7 +708,7 @@ class Helper(object):
             self.drop_spares()
             self.stop_zygote()
             for job in list(self.running.values()):
-                _kill_group(job.pid)
+                kill_group(job.pid)
             for job in list(self.running.values()):
                 try:
                     os.waitpid(job.pid, 0)
@@ -772,592 +723,6 @@ class Helper(object):
 
     def _on_stop_signal(self, *_):
         self.stop = True
-
-
-_PR_SET_NAME = 15
-_LEN = struct.Struct(">I")
-# From the zygote: b"P" + the pid of the spare it forked (-1: it could not), b"X" + pid + wait status of one that
-# ended.
-_ZREC = struct.Struct(">cqi")
-
-
-class _Zygote(object):
-    """A process forked once at start (Linux) that forks the spares, so that this process never forks again.
-
-    A fork costs its parent twice: the fork itself (0.3-0.7 ms for a 15 MB interpreter, more on a VM), then a
-    copy-on-write fault on every page it writes afterwards (~300 a request, 1 ms of system time measured). Forked
-    from the zygote, which does nothing else, a spare costs this process neither. The spare's two pipes are made
-    here and their far ends handed to the zygote with SCM_RIGHTS; the zygote answers with the spare's pid, reaps its
-    spares and reports each one's wait status, so a request is killed (its process group), settled and its death
-    named here as before. The zygote dies with this process and its spares with it (PR_SET_PDEATHSIG).
-    """
-
-    def __init__(self, pid, sock):
-        self.pid = pid  # type: Optional[int]
-        self.sock = sock
-        self.asked = deque()  # (control fd, answer fd, key) of each spare asked for, not yet forked: in order
-        # What the zygote keeps, by key (the probes its spares may prepare): the same keys in the same order as its
-        # own dict, both dropping the oldest past ZYGOTE_PREPS, so "k" is sent only for what it has.
-        self.known = {}
-        self.buf = b""
-
-    @staticmethod
-    def start(helper):
-        if helper.prctl is None or not hasattr(socket.socket, "sendmsg") or not hasattr(socket, "SCM_RIGHTS"):
-            return None
-        try:
-            ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        except (OSError, AttributeError):
-            return None
-        gc.freeze()
-        # Named before the fork, so it has its name from its first instant (ps, tests), and this process back after.
-        try:
-            with open("/proc/self/comm", "rb") as f:
-                name = f.read().strip()
-        except OSError:
-            name = None
-        if name is not None:
-            helper.prctl(_PR_SET_NAME, b"kg-zygote", 0, 0, 0)
-        try:
-            pid = os.fork()
-        except OSError:
-            ours.close()
-            theirs.close()
-            return None
-        finally:
-            if name is not None and os.getpid() == helper.pid:
-                helper.prctl(_PR_SET_NAME, name, 0, 0, 0)
-        if pid == 0:
-            _zygote(helper, theirs, ours)
-        theirs.close()
-        ours.setblocking(False)
-        return _Zygote(pid, ours)
-
-    def fds(self):
-        return [self.sock.fileno()] + [fd for a in self.asked for fd in a[:2]]
-
-    def ask(self, prep):
-        """Asks for a spare that prepares ``prep`` (key, name, code, modules); False if the zygote cannot be told."""
-        ctl_r, ctl_w = os.pipe()
-        rfd, wfd = os.pipe()
-        key = prep[0] if prep is not None else None
-        if prep is None:
-            msg = ("n",)
-        elif key in self.known:
-            msg = ("k", key)
-        else:
-            msg = ("c", key, prep[1], prep[2], prep[3])
-        ok = False
-        try:
-            data = marshal.dumps(msg)
-            data = _LEN.pack(len(data)) + data
-            self.sock.setblocking(True)
-            sent = self.sock.sendmsg([data], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [ctl_r, wfd]))])
-            self.sock.sendall(data[sent:])
-            ok = True
-        except (OSError, ValueError):
-            pass
-        finally:
-            try:
-                self.sock.setblocking(False)
-            except OSError:
-                ok = False
-        os.close(ctl_r)
-        os.close(wfd)
-        if not ok:
-            os.close(ctl_w)
-            os.close(rfd)
-            return False
-        if msg[0] == "c":
-            _remember(self.known, key, True)
-        self.asked.append((ctl_w, rfd, key))
-        return True
-
-    def records(self, wait_s=0.0):
-        """The records the zygote has sent, [(kind, pid, status)]; None once it is gone."""
-        if wait_s and not _readable(self.sock, wait_s):
-            return []
-        try:
-            data = self.sock.recv(1 << 16)
-        except (BlockingIOError, InterruptedError):
-            return []
-        except OSError:
-            data = b""
-        if not data:
-            return None
-        self.buf += data
-        n = len(self.buf) - len(self.buf) % _ZREC.size
-        out = [_ZREC.unpack_from(self.buf, i) for i in range(0, n, _ZREC.size)]
-        self.buf = self.buf[n:]
-        return out
-
-    def close(self):
-        while self.asked:
-            ctl_w, rfd, _ = self.asked.popleft()
-            os.close(ctl_w)
-            os.close(rfd)
-        self.sock.close()
-        if self.pid is not None:
-            _kill_group(self.pid)
-            try:
-                os.waitpid(self.pid, 0)
-            except OSError:
-                pass
-            self.pid = None
-
-
-ZYGOTE_PREPS = 16
-ZYGOTE_WAIT_S = 0.1
-
-
-def _remember(kept, key, value):
-    """Adds to ``kept`` (oldest first), dropping the oldest past ZYGOTE_PREPS: the helper and the zygote alike."""
-    kept.pop(key, None)
-    while len(kept) >= ZYGOTE_PREPS:
-        del kept[next(iter(kept))]
-    kept[key] = value
-
-
-def _readable(sock, timeout):
-    sel = selectors.DefaultSelector()
-    try:
-        sel.register(sock, selectors.EVENT_READ)
-        return bool(sel.select(timeout))
-    finally:
-        sel.close()
-
-
-def _zygote(helper, sock, theirs):
-    """The zygote's loop: forks a spare per request of the helper and reports how each ended; never returns."""
-    try:
-        _child_setup(helper, [theirs.fileno()])
-        prctl, zpid = helper.prctl, os.getpid()
-        wake_r, wake_w = os.pipe()
-        os.set_blocking(wake_r, False)
-        os.set_blocking(wake_w, False)
-        signal.set_wakeup_fd(wake_w)
-        signal.signal(signal.SIGCHLD, lambda *_: None)
-        preps = {}
-        fd = sock.fileno()
-        sel = selectors.DefaultSelector()
-        sel.register(fd, selectors.EVENT_READ)
-        sel.register(wake_r, selectors.EVENT_READ)
-        while True:
-            for key, _ in sel.select():
-                if key.fd == wake_r:
-                    try:
-                        while os.read(wake_r, 512):
-                            pass
-                    except (BlockingIOError, InterruptedError, OSError):
-                        pass
-                    continue
-                msg, fds = _zygote_message(sock)
-                if msg[0] == "c":
-                    _remember(preps, msg[1], msg[2:])
-                prep = preps.get(msg[1]) if msg[0] in ("c", "k") else None
-                pid = -1
-                if len(fds) == 2:
-                    try:
-                        pid = os.fork()
-                    except OSError:
-                        pid = -1
-                    if pid == 0:
-                        for f in (fd, wake_r, wake_w):
-                            os.close(f)
-                        signal.set_wakeup_fd(-1)
-                        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-                        _spare(None, fds[0], None, None, fds[1], prep, (prctl, zpid))
-                for f in fds:
-                    os.close(f)
-                _write_all(fd, _ZREC.pack(b"P", pid, 0))
-            while True:
-                try:
-                    pid, status = os.waitpid(-1, os.WNOHANG)
-                except ChildProcessError:
-                    break
-                except InterruptedError:
-                    continue
-                if pid == 0:
-                    break
-                _write_all(fd, _ZREC.pack(b"X", pid, status))
-    except BaseException:  # noqa: BLE001 - the helper forks its spares itself once the zygote is gone
-        pass
-    os._exit(0)
-
-
-def _zygote_message(sock):
-    """One length-framed message from the helper and the descriptors that came with it; exits when it is gone."""
-    fds = []
-    head, anc, _, _ = sock.recvmsg(_LEN.size, socket.CMSG_LEN(2 * 4))
-    for level, kind, data in anc:
-        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
-            fds += array.array("i", data[:len(data) - len(data) % 4]).tolist()
-    body = b""
-    while len(head) < _LEN.size:
-        more = sock.recv(_LEN.size - len(head))
-        if not more:
-            os._exit(0)
-        head += more
-    n = _LEN.unpack(head)[0]
-    while len(body) < n:
-        more = sock.recv(n - len(body))
-        if not more:
-            os._exit(0)
-        body += more
-    return marshal.loads(body), fds
-
-
-def _same_file(a, b):
-    sa, sb = os.fstat(a), os.fstat(b)
-    return (sa.st_dev, sa.st_ino) == (sb.st_dev, sb.st_ino)
-
-
-def _kill_group(pid):
-    for kill in (lambda: os.killpg(pid, signal.SIGKILL), lambda: os.kill(pid, signal.SIGKILL)):
-        try:
-            kill()
-        except OSError:
-            pass
-
-
-def _secs(s):
-    return ("%.1f" % s).rstrip("0").rstrip(".")
-
-
-_SIGNALS = {
-    "SIGXCPU": ("limit-cpu", "the CPU-time limit"),
-    "SIGKILL": ("killed", "SIGKILL (the host's out-of-memory killer, or someone else, stopped it)"),
-    "SIGSEGV": ("crashed", "SIGSEGV (a crash in the interpreter or an extension module)"),
-    "SIGXFSZ": ("limit-file-size", "the file-size limit"),
-}
-
-
-def _died(job):
-    """(message, code) for a child that ended without answering."""
-    status = job.status
-    if os.WIFSIGNALED(status):
-        sig = os.WTERMSIG(status)
-        try:
-            sname = signal.Signals(sig).name
-        except ValueError:
-            sname = "signal %d" % sig
-        code, what = _SIGNALS.get(sname, ("crashed", sname))
-        if code == "limit-cpu":
-            return str(_kg().LimitError("cpu", job.name + " was killed by SIGXCPU")), code
-        return "%s was killed by %s, before it answered" % (job.name, what), code
-    return "%s ended (exit status %d) before it answered" % (job.name, os.WEXITSTATUS(status)), "crashed"
-
-
-def _timing(job, stamps, t_read):
-    """Where a request's time went in the helper (milliseconds), from the parent's and the child's stamps."""
-    got, executed, ready, ran, framed = stamps
-    ms = lambda a, b: round(max(0.0, b - a) * 1000.0, 3)  # noqa: E731
-    return json.dumps({
-        "how": job.how,
-        "parse": ms(job.t_arrival, job.t_dispatch - job.compile_s),
-        "compile": round(job.compile_s * 1000.0, 3),
-        "handoff": ms(job.t_dispatch, got),
-        "exec": ms(got, executed),
-        "setup": ms(executed, ready),
-        "run": ms(ready, ran),
-        "frame": ms(ran, framed),
-        "pipe": ms(framed, t_read),
-        "total": ms(job.t_arrival, t_read),
-    })
-
-
-def _data_bytes():
-    """Data segment this process already has (what fork copied from the parent), on Linux."""
-    try:
-        with open("/proc/self/status", "rb") as f:
-            for line in f:
-                if line.startswith(b"VmData:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return 0
-
-
-def _hashable(key):
-    if isinstance(key, list):
-        key = tuple(_hashable(k) for k in key)
-    hash(key)
-    return key
-
-
-def _plain(value, depth=0):
-    """True for data made of None, bool, int, float, str, bytes, list, tuple, dict only."""
-    if depth > 100:
-        return False
-    if value is None or isinstance(value, (bool, int, float, str, bytes)):
-        return True
-    if isinstance(value, (list, tuple)):
-        return all(_plain(v, depth + 1) for v in value)
-    if isinstance(value, dict):
-        return all(_plain(k, depth + 1) and _plain(v, depth + 1) for k, v in value.items())
-    return False
-
-
-def _write_all(fd, data):
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view):]
-
-
-def _child_setup(helper, close):
-    """A forked child's first steps: its own process group, default signals, none of the parent's descriptors."""
-    try:
-        os.setpgid(0, 0)
-    except OSError:
-        pass
-    signal.set_wakeup_fd(-1)
-    for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT, signal.SIGCHLD, signal.SIGPIPE):
-        signal.signal(sig, signal.SIG_DFL)
-    _die_with_parent(helper.prctl, helper.pid)
-    # The parent's descriptors are not ours: its selector, the other requests' pipes, the spare's, the channel.
-    fds = list(close) + list(helper.wake_fds) + [j.rfd for j in helper.running.values() if j.rfd is not None]
-    for spare in helper.spares:
-        fds += list(spare[1:3])
-    if helper.zygote is not None:
-        fds += helper.zygote.fds()
-    for fd in fds:
-        try:
-            os.close(fd)
-        except OSError:
-            pass
-    try:
-        helper.sel.close()
-    except Exception:  # noqa: BLE001
-        pass
-    null = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(null, 0)
-    os.close(null)
-    os.dup2(2, 1)
-    # What fork copied and this request does not need: other probes' states, answers queued for the client.
-    helper.states = None
-    helper.out.clear()
-    helper.inbuf = None
-    for j in helper.running.values():
-        j.buf = None
-
-
-def _child(helper, job, code, state, rfd, wfd):
-    """Runs one request in this forked process and leaves with os._exit: never returns to the loop."""
-    try:
-        _child_setup(helper, [rfd])
-    except BaseException:  # noqa: BLE001
-        os._exit(70)
-    _run(job.rid, job.name, job.args, code, job.mods, state, wfd)
-
-
-def _spare(helper, ctl_r, ctl_w, rfd, wfd, prep, parent=None):
-    """A child forked ahead of need: set up, and the last request's probe ``prep`` (name, code, modules) executed
-    and its limits applied, it waits for its request on ``ctl_r``: ("p", rid, args) for the probe it prepared,
-    ("f", rid, name, args, code, modules) for another. ``helper`` is None when the zygote forked it: set up
-    already, it dies with its ``parent`` (prctl, the zygote's pid)."""
-    try:
-        if helper is not None:
-            _child_setup(helper, [ctl_w, rfd])
-        else:
-            try:
-                os.setpgid(0, 0)
-            except OSError:
-                pass
-            if parent is not None:
-                _die_with_parent(*parent)
-        helper = None
-        ready = _prepare(*prep) if prep is not None else None
-        _rehearse()
-        chunks = []
-        while True:
-            c = os.read(ctl_r, 1 << 20)
-            if not c:
-                break
-            chunks.append(c)
-        os.close(ctl_r)
-        if not chunks:
-            os._exit(0)  # not needed after all
-        msg = marshal.loads(b"".join(chunks))
-        chunks = None
-    except BaseException:  # noqa: BLE001
-        os._exit(70)
-    if msg[0] == "p":
-        if prep is None:
-            # Cannot happen (the helper mirrors what the zygote keeps); answered, not crashed, if it ever does.
-            prep = ("unknown", compile("raise RuntimeError('the spare had no probe')", "kg_helper", "exec"), None)
-        name, code, mods = prep
-        if ready is not None:
-            _run(msg[1], name, msg[2], code, mods, None, wfd, ready[0])
-        # Its module failed to execute ahead: executed again, the failure is this request's answer.
-        _run(msg[1], name, msg[2], code, mods, None, wfd)
-    if ready is not None:
-        _unprepare(ready)
-    _run(msg[1], msg[2], msg[3], msg[4], msg[5], None, wfd)
-
-
-def _rehearse():
-    """Walks the answer's path once (envelope, footprint, JSON) with made-up data, before the request: the pages it
-    touches are copied (a fault each, 2-10 us) here rather than on the request's time. Nothing of a request is in it."""
-    try:
-        kg = _kg()
-        kg.call_probe(lambda argv: {"a": [1, 2.5, "x", None, True, {"b": "c"}]}, [])
-        kg.interpreter()
-        marshal.loads(marshal.dumps(("p", 1, ["x"])))
-        _HEAD.pack(1, False, 0.0, 0.0, 0.0, 0.0, time.perf_counter())
-    except Exception:  # noqa: BLE001 - only a head start
-        pass
-
-
-def _load(name, code, mods):
-    """Executes probe ``name``'s module (its modules importable) and applies its limits: (module, main, limits)."""
-    kg = _kg()
-    if mods:
-        sys.modules["kg_modules"].install(mods)
-    mod = types.ModuleType("kg_probe_" + name)
-    mod.__file__ = name + ".py"
-    sys.modules[mod.__name__] = mod
-    exec(code, mod.__dict__)
-    main = mod.main
-    limits = dict(kg.probe_limits(main))
-    if limits.get("memory") is not None:
-        # The probe's own allowance, on top of what this process is at fork.
-        limits["memory"] += _data_bytes()
-    kg.apply_process_limits(limits)
-    return mod, main, limits
-
-
-def _prepare(name, code, mods):
-    """A spare's guess that the next request is the last one's probe: ((module, main, limits), undo) or None."""
-    undo = (set(sys.modules), list(sys.meta_path), _rlimits())
-    try:
-        return _load(name, code, mods), undo
-    except BaseException:  # noqa: BLE001 - the request, if it comes, runs it again and answers the failure
-        _unprepare((None, undo))
-        return None
-
-
-def _unprepare(ready):
-    """Forgets what a spare prepared for another probe: modules imported, finder, limits."""
-    before, meta, limits = ready[1]
-    for name in [n for n in sys.modules if n not in before]:
-        del sys.modules[name]
-    sys.meta_path[:] = meta
-    try:
-        import resource
-
-        for which, soft_hard in limits:
-            resource.setrlimit(which, soft_hard)
-    except (ImportError, ValueError, OSError):
-        pass
-
-
-def _rlimits():
-    try:
-        import resource
-
-        return [(w, resource.getrlimit(w)) for w in (resource.RLIMIT_DATA, resource.RLIMIT_CPU)]
-    except (ImportError, AttributeError, ValueError, OSError):
-        return []
-
-
-def _run(rid, name, args, code, mods, state, wfd, loaded=None):
-    """Runs one request in this child (its module executed already when ``loaded``) and leaves with os._exit:
-    never returns to the loop."""
-    status = 70
-    t_got = time.perf_counter()
-    t_exec = t_ready = t_ran = t_got
-    try:
-        kg = _kg()
-        text = mod = None
-        try:
-            mod, main, limits = loaded if loaded is not None else _load(name, code, mods)
-            t_exec = time.perf_counter()
-            imp = getattr(mod, "KG_STATE_IMPORT", None)
-            if state and callable(imp):
-                try:
-                    # Fork copied the parent's plain data: handed over as one full document.
-                    imp({"version": 1, "full": True, "put": [(k, v[0]) for k, v in state.items()], "drop": []})
-                except Exception as e:  # noqa: BLE001 - a cache that cannot be restored is started afresh
-                    sys.stderr.write("kg_helper: %s state not restored: %s\n" % (name, e))
-            state = None
-            t_ready = time.perf_counter()
-            text = kg.call_probe(main, args, limits)[1]
-            t_ran = time.perf_counter()
-            # The answer is all this process holds now: the bytes to send, made once.
-            body = text.encode("ascii")
-            text = None
-        except SystemExit as e:
-            body = kg.dumps(kg.envelope_error("%s exited (%s)" % (name, e.code), "exit")).encode("ascii")
-        except MemoryError:
-            text = body = None
-            doc = kg.envelope_error(str(kg.LimitError("memory", name)), "limit-memory")
-            # How close to the memory limit the answer came is what the footprint tells: kept here too (issue 24)
-            doc["footprint"] = kg.footprint()
-            body = kg.dumps(doc).encode("ascii")
-            doc = None
-        except BaseException as e:  # noqa: BLE001 - every request is answered
-            body = kg.dumps(kg.envelope_error("%s: %s" % (type(e).__name__, e), "internal")).encode("ascii")
-        # {"id": N, + the envelope without its opening brace, written from the one copy.
-        prefix = ('{"id": %s, ' % json.dumps(rid)).encode("ascii")
-        get = getattr(mod, "KG_STATE_EXPORT", None)
-        stamps = (t_got, max(t_exec, t_got), max(t_ready, t_exec), max(t_ran, t_ready), time.perf_counter())
-        _write_all(wfd, _HEAD.pack(len(prefix) + len(body) - 1, callable(get), *stamps) + prefix)
-        _write_all(wfd, memoryview(body)[1:])
-        body = None
-        status = 0
-        if callable(get):
-            try:
-                kept = get()
-                if kept is None:
-                    _write_all(wfd, _STATE_HEAD.pack(b"D", 0))
-                elif _plain(kept):
-                    blob = marshal.dumps(kept)  # pyright: ignore[reportArgumentType] (checked plain above)
-                    if len(blob) <= STATE_BYTES:
-                        _write_all(wfd, _STATE_HEAD.pack(b"S", len(blob)) + blob)
-                    else:
-                        sys.stderr.write("kg_helper: %s state of %d bytes not kept\n" % (name, len(blob)))
-                        _write_all(wfd, _STATE_HEAD.pack(b"D", 0))
-                else:
-                    sys.stderr.write("kg_helper: %s state is not plain data: not kept\n" % (name,))
-                    _write_all(wfd, _STATE_HEAD.pack(b"D", 0))
-            except Exception as e:  # noqa: BLE001 - what was kept before stays
-                sys.stderr.write("kg_helper: %s state not kept: %s\n" % (name, e))
-                _write_all(wfd, _STATE_HEAD.pack(b"N", 0))
-    except BaseException:  # noqa: BLE001 - the parent answers a child that did not
-        pass
-    finally:
-        try:
-            sys.stderr.flush()
-        except Exception:  # noqa: BLE001
-            pass
-        os._exit(status)
-
-
-_PR_SET_PDEATHSIG = 1
-
-
-def _prctl():
-    """libc's prctl on Linux (looked up once, in the parent), else None."""
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        import ctypes
-
-        return ctypes.CDLL(None, use_errno=True).prctl
-    except Exception:  # noqa: BLE001
-        return None
-
-
-def _die_with_parent(prctl, parent):
-    """Linux: this child gets SIGKILL when the helper dies (even by SIGKILL), so no request outlives it."""
-    if prctl is None:
-        return
-    try:
-        prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    except Exception:  # noqa: BLE001
-        return
-    if os.getppid() != parent:
-        os._exit(71)
 
 
 def serve(nonce):

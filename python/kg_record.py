@@ -4,7 +4,7 @@ Usage: python3 kg_record.py [--run DIR] [--home] [--timeout SECONDS] -- CMD [ARG
 
 Appends one JSON line to DIR/.known-good/launches.jsonl (DIR: the current folder unless --run names one; with --home
 to ~/.known-good/runs/<hash of DIR's real path>/launches.jsonl instead, nothing written in the run folder): the time,
-the command line, the cwd, the environment (secrets redacted by kg_common), this interpreter and its sys.version, the
+the command line, the cwd, the environment (secrets redacted by kg_redact), this interpreter and its sys.version, the
 torch build (read from torch/version.py, never imported), the installed packages as env_snapshot reads them, the git
 HEAD and a hash of the uncommitted diff of the script's checkout, the GPUs and driver when nvidia-smi is there, and for
 ``accelerate launch`` the launch config it reads (``--config_file`` or accelerate's default_config.yaml, flat).
@@ -29,7 +29,7 @@ if HERE not in sys.path:
 
 import env_python  # noqa: E402
 import env_tools  # noqa: E402
-import kg_common  # noqa: E402
+import kg_redact  # noqa: E402
 import launch_sources  # noqa: E402
 
 SCHEMA = 1
@@ -146,7 +146,7 @@ def collect_env():
     for name, value in sorted(os.environ.items()):
         if len(value) > MAX_VALUE_CHARS:
             value = value[:MAX_VALUE_CHARS] + "…"
-        out[name] = kg_common.redact_value(name, value)
+        out[name] = kg_redact.redact_value(name, value)
     return out
 
 
@@ -193,7 +193,7 @@ def collect_git(where, deadline):
         "root": top,
         "head": head,
         "branch": None if branch == "HEAD" else branch,
-        "subject": kg_common.redact_text(message) if rc == 0 else None,
+        "subject": kg_redact.redact_text(message) if rc == 0 else None,
         "committedAt": int(when) if rc == 0 and when.isdigit() else None,
         "dirty": diff_size > 0,
         "diffSha256": diff_sha if diff_size > 0 else None,
@@ -259,7 +259,7 @@ def record(run_dir, timeout, command, home=False):
         "pid": os.getpid(),
         "run": os.path.realpath(run_dir),
         "host": os.uname()[1] if hasattr(os, "uname") else None,
-        "argv": kg_common.redact_argv(command),
+        "argv": kg_redact.redact_argv(command),
         "cwd": os.getcwd(),
         "script": script,
         "executable": command_executable(command),
@@ -281,7 +281,7 @@ def record(run_dir, timeout, command, home=False):
             error = "not done within %.1f s" % timeout
         doc[name] = value
         if error:
-            doc["errors"].append({"fact": name, "message": kg_common.redact_text(error)})
+            doc["errors"].append({"fact": name, "message": kg_redact.redact_text(error)})
     pk = doc.get("packages") or {}
     try:
         doc["torch"] = env_python.collect_torch(pk.get("packages")) if pk else env_python.collect_torch(None)

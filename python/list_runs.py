@@ -257,7 +257,7 @@ class _Walk(object):
         stopped = False
         with os.scandir(path) as it:
             for e in it:
-                if e.name in OWN_FOLDERS:
+                if e.name in OWN_FOLDERS or _not_a_run_folder(e):
                     continue
                 seen += 1
                 if seen > kg_common.LIMITS["items"]:
@@ -452,6 +452,19 @@ def _user():
 
 # Known Good's own folder next to a run (baseline copies, cache archives): not part of the run, never listed.
 OWN_FOLDERS = (b".known-good", ".known-good")
+
+
+def _not_a_run_folder(e):
+    """A dot folder (`.git`, `.hydra`, `.cache`) or `__pycache__`: tooling's, never a run or a checkpoint, and often
+    thousands of entries (`.git/objects`) that would use up the listing's budget. Not listed, so not in sizes either;
+    a dot *file* is listed as usual."""
+    name = e.name if isinstance(e.name, bytes) else e.name.encode("utf-8", "surrogateescape")
+    if not (name.startswith(b".") or name == b"__pycache__"):
+        return False
+    try:
+        return e.is_dir(follow_symlinks=False)
+    except OSError:
+        return False
 
 
 def signature(path_raw):

@@ -2,7 +2,7 @@
 
 A module of what_changed.py. A run that is running now has a process whose working folder is in the run, or that
 holds a file of the run open (its log, a checkpoint being written). Its facts are what ran, not what is installed:
-the command line and environment it started with (/proc/PID/cmdline, environ; secrets redacted by kg_common before
+the command line and environment it started with (/proc/PID/cmdline, environ; secrets redacted by kg_redact before
 they leave the host), the executable, the working folder, and the CUDA libraries it actually loaded
 (/proc/PID/maps: libtorch_cuda, libcudnn, libnccl, libcublas, ... with their paths and the version their file name
 says).
@@ -16,7 +16,7 @@ import os
 import re
 import time
 
-import kg_common
+import kg_redact
 
 MAX_PROCS = 500
 MAX_FDS = 512
@@ -115,12 +115,12 @@ def _facts(pid, matched_by, match_path, ticks, boot):
         for item in raw.split(b"\0")[:MAX_ENV]:
             name, sep, value = item.decode("utf-8", "replace").partition("=")
             if sep and name:
-                env[name] = kg_common.redact_value(name, value[:MAX_VALUE])
+                env[name] = kg_redact.redact_value(name, value[:MAX_VALUE])
     except OSError as e:
         errors.append("environ: %s" % (e.strerror or e))
     out = {"pid": pid, "ppid": ppid, "matchedBy": matched_by, "matchPath": match_path,
            "startTime": round(boot + start / float(ticks), 2) if boot is not None else None,
-           "argv": kg_common.redact_argv(argv[:256]), "env": env, "errors": errors}
+           "argv": kg_redact.redact_argv(argv[:256]), "env": env, "errors": errors}
     for key, link in (("exe", "exe"), ("cwd", "cwd")):
         try:
             out[key] = os.readlink("/proc/%d/%s" % (pid, link))

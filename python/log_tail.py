@@ -22,6 +22,7 @@ counted in ``tooDeep`` / ``tooManyKeys``.  FIFOs and devices are refused unread.
 import os
 
 import kg_common
+import kg_redact
 
 DEFAULT_MAX_BYTES = 1 << 20
 BLOCK = 1 << 16
@@ -246,20 +247,20 @@ def main(argv):
     malformed = 0
     skipped = {"depth": 0, "keys": 0}
     # One pass over the block: a plain metrics log skips the per-line secret test.
-    maybe_secret = any(map(kg_common.might_hold_secret, lines))
+    maybe_secret = any(map(kg_redact.might_hold_secret, lines))
     for line in lines:
         if not line.strip():
             continue
         try:
             doc = kg_common.loads_bounded(line, "a log line")
             _check(doc)
-            records.append(kg_common.redact_tree(doc) if maybe_secret and kg_common.might_hold_secret(line) else doc)
+            records.append(kg_redact.redact_tree(doc) if maybe_secret and kg_redact.might_hold_secret(line) else doc)
         except ValueError:
             malformed += 1
-            records.append({"$raw": kg_common.redact_text(line[:MAX_RAW].decode("utf-8", "replace"))})
+            records.append({"$raw": kg_redact.redact_text(line[:MAX_RAW].decode("utf-8", "replace"))})
         except kg_common.LimitError as e:
             skipped[e.limit] += 1
-            records.append({"$raw": kg_common.redact_text(line[:MAX_RAW].decode("utf-8", "replace"))})
+            records.append({"$raw": kg_redact.redact_text(line[:MAX_RAW].decode("utf-8", "replace"))})
     latest = latest_of(records)
     return {
         "path": path,

@@ -66,3 +66,9 @@ export const BenchCommands = {
 export const ProbeCommands = {
   runProbe: 'knownGood.probes.run',
 } as const;
+
+/** The Get Started walkthrough (src/walkthrough; package.json contributes.walkthroughs). */
+export const WalkthroughCommands = {
+  getStarted: 'knownGood.getStarted',
+} as const;
+export const WALKTHROUGH_ID = 'knownGood.start';

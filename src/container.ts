@@ -9,19 +9,24 @@ import { BaselineStore } from './core/baselines/store';
 import { resolveHosts, type HostSpec } from './core/hosts';
 import { HostRegistry } from './core/registry';
 import { Listings } from './core/runs/listings';
+import { RemoteRunsViewState } from './core/runs/viewState';
 import { parseSshConfig, readUserSshConfig } from './core/sshConfig';
 import { defaultKnownHostsFile, type SshOptions } from './core/transport/ssh';
+import { isHostSettingsFailure } from './core/transport/sshErrors';
+import { KnownGoodError, messageOf } from './core/errors';
 import { registerDashboard } from './dashboard/register';
 import { fleetBaselinesDir, registerFleet } from './fleet/register';
 import { vscodePrompts } from './hosts/prompts';
 import { registerProbes } from './probes/register';
 import { registerRuns } from './runs/register';
-import { commandRegistrar, type RegisterCommand } from './shared/commands';
+import { commandRegistrar, showHostFailure, type RegisterCommand } from './shared/commands';
 import { hostsOf, type Hosts } from './shared/hosts';
 import { SettingsService } from './shared/settings';
 import { AgeTicker, AutoRefresh } from './tree/autoRefresh';
 import { RemoteRunsProvider } from './tree/provider';
+import { KeepViewState } from './tree/viewState';
 import type { TreeNode } from './shared/treeSection';
+import { registerWalkthrough } from './walkthrough/register';
 import { registerWhatChanged } from './whatChanged/register';
 import { executeCommand, getConfiguration, showError } from './window';
 
@@ -71,11 +76,20 @@ export class Container implements vscode.Disposable {
       depth: () => 3,
       maxEntries: () => settings().maxEntries,
       log: (line) => this.log.info(line),
+      failed: (host, e) => {
+        const line = `${host.name}: ${messageOf(e)}`;
+        if (e instanceof KnownGoodError && isHostSettingsFailure(e.code))
+          showHostFailure(this.log, line, e, host.id, () => listings.reload(host.id));
+        else this.log.error(line);
+      },
     });
+    // Expanded rows, the selection and the compare choice, as the person left them before a reload.
+    const viewState = new RemoteRunsViewState(context.workspaceState);
     this.tree = this.track(
       new RemoteRunsProvider(this.registry, listings, () => settings().problems, {
         newestFirst: () => settings().newestFirst,
         unconfigured: () => this.registry.hosts().every((h) => !h.ssh) && settings().localRoots === undefined,
+        expansionOf: (id) => viewState.expansionOf(id),
       }),
     );
     const treeView = this.track(
@@ -95,6 +109,15 @@ export class Container implements vscode.Disposable {
       ),
     );
     this.track(new AgeTicker(treeView, () => this.tree.refresh()));
+    this.track(
+      new KeepViewState(
+        treeView,
+        this.tree,
+        viewState,
+        (h) => listings.ensure(h),
+        (line) => this.log.info(line),
+      ),
+    );
     this.track(
       this.settings.onDidChange((s) => {
         this.registry.setCommandTimeout(s.commandTimeoutMs);
@@ -141,7 +164,11 @@ export class Container implements vscode.Disposable {
       registerSection: (s) => this.tree.registerSection(s),
       refresh: (node) => this.tree.refresh(node as TreeNode | undefined),
     });
-    const args = registerArgs({ ...common, markSelected: (ref) => this.tree.markSelected(ref) });
+    const args = registerArgs({
+      ...common,
+      markSelected: (ref) => this.tree.markSelected(ref),
+      keptSelection: { get: () => viewState.compare(), set: (ref) => viewState.setCompare(ref) },
+    });
     const underTest = context.extensionMode === vscode.ExtensionMode.Test;
     const dashboard = registerDashboard({
       ...common,
@@ -179,6 +206,18 @@ export class Container implements vscode.Disposable {
       registerSection: (s) => this.tree.registerSection(s),
       refresh: (node) => this.tree.refresh(node as TreeNode | undefined),
       diffSnapshots: (left, right, title) => baselines.diffSnapshots(left, right, title),
+    });
+
+    registerWalkthrough({
+      command,
+      extensionId: context.extension.id,
+      kept: context.globalState,
+      // Someone who set hosts or roots up already (an update from a version without the walkthrough) is no newcomer.
+      openOnFirstRun:
+        context.extensionMode === vscode.ExtensionMode.Production &&
+        getConfiguration('workbench').get<boolean>('welcomePage.walkthroughs.openOnInstall', true) &&
+        settings().hosts.length === 0 &&
+        settings().localRoots === undefined,
     });
 
     const test: KnownGoodTestApi = {

@@ -53,6 +53,7 @@ async function main(): Promise<number> {
         KG_TEST_SSHD: JSON.stringify({
           port: sshd.port,
           user: sshd.user,
+          home: sshd.home,
           identityFile: sshd.identityFile,
           knownHostsFile: sshd.knownHostsFile,
         }),

@@ -2,7 +2,7 @@
 // (the pinned VS Code server + headless Debian Chromium). Exit code: the extension host's, then the UI tests'.
 //
 //   node --import tsx scripts/vscode/run-tests.ts [--no-build] [--only ext|ui] [--grep <mocha grep>] [--headed] [--bail]
-//   env: KG_VSCODE_TIMEOUT_S (extension-host suite, default 480), KG_UI_TIMEOUT_S (UI tests, default 1200),
+//   env: KG_VSCODE_TIMEOUT_S (extension-host suite, default 1200), KG_UI_TIMEOUT_S (UI tests, default 3000),
 //        KG_KEEP_VSCODE_STATE=1 keeps the server's temp state folder for debugging.
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -32,7 +32,7 @@ async function main(): Promise<number> {
   // Last resort if something hangs outside the per-phase timeouts (install, server start, browser launch);
   // exiting runs server.ts's exit handler, which kills the servers' process groups.
   const hardS =
-    Number(process.env['KG_VSCODE_TIMEOUT_S'] ?? 480) + Number(process.env['KG_UI_TIMEOUT_S'] ?? 1200) + 300;
+    Number(process.env['KG_VSCODE_TIMEOUT_S'] ?? 1200) + Number(process.env['KG_UI_TIMEOUT_S'] ?? 3000) + 300;
   setTimeout(() => {
     process.stderr.write(`[test:vscode] gave up after ${hardS} s\n`);
     process.exit(124);
@@ -58,7 +58,7 @@ async function main(): Promise<number> {
 async function runExtensionHostSuite(): Promise<number> {
   const started = Date.now();
   const suite = await buildSuite();
-  const timeoutS = Number(process.env['KG_VSCODE_TIMEOUT_S'] ?? 480);
+  const timeoutS = Number(process.env['KG_VSCODE_TIMEOUT_S'] ?? 1200);
   const artifacts = join(repoRoot, 'test-artifacts', 'vscode');
   mkdirSync(artifacts, { recursive: true });
   let server: VsCodeServer | undefined;
@@ -121,7 +121,13 @@ async function runExtensionHostSuite(): Promise<number> {
 }
 
 function testSshdEnv(s: TestSshd): string {
-  return JSON.stringify({ port: s.port, user: s.user, identityFile: s.identityFile, knownHostsFile: s.knownHostsFile });
+  return JSON.stringify({
+    port: s.port,
+    user: s.user,
+    home: s.home,
+    identityFile: s.identityFile,
+    knownHostsFile: s.knownHostsFile,
+  });
 }
 
 async function runUiTests(): Promise<number> {
@@ -132,8 +138,11 @@ async function runUiTests(): Promise<number> {
     .map((f) => join(dir, f));
   if (files.length === 0) return 0;
   const started = Date.now();
-  const timeoutS = Number(process.env['KG_UI_TIMEOUT_S'] ?? 1200);
-  const nodeArgs = ['--import', 'tsx', '--test', '--test-concurrency=1', '--test-timeout=180000'];
+  const timeoutS = Number(process.env['KG_UI_TIMEOUT_S'] ?? 3000);
+  // Every limit here is a hang guard, not a speed bound: a quiet 2-core machine runs a UI file in ≤ 3 min and the
+  // tier in ~8, the same machine with its cores taken by other work (load 16) took 3+ min for dashboard.ui.ts alone
+  // and passed every step; a guard that fires there fails a slow machine, not a broken extension.
+  const nodeArgs = ['--import', 'tsx', '--test', '--test-concurrency=1', '--test-timeout=1200000'];
   // --grep picks UI scenarios by name too (a regular expression, as for the mocha suite).
   const grep = option('--grep');
   if (grep) nodeArgs.push(`--test-name-pattern=${grep}`);

@@ -29,6 +29,8 @@ export interface ArgsDeps {
   log: Pick<vscode.LogOutputChannel, 'error'>;
   /** Marks the checkpoint selected for compare where it is shown (Remote Runs), or clears the mark. */
   markSelected?(ref: { hostId: string; path: string } | undefined): void;
+  /** Where the Select for Compare choice is kept across reloads (workspaceState, core/runs/viewState.ts). */
+  keptSelection?: { get(): CheckpointRef | undefined; set(ref: CheckpointRef | undefined): void };
 }
 
 /** What other features may ask of args (the dashboard's checkpoint buttons). */
@@ -100,6 +102,7 @@ export function registerArgs(c: ArgsDeps): ArgsApi {
   const setSelected = (ref: CheckpointRef | undefined) => {
     selected = ref;
     c.markSelected?.(ref);
+    c.keptSelection?.set(ref);
     void executeCommand('setContext', HAS_SELECTION, ref !== undefined);
   };
 
@@ -189,6 +192,9 @@ export function registerArgs(c: ArgsDeps): ArgsApi {
     );
   });
 
-  void executeCommand('setContext', HAS_SELECTION, false);
+  // The choice made before a reload: Compare with Selected works on as before, and the row says so again.
+  const kept = c.keptSelection?.get();
+  if (kept) setSelected(kept);
+  else void executeCommand('setContext', HAS_SELECTION, false);
   return { open, openDiff: diff };
 }

@@ -152,7 +152,7 @@ export function registerBaselineCommands(f: BaselinesFeature): BaselineDiffs {
     const saved = await withCancellableProgress(`Capturing the environment of ${spec.name}`, async (signal, report) => {
       report('reading versions, packages, GPUs, variables, scripts and caches…');
       const snapshot = await captureSnapshot(session, { ...settings, signal });
-      report(settings.copyToRemote ? 'saving (and copying next to the runs)…' : 'saving…');
+      report(settings.copyToRemote ? 'saving (and copying to ~/.known-good/baselines/ on the host)…' : 'saving…');
       return saveBaseline(store, session, snapshot, label, { copyToRemote: settings.copyToRemote, signal });
     });
     if (!saved) return undefined;
@@ -162,7 +162,7 @@ export function registerBaselineCommands(f: BaselinesFeature): BaselineDiffs {
       `baseline "${label}" of ${spec.name} saved to ${file}${saved.remotePath ? `, copy at ${saved.remotePath}` : ''}`,
     );
     if (saved.remoteWarning) log.warn(saved.remoteWarning);
-    const msg = `Saved baseline "${label}" of ${spec.name}${saved.remotePath ? ` (copy next to the runs: ${saved.remotePath})` : ''}.`;
+    const msg = `Saved baseline "${label}" of ${spec.name}${saved.remotePath ? ` (copy on the host: ${saved.remotePath})` : ''}.`;
     const shown = saved.remoteWarning
       ? showWarning(`${msg} ${saved.remoteWarning}`, {}, 'Compare Now')
       : showInfo(msg, 'Compare Now');
@@ -270,7 +270,7 @@ export function registerBaselineCommands(f: BaselinesFeature): BaselineDiffs {
       `Delete baseline "${b.stored.baseline.label}" of ${b.spec.name}?`,
       {
         modal: true,
-        detail: `Captured ${shortTime(b.stored.baseline.capturedAt)}. The file ${b.stored.file} is removed; a copy next to the runs on the remote, if any, is kept.`,
+        detail: `Captured ${shortTime(b.stored.baseline.capturedAt)}. The file ${b.stored.file} is removed; a copy on the host (~/.known-good/baselines/), if any, is kept.`,
       },
       'Delete',
     );

@@ -25,14 +25,25 @@ export function listKeyFiles(dir = join(homedir(), '.ssh')): string[] {
 }
 
 /**
- * The short name a host gets in the tree: an ssh-config alias as is, an address as its host part (`root@10.0.0.5:2222`
- * → `10.0.0.5`); `-2`, `-3`, … when another host already has that name. The full address is shown once, beside it.
+ * The name the wizard offers for a new host: an ssh-config alias as is, an address as `user@host` (the port left
+ * out; `root@10.0.0.5:2222` → `root@10.0.0.5`), the host alone when no user is given; `-2`, `-3`, … when another host
+ * already has that name. The full address is shown once, beside it in the tree.
  */
 export function shortHostName(target: string, taken: readonly string[]): string {
   const t = target.trim();
-  const base = parseUserHostPort(t)?.host ?? t;
+  const a = parseUserHostPort(t);
+  const base = a ? (a.user ? `${a.user}@${a.host}` : a.host) : t;
   if (!taken.includes(base)) return base;
   for (let i = 2; ; i++) if (!taken.includes(`${base}-${i}`)) return `${base}-${i}`;
+}
+
+/** Why `name` cannot name a host (empty, another host's, This machine's), or undefined when it can. */
+export function hostNameProblem(name: string, taken: readonly string[]): string | undefined {
+  const n = name.trim();
+  if (!n) return 'Give the host a name';
+  if (n === 'This machine') return '"This machine" is the local host';
+  if (taken.includes(n)) return `Another host is already named ${n}`;
+  return undefined;
 }
 
 export interface HostAnswers {

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 
 /**
  * One set of redaction rules for everything Known Good shows or stores that came from a host: env snapshots,
- * checkpoint args, log lines. The same rules live in python/kg_common.py (the probes redact before anything leaves
+ * checkpoint args, log lines. The same rules live in python/kg_redact.py (the probes redact before anything leaves
  * the host); this copy is defence in depth for data that arrives some other way (an old probe, a cache, a baseline
  * written before). Both are tested against test/fixtures/redaction/cases.json. A secret becomes
  * `<redacted sha256:XXXXXXXXXXXX>` (12 hex digits of its sha256), so a rotated secret still shows as changed.

@@ -1,5 +1,12 @@
 import * as vscode from 'vscode';
-import { containerText, hostEntryOf, listKeyFiles, shortHostName, type KeyChoice } from '../core/hostEntry';
+import {
+  containerText,
+  hostEntryOf,
+  hostNameProblem,
+  listKeyFiles,
+  shortHostName,
+  type KeyChoice,
+} from '../core/hostEntry';
 import { parseUserHostPort, resolveEndpoint, sshAddress } from '../core/hosts';
 import type { HostSettings } from '../core/settings';
 import { parseSshConfig, readUserSshConfig } from '../core/sshConfig';
@@ -15,11 +22,12 @@ export interface WizardStart {
   taken: string[];
 }
 
-const STEPS = 5;
+const STEPS = 6;
 
 /**
- * Add Host / Edit Host: address (an ~/.ssh/config alias or user@host[:port]), key (a ~/.ssh/id_* file, the SSH
- * agent, or Browse…), container, Python, roots. Returns the settings entry, or undefined when cancelled.
+ * Add Host / Edit Host: address (an ~/.ssh/config alias or user@host[:port]), the name shown in the tree (offered:
+ * the alias, else user@host; Edit Host renames), key (a ~/.ssh/id_* file, the SSH agent, or Browse…), container,
+ * Python, roots. Returns the settings entry, or undefined when cancelled.
  */
 export async function hostWizard(start: WizardStart): Promise<HostSettings | undefined> {
   const { previous } = start;
@@ -59,11 +67,22 @@ export async function hostWizard(start: WizardStart): Promise<HostSettings | und
   }
   target = target.trim();
 
-  const key = await pickKey(title(2, 'key'), target, previous?.identityFile, sshConfig);
+  // Baselines and benchmark results are kept by the host's address (its transport id), not by this name: a rename
+  // keeps them.
+  const name = await showInputBox({
+    title: title(2, 'name'),
+    prompt: 'The name shown in Remote Runs',
+    value: previous?.name ?? start.target ?? shortHostName(target, start.taken),
+    ignoreFocusOut: true,
+    validateInput: (v) => hostNameProblem(v, start.taken),
+  });
+  if (name === undefined) return undefined;
+
+  const key = await pickKey(title(3, 'key'), target, previous?.identityFile, sshConfig);
   if (!key) return undefined;
 
   const container = await showInputBox({
-    title: title(3, 'container (optional)'),
+    title: title(4, 'container (optional)'),
     prompt: 'Run inside a container: pct:200, docker:NAME or kubectl:POD; empty for none',
     value: containerText(previous?.container),
     ignoreFocusOut: true,
@@ -74,21 +93,20 @@ export async function hostWizard(start: WizardStart): Promise<HostSettings | und
   });
   if (container === undefined) return undefined;
   const python = await showInputBox({
-    title: title(4, 'Python (optional)'),
+    title: title(5, 'Python (optional)'),
     prompt: 'Interpreter on the remote (empty: python3; "Select Remote Python" can find one later)',
     value: previous?.python ?? '',
     ignoreFocusOut: true,
   });
   if (python === undefined) return undefined;
   const roots = await showInputBox({
-    title: title(5, 'checkpoint roots'),
+    title: title(6, 'checkpoint roots'),
     prompt: 'Comma-separated folders on the remote',
     value: (previous?.roots ?? start.defaultRoots).join(', '),
     ignoreFocusOut: true,
   });
   if (roots === undefined) return undefined;
-  const name = previous?.name ?? start.target ?? shortHostName(target, start.taken);
-  return hostEntryOf({ name, target, key, container, python, roots }, previous);
+  return hostEntryOf({ name: name.trim(), target, key, container, python, roots }, previous);
 }
 
 async function pickKey(

@@ -1,5 +1,6 @@
 import * as vscode from 'vscode';
-import { messageOf, presentationOf } from '../core/errors';
+import { KnownGoodError, messageOf, presentationOf } from '../core/errors';
+import { EDIT_HOST, isHostSettingsFailure } from '../core/transport/sshErrors';
 import type { ResolvedTarget } from '../core/runs/listings';
 import {
   decodeTarget,
@@ -9,6 +10,7 @@ import {
   type TargetKind,
   type TargetOf,
 } from '../core/runs/targets';
+import { Commands } from '../constants';
 import { showError, showInfo } from '../window';
 import type { Hosts } from './hosts';
 
@@ -81,7 +83,8 @@ export function callOf(
 /**
  * The container's `command`: registers `id`, decodes its arguments once into a typed target, falls back to the host
  * picker where the command asks for it, and presents failures by their error code (src/core/errors.ts): usage
- * mistakes as information, cancels silently, lost connections and timeouts as errors with Retry and Show Log.
+ * mistakes as information, cancels silently, lost connections and timeouts as errors with Retry and Show Log, a
+ * failure the host's settings fix (a key, a port, a host key, a container) with Edit Host… as well.
  */
 export function commandRegistrar(deps: CommandHostDeps): RegisterCommand {
   const register = <K extends TargetKind>(
@@ -90,6 +93,7 @@ export function commandRegistrar(deps: CommandHostDeps): RegisterCommand {
     run: (target: TargetOf<K> | TargetOf<'host'> | undefined, call: CommandCall) => unknown,
   ): void => {
     const invoke = async (...args: unknown[]): Promise<unknown> => {
+      let hostId: string | undefined;
       try {
         const { target, call } = callOf(args, (t) => deps.resolve(t));
         let t: TargetOf<K> | TargetOf<'host'> | undefined = accepts ? narrowTarget(target, accepts.kinds) : undefined;
@@ -98,18 +102,23 @@ export function commandRegistrar(deps: CommandHostDeps): RegisterCommand {
           if (!host) return undefined;
           t = { kind: 'host', hostId: host.id };
         }
+        hostId = t?.hostId;
         return await run(t, call);
       } catch (e) {
-        present(id, e, () => void invoke(...args));
+        present(id, e, () => void invoke(...args), hostId);
         return undefined;
       }
     };
     deps.track(vscode.commands.registerCommand(id, invoke));
   };
 
-  const present = (id: string, e: unknown, retry: () => void): void => {
+  const present = (id: string, e: unknown, retry: () => void, hostId: string | undefined): void => {
     const message = messageOf(e);
     const how = presentationOf(e);
+    if (hostId && e instanceof KnownGoodError && isHostSettingsFailure(e.code)) {
+      showHostFailure(deps.log, `${id}: ${message}`, e, hostId, retry);
+      return;
+    }
     if (how === 'silent') {
       deps.log.info(`${id}: ${message}`);
       return;
@@ -131,4 +140,24 @@ export function commandRegistrar(deps: CommandHostDeps): RegisterCommand {
   };
 
   return register as RegisterCommand;
+}
+
+/**
+ * A host's connection failed in a way its settings fix (a key, a port, a host key, a container): logged as an error
+ * and shown whole, with Edit Host… (the host's wizard) and Show Log.
+ */
+export function showHostFailure(
+  log: Pick<vscode.LogOutputChannel, 'error' | 'show'>,
+  logLine: string,
+  e: KnownGoodError,
+  hostId: string,
+  retry?: () => void,
+): void {
+  log.error(logLine);
+  const buttons = [EDIT_HOST, 'Show Log', ...(retry ? ['Retry'] : [])];
+  void showError(e.message, ...buttons).then((choice) => {
+    if (choice === EDIT_HOST) void vscode.commands.executeCommand(Commands.editHost, { hostId });
+    else if (choice === 'Show Log') log.show();
+    else if (choice === 'Retry') retry?.();
+  });
 }

@@ -25,6 +25,12 @@ export interface ProviderOptions {
    * Add Checkpoint Root…, Open Settings; package.json viewsWelcome) shows instead of a lone "This machine".
    */
   unconfigured?(): boolean;
+  /**
+   * How the person last left a row (expanded true, collapsed false; undefined: never touched), kept across reloads
+   * (core/runs/viewState.ts): VS Code asks a row's collapsibleState only when it first shows the row, so this is how a
+   * reloaded window opens the same rows, and each host kept open lists (and connects) as its children are asked for.
+   */
+  expansionOf?(id: string): boolean | undefined;
 }
 
 /**
@@ -121,8 +127,11 @@ export class RemoteRunsProvider implements vscode.TreeDataProvider<TreeNode>, vs
       id: host.id,
       label: host.name,
       state: st?.state ?? 'disconnected',
+      // Nothing to connect to (this machine, a local container): never "not connected".
+      ...(host.ssh ? {} : { local: true }),
       ...(where || container ? { detail: [where, container].filter(Boolean).join(' · ') } : {}),
       ...(st?.error ? { error: st.error } : {}),
+      ...(st?.errorCode ? { errorCode: st.errorCode } : {}),
     };
   }
 
@@ -148,7 +157,7 @@ export class RemoteRunsProvider implements vscode.TreeDataProvider<TreeNode>, vs
       const section = this.sections.find((s) => s.id === node.section);
       const item = section ? section.treeItem(node) : new vscode.TreeItem('(feature not loaded)');
       item.id ??= `section:${node.section}:${node.hostId}:${node.key}`;
-      return item;
+      return this.kept(item);
     }
     if (node.kind === 'settings-problem') {
       const t = new vscode.TreeItem(node.label, vscode.TreeItemCollapsibleState.None);
@@ -185,6 +194,9 @@ export class RemoteRunsProvider implements vscode.TreeDataProvider<TreeNode>, vs
             : undefined;
       t.iconPath = new vscode.ThemeIcon(node.icon, color);
       if (node.action === 'retry') t.command = { command: Commands.retry, title: 'Retry', arguments: [node] };
+      // A connection failure is fixed in the host's settings: the click opens them (Retry stays inline).
+      if (node.action === 'editHost')
+        t.command = { command: Commands.editHost, title: 'Edit Host…', arguments: [node] };
     } else {
       t.iconPath = new vscode.ThemeIcon(node.icon);
     }
@@ -197,14 +209,24 @@ export class RemoteRunsProvider implements vscode.TreeDataProvider<TreeNode>, vs
       const spec = this.registry.find(node.host.id);
       t.contextValue = `${node.contextValue};${spec?.ssh ? 'ssh' : 'local'};${spec?.source ?? ''}`;
     }
-    return t;
+    return this.kept(t);
+  }
+
+  private kept(item: vscode.TreeItem): vscode.TreeItem {
+    const open = item.id && item.collapsibleState ? this.options.expansionOf?.(item.id) : undefined;
+    if (open !== undefined)
+      item.collapsibleState = open
+        ? vscode.TreeItemCollapsibleState.Expanded
+        : vscode.TreeItemCollapsibleState.Collapsed;
+    return item;
   }
 
   getParent(node: TreeNode): TreeNode | undefined {
     return this.parents.get(this.idOf(node));
   }
 
-  private idOf(node: TreeNode): string {
+  /** A row's id as its TreeItem has it (what expansion is kept by). */
+  idOf(node: TreeNode): string {
     return node.kind === 'section' ? `section:${node.section}:${node.hostId}:${node.key}` : node.id;
   }
 
@@ -283,19 +305,32 @@ export class RemoteRunsProvider implements vscode.TreeDataProvider<TreeNode>, vs
     }
   }
 
-  /** The node path from a host down to the node with `ids.at(-1)`, building nodes as the model does. */
+  /**
+   * The node path from a host down to the node with `ids.at(-1)` (a section's rows too), building nodes as the model
+   * does; the host's own node for no ids (its children are not asked for: that would connect it).
+   */
   async resolvePath(hostId: string, ids: string[]): Promise<TreeNode | undefined> {
     const host = this.registry.find(hostId);
     if (!host) return undefined;
     let cur: TreeNode = this.nodeOfHost(host);
-    let kids = await this.fetchChildren(cur);
     for (const id of ids) {
-      const next: TreeNode | undefined = kids.find((k) => k.kind !== 'section' && k.id === id);
+      const kids = await this.fetchChildren(cur);
+      const next: TreeNode | undefined = kids.find((k) => this.idOf(k) === id);
       if (!next) return undefined;
       cur = next;
-      if (id !== ids[ids.length - 1]) kids = await this.fetchChildren(cur);
     }
     return cur;
+  }
+
+  /** Where a shown row is: its host and the ids below the host down to it (what resolvePath takes back). */
+  pathOf(node: TreeNode): { hostId: string; ids: string[] } | undefined {
+    const ids: string[] = [];
+    for (let cur: TreeNode | undefined = node; cur; cur = this.getParent(cur)) {
+      if (cur.kind === 'host') return { hostId: cur.host.id, ids: ids.reverse() };
+      if (cur.kind === 'settings-problem') return undefined;
+      ids.push(this.idOf(cur));
+    }
+    return undefined;
   }
 
   dispose(): void {

@@ -93,6 +93,8 @@ void describe('environment baselines through a real sshd', () => {
   let pool: SshPool;
   let dir: string;
   let root: string;
+  /** The sessions' HOME on the test host (sshd sets it): where `~/.known-good/` is. */
+  let remoteHome: string;
   let bashEnv: string;
   let baseEnv: string;
   let host: CaptureHost;
@@ -115,6 +117,7 @@ void describe('environment baselines through a real sshd', () => {
       ].join('\n'),
     });
     bashEnv = join(sshd.dir, 'bash_env');
+    remoteHome = join(sshd.dir, 'home');
     baseEnv = readFileSync(bashEnv, 'utf8');
     pool = new SshPool(sshOptions(sshd, recordingPrompts().prompts));
     const transport = pool.transport(endpointOf(sshd), 'test-sshd');
@@ -128,7 +131,7 @@ void describe('environment baselines through a real sshd', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  void it('captures, saves locally and next to the first root (atomically), and an unchanged machine compares clean', async () => {
+  void it('captures, saves locally and on the host under ~/.known-good (atomically), and an unchanged machine compares clean', async () => {
     const store = new BaselineStore(join(dir, 'store'));
     const opts = { ...noSettings, scriptGlobs: [join(dir, 'scripts', '*.py')] };
     const t0 = Date.now();
@@ -138,25 +141,26 @@ void describe('environment baselines through a real sshd', () => {
     assert.equal(snap.env.vars['OMP_NUM_THREADS'], '8');
     assert.match(snap.env.vars['WANDB_API_KEY'] ?? '', /^<redacted sha256:[0-9a-f]{12}>$/);
 
+    const rootBefore = readdirSync(root).sort();
     const saved = await saveBaseline(store, host, snap, 'known good', { copyToRemote: true });
     assert.equal(saved.remoteWarning, undefined);
     assert.ok(saved.remotePath, 'a remote path is reported');
-    assert.match(
-      saved.remotePath,
-      new RegExp(`^${root}/\\.known-good/env-\\d{4}-\\d\\d-\\d\\dT\\d\\d-\\d\\d-\\d\\dZ\\.json$`),
-    );
-    const remote = await readBaseline(saved.remotePath);
+    assert.match(saved.remotePath, /^~\/\.known-good\/baselines\/env-\d{4}-\d\d-\d\dT\d\d-\d\d-\d\dZ\.json$/);
+    // Under the host's home (the sessions' HOME), its folders made; the checkpoint root is left as it was.
+    const copies = join(remoteHome, '.known-good', 'baselines');
+    const copy = join(remoteHome, saved.remotePath.slice(2));
+    assert.deepEqual(readdirSync(root).sort(), rootBefore);
+    const remote = await readBaseline(copy);
     assert.ok(remote.ok, 'the remote copy is a valid baseline');
     assert.equal(remote.baseline.id, saved.stored.baseline.id);
     assert.equal(remote.baseline.host, host.transport.id);
     // No temp file left beside it; the secret's value is nowhere in either copy.
-    assert.deepEqual(readdirSync(join(root, '.known-good')), [saved.remotePath.split('/').pop()]);
-    for (const f of [saved.remotePath, saved.stored.file])
-      assert.doesNotMatch(readFileSync(f, 'utf8'), /wandb-secret-value/);
+    assert.deepEqual(readdirSync(copies), [saved.remotePath.split('/').pop()]);
+    for (const f of [copy, saved.stored.file]) assert.doesNotMatch(readFileSync(f, 'utf8'), /wandb-secret-value/);
     // Never overwritten: a second copy with the same time fails (as a warning) and the first stays.
     const again = await saveBaseline(store, host, snap, 'same second', { copyToRemote: true });
     assert.match(again.remoteWarning ?? '', /already exists: not overwritten/);
-    const still = await readBaseline(saved.remotePath);
+    const still = await readBaseline(copy);
     assert.equal(still.ok && still.baseline.label, 'known good');
 
     const now = await captureSnapshot(host, opts);
@@ -195,28 +199,21 @@ void describe('environment baselines through a real sshd', () => {
     }
   });
 
-  void it('a remote copy that cannot be written (read-only root) is a warning; the local baseline is kept', async () => {
-    const ro = join(dir, 'read-only-root');
+  void it('a remote copy that cannot be written (read-only ~/.known-good) is a warning; the local baseline is kept', async () => {
+    const ro = join(remoteHome, '.known-good');
+    rmSync(ro, { recursive: true, force: true });
     const undo = readOnlyDir(ro);
     try {
       const store = new BaselineStore(join(dir, 'store-ro'));
-      const roHost: CaptureHost = { ...host, spec: { ...host.spec, roots: [ro] } };
-      const snap = await captureSnapshot(roHost, noSettings);
-      const saved = await saveBaseline(store, roHost, snap, 'ro', { copyToRemote: true });
+      const snap = await captureSnapshot(host, noSettings);
+      const saved = await saveBaseline(store, host, snap, 'ro', { copyToRemote: true });
       assert.match(
         saved.remoteWarning ?? '',
-        /saved locally, but the copy next to .*read-only-root failed: .*(Read-only|Permission denied)/,
+        /saved locally, but the copy on test-sshd failed: .*(Read-only|Permission denied)/,
       );
       assert.equal(saved.remotePath, undefined);
       assert.ok(existsSync(saved.stored.file));
-      // A root that does not exist is not created.
-      const missing = join(dir, 'no-such-root');
-      const gone = await saveBaseline(store, { ...host, spec: { ...host.spec, roots: [missing] } }, snap, 'missing', {
-        copyToRemote: true,
-      });
-      assert.match(gone.remoteWarning ?? '', /No such file or directory/);
-      assert.equal(existsSync(missing), false);
-      assert.equal((await store.list(host.transport.id)).baselines.length, 2);
+      assert.equal((await store.list(host.transport.id)).baselines.length, 1);
       // And with copyToRemote off nothing is attempted.
       const off = await saveBaseline(store, host, snap, 'off', { copyToRemote: false });
       assert.equal(off.remoteWarning, undefined);

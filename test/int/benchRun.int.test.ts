@@ -40,7 +40,15 @@ void describe('core/bench/run.ts: the one process run of throughput_bench.py (ex
     assert.equal(value.config.layers, 1);
     assert.match(shown, /kept/);
     assert.doesNotMatch(shown, /@@KNOWN-GOOD-BEGIN/);
-    assert.match(bench.command.display, /<python\/throughput_bench\.py: /);
+    // In words first, then the command as a person would run it by hand (not the packed script).
+    assert.match(
+      bench.command.display,
+      /^\S+ -u throughput_bench\.py --layers 1 .*# throughput_bench\.py travels in the command line \([\d.]+ KB packed\)$/,
+    );
+    assert.match(
+      shown,
+      /^Known Good benchmark: .*2 timed steps after a first step and 0 warm-up \(3 in all\), \S+ on This machine\r?\n\$ /,
+    );
   });
 
   void it('a run that printed no result says so, naming the probe and the host', async () => {

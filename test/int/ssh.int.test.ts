@@ -29,6 +29,12 @@ const NASTY = [
 
 const remoteProcessAlive = processAlive;
 
+/** Does the ssh-agent at `sock` answer (with or without identities)? */
+function agentAnswers(sock: string): boolean {
+  const r = spawnSync('ssh-add', ['-l'], { env: { ...process.env, SSH_AUTH_SOCK: sock }, stdio: 'ignore' });
+  return r.status === 0 || r.status === 1; // 1 = agent up, no identities
+}
+
 describe('SSH transport against a real OpenSSH sshd', () => {
   let sshd: TestSshd;
   let pool: SshPool;
@@ -110,18 +116,68 @@ describe('SSH transport against a real OpenSSH sshd', () => {
     p.dispose();
   });
 
-  test('wrong or missing key: auth-failed naming what was tried', async () => {
+  test('key not given its passphrase: auth-failed naming the key and what to do', async () => {
     const { prompts } = recordingPrompts({});
     const p = new SshPool(sshOptions(sshd, prompts));
     await assert.rejects(
       p.transport(endpointOf(sshd, sshd.encryptedIdentityFile), 'enc').exec(['true']),
       (e: unknown) => {
         assert.ok(isKnownGoodError(e, 'auth-failed'), String(e));
-        assert.match(e.message, /passphrase not given/);
-        assert.match(e.message, new RegExp(`as ${sshd.user} on 127\\.0\\.0\\.1:${sshd.port}`));
+        assert.match(e.message, new RegExp(`^no key offered to ${sshd.user}@127\\.0\\.0\\.1:${sshd.port}: `));
+        assert.match(
+          e.message,
+          /is encrypted and its passphrase was not given — connect again and give its passphrase/,
+        );
         return true;
       },
     );
+    p.dispose();
+  });
+
+  test('no key at all (an empty ssh-agent, no key files): "no key offered", the agent named, Edit Host…', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'kg-agent-empty-'));
+    const sock = join(dir, 'agent.sock');
+    const agent = spawn('ssh-agent', ['-D', '-a', sock], { stdio: 'ignore' });
+    try {
+      assert.ok(await waitUntil(() => agentAnswers(sock), 30_000), 'ssh-agent never answered');
+      const missing = join(dir, 'id_ed25519');
+      const p = new SshPool(
+        sshOptions(sshd, recordingPrompts().prompts, { agent: sock, defaultIdentityFiles: [missing] }),
+      );
+      await assert.rejects(
+        p.transport({ ...endpointOf(sshd), identityFiles: [] }, 'nokey').exec(['true']),
+        (e: unknown) => {
+          assert.ok(isKnownGoodError(e, 'auth-failed'), String(e));
+          assert.equal(
+            e.message,
+            `no key offered to ${sshd.user}@127.0.0.1:${sshd.port}: the agent has no identities and ${dir} has no ` +
+              'id_ed25519 — Edit Host… to choose a key. Tried: ssh-agent (no identities).',
+          );
+          return true;
+        },
+      );
+      p.dispose();
+    } finally {
+      agent.kill();
+    }
+  });
+
+  test('wrong key (one the server does not know): refused, named, with what to do', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'kg-wrong-key-'));
+    const other = join(dir, 'id_other');
+    execFileSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-f', other]);
+    const p = new SshPool(sshOptions(sshd, recordingPrompts().prompts));
+    await assert.rejects(p.transport(endpointOf(sshd, other), 'wrong').exec(['true']), (e: unknown) => {
+      assert.ok(isKnownGoodError(e, 'auth-failed'), String(e));
+      assert.match(
+        e.message,
+        new RegExp(
+          `^${sshd.user}@127\\.0\\.0\\.1:${sshd.port} refused the key offered \\(${other}\\): the host does not know it`,
+        ),
+      );
+      assert.match(e.message, /Edit Host… to choose another key or user.*Tried: key \S+id_other \(refused\)\.$/);
+      return true;
+    });
     p.dispose();
   });
 
@@ -187,6 +243,7 @@ describe('SSH transport against a real OpenSSH sshd', () => {
         encoding: 'utf8',
       }).split(' ')[1]!;
       assert.ok(e.message.includes(expected), 'names the known key');
+      assert.match(e.message, /ssh-keygen -R '\[127\.0\.0\.1\]:\d+'/);
       return true;
     });
     assert.deepEqual(asked.asked, [], 'a changed key is never offered for acceptance');
@@ -198,7 +255,8 @@ describe('SSH transport against a real OpenSSH sshd', () => {
     const p = new SshPool(sshOptions(sshd, recordingPrompts().prompts));
     await assert.rejects(p.transport({ ...endpointOf(sshd), port: 1 }, 'x').exec(['true']), (e: unknown) => {
       assert.ok(isKnownGoodError(e, 'unreachable'));
-      assert.match(e.message, /127\.0\.0\.1:1 refused the connection/);
+      assert.match(e.message, /^127\.0\.0\.1:1 refused the connection: nothing listens on port 1 there/);
+      assert.match(e.message, /Edit Host… to change the port$/);
       return true;
     });
     p.dispose();
@@ -239,7 +297,7 @@ describe('SSH transport against a real OpenSSH sshd', () => {
     const stopped = new ContainerTransport(inner, { kind: 'pct', id: '999' }, 'gpu-box');
     await assert.rejects(stopped.exec(['true']), (e: unknown) => {
       assert.ok(isKnownGoodError(e, 'container-not-running'));
-      assert.match(e.message, /CT 999 not running/);
+      assert.match(e.message, /CT 999 not running — start it, or Edit Host… to choose another container$/);
       return true;
     });
     // Probes run through the wrapper too, and python missing there is named with the container.

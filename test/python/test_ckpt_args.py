@@ -23,6 +23,7 @@ sys.path.insert(0, PYDIR)
 import ckpt_args  # noqa: E402
 import ckpt_formats  # noqa: E402
 import kg_common  # noqa: E402
+import kg_redact  # noqa: E402
 
 from kg_test_env import TORCH_PY, needs_torch  # noqa: E402
 
@@ -233,7 +234,7 @@ class TorchCheckpoints(unittest.TestCase):
         hf = run_probe(self.p("checkpoint-600/training_args.bin"))
         self.assertNotIn("hf_SecretHubToken", hf.stdout)
         self.assertEqual(json.loads(hf.stdout)["args"]["hub_token"],
-                         kg_common.redact_secret("hf_SecretHubToken0123456789abcdefgh"))
+                         kg_redact.redact_secret("hf_SecretHubToken0123456789abcdefgh"))
         docs = {}
         for tag in ("a", "b"):
             r = run_probe(self.p("secrets_%s.pt" % tag))
@@ -242,7 +243,7 @@ class TorchCheckpoints(unittest.TestCase):
             docs[tag] = json.loads(r.stdout)["args"]
         a, b = docs["a"], docs["b"]
         self.assertRegex(a["wandb_api_key"], r"^<redacted sha256:[0-9a-f]{12}>$")
-        self.assertEqual(a["data_url"], "https://u:%s@data.example/x" % kg_common.redact_secret("pa/ss@w0rd-a"))
+        self.assertEqual(a["data_url"], "https://u:%s@data.example/x" % kg_redact.redact_secret("pa/ss@w0rd-a"))
         self.assertEqual(a["pad_token"], "<pad>")
         self.assertEqual(a["lr"], 1e-4)
         # a different secret shows as different

@@ -18,6 +18,7 @@ sys.path.insert(0, PYDIR)
 
 import env_snapshot  # noqa: E402
 import kg_common  # noqa: E402
+import kg_redact  # noqa: E402
 
 PROBE = os.path.join(PYDIR, "env_snapshot.py")
 DEBIAN_PY = "/usr/bin/python3"
@@ -114,9 +115,9 @@ class RedactionTest(unittest.TestCase):
 
     def test_secret_names(self):
         for n in ("HF_TOKEN", "WANDB_API_KEY", "MY_PASSWD_PASS", "NCCL_AUTH", "X_CREDENTIALS", "db_password"):
-            self.assertTrue(kg_common.is_secret_name(n), n)
+            self.assertTrue(kg_redact.is_secret_name(n), n)
         for n in ("PATH", "CUDA_VISIBLE_DEVICES", "TORCHINDUCTOR_MAX_AUTOTUNE", "NCCL_IB_HCA"):
-            self.assertFalse(kg_common.is_secret_name(n), n)
+            self.assertFalse(kg_redact.is_secret_name(n), n)
 
     def test_url_tokens_extra_vars_and_odd_passwords_never_leave_the_host(self):
         url_token = "ghp_UrlUserToken0123456789abcdefghijkl"
@@ -135,12 +136,12 @@ class RedactionTest(unittest.TestCase):
         for secret in (url_token, pat, odd_pw, query_tok, "p/ss", "with@slash", "slash"):
             self.assertNotIn(secret, out, secret)
         v = doc["env"]["vars"]
-        self.assertEqual(v["HF_ENDPOINT"], "https://%s@hf.internal.example/" % kg_common.redact_secret(url_token))
-        self.assertEqual(v["GITHUB_PAT"], kg_common.redact_secret(pat))
+        self.assertEqual(v["HF_ENDPOINT"], "https://%s@hf.internal.example/" % kg_redact.redact_secret(url_token))
+        self.assertEqual(v["GITHUB_PAT"], kg_redact.redact_secret(pat))
         self.assertEqual(v["PIP_INDEX_URL"],
-                         "https://ci:%s@pypi.internal.example/simple/" % kg_common.redact_secret(odd_pw))
+                         "https://ci:%s@pypi.internal.example/simple/" % kg_redact.redact_secret(odd_pw))
         self.assertEqual(v["WANDB_BASE_URL"],
-                         "https://wandb.internal.example/?token=%s" % kg_common.redact_secret(query_tok))
+                         "https://wandb.internal.example/?token=%s" % kg_redact.redact_secret(query_tok))
         self.assertTrue(v["MY_REMOTE"].endswith("@gitlab.example/g/p.git"), v["MY_REMOTE"])
 
 

@@ -14,6 +14,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 # kg_helper.SPARES: the children it keeps forked ahead of need, idle.
 SPARES = 2
 PY_DIR = os.path.join(HERE, "..", "..", "python")
+# src/core/probes/sources.ts HELPER_MODULES: the order the loader executes them in.
+HELPER_MODULES = ("kg_modules", "kg_common", "kg_frame", "kg_spare", "kg_zygote", "kg_helper")
 
 LOADER = (
     "import sys,json,types\n"
@@ -56,7 +58,7 @@ class HelperCase(unittest.TestCase):
             stderr=subprocess.PIPE,
             universal_newlines=True,
         )
-        first = {"modules": [[n, src(n)] for n in ("kg_modules", "kg_common", "kg_helper")], "nonce": "n0nce"}
+        first = {"modules": [[n, src(n)] for n in HELPER_MODULES], "nonce": "n0nce"}
         self.p.stdin.write(json.dumps(first) + "\n")
         self.p.stdin.flush()
         ready = json.loads(self.p.stdout.readline())
@@ -92,6 +94,40 @@ class ResidentHelper(HelperCase):
         self.assertEqual(r2["result"]["end"], 5)
         r3 = self.ask({"id": 3, "op": "probe", "name": "other", "hash": "unknown", "args": []})
         self.assertEqual(r3["error"]["code"], "need-source")
+
+    def test_a_small_answer_goes_from_its_child_to_the_channel_and_never_into_a_long_line(self):
+        # A small answer of a stateless probe is written on the channel by its child (no hop through the helper);
+        # a line the helper writes in pieces holds the channel: small answers made while it is part-way out (held
+        # until the test has read its first 64 kB) must land between whole lines, each line one JSON document.
+        small = ("import os, time\ndef main(argv):\n    end = time.monotonic() + 60\n"
+                 "    while len(argv) > 1 and not os.path.exists(argv[1]) and time.monotonic() < end:\n"
+                 "        time.sleep(0.001)\n"
+                 "    return {'n': int(argv[0])}\n")
+        big = "def main(argv):\n    return {'big': 'x' * (20 << 20)}\n"
+        r = self.ask({"id": 1, "op": "probe", "name": "small", "hash": "s1", "src": small, "args": ["1"], "timing": True})
+        self.assertEqual(r["result"], {"n": 1})
+        self.assertIs(r["timing"]["direct"], True, r["timing"])
+        tmp = tempfile.mkdtemp(prefix="kg-release-")
+        release = os.path.join(tmp, "release")
+        try:
+            self.write({"id": 2, "op": "probe", "name": "big", "hash": "b1", "src": big, "args": [], "timing": True})
+            head = self.p.stdout.read(65536)
+            for i in range(3, 9):
+                self.write({"id": i, "op": "probe", "name": "small", "hash": "s1", "args": [str(i), release]})
+            open(release, "w").close()
+            got = {}
+            first = json.loads(head + self.p.stdout.readline())
+            got[first["id"]] = first
+            for _ in range(6):
+                doc = self.read()
+                got[doc["id"]] = doc
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        self.assertEqual(sorted(got), list(range(2, 9)))
+        self.assertEqual(len(got[2]["result"]["big"]), 20 << 20)
+        self.assertIs(got[2]["timing"]["direct"], False)
+        for i in range(3, 9):
+            self.assertEqual(got[i]["result"], {"n": i})
 
     def test_modules_travel_by_hash_and_import_each_other_in_any_order(self):
         # The probe imports kg_t_a, which imports kg_t_b, which imports kg_t_a back (a cycle, as plain imports allow).

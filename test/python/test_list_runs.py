@@ -354,6 +354,21 @@ class RootStates(Base):
         write(os.path.join(only_ours, ".known-good", "cache-1.tar.gz"))
         self.assertEqual(list_runs.main([only_ours])["roots"][0]["status"], "empty")
 
+    def test_dot_folders_and_pycache_are_never_runs(self):
+        write(self.p(".git", "objects", "12", "3456"))
+        write(self.p(".git", "HEAD"))
+        write(self.p(".hydra", "config.yaml"))
+        write(self.p("__pycache__", "train.cpython-311.pyc"))
+        write(self.p(".gitignore"))
+        write(self.p("run-a", "step_1", "checkpoint.pt"))
+        write(self.p("run-a", ".cache", "x"))
+        res = self.one()
+        names = [c["name"] for c in res["entry"]["children"]]
+        # A dot file is still a file of the root; the folders are not listed at all.
+        self.assertEqual(names, [".gitignore", "run-a"])
+        run = [c for c in res["entry"]["children"] if c["name"] == "run-a"][0]
+        self.assertEqual([c["name"] for c in run["children"]], ["step_1"])
+
     def test_no_checkpoints_counts_other_files(self):
         write(self.p("README.md"))
         write(self.p("logs", "train_stdout.log"))

@@ -11,6 +11,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
 
 import kg_common  # noqa: E402
+import kg_redact  # noqa: E402
 import log_tail  # noqa: E402
 
 
@@ -142,9 +143,9 @@ class LogTailTest(unittest.TestCase):
         text = json.dumps(r)
         for clear in ("hf_tok_one", "p/w@d", "hf_AbCd", "k123"):
             self.assertNotIn(clear, text)
-        self.assertEqual(r["lines"][0]["hub_token"], kg_common.redact_secret("hf_tok_one"))
+        self.assertEqual(r["lines"][0]["hub_token"], kg_redact.redact_secret("hf_tok_one"))
         self.assertEqual(r["lines"][0]["loss"], 2.5)
-        self.assertEqual(r["lines"][0]["url"], "https://u:%s@h.example/x" % kg_common.redact_secret("p/w@d"))
+        self.assertEqual(r["lines"][0]["url"], "https://u:%s@h.example/x" % kg_redact.redact_secret("p/w@d"))
         self.assertTrue(r["lines"][1]["$raw"].startswith("export HF_TOKEN=<redacted sha256:"))
 
     def test_missing_file_and_bad_args(self):

@@ -13,6 +13,7 @@ sys.path.insert(0, PYDIR)
 
 import ckpt_args  # noqa: E402
 import kg_common  # noqa: E402
+import kg_redact  # noqa: E402
 
 with open(os.path.join(REAL, "ground_truth.json")) as _f:
     TRUTH = json.load(_f)
@@ -35,7 +36,7 @@ def probe(rel, *argv):
 
 def redacted(tree):
     """Ground truth as the probe must show it: secrets redacted by the same rules."""
-    return kg_common.redact_tree(tree)
+    return kg_redact.redact_tree(tree)
 
 
 class TorchSaveTest(unittest.TestCase):
@@ -51,7 +52,7 @@ class TorchSaveTest(unittest.TestCase):
             self.assertEqual(args["sched"], {"$enum": "__main__." + want["name"].split(".")[0], "value": want["value"]})
             self.assertEqual(args["layer_cls"], "<%s>" % truth["class"]["layer_cls"], rel)
             self.assertEqual(args["dtype"], truth["args_repr"]["dtype"])
-            self.assertEqual(args["hub_token"], kg_common.redact_secret(FAKE_HUB_TOKEN))
+            self.assertEqual(args["hub_token"], kg_redact.redact_secret(FAKE_HUB_TOKEN))
             self.assertNotIn(FAKE_HUB_TOKEN, raw)
             self.assertNotIn("FAKEtok123", raw)
             self.assertEqual(set(args), set(truth["args_repr"]))
@@ -86,7 +87,7 @@ class HfTrainerTest(unittest.TestCase):
                 args = doc["args"]
                 # to_dict() masks the hub token itself; the file holds it in clear and the probe redacts it
                 self.assertTrue(truth["hub_token_in_file"])
-                self.assertEqual(args["hub_token"], kg_common.redact_secret(FAKE_HUB_TOKEN))
+                self.assertEqual(args["hub_token"], kg_redact.redact_secret(FAKE_HUB_TOKEN))
                 self.assertNotIn(FAKE_HUB_TOKEN, raw)
                 self.assertNotIn(FAKE_HUB_TOKEN[3:], raw)
                 self.assertEqual(want["hub_token"], "<HUB_TOKEN>")
@@ -137,7 +138,7 @@ class AccelerateTest(unittest.TestCase):
                 doc, raw = probe(target)
                 self.assertEqual(doc["format"], "accelerate", target)
                 self.assertEqual(doc["args"], redacted(custom), target)
-                self.assertEqual(doc["args"]["wandb_api_key"], kg_common.redact_secret(FAKE_WANDB_KEY))
+                self.assertEqual(doc["args"]["wandb_api_key"], kg_redact.redact_secret(FAKE_WANDB_KEY))
                 self.assertNotIn(FAKE_WANDB_KEY, raw)
                 # the step is the one the run saved, not accelerate's index (checkpoint_0, custom_checkpoint_0)
                 self.assertEqual(doc["step"], custom["step"], target)
@@ -176,7 +177,7 @@ class PeftTest(unittest.TestCase):
         doc = ckpt_args.main([hf])
         self.assertEqual((doc["format"], doc["key"]), ("hf-folder", "training_args"))
         self.assertIn("adapter_config", doc["topLevelKeys"])
-        self.assertEqual(doc["baseModel"], "https://user:%s@hub.example/gpt2" % kg_common.redact_secret("FAKEpw123"))
+        self.assertEqual(doc["baseModel"], "https://user:%s@hub.example/gpt2" % kg_redact.redact_secret("FAKEpw123"))
         self.assertNotIn("FAKEpw123", kg_common.dumps(doc))
         self.assertEqual(ckpt_args.main([hf, "--key", "adapter_config"])["args"]["r"], 4)
 

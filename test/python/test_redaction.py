@@ -1,4 +1,4 @@
-"""Tests of kg_common's redaction against the vectors shared with src/core/redact.ts (test/fixtures/redaction)."""
+"""Tests of kg_redact's redaction against the vectors shared with src/core/redact.ts (test/fixtures/redaction)."""
 import hashlib
 import json
 import os
@@ -10,7 +10,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "python"))
 
-import kg_common  # noqa: E402
+import kg_redact  # noqa: E402
 
 with open(os.path.join(ROOT, "test", "fixtures", "redaction", "cases.json"), encoding="utf-8") as _f:
     CASES = json.load(_f)
@@ -31,32 +31,32 @@ def expand(x):
 class SharedVectorsTest(unittest.TestCase):
     def test_names(self):
         for n in CASES["secretNames"]:
-            self.assertTrue(kg_common.is_secret_name(n), n)
+            self.assertTrue(kg_redact.is_secret_name(n), n)
         for n in CASES["harmlessNames"]:
-            self.assertFalse(kg_common.is_secret_name(n), n)
+            self.assertFalse(kg_redact.is_secret_name(n), n)
 
     def test_values(self):
         for c in CASES["values"]:
-            self.assertEqual(kg_common.redact_value(c["name"], c["value"]), expand(c["expect"]), c)
+            self.assertEqual(kg_redact.redact_value(c["name"], c["value"]), expand(c["expect"]), c)
 
     def test_texts(self):
         for c in CASES["texts"]:
             text = expand(c["text"])
-            got = kg_common.redact_text(text)
+            got = kg_redact.redact_text(text)
             self.assertEqual(got, expand(c["expect"]), c["text"])
-            self.assertEqual(kg_common.redact_text(got), got, "redacting twice changes nothing: " + c["text"])
+            self.assertEqual(kg_redact.redact_text(got), got, "redacting twice changes nothing: " + c["text"])
 
     def test_trees(self):
         for c in CASES["trees"]:
-            got = kg_common.redact_tree(c["tree"])
+            got = kg_redact.redact_tree(c["tree"])
             self.assertEqual(got, expand(c["expect"]))
-            self.assertEqual(kg_common.redact_tree(got), got)
+            self.assertEqual(kg_redact.redact_tree(got), got)
 
 
 class RedactionTest(unittest.TestCase):
     def test_different_secrets_different_hashes(self):
-        a = kg_common.redact_value("hub_token", "hf_one")
-        b = kg_common.redact_value("hub_token", "hf_two")
+        a = kg_redact.redact_value("hub_token", "hf_one")
+        b = kg_redact.redact_value("hub_token", "hf_two")
         self.assertNotEqual(a, b)
         self.assertRegex(a, r"^<redacted sha256:[0-9a-f]{12}>$")
 
@@ -64,7 +64,7 @@ class RedactionTest(unittest.TestCase):
         doc = {"series": [{"key": "train/loss", "steps": list(range(200000)),
                            "values": [float(i) / 7 for i in range(200000)]} for _ in range(3)],
                "records": [{"step": i, "loss": 1.5, "phase": "train"} for i in range(50000)]}
-        out = kg_common.redact_tree(doc)
+        out = kg_redact.redact_tree(doc)
         # Lists of numbers are walked once and returned as they are (what keeps redaction cheap on a big result;
         # its time is in the bench's probe footprints, not a timed test).
         for a, b in zip(out["series"], doc["series"]):

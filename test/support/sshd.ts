@@ -14,6 +14,8 @@ export interface TestSshd {
   port: number;
   user: string;
   dir: string;
+  /** The sessions' HOME (a fresh folder of the test's unless `userHome`): where `~/…` on this host is. */
+  home: string;
   /** Unencrypted ed25519 user key. */
   identityFile: string;
   /** ed25519 user key encrypted with `passphrase`. */
@@ -165,6 +167,7 @@ export async function startSshd(options: SshdOptions = {}): Promise<TestSshd> {
     port,
     user: userInfo().username,
     dir,
+    home: options.userHome ? userInfo().homedir : home,
     identityFile: join(dir, 'id_ed25519'),
     encryptedIdentityFile: join(dir, 'id_encrypted'),
     passphrase,

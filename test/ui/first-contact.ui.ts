@@ -60,16 +60,20 @@ scenario(
     await welcome.getByText('No hosts yet').waitFor({ timeout: 30_000 });
     await vs.screenshot('first-contact-0-welcome');
     await welcome.getByRole('button', { name: 'Add Host…' }).click();
-    await q.step(/Add Host \(1\/5\)/, 'trainbox', () =>
+    await q.step(/Add Host \(1\/6\)/, 'trainbox', () =>
       widget(page).locator('.monaco-list-row', { hasText: 'trainbox' }).waitFor(),
     );
-    await q.step(/Add Host \(2\/5\): key/, 'id_other', async () => {
+    // The name step offers the alias.
+    await q.step(/Add Host \(2\/6\): name/, undefined, async () => {
+      assert.equal(await widget(page).locator('.quick-input-box input').inputValue(), 'trainbox');
+    });
+    await q.step(/Add Host \(3\/6\): key/, 'id_other', async () => {
       await widget(page).locator('.monaco-list-row', { hasText: 'Use the SSH agent' }).waitFor();
       await vs.screenshot('first-contact-0-key-step');
     });
-    await q.step(/Add Host \(3\/5\)/);
-    await q.step(/Add Host \(4\/5\)/);
-    await q.step(/Add Host \(5\/5\)/, sshRoot);
+    await q.step(/Add Host \(4\/6\)/);
+    await q.step(/Add Host \(5\/6\)/);
+    await q.step(/Add Host \(6\/6\)/, sshRoot);
 
     // One short name, the address once beside it.
     const host = vs.treeItem(`trainbox, ${sshd.user}@127.0.0.1:${sshd.port}`);
@@ -82,17 +86,18 @@ scenario(
     await vs.screenshot('first-contact-1-host-key');
     await accept.click();
     // id_other is not authorized: the error row names what was tried.
-    const error = vs.treeItem(/authentication as .* failed/);
+    const error = vs.treeItem(/refused (the|every) key offered/);
     await error.waitFor({ timeout: 60_000 });
     await vs.screenshot('first-contact-2-wrong-key');
 
     // Edit Host… on the error row: the wizard again, filled in; pick the right key.
     await rowMenu(page, error, page.getByRole('menuitem', { name: /^Edit Host/ }));
-    await q.step(/Edit Host \(1\/5\)/);
-    await q.step(/Edit Host \(2\/5\): key/, 'id_test');
-    await q.step(/Edit Host \(3\/5\)/);
-    await q.step(/Edit Host \(4\/5\)/);
-    await q.step(/Edit Host \(5\/5\)/);
+    await q.step(/Edit Host \(1\/6\)/);
+    await q.step(/Edit Host \(2\/6\): name/);
+    await q.step(/Edit Host \(3\/6\): key/, 'id_test');
+    await q.step(/Edit Host \(4\/6\)/);
+    await q.step(/Edit Host \(5\/6\)/);
+    await q.step(/Edit Host \(6\/6\)/);
     // No reload: the host connects again with the new key and lists its root.
     await vs.treeItem(sshRoot).waitFor({ timeout: 90_000 });
     console.log(`[timing] first contact to listed root, wrong key fixed by Edit Host (sshd): ${Date.now() - t0} ms`);

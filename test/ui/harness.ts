@@ -43,6 +43,8 @@ export interface ScenarioOptions {
         entry?: Record<string, unknown>;
         /** false: start the sshd only (a scenario adds the host itself). */
         inSettings?: false;
+        /** Its name in knownGood.hosts (default `test-sshd`). */
+        name?: string;
       };
   /** Folder the window opens (default: an empty one). */
   workspace?: string;
@@ -182,7 +184,7 @@ export function scenario(name: string, options: ScenarioOptions, body: (vs: Work
           settings['knownGood.hosts'] = [
             ...hosts,
             {
-              name: TEST_SSH_HOST,
+              name: given?.name ?? TEST_SSH_HOST,
               host: '127.0.0.1',
               port: sshd.port,
               user: sshd.user,

@@ -387,10 +387,7 @@ void describe('baseline store', () => {
     assert.ok(!hostFolder('..').startsWith('.'));
     const t = new Date('2026-11-29T11:37:05.123Z');
     assert.equal(fileTime(t), '2026-11-29T11-37-05Z');
-    assert.equal(
-      remoteBaselinePath('/workspace/checkpoints', t),
-      '/workspace/checkpoints/.known-good/env-2026-11-29T11-37-05Z.json',
-    );
-    assert.equal(remoteBaselinePath('/data/', t), '/data/.known-good/env-2026-11-29T11-37-05Z.json');
+    // Under the host's home, never in a checkpoint root.
+    assert.equal(remoteBaselinePath(t), '~/.known-good/baselines/env-2026-11-29T11-37-05Z.json');
   });
 });

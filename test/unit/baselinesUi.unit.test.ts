@@ -130,15 +130,15 @@ void describe('baseline documents', () => {
 void describe('baselines settings', () => {
   void it('defaults, values and problems named by key', () => {
     const s = parseBaselineSettings(() => undefined);
-    assert.deepEqual(s, { copyToRemote: true, scriptGlobs: [], extraVariables: [], cacheDirs: [], problems: [] });
+    assert.deepEqual(s, { copyToRemote: false, scriptGlobs: [], extraVariables: [], cacheDirs: [], problems: [] });
     const vals: Record<string, unknown> = {
-      'baselines.copyToRemote': false,
+      'baselines.copyToRemote': true,
       'env.scriptGlobs': ['/workspace/*.py'],
       'env.extraVariables': 'MY_VAR',
       'env.cacheDirs': ['~/.cache/x', ''],
     };
     const t = parseBaselineSettings((k) => vals[k]);
-    assert.equal(t.copyToRemote, false);
+    assert.equal(t.copyToRemote, true);
     assert.deepEqual(t.scriptGlobs, ['/workspace/*.py']);
     assert.deepEqual(t.extraVariables, []);
     assert.deepEqual(t.cacheDirs, []);
@@ -155,6 +155,13 @@ void describe('remote writes and cache archives (argv)', () => {
     assert.deepEqual(argv.slice(4), ["/data/it's $(rm -rf ~)/.known-good", file, '12']);
     assert.doesNotMatch(REMOTE_WRITE_SCRIPT, /rm -rf ~/);
     assert.throws(() => remoteWriteArgv('relative/x.json', 1));
+    assert.throws(() => remoteWriteArgv('~other/x.json', 1));
+    // `~/…` travels as given: the script resolves it against the host's $HOME.
+    assert.deepEqual(remoteWriteArgv('~/.known-good/baselines/e.json', 3).slice(4), [
+      '~/.known-good/baselines',
+      '~/.known-good/baselines/e.json',
+      '3',
+    ]);
   });
 
   void it('tar argv: short options, -C /, members after --', () => {

@@ -11,6 +11,7 @@ import {
   throughputBenchProbe,
 } from '../../src/core/bench/benchProbe';
 import { compareThroughput, describeDifferences, formatRate } from '../../src/core/bench/compare';
+import { BENCH_DEFAULT_STEPS, benchDisplay, benchHeadline, benchStepsText } from '../../src/core/bench/run';
 import {
   compileThroughputRegex,
   customBenchmarkSchema,
@@ -20,6 +21,7 @@ import {
   throughputFromOutput,
   valueAt,
 } from '../../src/core/bench/customBenchmark';
+import { BENCH_PRESETS } from '../../src/core/bench/records';
 import { logTailArgs, logTailProbe } from '../../src/core/metrics/logTail';
 import { metricsReduceArgs } from '../../src/core/metrics/metricsProbe';
 
@@ -220,4 +222,35 @@ void test('metrics probes: argv', () => {
     '--latest-only',
   ]);
   assert.deepEqual(logTailProbe({ path: '/l', offset: 0, inode: null }).args, ['/l', '--offset', '0']);
+});
+
+test('the benchmark says in words what it runs; the step counts are the probe defaults', () => {
+  const py = readFileSync(join(__dirname, '..', '..', 'python', 'throughput_bench.py'), 'utf8');
+  for (const [name, device] of [
+    ['CPU_DEFAULTS', 'cpu'],
+    ['CUDA_DEFAULTS', 'cuda'],
+  ] as const) {
+    const block = new RegExp(`${name} = \\{([^}]*)\\}`).exec(py)?.[1] ?? '';
+    const num = (k: string) => Number(new RegExp(`"${k}": (\\d+)`).exec(block)?.[1]);
+    assert.deepEqual(BENCH_DEFAULT_STEPS[device], { steps: num('steps'), warmup: num('warmup') }, name);
+  }
+  // The Tiny preset: 6 timed steps, but 8 run (a first step and a warm-up before them), and it says so.
+  assert.equal(benchStepsText({ device: 'cpu' }), '6 timed steps after a first step and 1 warm-up (8 in all)');
+  assert.match(
+    BENCH_PRESETS.find((p) => p.id === 'tiny')!.detail,
+    /6 timed steps after a first and 1 warm-up \(8 in all\)/,
+  );
+  assert.equal(
+    benchHeadline({ python: 'python3', label: 'gpu-box' }, { device: 'cuda', compile: true }),
+    'Known Good benchmark: cuda, 20 timed steps after a first step and 5 warm-up (26 in all), torch.compile, python3 on gpu-box',
+  );
+  assert.match(benchStepsText({}), /^20 \(GPU\) or 6 \(CPU\) timed steps/);
+  assert.equal(
+    benchDisplay(
+      '/opt/py 3/bin/python',
+      { device: 'cpu', steps: 2 },
+      'python3 -u -c <loader> <python/throughput_bench.py: 18.4 KB zlib+base64>',
+    ),
+    "'/opt/py 3/bin/python' -u throughput_bench.py --steps 2 --device cpu  # throughput_bench.py travels in the command line (18.4 KB packed)",
+  );
 });

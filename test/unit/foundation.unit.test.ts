@@ -56,7 +56,7 @@ test('settings: one parse for every knownGood.* key, bad values reported by key'
   assert.equal(d.localRoots, undefined);
   assert.equal(d.benchmark.command, undefined);
   assert.equal(d.benchmark.throughputKey, 'tok_per_s');
-  assert.deepEqual(d.baselines, { copyToRemote: true, scriptGlobs: [], extraVariables: [], cacheDirs: [] });
+  assert.deepEqual(d.baselines, { copyToRemote: false, scriptGlobs: [], extraVariables: [], cacheDirs: [] });
   assert.deepEqual(d.problems, []);
   const values: Record<string, unknown> = {
     sortSteps: 'oldestFirst',

@@ -3,14 +3,22 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { hostEntryOf, listKeyFiles, parseContainer, shortHostName } from '../../src/core/hostEntry';
+import { hostEntryOf, hostNameProblem, listKeyFiles, parseContainer, shortHostName } from '../../src/core/hostEntry';
 
 void describe('Add/Edit Host wizard: names, keys and the settings entry', () => {
-  it('a new host is named by its alias or the host part of its address, made unique', () => {
+  it('a new host is named by its alias, else user@host (no port), made unique', () => {
     assert.equal(shortHostName('gpu-box', []), 'gpu-box');
-    assert.equal(shortHostName('root@127.0.0.1:53547', []), '127.0.0.1');
-    assert.equal(shortHostName('root@[::1]:2222', []), '::1');
-    assert.equal(shortHostName('root@127.0.0.1:53547', ['127.0.0.1', '127.0.0.1-2']), '127.0.0.1-3');
+    assert.equal(shortHostName('root@127.0.0.1:53547', []), 'root@127.0.0.1');
+    assert.equal(shortHostName('127.0.0.1:53547', []), '127.0.0.1');
+    assert.equal(shortHostName('root@[::1]:2222', []), 'root@::1');
+    assert.equal(shortHostName('root@127.0.0.1:53547', ['root@127.0.0.1', 'root@127.0.0.1-2']), 'root@127.0.0.1-3');
+  });
+
+  it('a name must be given, unused by another host, and not This machine', () => {
+    assert.equal(hostNameProblem('trainbox', ['gpu-box']), undefined);
+    assert.match(hostNameProblem('  ', []) ?? '', /Give the host a name/);
+    assert.match(hostNameProblem('gpu-box', ['gpu-box']) ?? '', /already named gpu-box/);
+    assert.match(hostNameProblem('This machine', []) ?? '', /local host/);
   });
 
   it('offers the id_* private keys of a folder, not their .pub halves', () => {
@@ -79,5 +87,21 @@ void describe('Add/Edit Host wizard: names, keys and the settings entry', () => 
       previous,
     );
     assert.deepEqual(moved, { name: 'box', host: 'root@10.0.0.9', slurm: previous.slurm, identityFile: '/new' });
+  });
+
+  it('a rename changes the name only: the address, and so what is kept by it (baselines, results), stays', () => {
+    const previous = { name: '127.0.0.1', host: 'root@127.0.0.1:2222', identityFile: '/k', roots: ['/ckpt'] };
+    const renamed = hostEntryOf(
+      {
+        name: ' trainbox ',
+        target: 'root@127.0.0.1:2222',
+        key: { kind: 'file', path: '/k' },
+        container: '',
+        python: '',
+        roots: '/ckpt',
+      },
+      previous,
+    );
+    assert.deepEqual(renamed, { ...previous, name: 'trainbox' });
   });
 });

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { localHost, type HostSpec } from '../../src/core/hosts';
 import type { ProbeCall, ProbeRunnerLike } from '../../src/core/probes/probe';
+import { KnownGoodError } from '../../src/core/errors';
 import { Listings } from '../../src/core/runs/listings';
 import type { RunsListing } from '../../src/core/runs/listRuns';
 import { entryNodeId } from '../../src/core/runs/model';
@@ -54,6 +55,23 @@ void describe('Listings: one listing per host, owned by the core', () => {
     assert.equal(l.get('local')?.error, 'connection refused');
     l.startIfIdle(host);
     assert.equal(calls(), 1);
+  });
+
+  void it('a failure keeps its code and goes to `failed` (the VS Code layer logs it as an error and notifies)', async () => {
+    const host = localHost(['/ckpts']);
+    const failed: string[] = [];
+    const err = new KnownGoodError('auth-failed', 'no key offered to me@box:22');
+    const l = new Listings({
+      find: () => host,
+      session: () => ({ connected: false, probes: { run: () => Promise.reject(err) } }),
+      depth: () => 3,
+      maxEntries: () => 5000,
+      log: (line) => failed.push(`log ${line}`),
+      failed: (h, e) => failed.push(`${h.name}: ${(e as Error).message}`),
+    });
+    await l.ensure('local');
+    assert.equal(l.get('local')?.errorCode, 'auth-failed');
+    assert.deepEqual(failed, ['This machine: no key offered to me@box:22']);
   });
 
   void it('relist (Refresh, Retry) keeps the old listing shown until the new one arrives; a failed host lists anew', async () => {

@@ -21,7 +21,7 @@ interface Cases {
   trees: { tree: unknown; expect: unknown }[];
 }
 
-/** The vectors python/kg_common.py is tested against too (test/python/test_redaction.py). */
+/** The vectors python/kg_redact.py is tested against too (test/python/test_redaction.py). */
 const CASES = JSON.parse(readFileSync(join(__dirname, '..', 'fixtures', 'redaction', 'cases.json'), 'utf8')) as Cases;
 
 /** {{h:VALUE}} -> <redacted sha256:…> of VALUE, through strings, arrays and objects. */
@@ -39,7 +39,7 @@ function expand(x: unknown): unknown {
   return x;
 }
 
-void describe('redaction (the vectors shared with kg_common.py)', () => {
+void describe('redaction (the vectors shared with kg_redact.py)', () => {
   void it('tells secret names from harmless ones', () => {
     for (const n of CASES.secretNames) assert.equal(isSecretName(n), true, n);
     for (const n of CASES.harmlessNames) assert.equal(isSecretName(n), false, n);

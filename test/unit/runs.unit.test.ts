@@ -365,6 +365,14 @@ void describe('tree model', () => {
     assert.equal(failed[0]!.label, 'gpu-box: connection refused');
     assert.equal((failed[0] as MessageNode).action, 'retry');
     assert.match(failed[0]!.contextValue, /\bretry\b/);
+    // A connection failure (a key, a port, a host key) is fixed in the host's settings: the row opens Edit Host…,
+    // its tooltip holds the whole message, and Retry stays (its menu entries match `retry`).
+    const long = `no key offered to root@127.0.0.1:2222: the agent has no identities and ~/.ssh has no id_ed25519 — Edit Host… to choose a key. Tried: ssh-agent (no identities).`;
+    const auth = hostChildren({ ...h, state: 'error', error: long, errorCode: 'auth-failed' }, undefined);
+    assert.equal((auth[0] as MessageNode).action, 'editHost');
+    assert.equal(auth[0]!.contextValue, 'message;error;retry;editHost');
+    assert.equal(auth[0]!.tooltip, long);
+    assert.equal(hostNode({ ...h, state: 'error', error: long }).tooltip, `gpu-box\nme@gpu:22\nfailed\n${long}`);
     const roots = hostChildren({ ...h, state: 'connected' }, sample);
     assert.equal(roots[0]!.kind, 'root');
     assert.equal((roots[0] as RootNode).remotePath, '/ckpts');

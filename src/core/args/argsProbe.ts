@@ -95,7 +95,14 @@ export interface CkptArgsOptions {
 }
 
 /** The python/ modules ckpt_args.py imports (they travel with it). */
-export const CKPT_ARGS_MODULES = ['ckpt_convert', 'ckpt_formats', 'kg_pickle', 'kg_pickle_objects', 'kg_pickle_reader'];
+export const CKPT_ARGS_MODULES = [
+  'ckpt_convert',
+  'ckpt_formats',
+  'kg_pickle',
+  'kg_pickle_objects',
+  'kg_pickle_reader',
+  'kg_redact',
+];
 
 /**
  * Reads a checkpoint's args on the host without torch and without the weights: only the pickle (or the

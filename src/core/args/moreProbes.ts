@@ -37,4 +37,5 @@ export const ckptArgsTorchProbe = defineProbe(
     if (options.unsafe) args.push('--unsafe');
     return args;
   },
+  { modules: ['kg_redact'] },
 );

@@ -48,7 +48,7 @@ export interface SavedBaseline {
   remoteWarning?: string;
 }
 
-/** Saves locally (the part that must work), then copies next to the first root unless told not to. */
+/** Saves locally (the part that must work), then copies to the host's `~/.known-good/baselines/` when asked. */
 export async function saveBaseline(
   store: BaselineStore,
   host: CaptureHost,
@@ -64,18 +64,14 @@ export async function saveBaseline(
     snapshot,
   });
   if (!opts.copyToRemote) return { stored };
-  const root = host.spec.roots[0];
-  if (!root)
-    return { stored, remoteWarning: `${host.spec.name} has no checkpoint root: no copy was written next to the runs` };
   try {
     const remotePath = await copyBaselineToRemote(
       host.transport,
-      root,
       stored.baseline,
       opts.signal ? { signal: opts.signal } : {},
     );
     return { stored, remotePath };
   } catch (e) {
-    return { stored, remoteWarning: `saved locally, but the copy next to ${root} failed: ${messageOf(e)}` };
+    return { stored, remoteWarning: `saved locally, but the copy on ${host.spec.name} failed: ${messageOf(e)}` };
   }
 }

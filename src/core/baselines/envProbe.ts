@@ -253,7 +253,7 @@ export const envSnapshotProbe = defineProbe(
   'env_snapshot',
   envSnapshotSchema,
   (opts: EnvSnapshotOptions = {}) => envSnapshotArgs(opts),
-  { modules: ['env_host', 'env_python', 'env_tools'] },
+  { modules: ['env_host', 'env_python', 'env_tools', 'kg_redact'] },
 );
 
 /** Parses a stored or fixture snapshot; throws a ZodError naming the first bad fields. */

@@ -3,7 +3,7 @@ import { describeIssues } from '../util/zod';
 
 /** The baselines settings, parsed (never cast): bad values fall back to the default and are reported by name. */
 export interface BaselineSettings {
-  /** `knownGood.baselines.copyToRemote`: also write the baseline next to the host's first checkpoint root. */
+  /** `knownGood.baselines.copyToRemote`: also write the baseline to the host's `~/.known-good/baselines/` (off unless set). */
   copyToRemote: boolean;
   /** `knownGood.env.scriptGlobs`: training scripts to hash, e.g. `/workspace/*.py`. */
   scriptGlobs: string[];
@@ -31,7 +31,7 @@ export function parseBaselineSettings(get: (key: string) => unknown): BaselineSe
     problems.push(`knownGood.baselines.copyToRemote: expected true or false, got ${JSON.stringify(copy)}`);
   }
   return {
-    copyToRemote: copy !== false,
+    copyToRemote: copy === true,
     scriptGlobs: list('env.scriptGlobs'),
     extraVariables: list('env.extraVariables'),
     cacheDirs: list('env.cacheDirs'),

@@ -82,9 +82,12 @@ export function fileTime(d: Date): string {
     .replace(/:/g, '-');
 }
 
-/** Where the copy that travels with the run goes: `<root>/.known-good/env-<time>.json` (a remote, POSIX path). */
-export function remoteBaselinePath(root: string, time: Date): string {
-  return posix.join(root, '.known-good', `env-${fileTime(time)}.json`);
+/** The host's own folder of Known Good, under the user's home (the one place we write unasked for a path). */
+export const REMOTE_HOME_FOLDER = '~/.known-good';
+
+/** Where a baseline's copy on the host goes: `~/.known-good/baselines/env-<time>.json` (resolved on the host). */
+export function remoteBaselinePath(time: Date): string {
+  return posix.join(REMOTE_HOME_FOLDER, 'baselines', `env-${fileTime(time)}.json`);
 }
 
 export function newBaselineId(at: Date = new Date()): string {

@@ -21,13 +21,15 @@ export const BENCH_PRESETS: readonly BenchPreset[] = [
   {
     id: 'tiny',
     label: 'Tiny (CPU)',
-    detail: '2×64, seq 64, batch 4, 6 steps: checks the benchmark runs at all',
+    // The probe runs a first step (compile, allocation), then the warm-up, then the timed steps: all three are counted
+    // here, as its progress lines (`step 3/8`) count them.
+    detail: '2×64, seq 64, batch 4: 6 timed steps after a first and 1 warm-up (8 in all); checks the benchmark runs',
     config: { device: 'cpu' },
   },
   {
     id: 'gpu',
     label: 'Default (GPU)',
-    detail: '12×1024, seq 2048, batch 8, bf16 autocast, 20 steps after 5 warm-up',
+    detail: '12×1024, seq 2048, batch 8, bf16 autocast: 20 timed steps after a first and 5 warm-up (26 in all)',
     config: { device: 'cuda' },
   },
   {

@@ -4,7 +4,8 @@ import { probeTerminalCommand, type TerminalCommand } from '../terminal/command'
 import { TerminalRunner, type RunnerExit, type TerminalRunnerOptions } from '../terminal/runner';
 import type { Transport } from '../transport/types';
 import { newNonce } from '../util/nonce';
-import { throughputBenchProbe, type BenchConfig, type BenchResult } from './benchProbe';
+import { benchArgs, throughputBenchProbe, type BenchConfig, type BenchResult } from './benchProbe';
+import { displayWord } from '../terminal/command';
 
 /*
  * One process run of python/throughput_bench.py, for the extension (in a terminal: a pty over SSH, its result kept
@@ -38,11 +39,13 @@ export interface BenchProcessOptions extends Pick<TerminalRunnerOptions, 'pty' |
 export function benchProcess(host: BenchHost, config: BenchConfig, options: BenchProcessOptions = {}): BenchProcess {
   const call = throughputBenchProbe(config);
   const nonce = newNonce();
-  const command = probeTerminalCommand(host.python, call, nonce);
+  const packed = probeTerminalCommand(host.python, call, nonce);
+  const command: TerminalCommand = { argv: packed.argv, display: benchDisplay(host.python, config, packed.display) };
   const { epilogue, ...display } = options;
   const runner: TerminalRunner = new TerminalRunner(host.transport, {
     argv: command.argv,
     display: command.display,
+    headline: benchHeadline(host, config),
     nonce,
     ...display,
     ...(epilogue ? { epilogue: (exit: RunnerExit) => epilogue(exit, result) } : {}),
@@ -52,4 +55,38 @@ export function benchProcess(host: BenchHost, config: BenchConfig, options: Benc
     return parseFramedResult(call, runner.framed(), host.label);
   }
   return { runner, command, result };
+}
+
+/**
+ * python/throughput_bench.py's step counts when the configuration names none (its CPU_DEFAULTS and CUDA_DEFAULTS; a
+ * unit test keeps them equal). Besides these it runs one first step (compile, allocation), never timed.
+ */
+export const BENCH_DEFAULT_STEPS = { cpu: { steps: 6, warmup: 1 }, cuda: { steps: 20, warmup: 5 } } as const;
+
+/** What a run does, in words: `6 timed steps after a first step and 1 warm-up (8 in all)`. */
+export function benchStepsText(config: BenchConfig): string {
+  const d = config.device === 'cpu' || config.device === 'cuda' ? BENCH_DEFAULT_STEPS[config.device] : undefined;
+  const steps = config.steps ?? d?.steps;
+  const warmup = config.warmup ?? d?.warmup;
+  if (steps === undefined || warmup === undefined) {
+    const c = BENCH_DEFAULT_STEPS;
+    return `${config.steps ?? `${c.cuda.steps} (GPU) or ${c.cpu.steps} (CPU)`} timed steps after a first step and warm-up`;
+  }
+  return `${steps} timed steps after a first step and ${warmup} warm-up (${1 + warmup + steps} in all)`;
+}
+
+/** The terminal's first line: what runs, with which Python, where. */
+export function benchHeadline(host: Pick<BenchHost, 'python' | 'label'>, config: BenchConfig): string {
+  const device = config.device && config.device !== 'auto' ? `${config.device}, ` : '';
+  return `Known Good benchmark: ${device}${benchStepsText(config)}${config.compile ? ', torch.compile' : ''}, ${host.python} on ${host.label}`;
+}
+
+/**
+ * The command as a person would run it by hand (the script is python/throughput_bench.py of the extension, runnable
+ * as is): what travels instead, the script packed into one argv word, is named after it, not shown.
+ */
+export function benchDisplay(python: string, config: BenchConfig, packed: string): string {
+  const size = /: ([\d.]+ K?B) zlib\+base64>/.exec(packed)?.[1];
+  const words = [python, '-u', 'throughput_bench.py', ...benchArgs(config)].map(displayWord).join(' ');
+  return `${words}  # throughput_bench.py travels in the command line${size ? ` (${size} packed)` : ''}`;
 }

@@ -61,7 +61,9 @@ export function logTailArgs(o: LogTailOptions): string[] {
 /** Values the level is the median of (python/log_tail.py RECENT): about two checkpoint-save periods of windows. */
 export const RECENT_LEVEL = 21;
 
-export const logTailProbe = defineProbe('log_tail', logTailSchema, (o: LogTailOptions) => logTailArgs(o));
+export const logTailProbe = defineProbe('log_tail', logTailSchema, (o: LogTailOptions) => logTailArgs(o), {
+  modules: ['kg_redact'],
+});
 
 export interface LogPoll {
   /** Lines appended since the previous poll (all of them when the file was reset), oldest first. */

@@ -50,6 +50,8 @@ export interface Footprint {
  */
 export interface HelperTiming {
   how: string;
+  /** The child wrote the answer on the channel itself (no hop through the helper: `pipe` is 0). */
+  direct?: boolean;
   parse: number;
   compile: number;
   handoff: number;

@@ -2,7 +2,7 @@ import { newNonce } from '../util/nonce';
 import { KnownGoodError, isKnownGoodError, messageOf } from '../errors';
 import { asciiJson, parsePythonJson } from '../json';
 import type { ProcessHandle, Transport } from '../transport/types';
-import { HELPER_LOADER, oneShotProgram, probeSource } from './sources';
+import { HELPER_LOADER, HELPER_MODULES, oneShotProgram, probeSource } from './sources';
 import { interpreterSchema, type Interpreter, type ProbeCall, type ProbeOutcome, type ProbeRunnerLike } from './probe';
 import { z } from 'zod';
 import { probeErrorCode } from './codes';
@@ -14,6 +14,7 @@ const footprintSchema = z.object({ maxRssKb: z.number(), cpuS: z.number() });
 const ms = z.number();
 const timingSchema = z.object({
   how: z.string(),
+  direct: z.boolean().optional(),
   parse: ms,
   compile: ms,
   handoff: ms,
@@ -237,11 +238,7 @@ class ResidentHelper {
     handle.stderr.on('data', (c: Buffer) => {
       this.stderrTail = (this.stderrTail + c.toString('utf8')).slice(-2000);
     });
-    const modules = [
-      ['kg_modules', probeSource('kg_modules').source],
-      ['kg_common', probeSource('kg_common').source],
-      ['kg_helper', probeSource('kg_helper').source],
-    ];
+    const modules = HELPER_MODULES.map((name) => [name, probeSource(name).source]);
     handle.stdin.write(asciiJson({ modules, nonce }) + '\n');
 
     return new Promise((resolve, reject) => {

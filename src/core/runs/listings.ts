@@ -1,4 +1,4 @@
-import { messageOf } from '../errors';
+import { KnownGoodError, messageOf } from '../errors';
 import type { HostSpec } from '../hosts';
 import type { ProbeRunnerLike } from '../probes/probe';
 import { isMetricsLog, metricsLogOf } from '../metrics/metricsLog';
@@ -20,6 +20,8 @@ export interface HostListing {
   /** When the listing arrived (this machine's clock), for ages on the remote's clock. */
   receivedAt?: number;
   error?: string;
+  /** The failure's KnownGoodError code, when it had one. */
+  errorCode?: string;
   loading?: Promise<void>;
   /** Folders past the listing's depth, listed on expansion: node id → grafted entry. */
   grafts: Map<string, RunEntry>;
@@ -31,6 +33,8 @@ export interface ListingsDeps {
   depth(): number;
   maxEntries(): number;
   log(line: string): void;
+  /** A listing failed (after `log`): the VS Code layer logs it as an error and says so once. */
+  failed?(host: HostSpec, error: unknown): void;
 }
 
 /**
@@ -152,6 +156,7 @@ export class Listings {
     const session = this.deps.session(host);
     st.state = session.connected && host.ssh ? 'listing' : host.ssh ? 'connecting' : 'listing';
     st.error = undefined;
+    st.errorCode = undefined;
     if (host.roots.length === 0) {
       // Nothing to list: no probe, and the model says "No checkpoint roots: add one".
       st.listing = { roots: [], depth: 0, maxEntries: 0, now: Date.now() / 1000, user: null, elapsedMs: 0 };
@@ -176,7 +181,9 @@ export class Listings {
       } catch (e) {
         st.state = 'error';
         st.error = messageOf(e);
-        this.deps.log(`${host.name}: ${st.error}`);
+        if (e instanceof KnownGoodError) st.errorCode = e.code;
+        if (this.deps.failed) this.deps.failed(host, e);
+        else this.deps.log(`${host.name}: ${st.error}`);
       } finally {
         st.loading = undefined;
         this.fire(host.id);

@@ -1,3 +1,4 @@
+import { isHostSettingsFailure } from '../transport/sshErrors';
 import { formatAge, formatBytes, formatExactBytes, formatLocalTime, naturalCompare } from '../util/format';
 import { printableName } from './format';
 import type { RootListing, RunEntry, RunsListing } from './listRuns';
@@ -32,6 +33,10 @@ export interface HostInfo {
   detail?: string;
   /** The failure, for state `error`. */
   error?: string;
+  /** Its KnownGoodError code: a connection failure's row opens Edit Host… (isHostSettingsFailure). */
+  errorCode?: string;
+  /** Nothing to connect to (this machine): its state is never "not connected". */
+  local?: boolean;
 }
 
 export interface HostNode extends NodeBase {
@@ -70,8 +75,8 @@ export interface MessageNode extends NodeBase {
   /** The host the message is about (its parent's host): commands invoked on it (Retry, Add Root) act there. */
   hostId: string;
   severity: MessageSeverity;
-  /** What the message offers: `retry` (host failed), `addRoot` (root missing), `listFolder` (cut or unlisted). */
-  action?: 'retry' | 'addRoot';
+  /** What the message offers: `retry` (host failed), `editHost` (its connection failed), `addRoot` (root missing). */
+  action?: 'retry' | 'addRoot' | 'editHost';
 }
 
 export type RunsNode = HostNode | RootNode | EntryNode | MessageNode;
@@ -111,6 +116,16 @@ function idOf(...parts: string[]): string {
 /** The id of the node for `rel` (an entry's path, '' for the root itself) below a root of a host. */
 export function nodeId(hostId: string, rootPath: string, rel: string): string {
   return rel === '' ? idOf('root', hostId, rootPath) : idOf('entry', hostId, rootPath, rel);
+}
+
+/** The id of a host's row. */
+export function hostNodeId(hostId: string): string {
+  return idOf('host', hostId);
+}
+
+/** Whether a row opens by itself the first time it is shown (a root does: `rootNode`'s collapsible). */
+export function opensByDefault(id: string): boolean {
+  return id.startsWith(`${idOf('root').slice(0, -1)},`);
 }
 
 /** The id of the node an entry of a root listing gets (what grafts are kept by). */
@@ -245,19 +260,21 @@ export function hostNode(host: HostInfo): HostNode {
           ? 'error'
           : 'vm-outline';
   const stateText: Record<HostState, string> = {
-    disconnected: 'not connected',
+    disconnected: host.local ? '' : 'not connected: open it to connect',
     connecting: 'connecting…',
     listing: 'listing…',
     connected: 'connected',
     error: 'failed',
   };
+  // A host not connected yet says so only in its tooltip (and its outline icon): after a reload every host starts
+  // so, and one is connected when its row is opened. This machine has nothing to connect.
+  const quiet = host.state === 'connected' || host.state === 'disconnected';
   const tooltip = [host.label, host.detail, stateText[host.state], host.error].filter(Boolean).join('\n');
   return {
     kind: 'host',
     id: idOf('host', host.id),
     label: host.label,
-    description:
-      host.state === 'connected' ? host.detail : [host.detail, stateText[host.state]].filter(Boolean).join(' · '),
+    description: quiet ? host.detail : [host.detail, stateText[host.state]].filter(Boolean).join(' · '),
     tooltip,
     icon,
     contextValue: `host;${host.state}`,
@@ -272,7 +289,7 @@ function message(
   code: string,
   severity: MessageSeverity,
   label: string,
-  extra: { tooltip?: string; action?: 'retry' | 'addRoot' } = {},
+  extra: { tooltip?: string; action?: 'retry' | 'addRoot' | 'editHost' } = {},
 ): MessageNode {
   const icon = { info: 'info', warning: 'warning', error: 'error', loading: 'loading~spin', more: 'ellipsis' }[
     severity
@@ -284,7 +301,12 @@ function message(
     label,
     tooltip: extra.tooltip ?? label,
     icon,
-    contextValue: ['message', severity, ...(extra.action ? [extra.action] : [])].join(';'),
+    // An Edit Host… row still offers Retry (its inline button and menu match `retry`).
+    contextValue: [
+      'message',
+      severity,
+      ...(extra.action === 'editHost' ? ['retry', 'editHost'] : extra.action ? [extra.action] : []),
+    ].join(';'),
     collapsible: 'none',
     severity,
     ...(extra.action ? { action: extra.action } : {}),
@@ -293,14 +315,14 @@ function message(
 
 /**
  * A host's children: its roots once listed; while it connects or lists, one loading line; on failure one error line
- * with the message and a Retry action. Never empty, so the tree never looks like it hangs.
+ * with the whole message as its tooltip and a Retry action (a click on a connection failure opens Edit Host…). Never empty, so the tree never looks like it hangs.
  */
 export function hostChildren(host: HostInfo, listing: RunsListing | undefined): RunsNode[] {
   const hid = idOf('host', host.id);
   if (host.state === 'error') {
     return [
       message(host.id, hid, 'error', 'error', host.error ?? 'failed', {
-        action: 'retry',
+        action: isHostSettingsFailure(host.errorCode) ? 'editHost' : 'retry',
         tooltip: host.error ?? 'failed',
       }),
     ];

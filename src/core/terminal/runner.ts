@@ -28,8 +28,10 @@ export interface RunnerExit {
 
 export interface TerminalRunnerOptions {
   argv: readonly string[];
-  /** The command line the terminal prints first (`$ …`), human readable. */
+  /** The command line the terminal prints (`$ …`), human readable. */
   display: string;
+  /** A line in words printed before it (what runs, where): the first thing a person reads. */
+  headline?: string;
   /** Frame nonce of a probe run: the framed result is hidden from the output and kept for `framed()`. */
   nonce?: string;
   /** A pty is asked for unless false (default: every transport but This machine). */
@@ -149,6 +151,7 @@ export class TerminalRunner {
     if (this.state !== 'new') return;
     this.state = 'starting';
     if (size) this.size = size;
+    if (this.options.headline) this.print(`${this.options.headline}\n`);
     this.print(this.color ? `${BOLD}$ ${this.options.display}${RESET}\n` : `$ ${this.options.display}\n`);
     this.startedAt = this.now();
     let handle: ProcessHandle;

@@ -1,4 +1,5 @@
 import { KnownGoodError } from '../errors';
+import { EDIT_HOST } from './sshErrors';
 import type { ContainerSettings } from '../settings';
 import { abortableStart, collect } from './collect';
 import { newPidMarker, reportPidThenExec, signalCommand, stripPidMarker } from './pidMarker';
@@ -82,7 +83,9 @@ export class ContainerTransport implements Transport {
     if (res.exitCode !== 0 && res.stdout === '' && NOT_RUNNING.test(res.stderr)) {
       throw new KnownGoodError(
         'container-not-running',
-        `container ${this.container.id ?? ''} on ${this.label} is not running: ${res.stderr.trim().split('\n')[0]}`,
+        `container ${this.container.id ?? ''} on ${this.label} is not running: ${res.stderr.trim().split('\n')[0]} — ` +
+          `start it, or ${EDIT_HOST} to choose another container`,
+        { action: EDIT_HOST },
       );
     }
     if (res.exitCode === 127 && res.stdout === '' && /not found|No such file/.test(res.stderr)) {

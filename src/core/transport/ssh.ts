@@ -4,12 +4,22 @@ import { open, type FileHandle } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import type { Duplex, Readable } from 'node:stream';
-import { Client, utils, type AuthenticationType, type ClientChannel, type ConnectConfig } from 'ssh2';
+import {
+  Client,
+  OpenSSHAgent,
+  utils,
+  type AuthenticationType,
+  type ClientChannel,
+  type ConnectConfig,
+  type IdentityCallback,
+  type ParsedKey,
+} from 'ssh2';
 import { isKnownGoodError, KnownGoodError, messageOf } from '../errors';
 import { sshAddress as endpointName, type SshEndpoint } from '../hosts';
 import { appendKnownHost, checkHostKey, fingerprint, keyTypeOf, knownHostsName, readKnownHosts } from '../knownHosts';
 import { shellJoin } from '../quote';
 import { abortableStart, collect } from './collect';
+import { authFailure, connectTimeout, hostKeyChanged, socketFailure, type AuthFacts } from './sshErrors';
 import { newPidMarker, reportPidThenExec, signalCommand, stripPidMarker } from './pidMarker';
 import type { ExecOptions, ExecResult, ProcessHandle, SpawnOptions, Transport } from './types';
 
@@ -50,6 +60,23 @@ export interface SshOptions {
 
 export function defaultKnownHostsFile(): string {
   return join(homedir(), '.ssh', 'known_hosts');
+}
+
+/** An OpenSSH agent whose key count is reported as it is read (ssh2 asks once per connection). */
+class CountingAgent extends OpenSSHAgent {
+  constructor(
+    socket: string,
+    private readonly counted: (n: number | undefined) => void,
+  ) {
+    super(socket);
+  }
+
+  override getIdentities(cb: IdentityCallback<ParsedKey>): void {
+    super.getIdentities((err, keys) => {
+      this.counted(err ? undefined : (keys?.length ?? 0));
+      cb(err, keys);
+    });
+  }
 }
 
 export function defaultIdentityFiles(): string[] {
@@ -317,11 +344,19 @@ export class SshConnection {
     const names = [knownHostsName(e.host, e.port)];
     if (e.alias !== e.host) names.push(knownHostsName(e.alias, e.port));
     let failure: KnownGoodError | undefined;
-    const tried: string[] = [];
+    const facts: AuthFacts = {
+      user: e.user,
+      where: `${e.host}:${e.port}`,
+      attempts: [],
+      agentSocket: undefined,
+      agentSocketExists: false,
+      defaultKeysMissing: [],
+      serverMethods: undefined,
+    };
     // The connect timeout, paused while a person is asked something (ssh2's own readyTimeout cannot pause).
     let deadline: PausableDeadline | undefined;
     const asking = <T>(ask: () => Promise<T>): Promise<T> => (deadline ? deadline.during(ask) : ask());
-    const auth = this.authMethods(tried, asking);
+    const auth = this.authMethods(facts, asking);
 
     const client = new Client();
     const config: ConnectConfig = {
@@ -344,13 +379,12 @@ export class SshConnection {
           return verify(false);
         }
         if (verdict.status === 'changed') {
-          failure = new KnownGoodError(
-            'host-key-changed',
-            `HOST KEY CHANGED for ${knownHostsName(e.host, e.port)}: known_hosts has ${verdict.expected.join(', ')} ` +
-              `(line ${verdict.line} of ${opts.knownHostsFiles[0] ?? 'known_hosts'}), the server now offers ${fp}. ` +
-              `Refusing to connect: this can be an attack. If the machine was reinstalled, remove the old line ` +
-              `(ssh-keygen -R '${knownHostsName(e.host, e.port)}') and connect again.`,
-            { expected: verdict.expected, actual: fp },
+          failure = hostKeyChanged(
+            knownHostsName(e.host, e.port),
+            verdict.expected,
+            verdict.line,
+            opts.knownHostsFiles[0] ?? 'known_hosts',
+            fp,
           );
           return verify(false);
         }
@@ -413,7 +447,7 @@ export class SshConnection {
           return;
         }
         deadline?.clear();
-        reject(failure ?? this.describeConnectError(err, tried));
+        reject(failure ?? this.describeConnectError(err, facts));
       });
       client.on('close', () => {
         if (this.client === client) {
@@ -432,49 +466,18 @@ export class SshConnection {
   }
 
   private timedOut(): KnownGoodError {
-    return new KnownGoodError(
-      'timeout',
-      `could not connect to ${this.endpoint.host}:${this.endpoint.port} within ` +
-        `${Math.round(this.options.connectTimeoutMs / 1000)} s (knownGood.connectTimeoutSeconds; time spent ` +
-        `answering a prompt does not count)`,
-    );
+    return connectTimeout(this.endpoint.host, this.endpoint.port, Math.round(this.options.connectTimeoutMs / 1000));
   }
 
-  private describeConnectError(err: Error & { level?: string; code?: string }, tried: string[]): KnownGoodError {
-    const where = `${this.endpoint.host}:${this.endpoint.port}`;
+  private describeConnectError(err: Error & { level?: string; code?: string }, facts: AuthFacts): KnownGoodError {
     if (err.level === 'client-timeout') return this.timedOut();
-    if (err.level === 'client-authentication') {
-      return new KnownGoodError(
-        'auth-failed',
-        `authentication as ${this.endpoint.user} on ${where} failed; tried: ${tried.join(', ') || 'nothing (no key, agent or password)'}. ` +
-          `Check the user, set identityFile, or load the key into ssh-agent.`,
-        { tried },
-      );
-    }
-    switch (err.code) {
-      case 'ECONNREFUSED':
-        return new KnownGoodError(
-          'unreachable',
-          `${where} refused the connection: is sshd running and is the port right?`,
-        );
-      case 'ENOTFOUND':
-      case 'EAI_AGAIN':
-        return new KnownGoodError(
-          'unreachable',
-          `host name ${this.endpoint.host} not found (check the name or ~/.ssh/config)`,
-        );
-      case 'EHOSTUNREACH':
-      case 'ENETUNREACH':
-      case 'ETIMEDOUT':
-        return new KnownGoodError('unreachable', `${where} is unreachable (${err.code}): check the network or VPN`);
-      default:
-        return new KnownGoodError('unreachable', `could not connect to ${where}: ${err.message}`);
-    }
+    if (err.level === 'client-authentication') return authFailure(facts);
+    return socketFailure(this.endpoint.host, this.endpoint.port, err.code, err.message);
   }
 
   /** The methods OpenSSH would try, in its order: agent, identity files, keyboard-interactive, password. */
   private authMethods(
-    tried: string[],
+    facts: AuthFacts,
     asking: <T>(ask: () => Promise<T>) => Promise<T>,
   ): (left: AuthenticationType[] | null) => Promise<unknown> {
     const e = this.endpoint;
@@ -485,12 +488,26 @@ export class SshConnection {
     const keyFiles = [...new Set([...e.identityFiles, ...(opts.defaultIdentityFiles ?? defaultIdentityFiles())])];
     type Step = () => Promise<unknown>;
     const steps: Array<{ type: AuthenticationType; run: Step }> = [];
-    if (agent && existsSync(agent)) {
+    const attempts = facts.attempts;
+    facts.agentSocket = agent || undefined;
+    facts.agentSocketExists = !!agent && existsSync(agent);
+    if (agent && facts.agentSocketExists) {
       steps.push({
         type: 'publickey',
         run: () => {
-          tried.push('ssh-agent');
-          return Promise.resolve({ type: 'agent', username: e.user, agent });
+          const attempt = {
+            kind: 'agent' as const,
+            socket: agent,
+            keys: undefined as number | undefined,
+            refused: false,
+          };
+          attempts.push(attempt);
+          // The agent's answer is counted: "the agent has no identities" is the usual story of a failed login.
+          return Promise.resolve({
+            type: 'agent',
+            username: e.user,
+            agent: new CountingAgent(agent, (n) => (attempt.keys = n)),
+          });
         },
       });
     }
@@ -503,8 +520,15 @@ export class SshConnection {
             data = await readIdentityFile(file);
           } catch (err) {
             // A default key that is not there is normal; anything else is named (OpenSSH warns and goes on too).
-            if (!own.has(file) && isKnownGoodError(err, 'not-found')) return undefined;
-            tried.push(`publickey ${file} (${messageOf(err).replace(`identity file ${file} `, '')})`);
+            if (!own.has(file) && isKnownGoodError(err, 'not-found')) {
+              facts.defaultKeysMissing.push(file);
+              return undefined;
+            }
+            attempts.push({
+              kind: 'key-unusable',
+              file,
+              why: messageOf(err).replace(`identity file ${file} `, ''),
+            });
             log(`${this.name}: ${messageOf(err)}`);
             return undefined;
           }
@@ -518,16 +542,16 @@ export class SshConnection {
             const n = attempt;
             passphrase = opts.prompts.passphrase ? await asking(() => opts.prompts.passphrase!(file, n)) : undefined;
             if (passphrase === undefined) {
-              tried.push(`publickey ${file} (passphrase not given)`);
+              attempts.push({ kind: 'key-unusable', file, why: 'is encrypted and its passphrase was not given' });
               return undefined;
             }
             parsed = utils.parseKey(data, passphrase);
           }
           if (parsed instanceof Error) {
-            tried.push(`publickey ${file} (${parsed.message})`);
+            attempts.push({ kind: 'key-unusable', file, why: `is not a usable key: ${parsed.message}` });
             return undefined;
           }
-          tried.push(`publickey ${file}`);
+          attempts.push({ kind: 'key', file, own: own.has(file), refused: false });
           return {
             type: 'publickey',
             username: e.user,
@@ -542,7 +566,9 @@ export class SshConnection {
       steps.push({
         type: 'keyboard-interactive',
         run: () => {
-          tried.push('keyboard-interactive');
+          // Counted as tried only once the server asks something: one that does not take it refuses it at once,
+          // and "tried: keyboard-interactive" would hide the real story (no key was offered).
+          const attempt = { kind: 'keyboard-interactive' as const, refused: false };
           return Promise.resolve({
             type: 'keyboard-interactive',
             username: e.user,
@@ -553,6 +579,7 @@ export class SshConnection {
               prompts: Array<{ prompt: string; echo?: boolean }>,
               finish: (answers: string[]) => void,
             ) => {
+              if (!attempts.includes(attempt)) attempts.push(attempt);
               void (async () => {
                 const answers: string[] = [];
                 for (const p of prompts)
@@ -568,13 +595,18 @@ export class SshConnection {
         run: async () => {
           const password = await ask({ user: e.user, host: e.host, prompt: `Password for ${endpointName(e)}` });
           if (password === undefined) return undefined;
-          tried.push('password');
+          attempts.push({ kind: 'password', refused: false });
           return { type: 'password', username: e.user, password };
         },
       });
     }
     let i = 0;
     return async (left) => {
+      // Called again after a method was sent: the server refused it (ssh2 asks for the next one on
+      // USERAUTH_FAILURE), and `left` is what it would still take.
+      const last = attempts.at(-1);
+      if (last && last.kind !== 'key-unusable' && i > 0) last.refused = true;
+      if (left) facts.serverMethods = [...left];
       while (i < steps.length) {
         const step = steps[i++]!;
         if (left && !left.includes(step.type)) continue;

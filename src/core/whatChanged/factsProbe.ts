@@ -171,5 +171,5 @@ export const whatChangedProbe = defineProbe(
     for (const p of o.launches ?? []) args.push(`--launches=${p}`);
     return args;
   },
-  { modules: ['code_diff', 'data_columnar', 'data_shape', 'launch_sources', 'live_process'] },
+  { modules: ['code_diff', 'data_columnar', 'data_shape', 'kg_redact', 'launch_sources', 'live_process'] },
 );

@@ -45,8 +45,9 @@ describe('environment baselines (extension host, real SSH)', function () {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  it('Capture Environment Baseline saves it, copies it next to the first root, and lists it under Baselines', async () => {
+  it('Capture Environment Baseline saves it, copies it to ~/.known-good/baselines/ when asked, and lists it under Baselines', async () => {
     const api = await activated();
+    await setSetting('baselines.copyToRemote', true);
     const out = await vscode.commands.executeCommand<CaptureOutcome | undefined>(
       'knownGood.baselines.capture',
       { hostId },
@@ -56,8 +57,9 @@ describe('environment baselines (extension host, real SSH)', function () {
     first = out;
     assert.equal(out.remoteWarning, undefined);
     assert.ok(existsSync(out.file), out.file);
-    assert.ok(out.remotePath?.startsWith(join(dir, 'runs', '.known-good', 'env-')), out.remotePath);
-    assert.ok(out.remotePath && existsSync(out.remotePath));
+    assert.ok(out.remotePath?.startsWith('~/.known-good/baselines/env-'), out.remotePath);
+    assert.ok(existsSync(join(testSshHost().home, (out.remotePath ?? '').slice(2))));
+    assert.deepEqual(readdirSync(join(dir, 'runs')), [], 'nothing written in the checkpoint root');
     const listed = await baselineRows(api, 'baseline-sshd');
     const row = listed.find((r) => r.label === 'suite known good');
     assert.ok(row, `listed: ${listed.map((r) => r.label).join(', ')}`);
@@ -107,10 +109,11 @@ describe('environment baselines (extension host, real SSH)', function () {
     assert.match(diffTab.label, /baseline-sshd: "suite known good" ↔ now/);
   });
 
-  it('Compare Two Baselines, Open, Rename; copyToRemote off writes no remote copy', async () => {
+  it('Compare Two Baselines, Open, Rename; copyToRemote off (the default) writes no remote copy', async () => {
     const api = await activated();
-    await setSetting('baselines.copyToRemote', false);
-    const before = readdirSync(join(dir, 'runs', '.known-good'));
+    await setSetting('baselines.copyToRemote', undefined);
+    const copies = join(testSshHost().home, '.known-good', 'baselines');
+    const before = readdirSync(copies);
     const second = await vscode.commands.executeCommand<CaptureOutcome | undefined>(
       'knownGood.baselines.capture',
       { hostId },
@@ -118,7 +121,8 @@ describe('environment baselines (extension host, real SSH)', function () {
     );
     assert.ok(second);
     assert.equal(second.remotePath, undefined);
-    assert.deepEqual(readdirSync(join(dir, 'runs', '.known-good')), before);
+    assert.deepEqual(readdirSync(copies), before);
+    assert.deepEqual(readdirSync(join(dir, 'runs')), []);
 
     const two = await vscode.commands.executeCommand<CompareOutcome | undefined>(
       'knownGood.baselines.compareTwo',

@@ -67,6 +67,8 @@ export async function waitFor<T>(
 export interface TestSshHost {
   port: number;
   user: string;
+  /** The sessions' HOME on the test host: where its `~/.known-good/` is. */
+  home: string;
   identityFile: string;
   knownHostsFile: string;
 }

@@ -28,7 +28,7 @@ export async function run(): Promise<void> {
     ui: 'bdd',
     reporter: 'spec',
     color: process.env['KG_MOCHA_COLOR'] === '1',
-    timeout: 30_000,
+    timeout: 120_000, // a hang guard: the slowest test took 4.5 s at load 16 on 2 cores
     ...(grep ? { grep } : {}),
   });
   // Bundled next to this file by scripts/vscode/suite.ts.

@@ -88,6 +88,12 @@ describe('Terminal: Run Probe… and the throughput benchmark', function () {
     });
     assert.ok(first?.file, first?.error ?? first?.screen);
     assert.equal(first.terminalName, 'Known Good: Throughput benchmark @ test-sshd');
+    // What runs, in words, first; then a command a person can copy (not the packed script).
+    assert.match(
+      first.screen,
+      /Known Good benchmark: cpu, 6 timed steps after a first step and 1 warm-up \(8 in all\)/,
+    );
+    assert.match(first.screen, /\$ \S+ -u throughput_bench\.py --device cpu {2}# /);
     assert.match(first.screen, /step \d+\/\d+ .* tok\/s/);
     assert.match(first.screen, /kept with the baselines of test-sshd as "good-run"/);
     assert.ok((first.tokensPerSec ?? 0) > 0);
