@@ -16,6 +16,7 @@ import { benchTensorboard } from './cases/tensorboard';
 import { benchWhatChanged } from './cases/whatChanged';
 import { benchRegressions } from './cases/regressions';
 import { benchStitching } from './cases/stitching';
+import { benchLaunchFacts } from './cases/launchFacts';
 
 type Case = { name: string; run: (ctx: BenchContext) => Promise<BenchResult | BenchResult[]> };
 
@@ -32,6 +33,7 @@ const cases: Case[] = [
   { name: 'what-changed', run: benchWhatChanged },
   { name: 'regressions', run: benchRegressions },
   { name: 'stitching', run: benchStitching },
+  { name: 'launch-facts', run: () => benchLaunchFacts() },
 ];
 
 function fmt(ms: number): string {

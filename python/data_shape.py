@@ -6,7 +6,11 @@ stdlib only, 3.8+.  A module of what_changed.py: for a changed data path the rep
 - ``.npy`` (a 2-D array of token ids, one sample a row): dtype, rows, row length, and over up to SAMPLE_ROWS rows read
   evenly the real length of a sample: the row less its trailing run of one value (padding) when that run is 2 or more;
 - ``.jsonl``: rows (counted up to READ_BYTES) and the mean bytes of a line;
-- HF ``datasets`` folders: ``dataset_info.json`` splits' ``num_examples`` and ``dataset_size``.
+- HF ``datasets`` folders: ``dataset_info.json`` splits' ``num_examples`` and ``dataset_size``; a ``save_to_disk``
+  folder (``state.json``, or ``dataset_dict.json`` and one folder a split): rows over its Arrow shards, the schema and
+  sample lengths (python/data_columnar.py);
+- ``.parquet`` footers (rows, row groups, columns and types) and Arrow IPC ``.arrow`` files (rows, schema, lengths of
+  a list-of-integers column's samples), read by python/data_columnar.py.
 """
 import ast
 import json
@@ -14,6 +18,7 @@ import os
 import struct
 import time
 
+import data_columnar
 import kg_common
 
 READ_BYTES = 64 * 1024 * 1024
@@ -94,6 +99,9 @@ def summaries(path):
     """Up to MAX_FILES summaries of the data files at path (a file, or the files directly in a folder)."""
     deadline = time.monotonic() + TIME_S
     if os.path.isdir(path):
+        saved = _saved_dataset(path, deadline)
+        if saved is not None:
+            return saved
         try:
             names = sorted(os.listdir(path))
         except OSError:
@@ -106,7 +114,11 @@ def summaries(path):
         if len(out) >= MAX_FILES or time.monotonic() > deadline:
             break
         try:
-            if p.endswith(".npy"):
+            if p.endswith(".parquet"):
+                s = data_columnar.parquet_summary(p, deadline)
+            elif p.endswith(".arrow"):
+                s = data_columnar.arrow_summary(p, deadline)
+            elif p.endswith(".npy"):
                 s = npy_summary(p, deadline)
             elif p.endswith(".jsonl"):
                 s = jsonl_summary(p, deadline)
@@ -119,4 +131,36 @@ def summaries(path):
             continue
         if s:
             out.append(s)
+    return out
+
+
+def _saved_dataset(path, deadline):
+    """The summaries of a ``datasets`` ``save_to_disk`` folder (one a split of a DatasetDict), or None when path is
+    no such folder."""
+    splits = None
+    try:
+        if os.path.isfile(os.path.join(path, "state.json")):
+            folders = [path]
+        elif os.path.isfile(os.path.join(path, "dataset_dict.json")):
+            with kg_common.open_regular(os.path.join(path, "dataset_dict.json")) as f:
+                d = kg_common.loads_bounded(f.read(1024 * 1024).decode("utf-8", "replace"), "dataset_dict.json")
+            splits = d.get("splits") if isinstance(d, dict) else None
+            if not isinstance(splits, list):
+                return None
+            folders = [os.path.join(path, s) for s in splits[:MAX_FILES] if isinstance(s, str) and "/" not in s]
+        else:
+            return None
+    except (OSError, kg_common.ProbeError, ValueError):
+        return None
+    out = []
+    for folder in folders:
+        try:
+            s = data_columnar.hf_saved(folder, deadline)
+        except (OSError, kg_common.ProbeError, ValueError, struct.error, MemoryError, RecursionError, TypeError,
+                AttributeError, KeyError):
+            continue
+        if splits is not None:
+            s["split"] = os.path.basename(folder)
+            s["file"] = "%s/%s" % (os.path.basename(os.path.normpath(path)), s["split"])
+        out.append(s)
     return out

@@ -1,11 +1,13 @@
 """Record the facts of one launch of a training command, then run the command itself.
 
-Usage: python3 kg_record.py [--run DIR] [--timeout SECONDS] -- CMD [ARGS...]
+Usage: python3 kg_record.py [--run DIR] [--home] [--timeout SECONDS] -- CMD [ARGS...]
 
-Appends one JSON line to DIR/.known-good/launches.jsonl (DIR: the current folder unless --run names one): the time,
+Appends one JSON line to DIR/.known-good/launches.jsonl (DIR: the current folder unless --run names one; with --home
+to ~/.known-good/runs/<hash of DIR's real path>/launches.jsonl instead, nothing written in the run folder): the time,
 the command line, the cwd, the environment (secrets redacted by kg_redact), this interpreter and its sys.version, the
 torch build (read from torch/version.py, never imported), the installed packages as env_snapshot reads them, the git
-HEAD and a hash of the uncommitted diff of the script's checkout, and the GPUs and driver when nvidia-smi is there.
+HEAD and a hash of the uncommitted diff of the script's checkout, the GPUs and driver when nvidia-smi is there, and for
+``accelerate launch`` the launch config it reads (``--config_file`` or accelerate's default_config.yaml, flat).
 Then it replaces itself with CMD (os.execvp): same PID, so exit code, signals, stdin and the terminal are the command's
 own. Every fact is collected side by side in threads and bounded by --timeout (default 1 s): a fact that fails or is
 late is named in the record's ``errors`` and costs that fact only; a record that cannot be written costs one line on
@@ -28,6 +30,7 @@ if HERE not in sys.path:
 import env_python  # noqa: E402
 import env_tools  # noqa: E402
 import kg_redact  # noqa: E402
+import launch_sources  # noqa: E402
 
 SCHEMA = 1
 DEFAULT_TIMEOUT_S = 1.0
@@ -48,14 +51,15 @@ GIT_ENV = {"GIT_TERMINAL_PROMPT": "0", "GIT_OPTIONAL_LOCKS": "0", "GIT_PAGER": "
 
 
 def usage(message):
-    sys.stderr.write("kg_record.py: %s\nusage: python3 kg_record.py [--run DIR] [--timeout SECONDS] -- CMD [ARGS...]\n"
-                     % message)
+    sys.stderr.write("kg_record.py: %s\nusage: python3 kg_record.py [--run DIR] [--home] [--timeout SECONDS] -- CMD "
+                     "[ARGS...]\n" % message)
     sys.exit(2)
 
 
 def parse_argv(argv):
     run_dir = None
     timeout = DEFAULT_TIMEOUT_S
+    home = False
     i = 0
     while i < len(argv):
         a = argv[i]
@@ -72,7 +76,9 @@ def parse_argv(argv):
                     usage("--timeout takes seconds, got %r" % argv[i + 1])
             i += 2
             continue
-        if a.startswith("--run="):
+        if a == "--home":
+            home = True
+        elif a.startswith("--run="):
             run_dir = a[len("--run="):]
         elif a.startswith("--timeout="):
             try:
@@ -88,7 +94,7 @@ def parse_argv(argv):
     command = argv[i:]
     if not command:
         usage("no command given")
-    return run_dir or os.getcwd(), timeout, command
+    return run_dir or os.getcwd(), timeout, command, home
 
 
 class Deadline(object):
@@ -134,17 +140,6 @@ def run_tool(argv, deadline, cwd=None, env_extra=None, max_bytes=8 << 20):
 
 
 # ------------------------------------------------------------------------------------------------------ facts
-
-def redact_argv(argv):
-    out = []
-    for i, a in enumerate(argv):
-        prev = argv[i - 1] if i > 0 else ""
-        if prev.startswith("-") and "=" not in prev and kg_redact.is_secret_name(prev.lstrip("-")) and a:
-            out.append(kg_redact.redact_secret(a))
-        else:
-            out.append(kg_redact.redact_text(a))
-    return out
-
 
 def collect_env():
     out = {}
@@ -232,7 +227,7 @@ def collect_packages():
     return {"count": p["count"], "packages": p["packages"], "editable": p["editable"]}
 
 
-def record(run_dir, timeout, command):
+def record(run_dir, timeout, command, home=False):
     started = time.time()
     deadline = Deadline(timeout)
     facts = {}
@@ -262,8 +257,9 @@ def record(run_dir, timeout, command):
         "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
         "unixTime": round(started, 3),
         "pid": os.getpid(),
+        "run": os.path.realpath(run_dir),
         "host": os.uname()[1] if hasattr(os, "uname") else None,
-        "argv": redact_argv(command),
+        "argv": kg_redact.redact_argv(command),
         "cwd": os.getcwd(),
         "script": script,
         "executable": command_executable(command),
@@ -272,6 +268,12 @@ def record(run_dir, timeout, command):
         "env": collect_env(),
         "errors": [],
     }
+    try:
+        accel = launch_sources.accelerate_config_path(command, os.environ)
+        if accel is not None:
+            doc["accelerate"] = launch_sources.accelerate_config(accel)
+    except Exception as e:  # the config is one fact: failing to read it costs it only
+        doc["errors"].append({"fact": "accelerate", "message": "%s: %s" % (type(e).__name__, e)})
     for name, t in threads.items():
         t.join(deadline.left())
         value, error = facts.get(name, (None, "not done within %.1f s" % timeout))
@@ -292,9 +294,9 @@ def record(run_dir, timeout, command):
         doc["packages"] = {"count": pk.get("count"), "packages": None, "truncated": "record over %d bytes"
                            % MAX_RECORD_BYTES}
         line = json.dumps(doc, sort_keys=True, default=str, allow_nan=False)
-    folder = os.path.join(run_dir, ".known-good")
-    os.makedirs(folder, exist_ok=True)
-    fd = os.open(os.path.join(folder, "launches.jsonl"), os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    target = launch_sources.home_records(run_dir) if home else os.path.join(run_dir, ".known-good", "launches.jsonl")
+    os.makedirs(os.path.dirname(target), exist_ok=True)
+    fd = os.open(target, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
     try:
         os.write(fd, (line + "\n").encode("utf-8"))  # one write: launches of parallel ranks never interleave
     finally:
@@ -303,9 +305,9 @@ def record(run_dir, timeout, command):
 
 
 def main(argv):
-    run_dir, timeout, command = parse_argv(argv)
+    run_dir, timeout, command, home = parse_argv(argv)
     try:
-        record(run_dir, timeout, command)
+        record(run_dir, timeout, command, home)
     except BaseException as e:  # the launch matters more than its record
         sys.stderr.write("kg_record.py: launch not recorded (%s: %s)\n" % (type(e).__name__, e))
     sys.stderr.flush()

@@ -171,6 +171,18 @@ def redact_text(text):
     return text
 
 
+def redact_argv(argv):
+    """A command line with secrets hidden: a secret-named flag's next word (``--token X``) and secrets inside words."""
+    out = []
+    for i, a in enumerate(argv):
+        prev = argv[i - 1] if i > 0 else ""
+        if prev.startswith("-") and "=" not in prev and is_secret_name(prev.lstrip("-")) and a:
+            out.append(redact_secret(a))
+        else:
+            out.append(redact_text(a))
+    return out
+
+
 def redact_value(name, value):
     """A string value of a variable or argument named `name`: all of it if the name is secret, else its text."""
     if not isinstance(value, str):

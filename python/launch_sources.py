@@ -7,11 +7,15 @@ kg_record.py's, with its ``source`` and a flat ``config`` (dotted keys, values a
 - Hydra: ``.hydra/config.yaml`` + ``overrides.yaml`` of the run folder and of ``outputs/<date>/<time>/`` (one a launch);
 - wandb: ``wandb/run-*/files/wandb-metadata.json`` (program, args, python, git commit, start time) and
   ``files/config.yaml`` (one a wandb run);
-- MLflow: ``mlruns/<exp>/<run>/params/*`` and ``tags/mlflow.source.git.commit`` (one a run).
+- MLflow: ``mlruns/<exp>/<run>/params/*`` and ``tags/mlflow.source.git.commit`` (one a run);
+- accelerate's launch config (``accelerate_config``, read by kg_record.py at each ``accelerate launch``): the file
+  ``--config_file`` names, else ``$HF_HOME/accelerate/default_config.yaml`` (``~/.cache/huggingface/…``); YAML from
+  ``accelerate config``'s questions, JSON from ``accelerate config default`` (whatever the file's name).
 
 YAML is read by a small reader of block mappings and scalar lists (what these tools write); anything else is left
 out, never guessed.
 """
+import hashlib
 import json
 import os
 
@@ -206,3 +210,69 @@ def launches_of(run):
         recs.sort(key=lambda r: (r["time"] is None, r["time"] or 0))
         out += recs
     return out
+
+
+def _flat_json(value, prefix, out):
+    if len(out) >= MAX_KEYS:
+        return
+    if isinstance(value, dict):
+        for k, v in value.items():
+            _flat_json(v, "%s.%s" % (prefix, k) if prefix else str(k), out)
+    elif isinstance(value, list):
+        out[prefix] = ", ".join(str(v) for v in value)[:MAX_VALUE]
+    else:
+        out[prefix] = ("null" if value is None else str(value).lower() if isinstance(value, bool)
+                       else str(value))[:MAX_VALUE]
+
+
+def _accelerate_default(env):
+    home = env.get("HF_HOME") or os.path.join(env.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"),
+                                              "huggingface")
+    yaml_path = os.path.join(home, "accelerate", "default_config.yaml")
+    json_path = os.path.join(home, "accelerate", "default_config.json")
+    # accelerate's own choice: the YAML one unless only the JSON one exists
+    return yaml_path if os.path.isfile(yaml_path) or not os.path.isfile(json_path) else json_path
+
+
+def accelerate_config_path(argv, env):
+    """The launch config an ``accelerate launch`` command line reads, or None when argv is no accelerate launch."""
+    words = [os.path.basename(a) for a in argv[:4]]
+    launch = any(w == "accelerate" and i + 1 < len(words) and words[i + 1] == "launch" for i, w in enumerate(words))
+    launch = launch or "accelerate.commands.launch" in argv[:4]
+    if not launch:
+        return None
+    for i, a in enumerate(argv):
+        if a in ("--config_file", "--config-file") and i + 1 < len(argv):
+            return argv[i + 1]
+        for flag in ("--config_file=", "--config-file="):
+            if a.startswith(flag):
+                return a[len(flag):]
+        if a.endswith(".py") and not a.startswith("-"):
+            break  # the script's own flags follow
+    return _accelerate_default(env)
+
+
+def accelerate_config(path):
+    """{path, config: {dotted key: text}} of an accelerate launch config (bounded: MAX_FILE, MAX_KEYS)."""
+    text = _read(path)
+    if text is None:
+        return {"path": path, "config": None, "error": "not read (missing, not a regular file or over %d bytes)"
+                % MAX_FILE}
+    if text.lstrip().startswith("{"):
+        try:
+            data = json.loads(text)
+        except (ValueError, RecursionError):
+            return {"path": path, "config": None, "error": "not JSON"}
+        config = {}
+        _flat_json(data if isinstance(data, dict) else {}, "", config)
+    else:
+        config = flat_yaml(text)
+    return {"path": path, "config": dict(sorted(config.items())[:MAX_KEYS]), "error": None}
+
+
+def home_records(run):
+    """Where kg_record.py --home keeps a run's launch records when they may not go inside the run folder:
+    ``~/.known-good/runs/<sha256 of the run's real path, 16 hex>/launches.jsonl`` (kg_record writes, what_changed
+    reads)."""
+    key = hashlib.sha256(os.path.realpath(run).encode("utf-8", "surrogateescape")).hexdigest()[:16]
+    return os.path.join(os.path.expanduser("~"), ".known-good", "runs", key, "launches.jsonl")

@@ -11,7 +11,9 @@ stdlib only, never imports torch.  Every fact that cannot be gathered says why (
 - ``--git DIR``: the git checkout DIR lies in (if any): top level, HEAD, branch, dirty flag and files, and the files
   changed by commits since ``--since`` (epoch seconds).  git missing or no checkout: ``error`` says which.
 - ``--launches RUN``: the launches ``kg_record.py`` recorded for the run (command line, environment as recorded,
-  interpreter, torch, driver, packages, git HEAD), oldest first, bounded.
+  interpreter, torch, driver, packages, git HEAD), oldest first, bounded; and ``live``: the run's training process if
+  it runs now (python/live_process.py: /proc, same user, at most 500 processes looked at; command line, environment
+  redacted, executable, the CUDA libraries it loaded).
 - ``--stat P``: size and mtime only (e.g. torch/version.py, whose mtime is when that torch was installed).
 """
 import hashlib
@@ -25,6 +27,7 @@ import code_diff
 import data_shape
 import kg_common
 import launch_sources
+import live_process
 
 MiB = 1024 * 1024
 MAX_WALK = 200000
@@ -346,10 +349,16 @@ def _slim_launch(d):
         pk = {}
     env = d.get("env") if isinstance(d.get("env"), dict) else {}
     argv = d.get("argv") if isinstance(d.get("argv"), list) else []
+    accel = d.get("accelerate")
+    accel_config = accel.get("config") if isinstance(accel, dict) else None
+    if not isinstance(accel_config, dict):
+        accel_config = {}
     return {
         "source": "kg_record",
         "where": None,
-        "config": {},
+        # accelerate launch's config, its keys prefixed so that the report says where the value came from
+        "config": dict(("accelerate." + str(k)[:MAX_LINE], str(v)[:MAX_LINE])
+                       for k, v in sorted(accel_config.items())[:MAX_ENV]),
         "time": d.get("unixTime") if isinstance(d.get("unixTime"), (int, float)) else None,
         "argv": [str(a)[:MAX_LINE] for a in argv[:256]],
         "cwd": d.get("cwd") if isinstance(d.get("cwd"), str) else None,
@@ -364,15 +373,44 @@ def _slim_launch(d):
     }
 
 
+def _slim_live(p):
+    """A live process (live_process.scan) as a launch record of source ``live``."""
+    env = p.get("env") if isinstance(p.get("env"), dict) else {}
+    libs = p.get("libs") if isinstance(p.get("libs"), dict) else {}
+    return {
+        "source": "live", "where": "/proc/%s" % p.get("pid"), "config": {}, "time": p.get("startTime"),
+        "argv": [str(a)[:MAX_LINE] for a in (p.get("argv") or [])[:256]], "cwd": p.get("cwd"),
+        "env": dict((str(k)[:MAX_LINE], str(v)[:MAX_LINE]) for k, v in sorted(env.items())[:MAX_ENV]),
+        "interpreter": p.get("exe"), "python": None, "gitHead": None, "gitDiff": None, "torch": None,
+        "driver": None, "packages": {}, "pid": p.get("pid"), "children": p.get("children", 0),
+        "matchedBy": p.get("matchedBy"),
+        # a library's version as its file name says it, else its path (a pip wheel's libcudnn.so.9 says 9 only)
+        "libs": dict((str(n)[:MAX_LINE], str(v.get("version") or v.get("path"))[:MAX_LINE])
+                     for n, v in sorted(libs.items()) if isinstance(v, dict)),
+    }
+
+
+def live_records(run):
+    scan = live_process.scan(run)
+    return {"scanned": scan["scanned"], "truncated": scan["truncated"], "error": scan["error"],
+            "tookMs": scan.get("tookMs"), "records": [_slim_live(p) for p in scan["processes"]]}
+
+
 def launch_records(run):
     """The launches kg_record.py recorded for a run (``RUN/.known-good/launches.jsonl``), oldest first, the last
     MAX_LAUNCHES of at most MAX_LAUNCH_BYTES read from the end; none recorded: ``exists`` false."""
     path = os.path.join(run, ".known-good", "launches.jsonl")
-    out = {"path": path, "exists": False, "records": [], "error": None, "others": []}
+    if not os.path.lexists(path) and os.path.isfile(launch_sources.home_records(run)):
+        path = launch_sources.home_records(run)  # kg_record.py --home: kept out of the run folder
+    out = {"path": path, "exists": False, "records": [], "error": None, "others": [], "live": None}
     try:
         out["others"] = launch_sources.launches_of(run)
     except Exception as e:  # another tool's files are a bonus: failing to read them costs them only
         out["error"] = "other tools' records: %s" % _msg(e)
+    try:
+        out["live"] = live_records(run)
+    except Exception as e:  # the live process is a bonus too
+        out["live"] = {"scanned": 0, "truncated": False, "error": _msg(e), "records": []}
     try:
         # A FIFO or device named launches.jsonl is refused, never opened to block (open_regular)
         with kg_common.open_regular(path) as f:

@@ -84,6 +84,19 @@ export interface MarkKnownGoodOutcome {
   baselineId: string;
 }
 
+/** `knownGood.whatChanged.recordLaunches`: where kg_record.py is on the host and the line shown. */
+export interface RecordLaunchesOutcome {
+  hostId: string;
+  run: string;
+  /** The records go to ~/.known-good/runs/… on the host, not into the run folder. */
+  home: boolean;
+  script: string;
+  /** kg_record.py is at `script` now. */
+  present: boolean;
+  /** What to put in front of the launch (ends in `--`). */
+  line: string;
+}
+
 /** The Fleet commands on a Slurm job (`knownGood.fleet.*`): the document they opened, and what it says. */
 export interface FleetOutcome {
   view: 'matrix' | 'bench' | 'drift' | 'node';

@@ -30,6 +30,7 @@ export const Commands = {
   argsShowChanged: 'knownGood.args.showChanged',
   whatChanged: 'knownGood.whatChanged',
   markBaselineKnownGood: 'knownGood.whatChanged.markBaseline',
+  recordLaunches: 'knownGood.whatChanged.recordLaunches',
 } as const;
 
 /** Fleet: the nodes of a Slurm job (src/fleet). */

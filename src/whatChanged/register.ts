@@ -24,6 +24,7 @@ import type { SettingsAccess } from '../shared/settings';
 import { registerTextDocumentContentProvider, registerWebviewPanelSerializer, showInfo } from '../window';
 import { withCancellableProgress } from '../shared/progress';
 import { WhatChangedPanel } from './panel';
+import { registerRecordLaunches } from './recordLaunches';
 
 /** Read-only evidence documents of a report (a commit's message and diff). */
 const EVIDENCE_SCHEME = 'knownGood-evidence';
@@ -161,6 +162,8 @@ export function registerWhatChanged(d: WhatChangedDeps): void {
     vscode.window.showTextDocument(await vscode.workspace.openTextDocument(evidenceUri(name, content)), {
       preview: true,
     });
+
+  registerRecordLaunches({ command: d.command, hosts: d.hosts, showReadOnly });
 
   const showText = async (content: string) =>
     vscode.window.showTextDocument(await vscode.workspace.openTextDocument({ content, language: 'plaintext' }), {

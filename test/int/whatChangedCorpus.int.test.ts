@@ -1,7 +1,10 @@
 import assert from 'node:assert/strict';
-import { cpSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { cpSync, mkdtempSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { BaselineStore } from '../../src/core/baselines/store';
 import { ProbeRunner } from '../../src/core/probes/runner';
 import { LocalTransport } from '../../src/core/transport/local';
 import { scoreCorpus, scoreTable, summarize, type CorpusRow } from '../support/corpusScore';
@@ -65,6 +68,85 @@ void describe('What Changed? on the real regressions corpus', () => {
     );
     assert.ok(report.unknown.some((u) => u.fact === 'command line and process environment of each launch'));
     assert.equal(report.launches?.recorded, false);
+  });
+
+  void it("accelerate's launch config as kg_record records it: mixed_precision changed at the restart ranks first", async () => {
+    // plain-launch-blocking's own launch records, CUDA_LAUNCH_BLOCKING taken out and the configs the real accelerate
+    // wrote (test/fixtures/real/accelerate-config: bf16, then `accelerate config default`'s "no") put in
+    const run = join(dirname(dir), 'accelerate-config');
+    cpSync(join(dir, 'plain-launch-blocking'), run, { recursive: true, preserveTimestamps: true });
+    const real = join(__dirname, '..', 'fixtures', 'real', 'accelerate-config');
+    const file = join(run, '.known-good', 'launches.jsonl');
+    const lines = readFileSync(file, 'utf8').trim().split('\n');
+    const configs = ['bf16_config.yaml', 'default_config.yaml'].map((n) => {
+      const c = JSON.parse(readFileSync(join(real, n), 'utf8')) as Record<string, unknown>;
+      return Object.fromEntries(Object.entries(c).map(([k, v]) => [k, String(v)]));
+    });
+    const t = statSync(file).mtime;
+    writeFileSync(
+      file,
+      lines
+        .map((l, i) => {
+          const rec = JSON.parse(l) as { env: Record<string, string>; accelerate?: unknown };
+          delete rec.env.CUDA_LAUNCH_BLOCKING;
+          rec.accelerate = { path: '/home/u/.cache/huggingface/accelerate/default_config.yaml', config: configs[i] };
+          return JSON.stringify(rec);
+        })
+        .join('\n') + '\n',
+    );
+    utimesSync(file, t, t);
+    const report = await whatChanged({ id: 'local', label: 'This machine', probes: runner }, run, {});
+    assert.equal(report.verdict, 'regression', report.headline);
+    assert.match(
+      report.suspects[0]?.title ?? '',
+      /^launch: accelerate\.mixed_precision bf16 → no \(restart at step 6\d\d\)$/,
+      report.suspects.map((s) => s.title).join('; '),
+    );
+    assert.equal(report.suspects[0]?.category, 'dtype');
+  });
+
+  void it('the live training process (/proc): a new process with CUDA_LAUNCH_BLOCKING=1 after the restart ranks first without launch records', async () => {
+    // plain-launch-blocking without its launch records; its training process is a real process working in the run,
+    // seen by one report, then replaced by one started with CUDA_LAUNCH_BLOCKING=1 (a new PID is a restart)
+    const run = join(dirname(dir), 'live');
+    cpSync(join(dir, 'plain-launch-blocking'), run, { recursive: true, preserveTimestamps: true });
+    rmSync(join(run, '.known-good'), { recursive: true });
+    const store = new BaselineStore(mkdtempSync(join(tmpdir(), 'kg-live-store-')));
+    const host = { id: 'local', label: 'This machine', probes: runner };
+    const started = (env: NodeJS.ProcessEnv) =>
+      new Promise<ChildProcess>((resolve, reject) => {
+        const p = spawn('sh', ['-c', 'echo ready; exec sleep 600'], {
+          cwd: run,
+          env,
+          stdio: ['ignore', 'pipe', 'ignore'],
+        });
+        p.stdout.once('data', () => resolve(p));
+        p.once('error', reject);
+      });
+    const env = { ...process.env };
+    delete env.CUDA_LAUNCH_BLOCKING;
+    const first = await started(env);
+    let second: ChildProcess | undefined;
+    try {
+      const before = await whatChanged(host, run, { store });
+      assert.equal(before.launches?.running?.[0]?.pid, first.pid, JSON.stringify(before.launches));
+      first.kill('SIGKILL');
+      second = await started({ ...env, CUDA_LAUNCH_BLOCKING: '1' });
+      const report = await whatChanged(host, run, { store });
+      assert.equal(report.verdict, 'regression', report.headline);
+      assert.equal(report.launches?.running?.[0]?.pid, second.pid);
+      assert.match(
+        report.suspects[0]?.title ?? '',
+        /^process env: CUDA_LAUNCH_BLOCKING=1 added \(restart at step 6\d\d\)$/,
+        report.suspects.map((s) => s.title).join('; '),
+      );
+      const pair = report.suspects[0]!.evidence.find((e) => e.kind === 'text-diff');
+      assert.ok(pair?.kind === 'text-diff' && /^CUDA_LAUNCH_BLOCKING=1$/m.test(pair.b.text));
+    } finally {
+      first.kill('SIGKILL');
+      second?.kill('SIGKILL');
+      rmSync(store.dir, { recursive: true, force: true });
+    }
   });
 
   void it("LightningCLI's config.yaml of each version (the documented layout, written here): a Trainer flag changed at the restart ranks first without launch records", async () => {

@@ -13,6 +13,12 @@ sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
 import data_shape  # noqa: E402
 
 DATA = os.path.join(HERE, "..", "fixtures", "real", "regressions", "data")
+SHAPES = os.path.join(HERE, "..", "fixtures", "real", "datashape")
+
+
+def _type(t):
+    """pyarrow's type text without the child's name: list<element: int32> is list<int32>."""
+    return t.replace("element: ", "").replace("item: ", "")
 
 
 class DataShapeTest(unittest.TestCase):
@@ -36,6 +42,78 @@ class DataShapeTest(unittest.TestCase):
                 f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", 8) + b"{'descr'")
             got = data_shape.summaries(d)
             self.assertEqual([(s["file"], s.get("rows")) for s in got], [("a.jsonl", 10)])
+        finally:
+            shutil.rmtree(d, ignore_errors=True)
+
+
+class ColumnarTest(unittest.TestCase):
+    """python/data_columnar.py on files the real pyarrow and datasets wrote (test/fixtures/real/datashape)."""
+
+    @classmethod
+    def setUpClass(cls):
+        with open(os.path.join(SHAPES, "truth.json")) as f:
+            cls.truth = json.load(f)["files"]
+
+    def test_parquet_footers_say_what_pyarrow_reads(self):
+        for name in ("short.parquet", "long.parquet"):
+            got = data_shape.summaries(os.path.join(SHAPES, name))[0]
+            want = self.truth[name]
+            self.assertEqual(got["rows"], want["num_rows"], name)
+            self.assertEqual(got["rowGroups"], want["num_row_groups"], name)
+            self.assertEqual(got["rowGroupRows"], want["row_group_rows"], name)
+            self.assertEqual(got["columns"], want["columns"], name)
+            self.assertEqual(got["types"], [_type(t) for t in want["types"]], name)
+            self.assertEqual(got["createdBy"], want["created_by"], name)
+
+    def test_arrow_file_and_stream_rows_schema_and_sample_lengths(self):
+        for name, length in (("short.arrow", 32), ("long.stream.arrow", 128)):
+            got = data_shape.summaries(os.path.join(SHAPES, name))[0]
+            want = self.truth[name]
+            self.assertEqual((got["rows"], got["columns"]), (want["num_rows"], want["columns"]), name)
+            self.assertEqual(got["types"], [_type(t) for t in want["types"]], name)
+            self.assertEqual((got["rowLength"], got["meanLength"], got["padded"]), (length, length, False), name)
+        self.assertEqual(data_shape.summaries(os.path.join(SHAPES, "short.arrow"))[0]["recordBatches"],
+                         self.truth["short.arrow"]["num_record_batches"])
+
+    def test_saved_datasets_padding_shows_as_a_shorter_real_length(self):
+        short = data_shape.summaries(os.path.join(SHAPES, "hf-short"))
+        padded = data_shape.summaries(os.path.join(SHAPES, "hf-padded"))
+        self.assertEqual(len(short), 1)
+        self.assertEqual((short[0]["format"], short[0]["rows"], short[0]["rowLength"], short[0]["padded"]),
+                         ("hf-datasets", self.truth["hf-short"]["num_rows"], 24, False))
+        self.assertEqual((padded[0]["rows"], padded[0]["rowLength"], padded[0]["meanLength"], padded[0]["padded"]),
+                         (self.truth["hf-padded"]["num_rows"], 96, 24.0, True))
+        self.assertEqual(short[0]["columns"], self.truth["hf-short"]["columns"])
+
+    def test_a_dataset_dict_is_one_summary_a_split(self):
+        got = data_shape.summaries(os.path.join(SHAPES, "hf-dict"))
+        self.assertEqual(dict((s["split"], s["rows"]) for s in got), self.truth["hf-dict"]["splits"])
+        self.assertEqual(got[0]["file"], "hf-dict/train")
+
+    def test_cut_or_hostile_files_are_no_summary(self):
+        d = tempfile.mkdtemp()
+        try:
+            with open(os.path.join(SHAPES, "short.parquet"), "rb") as f:
+                pq = f.read()
+            with open(os.path.join(SHAPES, "long.stream.arrow"), "rb") as f:
+                arrow = f.read()
+            cases = {
+                "cut.parquet": pq[:len(pq) // 2],
+                "huge-footer.parquet": pq[:-8] + struct.pack("<I", 1 << 30) + b"PAR1",
+                "zeros-footer.parquet": b"PAR1" + b"\0" * 64 + struct.pack("<I", 60) + b"PAR1",
+                "cut.arrow": arrow[:300],
+                "garbage.arrow": b"\xff\xff\xff\xff" + struct.pack("<I", 64) + b"\x07" * 64,
+                "huge.arrow": b"\xff\xff\xff\xff" + struct.pack("<I", 1 << 31),
+            }
+            for name, data in cases.items():
+                with open(os.path.join(d, name), "wb") as f:
+                    f.write(data)
+            os.mkfifo(os.path.join(d, "fifo.parquet"))
+            os.mkfifo(os.path.join(d, "fifo.arrow"))
+            got = data_shape.summaries(d)  # a FIFO is refused, never opened to block
+            self.assertEqual([s for s in got if s.get("rows")], [], got)
+            # a cut stream still says the schema and the rows of its whole batches, never more than were written
+            self.assertLessEqual(sum(s.get("rows") or 0 for s in got), self.truth["long.stream.arrow"]["num_rows"])
         finally:
             shutil.rmtree(d, ignore_errors=True)
 

@@ -58,6 +58,56 @@ class KgRecord(unittest.TestCase):
         self.assertIn(b"no-such-command-kg-record", r.stderr)
         self.assertEqual(len(launches(self.d)), 1)
 
+    def test_accelerate_launch_records_the_config_it_reads(self):
+        # accelerate's own files (test/fixtures/real/accelerate-config); the `accelerate` run here is a stand-in
+        # program on PATH: the record is written before the exec, whatever the command is
+        real = os.path.join(HERE, "..", "fixtures", "real", "accelerate-config")
+        bin_dir = os.path.join(self.d, "bin")
+        hf_home = os.path.join(self.d, "hf")
+        os.makedirs(bin_dir)
+        os.makedirs(os.path.join(hf_home, "accelerate"))
+        with open(os.path.join(real, "bf16_config.yaml")) as f, \
+                open(os.path.join(hf_home, "accelerate", "default_config.yaml"), "w") as g:
+            g.write(f.read())
+        stub = os.path.join(bin_dir, "accelerate")
+        with open(stub, "w") as f:
+            f.write("#!/bin/sh\nexit 3\n")
+        os.chmod(stub, 0o755)
+        env = dict(os.environ, PATH=bin_dir + os.pathsep + os.environ.get("PATH", ""), HF_HOME=hf_home)
+        r = self.record("accelerate", "launch", "train.py", "--lr", "1", env=env)
+        self.assertEqual(r.returncode, 3, r.stderr)
+        multi = os.path.join(real, "multi_gpu_config.yaml")
+        self.record("accelerate", "launch", "--config_file", multi, "train.py", env=env)
+        self.record("python3", "-c", "pass", env=env)
+        recs = launches(self.d)
+        self.assertEqual(recs[0]["accelerate"]["path"], os.path.join(hf_home, "accelerate", "default_config.yaml"))
+        self.assertEqual(recs[0]["accelerate"]["config"]["mixed_precision"], "bf16")
+        got = recs[1]["accelerate"]["config"]
+        self.assertEqual((got["mixed_precision"], got["num_processes"], got["distributed_type"]),
+                         ("fp16", "4", "MULTI_GPU"))
+        self.assertEqual(got["dynamo_config.dynamo_backend"], "INDUCTOR")
+        self.assertNotIn("accelerate", recs[2])
+
+    def test_home_keeps_the_records_out_of_the_run_folder_and_what_changed_finds_them(self):
+        home = os.path.join(self.d, "home")
+        os.makedirs(home)
+        env = dict(os.environ, HOME=home)
+        r = self.record("true", env=env, extra=("--home",))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertFalse(os.path.exists(os.path.join(self.d, ".known-good")))
+        found = []
+        for top, _, files in os.walk(os.path.join(home, ".known-good", "runs")):
+            found += [os.path.join(top, f) for f in files]
+        self.assertEqual(len(found), 1, found)
+        with open(found[0]) as f:
+            self.assertEqual(json.loads(f.readline())["run"], os.path.realpath(self.d))
+        wc = os.path.join(HERE, "..", "..", "python", "what_changed.py")
+        out = subprocess.run([sys.executable, wc, "--launches", self.d], stdout=subprocess.PIPE, env=env,
+                             timeout=60).stdout.decode()
+        doc = json.loads(out[out.index("{"):out.rindex("}") + 1])
+        self.assertEqual((doc["launches"][0]["exists"], doc["launches"][0]["path"]), (True, found[0]))
+        self.assertEqual(doc["launches"][0]["records"][0]["argv"], ["true"])
+
     def test_each_launch_appends_one_line(self):
         for _ in range(3):
             self.assertEqual(self.record("true").returncode, 0)

@@ -35,6 +35,35 @@ class LaunchSourcesTest(unittest.TestCase):
         self.assertEqual(got, {"trainer.precision": "bf16-mixed", "trainer.callbacks": "a, b", "model.lr": "0.1",
                                "seed_everything": "1"})
 
+    def test_accelerate_configs_the_real_accelerate_wrote_read_as_it_reads_them(self):
+        real = os.path.join(os.path.dirname(__file__), "..", "fixtures", "real", "accelerate-config")
+        with open(os.path.join(real, "truth.json")) as f:
+            truth = json.load(f)["files"]
+        for name in ("default_config.yaml", "bf16_config.yaml", "multi_gpu_config.yaml"):
+            got = launch_sources.accelerate_config(os.path.join(real, name))
+            self.assertIsNone(got["error"], name)
+            want = {}
+            launch_sources._flat_json(truth[name], "", want)  # accelerate's own reading, flattened the same way
+            self.assertEqual(got["config"], want, name)
+        self.assertEqual(launch_sources.accelerate_config(os.path.join(real, "bf16_config.yaml"))["config"]
+                         ["mixed_precision"], "bf16")
+        fifo = os.path.join(self.d, "fifo.yaml")
+        os.mkfifo(fifo)
+        self.assertIsNone(launch_sources.accelerate_config(fifo)["config"])  # refused, never opened to block
+
+    def test_which_config_an_accelerate_launch_reads(self):
+        path = launch_sources.accelerate_config_path
+        self.assertEqual(path(["accelerate", "launch", "--config_file", "c.yaml", "train.py"], {}), "c.yaml")
+        self.assertEqual(path(["accelerate", "launch", "--config-file=c.yaml", "train.py"], {}), "c.yaml")
+        # a --config_file after the script is the script's own
+        self.assertEqual(path(["/v/bin/accelerate", "launch", "train.py", "--config_file", "x"], {"HF_HOME": "/h"}),
+                         "/h/accelerate/default_config.yaml")
+        self.assertEqual(path(["accelerate", "launch", "t.py"], {"XDG_CACHE_HOME": "/c"}),
+                         "/c/huggingface/accelerate/default_config.yaml")
+        self.assertEqual(path(["python3", "-m", "accelerate.commands.launch", "t.py"], {"HF_HOME": "/h"}),
+                         "/h/accelerate/default_config.yaml")
+        self.assertIsNone(path(["torchrun", "train.py"], {}))
+
     def test_lightning_versions_hparams_and_lightningcli_config(self):
         for v, p in ((0, "bf16-mixed"), (1, "32-true")):
             write(os.path.join(self.d, "lightning_logs", "version_%d" % v, "hparams.yaml"), "batch_size: 32\n")

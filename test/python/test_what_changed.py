@@ -207,7 +207,8 @@ class Git(unittest.TestCase):
         recs = [{"unixTime": 1.0 + i, "argv": ["python3", "train.py", "--precision", p], "env": {"A": str(i)},
                  "executable": {"realpath": "/usr/bin/python3.12"}, "git": {"head": "h", "diffSha256": None},
                  "torch": {"version": "2.11.0+cu130"}, "gpus": {"driver": "580"},
-                 "packages": {"packages": {"torch": "2.11.0"}}, "python": {"version": "3.12.3 (main)"}}
+                 "packages": {"packages": {"torch": "2.11.0"}}, "python": {"version": "3.12.3 (main)"},
+                 "accelerate": {"path": "/h/default_config.yaml", "config": {"mixed_precision": p[:4]}}}
                 for i, p in enumerate(["bf16-mixed", "32-true"])]
         with open(os.path.join(kg, "launches.jsonl"), "w") as f:
             f.write("\n".join(json.dumps(r) for r in recs) + "\nnot json\n")
@@ -217,6 +218,7 @@ class Git(unittest.TestCase):
         self.assertEqual(got[0]["records"][1]["env"], {"A": "1"})
         self.assertEqual(got[0]["records"][1]["torch"], "2.11.0+cu130")
         self.assertEqual(got[0]["records"][1]["packages"], {"torch": "2.11.0"})
+        self.assertEqual(got[0]["records"][1]["config"], {"accelerate.mixed_precision": "32-t"})
         self.assertEqual((got[1]["exists"], got[1]["records"], got[1]["error"]), (False, [], None))
 
     def test_a_huge_git_answer_is_cut_at_its_limit_in_whole_lines(self):

@@ -290,6 +290,23 @@ void test('a data path says what its files hold: rows, the length of a sample, a
   assert.equal(describeSamples(fp(129)), 'train.npy: 128 rows of 129');
   assert.equal(describeSamples(fp(53.38)), 'train.npy: 128 rows of 129, real 53.38 (padded)');
   assert.equal(describeSamples({ ...fp(1), samples: [] }), null);
+  // a parquet footer (python/data_columnar.py): rows and the columns with their types
+  const pq = {
+    file: 'short.parquet',
+    format: 'parquet',
+    rows: 120,
+    rowLength: null,
+    meanLength: null,
+    medianLength: null,
+    padded: null,
+    meanLineBytes: null,
+    columns: ['input_ids', 'text', 'label', 'score', 'extra'],
+    types: ['list<int32>', 'string', 'int64', 'float', 'bool'],
+  };
+  assert.equal(
+    describeSamples({ ...fp(1), samples: [pq] }),
+    'short.parquet: 120 rows (input_ids list<int32>, text string, label int64, score float, … 5 columns)',
+  );
 });
 
 void test('what a change really is (issue 23): resume bookkeeping is never ranked, data keys are data whatever the path, categories that move speed', () => {
@@ -321,6 +338,12 @@ void test('what a change really is (issue 23): resume bookkeeping is never ranke
   assert.equal(argCategory('packing', true, false), 'dataset');
   assert.equal(argCategory('precision', 'bf16-mixed', '32-true'), 'dtype');
   assert.equal(argCategory('batch_size', 32, 16), 'shape');
+  // accelerate's launch config: processes and GPUs are hardware (num_processes is no dataloader's num_proc)
+  assert.equal(argCategory('accelerate.num_processes', '4', '1'), 'hardware');
+  assert.equal(argCategory('accelerate.distributed_type', 'MULTI_GPU', 'NO'), 'hardware');
+  assert.equal(argCategory('accelerate.dynamo_config.dynamo_backend', 'INDUCTOR', 'NO'), 'compile');
+  assert.equal(argCategory('accelerate.mixed_precision', 'bf16', 'no'), 'dtype');
+  assert.equal(argCategory('dataset_num_proc', 4, 1), 'dataloader');
   for (const c of Object.keys(CATEGORY_WEIGHT) as (keyof typeof CATEGORY_WHY)[])
     assert.ok(CATEGORY_WHY[c].length > 10, c);
   // an eval pass's speed and a running sample count are not the training's speed

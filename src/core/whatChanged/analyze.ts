@@ -489,9 +489,16 @@ export function describeSamples(f: DataFingerprint): string | null {
       return `${s.file}: ${s.rows} rows of ${s.rowLength}${real}`;
     }
     if (typeof s.rows === 'number')
-      return `${s.file}: ${s.rows} rows${typeof s.meanLineBytes === 'number' ? ` of ${s.meanLineBytes} bytes` : ''}`;
+      return `${s.file}: ${s.rows} rows${typeof s.meanLineBytes === 'number' ? ` of ${s.meanLineBytes} bytes` : ''}${columnsOf(s)}`;
   }
   return null;
+}
+
+/** A parquet or Arrow file's columns, the first few with their types: ` (input_ids list<int32>, text string, …)`. */
+function columnsOf(s: { columns?: string[] | undefined; types?: string[] | undefined }): string {
+  if (!s.columns?.length) return '';
+  const shown = s.columns.slice(0, 4).map((c, i) => (s.types?.[i] ? `${c} ${s.types[i]}` : c));
+  return ` (${shown.join(', ')}${s.columns.length > 4 ? `, … ${s.columns.length} columns` : ''})`;
 }
 
 function describeFingerprint(f: DataFingerprint): string {
@@ -740,6 +747,7 @@ export function launchText(r: LaunchRecord): string {
   section('config', r.config);
   section('environment', r.env);
   section('packages', r.packages);
+  section('loaded libraries', r.libs);
   return lines.join('\n') + '\n';
 }
 
@@ -786,7 +794,27 @@ function launchDrafts(facts: WhatChangedFacts, launches: LaunchRecords | undefin
     const recs = launches.others.filter((r) => r.source === src);
     out.push(...comparedLaunches(facts, recs, recs[recs.length - 1]?.where ?? launches.path, src, shown));
   }
+  // the run's training process as earlier reports saw it running and as it runs now: a new PID is a restart
+  const live = liveSequence(facts.liveHistory ?? [], launches.live?.records ?? []);
+  out.push(...comparedLaunches(facts, live, live[live.length - 1]?.where ?? '/proc', 'live', shown));
   return out;
+}
+
+/** A live process as the report lists it: `PID 1234: python3 train.py --lr 3e-4 (libcudnn.so.9.1.0 9.1.0, …)`. */
+function runningOf(r: LaunchRecord): { pid: number | null; command: string; libs: string[]; started: number | null } {
+  return {
+    pid: r.pid ?? null,
+    command: r.argv.join(' ').slice(0, 400),
+    libs: Object.entries(r.libs).map(([k, v]) => `${k} ${v}`),
+    started: r.time,
+  };
+}
+
+/** The live processes seen, once each (PID and start time), oldest first. */
+export function liveSequence(kept: readonly LaunchRecord[], now: readonly LaunchRecord[]): LaunchRecord[] {
+  const out: LaunchRecord[] = [];
+  for (const r of [...kept, ...now]) if (!out.some((o) => o.pid === r.pid && o.time === r.time)) out.push(r);
+  return out.sort((a, b) => (a.time ?? 0) - (b.time ?? 0));
 }
 
 /** Consecutive launch records of one source compared (see launchDrafts). */
@@ -801,14 +829,18 @@ function comparedLaunches(
   if (recs.length < 2) return out;
   const restarts = facts.log?.restarts ?? [];
   const own = source === 'kg_record';
-  const fileLink: EvidenceLink[] = [
-    {
-      kind: 'file',
-      title: own ? `launch records ${path}` : `${source} records ${path}`,
-      hostId: facts.host.id,
-      path,
-    },
-  ];
+  // a live process has no file to open: /proc/PID is gone once it ends
+  const fileLink: EvidenceLink[] =
+    source === 'live'
+      ? []
+      : [
+          {
+            kind: 'file',
+            title: own ? `launch records ${path}` : `${source} records ${path}`,
+            hostId: facts.host.id,
+            path,
+          },
+        ];
   for (let i = 1; i < recs.length; i++) {
     const a = recs[i - 1]!;
     const b = recs[i]!;
@@ -855,7 +887,8 @@ function comparedLaunches(
       const key = name.replace(/^-+/, '').replace(/-/g, '_').replace(/^.*\./, '');
       if (shown.has(key)) continue;
       const title = `${own ? 'launch' : `${source} ${k.startsWith(source + ':') ? 'config' : 'launch'}`}: ${name} ${va ?? '(absent)'} → ${vb ?? '(absent)'}`;
-      const detail = `the command line of launch ${i} said ${va === undefined ? 'no ' + k : `${k} ${va}`}, launch ${i + 1} ${vb === undefined ? 'no ' + k : `${k} ${vb}`}`;
+      const what = k.startsWith(`${source}:`) ? 'the launch config' : 'the command line';
+      const detail = `${what} of launch ${i} said ${va === undefined ? 'no ' + name : `${name} ${va}`}, launch ${i + 1} ${vb === undefined ? 'no ' + name : `${name} ${vb}`}`;
       if (isBookkeepingArg(key))
         push('cosmetic', title, detail, 'resume bookkeeping: where a launch starts, ends, resumes from and writes');
       else {
@@ -904,6 +937,14 @@ function comparedLaunches(
         `installed when launch ${i + 1} started`,
       );
     }
+    // what ran, not what is installed: the CUDA libraries the live process mapped (python/live_process.py)
+    for (const k of [...new Set([...Object.keys(a.libs), ...Object.keys(b.libs)])].sort())
+      if (a.libs[k] !== b.libs[k] && Object.keys(a.libs).length && Object.keys(b.libs).length)
+        push(
+          'torch-build',
+          `loaded ${k} ${a.libs[k] ?? '(not loaded)'} → ${b.libs[k] ?? '(not loaded)'}`,
+          `the shared libraries process ${a.pid ?? '?'} and process ${b.pid ?? '?'} mapped (/proc/PID/maps)`,
+        );
     if (a.gitHead === b.gitHead && a.gitDiff !== b.gitDiff)
       push(
         'code',
@@ -1270,7 +1311,14 @@ export function analyze(facts: WhatChangedFacts, generatedAt = new Date()): What
     ...(restarts.length ? { restarts } : {}),
     ...(facts.log?.sources && facts.log.sources.length > 1 ? { logSources: facts.log.sources } : {}),
     ...(launches
-      ? { launches: { recorded: launches.exists, path: launches.path, records: launches.records.length } }
+      ? {
+          launches: {
+            recorded: launches.exists,
+            path: launches.path,
+            records: launches.records.length,
+            ...(launches.live?.records.length ? { running: launches.live.records.map(runningOf) } : {}),
+          },
+        }
       : {}),
     suspects,
     unranked,

@@ -106,6 +106,8 @@ const ARG_RULES: [RegExp, SuspectCategory][] = [
   [/pack(ing|ed)?($|_)|group_by_length/i, 'dataset'],
   [/attn|attention|sdpa|flash|xformers/i, 'attention'],
   [/dtype|precision|amp\b|(^|_)amp|bf16|fp16|fp8|half|mixed/i, 'dtype'],
+  // how many processes and GPUs a launch spreads over (accelerate's config, torchrun's flags): before `num_proc`
+  [/^(num_processes|num_machines|nproc_per_node|nnodes|world_size|gpu_ids|distributed_type|use_cpu)$/i, 'hardware'],
   [/workers|prefetch|pin_memory|num_proc|persistent/i, 'dataloader'],
   [/data|corpus|tokeni[sz]er|vocab_file|shard|train_file|val_file|eval_file/i, 'dataset'],
   [

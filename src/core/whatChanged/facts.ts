@@ -3,7 +3,7 @@ import type { ArgValue } from '../args/argsProbe';
 import type { EnvSnapshot } from '../baselines/envProbe';
 import type { Baseline, ThroughputResult } from '../baselines/store';
 import type { MetricsReduction } from '../metrics/metricsProbe';
-import type { WhatChangedProbeResult, DataFingerprint } from './factsProbe';
+import type { WhatChangedProbeResult, DataFingerprint, LaunchRecord } from './factsProbe';
 import type { UnknownFact } from './model';
 
 /*
@@ -65,6 +65,8 @@ export interface WhatChangedFacts {
   chosenBaselineId?: string;
   probe: WhatChangedProbeResult | null;
   dataHistory: DataRecord[];
+  /** The run's live processes seen by earlier reports (one record a process, oldest first): a new PID is a restart. */
+  liveHistory?: LaunchRecord[];
   unknown: UnknownFact[];
   /** `roundMs`: how long each round took (local reads included in the first). */
   gathered: { roundTrips: number; requests: number; elapsedMs: number; roundMs?: number[] };

@@ -30,6 +30,9 @@ export const dataFingerprintSchema = z.looseObject({
         medianLength: num,
         padded: z.boolean().nullable().default(null),
         meanLineBytes: num,
+        /** Parquet footers, Arrow IPC and saved HF datasets (python/data_columnar.py): top-level columns, types. */
+        columns: z.array(z.string()).optional(),
+        types: z.array(z.string()).optional(),
       }),
     )
     .optional(),
@@ -104,8 +107,21 @@ export const launchRecordSchema = z.looseObject({
   torch: str,
   driver: str,
   packages: z.record(z.string(), z.string()).default({}),
+  /** A live process (source `live`, python/live_process.py): its PID and the CUDA libraries it loaded (name → version). */
+  pid: z.number().nullable().optional(),
+  libs: z.record(z.string(), z.string()).default({}),
 });
 export type LaunchRecord = z.infer<typeof launchRecordSchema>;
+
+/** The run's training process if it runs now (python/live_process.py: /proc, same user, bounded). */
+export const liveProcessesSchema = z.looseObject({
+  scanned: z.number().default(0),
+  truncated: z.boolean().default(false),
+  error: str,
+  tookMs: num,
+  records: z.array(launchRecordSchema).default([]),
+});
+export type LiveProcesses = z.infer<typeof liveProcessesSchema>;
 
 export const launchRecordsSchema = z.looseObject({
   path: z.string(),
@@ -114,6 +130,7 @@ export const launchRecordsSchema = z.looseObject({
   records: z.array(launchRecordSchema).default([]),
   /** The launches other tools recorded (Lightning, Hydra, wandb, MLflow), oldest first within a source. */
   others: z.array(launchRecordSchema).default([]),
+  live: liveProcessesSchema.nullable().optional(),
   error: str,
 });
 export type LaunchRecords = z.infer<typeof launchRecordsSchema>;
@@ -154,5 +171,5 @@ export const whatChangedProbe = defineProbe(
     for (const p of o.launches ?? []) args.push(`--launches=${p}`);
     return args;
   },
-  { modules: ['code_diff', 'data_shape', 'launch_sources'] },
+  { modules: ['code_diff', 'data_columnar', 'data_shape', 'kg_redact', 'launch_sources', 'live_process'] },
 );

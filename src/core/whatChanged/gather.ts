@@ -19,7 +19,7 @@ import {
   seriesChangepoints,
 } from './analyze';
 import type { ArgsFact, CheckpointFact, DataRecord, KnownGoodMarks, WhatChangedFacts } from './facts';
-import { whatChangedProbe, type WhatChangedProbeResult } from './factsProbe';
+import { whatChangedProbe, type LaunchRecord, type WhatChangedProbeResult } from './factsProbe';
 import type { UnknownFact, WhatChangedReport } from './model';
 import { WhatChangedStore } from './store';
 
@@ -115,11 +115,12 @@ export async function gatherFacts(
   const wcStore = options.store ? new WhatChangedStore(options.store) : undefined;
 
   // ---- local reads (no round trip)
-  const [baselineList, results, marks, dataHistory] = await Promise.all([
+  const [baselineList, results, marks, dataHistory, liveHistory] = await Promise.all([
     options.store ? options.store.list(host.id) : Promise.resolve({ baselines: [], problems: [] }),
     options.store ? options.store.listResults(host.id) : Promise.resolve({ results: [], problems: [] }),
     wcStore ? wcStore.marks(host.id) : Promise.resolve<KnownGoodMarks>({}),
     wcStore && run !== null ? wcStore.dataHistory(host.id, run) : Promise.resolve<DataRecord[]>([]),
+    wcStore && run !== null ? wcStore.liveHistory(host.id, run) : Promise.resolve<LaunchRecord[]>([]),
   ]);
   const baselines: Baseline[] = baselineList.baselines.map((b) => b.baseline);
   for (const p of [...baselineList.problems, ...results.problems])
@@ -273,6 +274,12 @@ export async function gatherFacts(
     } catch (e) {
       unknown.push({ fact: 'keeping the data fingerprints for later reports', why: messageOf(e) });
     }
+    // the run's training process seen now: kept once per process, so that the next report after a restart compares
+    try {
+      for (const r of probe.launches?.[0]?.live?.records ?? []) await wcStore.saveLive(host.id, run, r, liveHistory);
+    } catch (e) {
+      unknown.push({ fact: 'keeping the live process for later reports', why: messageOf(e) });
+    }
   }
   return {
     host: { id: host.id, label: host.label },
@@ -287,6 +294,7 @@ export async function gatherFacts(
     ...(options.baselineId ? { chosenBaselineId: options.baselineId } : {}),
     probe,
     dataHistory,
+    liveHistory,
     unknown,
     gathered: { roundTrips: rounds, requests, elapsedMs: Math.round(performance.now() - started), roundMs },
   };

@@ -170,6 +170,10 @@ export function whatChangedHtml(r: WhatChangedReport, options: WhatChangedHtmlOp
     const changed = x.changed.length ? `; changed there: ${x.changed.map(e).join(', ')}` : '';
     return `<li>step ${e(String(x.step))}${e(when)} <span class="kg-muted">(${e(x.signals.join(', '))}${x.source ? `, ${e(x.source.split('/').slice(-2).join('/'))}` : ''})</span>${changed}</li>`;
   });
+  for (const p of r.launches?.running ?? [])
+    facts.push(
+      `running now: PID ${e(String(p.pid ?? '?'))} <code>${e(p.command)}</code>${p.libs.length ? ` <span class="kg-muted">(loaded ${e(p.libs.join(', '))})</span>` : ''}`,
+    );
   if (r.logSources)
     facts.push(`log: ${r.logSources.length} files, stitched by step (the later launch wins where steps overlap)`);
   const unranked = r.unranked.map(

@@ -196,7 +196,13 @@ export interface WhatChangedReport {
    * The run's launch records (python/kg_record.py, `.known-good/launches.jsonl`): whether they exist and how many;
    * absent for a report on the host or one kept from before.
    */
-  launches?: { recorded: boolean; path: string; records: number };
+  launches?: {
+    recorded: boolean;
+    path: string;
+    records: number;
+    /** The run's training process running now (python/live_process.py), with the CUDA libraries it loaded. */
+    running?: { pid: number | null; command: string; libs: string[]; started: number | null }[];
+  };
   /** The files of the run's metrics history, oldest launch first (absent: one file, `now.log`). */
   logSources?: string[];
   /** Ranked, highest score first, the ones their timing rules out last; empty when the verdict is steady. */

@@ -118,6 +118,14 @@ export function renderWhatChangedMarkdown(r: WhatChangedReport): string {
   }
   out.push('', `_Method: ${mdEscape(r.changepoints.why)}._`, '');
 
+  if (r.launches?.running?.length) {
+    out.push('### Running now', '');
+    for (const p of r.launches.running)
+      out.push(
+        `- PID ${p.pid ?? '?'}: ${code(p.command)}${p.libs.length ? `; loaded ${p.libs.map(mdEscape).join(', ')}` : ''}`,
+      );
+    out.push('');
+  }
   if (r.restarts?.length) {
     out.push('### Restarts', '');
     for (const x of r.restarts) {

@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { messageOf } from '../errors';
 import { parsePythonJson } from '../json';
 import { fileTime, writeFileAtomic, type BaselineStore } from '../baselines/store';
-import { dataFingerprintSchema } from './factsProbe';
+import { dataFingerprintSchema, launchRecordSchema, type LaunchRecord } from './factsProbe';
 import type { DataRecord, KnownGoodMarks } from './facts';
 
 /*
@@ -17,6 +17,7 @@ import type { DataRecord, KnownGoodMarks } from './facts';
 
 const marksSchema = z.object({ baselineId: z.string().optional(), benchId: z.string().optional() });
 const recordSchema = z.object({ at: z.number(), run: z.string(), paths: z.array(dataFingerprintSchema) });
+const liveSchema = z.object({ run: z.string(), record: launchRecordSchema });
 
 /** At most this many data records are kept per host (the oldest go first). */
 const MAX_RECORDS = 200;
@@ -61,17 +62,47 @@ export class WhatChangedStore {
 
   /** Data fingerprints kept for this run, oldest first; unreadable files are skipped. */
   async dataHistory(hostId: string, run: string): Promise<DataRecord[]> {
+    return this.readKept(hostId, 'data', (d) => {
+      const r = recordSchema.safeParse(d);
+      return r.success && r.data.run === run ? { at: r.data.at, paths: r.data.paths } : undefined;
+    });
+  }
+
+  async saveData(hostId: string, run: string, record: DataRecord): Promise<string | undefined> {
+    if (!record.paths.length) return undefined;
+    return this.writeKept(hostId, 'data', record.at, { at: record.at, run, paths: record.paths });
+  }
+
+  /** The run's live processes kept by earlier reports (python/live_process.py), oldest first: one file a process. */
+  async liveHistory(hostId: string, run: string): Promise<LaunchRecord[]> {
+    const out = await this.readKept(hostId, 'live', (d) => {
+      const r = liveSchema.safeParse(d);
+      return r.success && r.data.run === run ? r.data.record : undefined;
+    });
+    return out.sort((a, b) => (a.time ?? 0) - (b.time ?? 0));
+  }
+
+  /** Keeps a live process seen now, once per process (its PID and start time). */
+  async saveLive(hostId: string, run: string, record: LaunchRecord, known: readonly LaunchRecord[]): Promise<boolean> {
+    if (known.some((k) => k.pid === record.pid && k.time === record.time)) return false;
+    await this.writeKept(hostId, 'live', record.time ?? Date.now() / 1000, { run, record });
+    return true;
+  }
+
+  /** The kept `<kind>-*.json` files that `pick` takes, oldest first; half-written or foreign files are skipped. */
+  private async readKept<T>(hostId: string, kind: string, pick: (data: unknown) => T | undefined): Promise<T[]> {
     let names: string[];
     try {
       names = await fs.readdir(this.dir(hostId));
     } catch {
       return [];
     }
-    const out: DataRecord[] = [];
-    for (const name of names.filter((n) => /^data-[\w-]+\.json$/.test(n)).sort()) {
+    const out: T[] = [];
+    const re = new RegExp(`^${kind}-[\\w-]+\\.json$`);
+    for (const name of names.filter((n) => re.test(n)).sort()) {
       try {
-        const r = recordSchema.safeParse(parsePythonJson(await fs.readFile(join(this.dir(hostId), name), 'utf8')));
-        if (r.success && r.data.run === run) out.push({ at: r.data.at, paths: r.data.paths });
+        const v = pick(parsePythonJson(await fs.readFile(join(this.dir(hostId), name), 'utf8')));
+        if (v !== undefined) out.push(v);
       } catch {
         // a half-written or foreign file: not a record
       }
@@ -79,17 +110,14 @@ export class WhatChangedStore {
     return out;
   }
 
-  async saveData(hostId: string, run: string, record: DataRecord): Promise<string | undefined> {
-    if (!record.paths.length) return undefined;
+  /** Writes one `<kind>-<time>-<random>.json` (durably); the oldest of that kind go past MAX_RECORDS. */
+  private async writeKept(hostId: string, kind: string, at: number, body: unknown): Promise<string> {
     const dir = this.dir(hostId);
     await fs.mkdir(dir, { recursive: true });
-    const file = join(
-      dir,
-      `data-${fileTime(new Date(record.at * 1000))}-${Math.random().toString(36).slice(2, 8)}.json`,
-    );
-    await writeFileAtomic(file, JSON.stringify({ at: record.at, run, paths: record.paths }, null, 1) + '\n', true);
+    const file = join(dir, `${kind}-${fileTime(new Date(at * 1000))}-${Math.random().toString(36).slice(2, 8)}.json`);
+    await writeFileAtomic(file, JSON.stringify(body, null, 1) + '\n', true);
     try {
-      const names = (await fs.readdir(dir)).filter((n) => n.startsWith('data-')).sort();
+      const names = (await fs.readdir(dir)).filter((n) => n.startsWith(`${kind}-`)).sort();
       for (const n of names.slice(0, Math.max(0, names.length - MAX_RECORDS)))
         await fs.rm(join(dir, n), { force: true });
     } catch (e) {

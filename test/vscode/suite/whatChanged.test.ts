@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as vscode from 'vscode';
-import type { CaptureOutcome, MarkKnownGoodOutcome, WhatChangedOutcome } from '../../../src/api';
+import type { CaptureOutcome, MarkKnownGoodOutcome, RecordLaunchesOutcome, WhatChangedOutcome } from '../../../src/api';
 import { writeStory } from '../../support/whatChangedStory';
 import { activated, waitFor } from './helpers';
 
@@ -77,5 +77,24 @@ describe('What Changed?', () => {
     assert.equal(r.reference.label, 'baseline "why known good"');
     // no other test sees it (the mark of a baseline that is gone is ignored)
     rmSync(captured.file, { force: true });
+  });
+
+  it('Record Launches of This Run… answered by its options: the line names the run and where the records go', async () => {
+    await activated();
+    const r = await vscode.commands.executeCommand<RecordLaunchesOutcome>(
+      'knownGood.whatChanged.recordLaunches',
+      { target: { kind: 'run', hostId: 'local', path: run } },
+      { where: 'home', copy: false },
+    );
+    assert.ok(r, 'the command resolved to nothing (see the Known Good log)');
+    assert.equal(r.run, run);
+    assert.equal(r.home, true);
+    assert.ok(r.script.endsWith('/.known-good/bin/kg_record.py'), r.script);
+    assert.ok(r.line.endsWith(` --run ${run} --home --`), r.line);
+    await waitFor(
+      'the setup document',
+      () =>
+        vscode.window.tabGroups.all.flatMap((g) => g.tabs).some((t) => t.label === 'record-launches.md') || undefined,
+    );
   });
 });
