@@ -5,6 +5,7 @@ import { argsCommand, diffCommand } from './args';
 import { benchCommand } from './bench';
 import { whyCommand } from './why';
 import { fleetCommand } from './fleet';
+import { bisectCommand } from './bisect';
 import type { CliCommand } from './types';
 
 /** Every `known-good` subcommand; a feature adds its own file and one entry here. */
@@ -18,4 +19,5 @@ export const cliCommands: CliCommand[] = [
   benchCommand,
   whyCommand,
   fleetCommand,
+  bisectCommand,
 ];
