@@ -33,6 +33,8 @@ Options:
   --regex RE              bisect --bench: the speed is the first group of RE in the command's output
   --jsonl PATH:KEY        bisect --bench: the speed is KEY in the jsonl file PATH the command writes
   --repeats N             bisect: runs of each state per round (at least 3, default 3)
+  --packages              bisect: the packages that differ from the restored env (restore --run first)
+  --run                   restore: run the plan (without it the plan is only printed)
   --job JOBID             fleet: the Slurm job whose nodes to use
   --nodes LIST            fleet: only these nodes (n[1-4],gpu7); without --job, nodes outside jobs (srun -w)
   --slurm-conf FILE       fleet: SLURM_CONF on the login node
@@ -65,6 +67,10 @@ export interface CliOptions {
   jsonl?: string;
   /** bisect: runs of each state per round. */
   repeats?: number;
+  /** bisect: the packages between the restored env and now, not the environment variables. */
+  packages?: boolean;
+  /** restore: run the plan, not only print it. */
+  run?: boolean;
   /** fleet: the Slurm job. */
   job?: string;
   /** fleet: a hostlist of nodes. */
@@ -115,6 +121,8 @@ export function parseArgs(argv: string[]): { positional: string[]; rest: string[
     else if (a === '--diff') options.diff = value();
     else if (a === '--deep') options.deep = true;
     else if (a === '--bench') options.bench = value();
+    else if (a === '--packages') options.packages = true;
+    else if (a === '--run') options.run = true;
     else if (a === '--regex') options.regex = value();
     else if (a === '--jsonl') options.jsonl = value();
     else if (a === '--repeats') options.repeats = parseRepeats(value());

@@ -9,6 +9,7 @@ import { describeIssues } from '../../core/util/zod';
 import type { CliOptions } from '../main';
 import { printableLines } from '../output';
 import { cliBaselineDir } from './env';
+import { packageBisectCli } from './restore';
 import type { CliCommand } from './types';
 
 function benchmarkOf(options: CliOptions): BisectBenchmark {
@@ -41,9 +42,11 @@ function benchmarkOf(options: CliOptions): BisectBenchmark {
  */
 export const bisectCommand: CliCommand = {
   name: 'bisect',
-  usage: 'bisect HOST BASELINE [--bench CMD] [--json]',
+  usage: 'bisect HOST BASELINE [--bench CMD] [--packages] [--json]',
   summary: 'which environment difference from a baseline costs the speed (benchmark runs)',
-  async run({ session, positional, options, out, err }) {
+  async run(ctx) {
+    if (ctx.options.packages) return packageBisectCli(ctx);
+    const { session, positional, options, out, err } = ctx;
     const word = positional[0];
     if (!word) throw new KnownGoodError('settings', 'bisect: BASELINE is missing (a file, an id or a label)');
     const store = new BaselineStore(cliBaselineDir());

@@ -6,6 +6,7 @@ import { benchCommand } from './bench';
 import { whyCommand } from './why';
 import { fleetCommand } from './fleet';
 import { bisectCommand } from './bisect';
+import { restoreCommand } from './restore';
 import type { CliCommand } from './types';
 
 /** Every `known-good` subcommand; a feature adds its own file and one entry here. */
@@ -20,4 +21,5 @@ export const cliCommands: CliCommand[] = [
   whyCommand,
   fleetCommand,
   bisectCommand,
+  restoreCommand,
 ];
