@@ -34,7 +34,7 @@ export interface PackageBisectOptions {
   repeats?: number;
   threshold?: number;
   signal?: AbortSignal;
-  onEvent?: (e: BisectEvent) => void;
+  onEvent?: (e: BisectEvent, changes: readonly PackageChange[]) => void;
   /** Installer output and each benchmark's speed, for the terminal. */
   onLine?: (line: string) => void;
 }
@@ -217,7 +217,7 @@ export async function packageBisect(transport: Transport, o: PackageBisectOption
     ...(o.repeats !== undefined ? { repeats: o.repeats } : {}),
     ...(o.threshold !== undefined ? { threshold: o.threshold } : {}),
     ...(o.signal ? { signal: o.signal } : {}),
-    ...(o.onEvent ? { onEvent: o.onEvent } : {}),
+    ...(o.onEvent ? { onEvent: (e: BisectEvent) => o.onEvent!(e, changes) } : {}),
   });
   return { changes, report, skipped, wheelhouse: wheels, switches };
 }
