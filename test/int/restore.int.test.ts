@@ -175,17 +175,17 @@ void describe('restore and package bisect (real venvs, a wheel folder as the onl
       bench: { command: `python ${join(dir, 'bench.py')}`, regex: 'speed: ([\\d.]+)', lastN: 1 },
       sources: [{ indexUrl: null, extraIndexUrls: [], ...source() }],
       onEvent: (e) => events.push(e.kind),
+      // The effect is 10x (−90 %); the default 5 % threshold assumes a quiet host. On this test's machine, shared with
+      // other jobs, a harmless state's runs spread ±20 % (seen: −10 %, −11 %, +15 %, each 'unclear', which stops the
+      // search), so the test trusts a difference from 35 %: far below the effect, above the machine's noise.
+      threshold: 0.35,
     });
     assert.equal(r.changes.length, 8);
     assert.equal(r.report.verdict.kind, 'culprit', renderBisectMarkdown(r.report));
     assert.deepEqual(r.report.verdict.ids, ['kg-slow']);
     assert.ok(r.report.rounds.length <= 5, `${r.report.rounds.length} rounds`);
-    // Confirmed by the evidence a 10x ratio makes certain: kg-slow alone reverted brings the speed back from bad, and
-    // alone applied takes it away. Whether "reverted" also reads the same as good within 5 % is left to the machine:
-    // on a loaded shared one a harmless state's runs spread ±20 % (seen: −11 %, unclear), and the engine then does
-    // not call it confirmed; the report says which.
     const c = r.report.confirmation!;
-    assert.ok(c.revertedRestores && c.aloneSlows, renderBisectMarkdown(r.report));
+    assert.equal(c.confirmed, true, renderBisectMarkdown(r.report));
     // every wheel once: the two sides' versions of the 8, and the good env's others
     const files = await readdir(r.wheelhouse);
     assert.equal(new Set(files).size, files.length);
