@@ -9,6 +9,7 @@ import { benchArgs } from './cases/args';
 import { benchListing } from './cases/listing';
 import { benchListingStacks } from './cases/listingStacks';
 import { benchEnvSnapshot } from './cases/envSnapshot';
+import { benchRestore } from './cases/restore';
 import { benchLiveThroughput } from './cases/liveThroughput';
 import { benchMetrics } from './cases/metrics';
 import { benchMetricsSsh } from './cases/metricsSsh';
@@ -29,6 +30,7 @@ const cases: Case[] = [
   { name: 'tensorboard', run: benchTensorboard },
   { name: 'args', run: benchArgs },
   { name: 'env', run: () => benchEnvSnapshot() },
+  { name: 'restore', run: () => benchRestore() },
   { name: 'live', run: benchLiveThroughput },
   { name: 'what-changed', run: benchWhatChanged },
   { name: 'regressions', run: benchRegressions },

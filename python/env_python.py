@@ -19,8 +19,9 @@ def normalize(name):
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-def _headers(text):
-    """Name and Version from a METADATA/PKG-INFO header, without the email parser (10x cheaper per package)."""
+def _headers(text, requires=None):
+    """Name and Version from a METADATA/PKG-INFO header, without the email parser (10x cheaper per package); with
+    `requires` (a list), the Requires-Dist lines are appended to it."""
     name = version = None
     for line in text.splitlines():
         if not line.strip():
@@ -29,9 +30,115 @@ def _headers(text):
             name = line[5:].strip()
         elif line.startswith("Version:") and version is None:
             version = line[8:].strip()
-        if name is not None and version is not None:
+        elif requires is not None and line.startswith("Requires-Dist:"):
+            requires.append(line[14:].strip())
+        if name is not None and version is not None and requires is None:
             break
     return name, version
+
+
+_PIN_RE = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[[^\]]*\])?\s*\(?\s*===?\s*([^,;()\s]+)\s*\)?\s*(;.*)?$")
+
+
+def exact_pins(requires):
+    """The `name==version` requirements that always apply (no `extra ==` marker): the sets a restore or a bisect
+    must move together (torch 2.11's `triton==3.6.0`, a plugin pinned to its framework)."""
+    out = []
+    for req in requires:
+        m = _PIN_RE.match(req)
+        if not m:
+            continue
+        marker = m.group(3) or ""
+        if "extra" in marker:
+            continue
+        out.append(normalize(m.group(1)))
+    return sorted(set(out))
+
+
+def _direct_url(info):
+    """direct_url.json (PEP 610), as a restore must name it: where the install came from, and how."""
+    url = info.get("url", "")
+    out = {"url": url}
+    if (info.get("dir_info") or {}).get("editable"):
+        out["kind"] = "editable"
+    elif "vcs_info" in info:
+        out["kind"] = "vcs"
+        vcs = info.get("vcs_info") or {}
+        out["vcs"] = vcs.get("vcs")
+        out["commit"] = vcs.get("commit_id")
+    elif "archive_info" in info:
+        out["kind"] = "archive"
+    elif "dir_info" in info:
+        out["kind"] = "directory"
+    else:
+        out["kind"] = "unknown"
+    return out
+
+
+# pip reads these in this order, later ones winning (pip's configuration.py: global, user, site, then the file
+# PIP_CONFIG_FILE names, then PIP_* variables).
+def _pip_config_files():
+    xdg_dirs = os.environ.get("XDG_CONFIG_DIRS", "/etc/xdg").split(os.pathsep)
+    files = [os.path.join(d, "pip", "pip.conf") for d in xdg_dirs if d] + ["/etc/pip.conf"]
+    home = os.path.expanduser("~")
+    xdg_home = os.environ.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
+    files += [os.path.join(home, ".pip", "pip.conf"), os.path.join(xdg_home, "pip", "pip.conf"),
+              os.path.join(sys.prefix, "pip.conf")]
+    if os.environ.get("PIP_CONFIG_FILE"):
+        files.append(os.environ["PIP_CONFIG_FILE"])
+    return files
+
+
+def collect_indexes():
+    """Where this interpreter's pip (and uv) would install from: the index, extra indexes and find-links from pip's
+    configuration files and variables, and uv's variables. A `pip freeze` does not keep them, and a torch line like
+    `2.11.0+cu130` cannot be installed without them."""
+    import configparser
+
+    cfg = {"index-url": None, "extra-index-url": [], "find-links": [], "no-index": False}
+    sources = []
+    for path in _pip_config_files():
+        if not os.path.isfile(path):
+            continue
+        parser = configparser.RawConfigParser()
+        try:
+            parser.read(path)
+        except (configparser.Error, OSError, UnicodeDecodeError):
+            continue
+        used = False
+        for section in ("global", "install", "download"):
+            if not parser.has_section(section):
+                continue
+            for key in ("index-url", "extra-index-url", "find-links", "no-index"):
+                if parser.has_option(section, key):
+                    value = parser.get(section, key)
+                    used = True
+                    if key == "index-url":
+                        cfg[key] = value.strip()
+                    elif key == "no-index":
+                        cfg[key] = value.strip().lower() in ("1", "true", "yes", "on")
+                    else:
+                        cfg[key] = value.split()
+        if used:
+            sources.append(path)
+    for key in ("index-url", "extra-index-url", "find-links", "no-index"):
+        var = "PIP_" + key.upper().replace("-", "_")
+        if var in os.environ:
+            sources.append("$" + var)
+            value = os.environ[var]
+            if key == "index-url":
+                cfg[key] = value.strip()
+            elif key == "no-index":
+                cfg[key] = value.strip().lower() in ("1", "true", "yes", "on")
+            else:
+                cfg[key] = value.split()
+    uv = {}
+    for var in ("UV_INDEX_URL", "UV_EXTRA_INDEX_URL", "UV_DEFAULT_INDEX", "UV_INDEX", "UV_FIND_LINKS",
+                "UV_NO_INDEX"):
+        if var in os.environ:
+            uv[var] = os.environ[var]
+    return {"indexUrl": cfg["index-url"], "extraIndexUrls": cfg["extra-index-url"], "findLinks": cfg["find-links"],
+            "noIndex": cfg["no-index"], "sources": sources, "uv": uv}
 
 
 def _file_url_path(url):
@@ -58,13 +165,17 @@ def collect_packages():
     editable = {}
     shadowed = {}
     broken = []
+    installers = {}
+    direct = {}
+    pins = {}
     for dist in metadata.distributions(path=_search_path()):
         text = None
         try:
             text = dist.read_text("METADATA") or dist.read_text("PKG-INFO")
         except Exception:
             text = None
-        name, version = _headers(text or "")
+        requires = []
+        name, version = _headers(text or "", requires)
         where = str(getattr(dist, "_path", "") or "")
         if not name:
             if where:
@@ -76,10 +187,20 @@ def collect_packages():
             shadowed.setdefault(key, []).append({"version": version, "path": where})
             continue
         packages[key] = version
+        pinned = exact_pins(requires)
+        if pinned:
+            pins[key] = pinned
+        try:
+            installer = (dist.read_text("INSTALLER") or "").strip()
+            if installer:
+                installers[key] = installer
+        except Exception:
+            pass
         try:
             du = dist.read_text("direct_url.json")
             if du:
                 info = json.loads(du)
+                direct[key] = _direct_url(info)
                 if (info.get("dir_info") or {}).get("editable"):
                     editable[key] = _file_url_path(info.get("url", ""))
         except Exception:
@@ -111,7 +232,18 @@ def collect_packages():
         "broken": broken,
         "key": key_found,
         "conda": conda,
+        "installers": dict(sorted(installers.items())),
+        "directUrls": dict(sorted(direct.items())),
+        "pins": dict(sorted(pins.items())),
+        "indexes": _safe(collect_indexes),
     }
+
+
+def _safe(fn):
+    try:
+        return fn()
+    except Exception as e:  # pip's configuration must not sink the package list
+        return {"error": _msg(e)}
 
 
 def collect_python():

@@ -209,7 +209,7 @@ def main(argv):
     if nvcc:
         par.start("nvcc", nvcc_version, nvcc)
     tools = {}
-    for tool in ("gcc", "clang", "cmake"):
+    for tool in ("gcc", "clang", "cmake", "uv"):
         p = _which(tool)
         tools[tool] = p
         if p:

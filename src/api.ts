@@ -49,6 +49,19 @@ export interface CaptureOutcome {
 }
 
 /** `knownGood.baselines.compare` and `knownGood.baselines.compareTwo`. */
+/** Restore Known Good (issue 26): the plan shown, and when it was run, how the restored env compares. */
+export interface RestoreOutcome {
+  envDir: string;
+  pins: number;
+  /** The plan's notes: what it cannot restore as recorded (editable installs, missing packages, an old driver). */
+  notes: string[];
+  /** The plan's document (untitled, shell script). */
+  document: string;
+  /** Set when it ran: the script's exit code and the freeze comparison's text. */
+  exitCode?: number | null;
+  freeze?: string;
+}
+
 export interface CompareOutcome {
   unchanged: boolean;
   differingLines: number;

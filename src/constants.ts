@@ -53,6 +53,7 @@ export const BaselineCommands = {
   delete: 'knownGood.baselines.delete',
   backupCache: 'knownGood.baselines.backupCache',
   restoreCache: 'knownGood.baselines.restoreCache',
+  restoreEnv: 'knownGood.baselines.restoreEnv',
 } as const;
 
 /** The throughput benchmark (src/bench). */

@@ -13,9 +13,10 @@ import { withCancellableProgress } from '../shared/progress';
 import type { BaselinesFeature } from './common';
 import { envUri } from './content';
 import { BaselineCommands } from '../constants';
+import { registerRestoreCommand } from './restore';
 
 /** A baseline with the host it belongs to. */
-interface HostBaseline {
+export interface HostBaseline {
   spec: HostSpec;
   storeHost: string;
   stored: StoredBaseline;
@@ -190,6 +191,15 @@ export function registerBaselineCommands(f: BaselinesFeature): BaselineDiffs {
           );
     return b && compareWithNow(b);
   });
+
+  registerRestoreCommand(f, async (t) =>
+    t?.kind === 'baseline'
+      ? await baselineOf(t)
+      : await pickBaseline(
+          'Restore the environment of which baseline?',
+          await baselinesOf(t ? [hosts.get(t.hostId)] : hosts.all()),
+        ),
+  );
 
   command(
     BaselineCommands.compareTwo,

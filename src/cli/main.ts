@@ -29,6 +29,12 @@ Options:
   --deep                  env: also import torch (cuDNN and NCCL as loaded, devices; seconds)
   --config tiny|gpu|JSON  bench: the benchmark shape (default tiny on CPU)
   --compile               bench: torch.compile the model (compile time reported on its own)
+  --bench CMD             bisect: your own benchmark command instead of the built-in one (with --regex or --jsonl)
+  --regex RE              bisect --bench: the speed is the first group of RE in the command's output
+  --jsonl PATH:KEY        bisect --bench: the speed is KEY in the jsonl file PATH the command writes
+  --repeats N             bisect: runs of each state per round (at least 3, default 3)
+  --packages              bisect: the packages that differ from the restored env (restore --run first)
+  --run                   restore: run the plan (without it the plan is only printed)
   --job JOBID             fleet: the Slurm job whose nodes to use
   --nodes LIST            fleet: only these nodes (n[1-4],gpu7); without --job, nodes outside jobs (srun -w)
   --slurm-conf FILE       fleet: SLURM_CONF on the login node
@@ -55,6 +61,16 @@ export interface CliOptions {
   config?: string;
   /** bench: torch.compile the model. */
   compile?: boolean;
+  /** bisect: the user's own benchmark command, and where its speed is. */
+  bench?: string;
+  regex?: string;
+  jsonl?: string;
+  /** bisect: runs of each state per round. */
+  repeats?: number;
+  /** bisect: the packages between the restored env and now, not the environment variables. */
+  packages?: boolean;
+  /** restore: run the plan, not only print it. */
+  run?: boolean;
   /** fleet: the Slurm job. */
   job?: string;
   /** fleet: a hostlist of nodes. */
@@ -104,6 +120,12 @@ export function parseArgs(argv: string[]): { positional: string[]; rest: string[
     else if (a === '--save') options.save = value();
     else if (a === '--diff') options.diff = value();
     else if (a === '--deep') options.deep = true;
+    else if (a === '--bench') options.bench = value();
+    else if (a === '--packages') options.packages = true;
+    else if (a === '--run') options.run = true;
+    else if (a === '--regex') options.regex = value();
+    else if (a === '--jsonl') options.jsonl = value();
+    else if (a === '--repeats') options.repeats = parseRepeats(value());
     else if (a === '--job') options.job = value();
     else if (a === '--nodes') options.nodes = value();
     else if (a === '--slurm-conf') options.slurmConf = value();
@@ -111,6 +133,13 @@ export function parseArgs(argv: string[]): { positional: string[]; rest: string[
     else positional.push(a);
   }
   return { positional, rest, options };
+}
+
+function parseRepeats(v: string): number {
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 3 || n > 50)
+    throw new KnownGoodError('settings', `--repeats ${v}: a whole number 3–50`);
+  return n;
 }
 
 /** `HOST:/abs/path` → host and path; `user@host:2222` stays a host (the part after `:` must start with `/`). */

@@ -426,3 +426,65 @@ class PartsTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class RestoreFactsTest(unittest.TestCase):
+    """What a restore needs that pip freeze drops: indexes, direct installs, installers, == pins."""
+
+    def test_exact_pins_skip_extras_and_ranges(self):
+        import env_python
+
+        reqs = ["triton==3.6.0; platform_system == 'Linux'", "numpy>=1.22", "sympy (==1.13.1)",
+                "pytest==8.0; extra == 'test'", "Jax_Lib[cuda] == 0.4.30"]
+        self.assertEqual(env_python.exact_pins(reqs), ["jax-lib", "sympy", "triton"])
+
+    def test_indexes_from_config_file_and_variables(self):
+        import env_python
+
+        with tempfile.TemporaryDirectory() as d:
+            conf = os.path.join(d, "pip.conf")
+            with open(conf, "w") as f:
+                f.write("[global]\nindex-url = https://mirror.example/simple\n"
+                        "extra-index-url =\n  https://download.pytorch.org/whl/cu130\n  https://x.example/simple\n")
+            env = {"PIP_CONFIG_FILE": conf, "PIP_FIND_LINKS": "/w/a /w/b", "UV_INDEX_URL": "https://uv.example",
+                   "HOME": d, "XDG_CONFIG_DIRS": d}
+            with mock.patch.dict(os.environ, env, clear=True):
+                got = env_python.collect_indexes()
+        self.assertEqual(got["indexUrl"], "https://mirror.example/simple")
+        self.assertEqual(got["extraIndexUrls"], ["https://download.pytorch.org/whl/cu130", "https://x.example/simple"])
+        self.assertEqual(got["findLinks"], ["/w/a", "/w/b"])
+        self.assertEqual(got["sources"], [conf, "$PIP_FIND_LINKS"])
+        self.assertEqual(got["uv"], {"UV_INDEX_URL": "https://uv.example"})
+
+    def test_snapshot_records_installers_direct_urls_and_pins(self):
+        with tempfile.TemporaryDirectory() as d:
+            for name, extra in (("alpha", {"direct_url.json": json.dumps(
+                    {"url": "file:///src/alpha", "dir_info": {"editable": True}})}),
+                                ("beta", {"direct_url.json": json.dumps(
+                                    {"url": "https://g.example/beta.git",
+                                     "vcs_info": {"vcs": "git", "commit_id": "abc123"}})}),
+                                ("gamma", {})):
+                info = os.path.join(d, "%s-1.0.dist-info" % name)
+                os.mkdir(info)
+                req = "Requires-Dist: beta==1.0\n" if name == "gamma" else ""
+                with open(os.path.join(info, "METADATA"), "w") as f:
+                    f.write("Metadata-Version: 2.1\nName: %s\nVersion: 1.0\n%s\n" % (name, req))
+                with open(os.path.join(info, "INSTALLER"), "w") as f:
+                    f.write("uv\n" if name == "gamma" else "pip\n")
+                for fn, text in extra.items():
+                    with open(os.path.join(info, fn), "w") as f:
+                        f.write(text)
+            out = subprocess.run([sys.executable, "-I", "-c", (
+                "import sys, json; sys.path[:] = [%r, %r] + [p for p in sys.path if 'packages' not in p]; "
+                "import env_python; "
+                "p = env_python.collect_packages(); "
+                "print(json.dumps({k: p[k] for k in ('installers', 'directUrls', 'pins', 'editable')}))")
+                % (PYDIR, d)], capture_output=True, text=True, check=True).stdout
+        got = json.loads(out)
+        self.assertEqual({k: v for k, v in got["installers"].items() if k in ("alpha", "beta", "gamma")},
+                         {"alpha": "pip", "beta": "pip", "gamma": "uv"})
+        self.assertEqual(got["directUrls"]["alpha"]["kind"], "editable")
+        self.assertEqual(got["directUrls"]["beta"], {"url": "https://g.example/beta.git", "kind": "vcs", "vcs": "git",
+                                                    "commit": "abc123"})
+        self.assertEqual(got["pins"], {"gamma": ["beta"]})
+        self.assertEqual(got["editable"], {"alpha": "/src/alpha"})

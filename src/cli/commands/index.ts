@@ -5,6 +5,8 @@ import { argsCommand, diffCommand } from './args';
 import { benchCommand } from './bench';
 import { whyCommand } from './why';
 import { fleetCommand } from './fleet';
+import { bisectCommand } from './bisect';
+import { restoreCommand } from './restore';
 import type { CliCommand } from './types';
 
 /** Every `known-good` subcommand; a feature adds its own file and one entry here. */
@@ -18,4 +20,6 @@ export const cliCommands: CliCommand[] = [
   benchCommand,
   whyCommand,
   fleetCommand,
+  bisectCommand,
+  restoreCommand,
 ];

@@ -69,6 +69,27 @@ export const packagesInfoSchema = z.looseObject({
   broken: z.array(z.string()).default([]),
   key: versionMap.default({}),
   conda: z.record(z.string(), z.string()).nullable().default(null),
+  /** name -> the tool that installed it (the dist-info's INSTALLER: pip, uv, conda). Absent in older baselines. */
+  installers: z.record(z.string(), z.string()).default({}),
+  /** name -> where a direct install came from (PEP 610 direct_url.json): editable, a local folder, a VCS, a file. */
+  directUrls: z
+    .record(z.string(), z.looseObject({ url: z.string(), kind: z.string().default('unknown'), vcs: str, commit: str }))
+    .default({}),
+  /** name -> the installed names its metadata pins with `==` (always, not under an extra): they move together. */
+  pins: z.record(z.string(), z.array(z.string())).default({}),
+  /** Where this interpreter's pip/uv install from (pip's configuration files and PIP_*, UV_* variables). */
+  indexes: z
+    .looseObject({
+      error: err,
+      indexUrl: str,
+      extraIndexUrls: z.array(z.string()).default([]),
+      findLinks: z.array(z.string()).default([]),
+      noIndex: z.boolean().default(false),
+      sources: z.array(z.string()).default([]),
+      uv: z.record(z.string(), z.string()).default({}),
+    })
+    .nullable()
+    .default(null),
 });
 
 export const torchInfoSchema = z.looseObject({

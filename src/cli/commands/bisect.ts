@@ -1,0 +1,80 @@
+import { findBaseline } from '../../core/baselines/lookup';
+import { BaselineStore } from '../../core/baselines/store';
+import { parseBenchConfig } from '../../core/bench/records';
+import { customBenchmarkSchema } from '../../core/bench/customBenchmark';
+import { bisectEventLine } from '../../core/bisect/render';
+import { envBisect, type BisectBenchmark } from '../../core/bisect/envBisect';
+import { KnownGoodError } from '../../core/errors';
+import { describeIssues } from '../../core/util/zod';
+import type { CliOptions } from '../main';
+import { printableLines } from '../output';
+import { cliBaselineDir } from './env';
+import { packageBisectCli } from './restore';
+import type { CliCommand } from './types';
+
+function benchmarkOf(options: CliOptions): BisectBenchmark {
+  if (options.bench === undefined) {
+    if (options.regex !== undefined || options.jsonl !== undefined)
+      throw new KnownGoodError('settings', '--regex and --jsonl go with --bench CMD');
+    return { kind: 'builtin', ...(options.config !== undefined ? { config: parseBenchConfig(options.config) } : {}) };
+  }
+  let jsonl: { path: string; key: string } | undefined;
+  if (options.jsonl !== undefined) {
+    const at = options.jsonl.lastIndexOf(':');
+    if (at <= 0) throw new KnownGoodError('settings', `--jsonl ${options.jsonl}: expected PATH:KEY`);
+    jsonl = { path: options.jsonl.slice(0, at), key: options.jsonl.slice(at + 1) };
+  }
+  const r = customBenchmarkSchema.safeParse({
+    command: options.bench,
+    ...(options.regex !== undefined ? { regex: options.regex } : {}),
+    ...(jsonl ? { jsonl } : {}),
+  });
+  if (!r.success)
+    throw new KnownGoodError('settings', `--bench: ${describeIssues(r.error)} (--regex RE or --jsonl PATH:KEY)`);
+  return { kind: 'custom', bench: r.data };
+}
+
+/**
+ * `known-good bisect HOST BASELINE [--bench CMD --regex RE | --jsonl PATH:KEY] [--config …] [--repeats N] [--json]`:
+ * which of the environment differences from a baseline costs the speed (docs/bisect.md). The plan, each run and each
+ * decision on stderr as they come; the report (markdown, or JSON with `--json`) on stdout. Exit 0 when a culprit is
+ * found and confirmed, 1 otherwise (no single change explains it, not reproduced, inconclusive, nothing to bisect).
+ */
+export const bisectCommand: CliCommand = {
+  name: 'bisect',
+  usage: 'bisect HOST BASELINE [--bench CMD] [--packages] [--json]',
+  summary: 'which environment difference from a baseline costs the speed (benchmark runs)',
+  async run(ctx) {
+    if (ctx.options.packages) return packageBisectCli(ctx);
+    const { session, positional, options, out, err } = ctx;
+    const word = positional[0];
+    if (!word) throw new KnownGoodError('settings', 'bisect: BASELINE is missing (a file, an id or a label)');
+    const store = new BaselineStore(cliBaselineDir());
+    const { baseline } = await findBaseline(store, session.transport.id, word);
+    const benchmark = benchmarkOf(options);
+    const ac = new AbortController();
+    const onInt = () => ac.abort();
+    process.once('SIGINT', onInt);
+    try {
+      const o = await envBisect({ ...session, python: session.spec.python, label: session.label }, baseline, {
+        benchmark,
+        signal: ac.signal,
+        ...(options.repeats !== undefined ? { repeats: options.repeats } : {}),
+        onText: (t) => err.write(printableLines(t.endsWith('\n') ? t : `${t}\n`)),
+        onEvent: (e, changes) => {
+          if (e.kind === 'done') return;
+          const line = bisectEventLine(e, changes, { unit: 'tok/s' });
+          if (line !== undefined) err.write(printableLines(line) + '\n');
+        },
+      });
+      err.write(printableLines(o.headline) + '\n');
+      if (options.json) {
+        const { markdown: _md, ...rest } = o;
+        out.write(JSON.stringify(rest, null, 2) + '\n');
+      } else out.write(printableLines(o.markdown) + '\n');
+      return o.report?.verdict.kind === 'culprit' && o.report.confirmation?.confirmed ? 0 : 1;
+    } finally {
+      process.removeListener('SIGINT', onInt);
+    }
+  },
+};

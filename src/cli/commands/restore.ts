@@ -1,0 +1,168 @@
+import { findBaseline } from '../../core/baselines/lookup';
+import { BaselineStore, type Baseline } from '../../core/baselines/store';
+import { throughputFromOutput } from '../../core/bench/customBenchmark';
+import { bisectEventLine, bisectHeadline, renderBisectMarkdown } from '../../core/bisect/render';
+import { KnownGoodError } from '../../core/errors';
+import type { HostSession } from '../../core/registry';
+import { packageBisect } from '../../core/restore/packageBisect';
+import { envLabelOf, planDocument, planScript, type RestorePlan } from '../../core/restore/plan';
+import {
+  compareFreeze,
+  freezeComparisonText,
+  freezeOf,
+  inVenvCommand,
+  planOnHost,
+  restoredSpeedLine,
+  runScript,
+} from '../../core/restore/run';
+import type { CliOptions } from '../main';
+import { printable, printableLines } from '../output';
+import { cliBaselineDir } from './env';
+import type { CliCommand, CliContext } from './types';
+
+async function baselineOf(session: HostSession, word: string | undefined, what: string): Promise<Baseline> {
+  if (!word) throw new KnownGoodError('settings', `${what}: BASELINE is missing (a file, an id or a label)`);
+  const store = new BaselineStore(cliBaselineDir());
+  return (await findBaseline(store, session.transport.id, word)).baseline;
+}
+
+function title(b: Baseline): string {
+  return `baseline "${b.label}" (${b.capturedAt})`;
+}
+
+/** The user's benchmark with `--bench CMD --regex RE`; the speed is the first group of RE in its output. */
+function benchOf(options: CliOptions): { command: string; regex: string; lastN: number } | undefined {
+  if (options.bench === undefined) return undefined;
+  if (options.regex === undefined)
+    throw new KnownGoodError('settings', '--bench CMD needs --regex RE here: the speed is read from its output');
+  return { command: options.bench, regex: options.regex, lastN: 10 };
+}
+
+async function speedIn(session: HostSession, envDir: string | null, bench: { command: string; regex: string }) {
+  const command = envDir ? inVenvCommand(envDir, bench.command) : bench.command;
+  const r = await session.transport.exec(['sh', '-c', command], { timeoutMs: 3_600_000 });
+  return throughputFromOutput(`${r.stdout}\n${r.stderr}`, bench.regex)?.tokensPerSec;
+}
+
+/** The baseline's kept throughput result, when one was measured with it (tokens/s, the median). */
+function keptSpeed(b: Baseline): number | undefined {
+  const last = b.throughput?.[b.throughput.length - 1] as { tokensPerSec?: { median?: unknown } } | undefined;
+  const v = last?.tokensPerSec?.median;
+  return typeof v === 'number' ? v : undefined;
+}
+
+/**
+ * `known-good restore HOST BASELINE [--run] [--bench CMD --regex RE] [--json]`: the plan that rebuilds the
+ * baseline's Python environment in `~/.known-good/envs/<label>` (printed; nothing is installed), or with `--run` the
+ * plan run with its progress on stderr, then `pip freeze` of the restored env against the baseline, and with
+ * `--bench` the benchmark in the restored env and now. Exit 0 when restored identical (or, without --run, when the
+ * plan has no blocker), 1 otherwise.
+ */
+export const restoreCommand: CliCommand = {
+  name: 'restore',
+  usage: 'restore HOST BASELINE [--run] [--json]',
+  summary: "rebuild a baseline's Python environment in a fresh venv (the plan; --run runs it)",
+  async run({ session, positional, options, out, err }) {
+    const baseline = await baselineOf(session, positional[0], 'restore');
+    const plan = await planOnHost(session, baseline.snapshot, { label: envLabelOf(baseline.label) });
+    const blockers = plan.notes.filter((n) => n.severity === 'blocker');
+    if (!options.run) {
+      out.write(
+        options.json
+          ? JSON.stringify({ plan }, null, 2) + '\n'
+          : printableLines(planDocument(plan, title(baseline))) + '\n',
+      );
+      return blockers.length ? 1 : 0;
+    }
+    const exitCode = await runScript(session.transport, planScript(plan, title(baseline)), (l) =>
+      err.write(printableLines(l) + '\n'),
+    );
+    if (exitCode !== 0) {
+      if (options.json) out.write(JSON.stringify({ plan, exitCode }, null, 2) + '\n');
+      else err.write(`the restore script stopped (exit ${exitCode})\n`);
+      return 1;
+    }
+    const comparison = compareFreeze(
+      baseline.snapshot.packages.packages,
+      await freezeOf(session.transport, plan),
+      plan,
+    );
+    const bench = benchOf(options);
+    const speeds = bench
+      ? {
+          restored: await speedIn(session, plan.envDir, bench),
+          now: await speedIn(session, null, bench),
+          baseline: keptSpeed(baseline),
+        }
+      : undefined;
+    if (options.json) out.write(JSON.stringify({ plan, exitCode, comparison, speeds }, null, 2) + '\n');
+    else {
+      out.write(printableLines(freezeComparisonText(comparison)) + '\n');
+      if (speeds)
+        out.write(
+          restoredSpeedLine(
+            {
+              ...(speeds.restored !== undefined ? { restored: speeds.restored } : {}),
+              ...(speeds.baseline !== undefined ? { baseline: speeds.baseline } : {}),
+              ...(speeds.now !== undefined ? { now: speeds.now } : {}),
+            },
+            'per s',
+          ) + '\n',
+        );
+      out.write(`restored env: ${printable(plan.envDir)}\n`);
+    }
+    return comparison.identical ? 0 : 1;
+  },
+};
+
+/**
+ * `known-good bisect HOST BASELINE --packages --bench CMD --regex RE [--repeats N] [--json]`: the packages that
+ * differ between the restored env (`known-good restore … --run` first) and the host's interpreter, bisected with
+ * the benchmark. Exit 0 when a culprit is found and confirmed.
+ */
+export async function packageBisectCli({ session, positional, options, out, err }: CliContext): Promise<number> {
+  const baseline = await baselineOf(session, positional[0], 'bisect --packages');
+  const bench = benchOf(options);
+  if (!bench) throw new KnownGoodError('settings', 'bisect --packages needs --bench CMD --regex RE');
+  const plan: RestorePlan = await planOnHost(session, baseline.snapshot, { label: envLabelOf(baseline.label) });
+  const good = `${plan.envDir}/bin/python`;
+  const there = await session.transport.exec(['test', '-x', good], { timeoutMs: 30_000 });
+  if (there.exitCode !== 0)
+    throw new KnownGoodError(
+      'usage',
+      `no restored env at ${plan.envDir}: restore it first (known-good restore ${session.label} ${positional[0]!} --run)`,
+    );
+  const ac = new AbortController();
+  const onInt = () => ac.abort();
+  process.once('SIGINT', onInt);
+  try {
+    const r = await packageBisect(session.transport, {
+      goodPython: good,
+      badPython: session.spec.python,
+      basePython: plan.python.command,
+      workDir: `${plan.envDir}-bisect`,
+      bench,
+      sources: [...new Map(plan.units.map((u) => [JSON.stringify(u.source), u.source])).values()],
+      pins: baseline.snapshot.packages.pins,
+      signal: ac.signal,
+      ...(options.repeats !== undefined ? { repeats: options.repeats } : {}),
+      onLine: (l) => err.write(printableLines(l) + '\n'),
+      onEvent: (e, changes) => {
+        if (e.kind === 'done') return;
+        const line = bisectEventLine(e, changes, {});
+        if (line !== undefined && e.kind !== 'sample') err.write(printableLines(line) + '\n');
+      },
+    });
+    err.write(printableLines(bisectHeadline(r.report)) + '\n');
+    if (options.json) out.write(JSON.stringify(r, null, 2) + '\n');
+    else
+      out.write(
+        printableLines(
+          renderBisectMarkdown(r.report, { subject: `packages of ${session.label} vs ${title(baseline)}` }),
+        ) + '\n',
+      );
+    return r.report.verdict.kind === 'culprit' && r.report.confirmation?.confirmed ? 0 : 1;
+  } finally {
+    process.removeListener('SIGINT', onInt);
+  }
+}

@@ -1,0 +1,205 @@
+import type { EnvSnapshot } from '../baselines/envProbe';
+import type { Baseline } from '../baselines/store';
+import { benchConfigSchema, throughputBenchProbe, type BenchConfig } from '../bench/benchProbe';
+import {
+  throughputFromJsonl,
+  throughputFromOutput,
+  type CustomBenchmark,
+  type ThroughputReading,
+} from '../bench/customBenchmark';
+import { KnownGoodError, messageOf } from '../errors';
+import { parseFramedResult } from '../probes/catalogue';
+import { extractFramed } from '../probes/runner';
+import { probeTerminalCommand } from '../terminal/command';
+import type { Transport } from '../transport/types';
+import { newNonce } from '../util/nonce';
+import { type BisectChange, type Measure } from './engine';
+
+/*
+ * The environment bisect (issue 26 item 1): the differences between a baseline's environment variables (and its
+ * interpreter, when the host still has it) and now's, as bisect changes, and a Measure that runs the benchmark with
+ * some of them taken back. A state is built from NOW: the benchmark process inherits the host's current environment
+ * (so a secret set now is applied without ever passing through here in clear), and every change NOT applied is
+ * reverted to the baseline's value with `env -u NAME` / `env NAME=VALUE` in argv (each word quoted by the transport
+ * through core/quote.ts).
+ */
+
+export interface EnvChange extends BisectChange {
+  readonly kind: 'env' | 'python';
+  /** The variable's name; for the interpreter, `python`. */
+  readonly name: string;
+  /** The baseline's value (the interpreter's path); null when it was not set. */
+  readonly good: string | null;
+  /** Now's value as recorded (secrets redacted); null when not set now. */
+  readonly now: string | null;
+}
+
+export interface SkippedChange {
+  readonly name: string;
+  readonly why: string;
+}
+
+const REDACTED = /<redacted sha256:[0-9a-f]+>/;
+const MAX_VALUE = 60;
+
+function shown(v: string): string {
+  return v.length > MAX_VALUE ? `${v.slice(0, MAX_VALUE - 1)}…` : v;
+}
+
+function envLabel(name: string, good: string | null, now: string | null): string {
+  if (good === null) return `${name}=${shown(now ?? '')} (added)`;
+  if (now === null) return `${name} unset (was ${shown(good)})`;
+  return `${name}: ${shown(good)} → ${shown(now)}`;
+}
+
+/** The id of a variable's change (stable: the CLI's JSON and the What Changed? link name it). */
+export const envChangeId = (name: string): string => `env:${name}`;
+export const PYTHON_CHANGE_ID = 'python';
+
+/**
+ * The changes from `baseline` to `now`, in name order, the interpreter last. A variable whose baseline value was
+ * recorded only as a hash (a secret) cannot be put back: it is skipped and named, never guessed. `goodPython` is the
+ * baseline's interpreter when the host still has it (the caller checked), else undefined: then a changed interpreter
+ * is skipped and named too.
+ */
+export function envChanges(
+  baseline: EnvSnapshot,
+  now: EnvSnapshot,
+  opts: { goodPython?: string; nowPython?: string } = {},
+): { changes: EnvChange[]; skipped: SkippedChange[] } {
+  const a = baseline.env.vars;
+  const b = now.env.vars;
+  const names = [...new Set([...Object.keys(a), ...Object.keys(b)])].sort();
+  const changes: EnvChange[] = [];
+  const skipped: SkippedChange[] = [];
+  for (const name of names) {
+    const good = a[name] ?? null;
+    const cur = b[name] ?? null;
+    if (good === cur) continue;
+    if (good !== null && REDACTED.test(good)) {
+      skipped.push({ name, why: 'only a hash of its baseline value was recorded (a secret): it cannot be put back' });
+      continue;
+    }
+    changes.push({ id: envChangeId(name), kind: 'env', name, good, now: cur, label: envLabel(name, good, cur) });
+  }
+  const was = baseline.python.executable;
+  const is = now.python.executable;
+  if (was && is && was !== is) {
+    if (opts.goodPython) {
+      changes.push({
+        id: PYTHON_CHANGE_ID,
+        kind: 'python',
+        name: 'python',
+        good: opts.goodPython,
+        now: opts.nowPython ?? is,
+        label: `interpreter: ${was} → ${is}`,
+        detail: `Python ${baseline.python.version ?? '?'} → ${now.python.version ?? '?'}`,
+      });
+    } else {
+      skipped.push({ name: 'python', why: `the baseline's interpreter ${was} is not on the host any more` });
+    }
+  }
+  return { changes, skipped };
+}
+
+/** `env` words that take every change NOT in `applied` back to the baseline, and the interpreter to run. */
+export function stateArgv(
+  changes: readonly EnvChange[],
+  applied: ReadonlySet<string>,
+  nowPython: string,
+): { env: string[]; python: string } {
+  const unset: string[] = [];
+  const set: string[] = [];
+  let python = nowPython;
+  for (const c of changes) {
+    if (applied.has(c.id)) continue;
+    if (c.kind === 'python') python = c.good ?? nowPython;
+    else if (c.good === null) unset.push('-u', c.name);
+    else set.push(`${c.name}=${c.good}`);
+  }
+  return { env: ['env', ...unset, ...set], python };
+}
+
+/** The benchmark a baseline was measured with: its newest built-in result's configuration, else the defaults. */
+export function baselineBenchConfig(baseline: Baseline): { config: BenchConfig; from?: string } {
+  const results = [...(baseline.throughput ?? [])].reverse();
+  for (const r of results) {
+    if (r['source'] !== 'throughput_bench') continue;
+    const c = r['config'];
+    if (typeof c !== 'object' || c === null) continue;
+    const keys = Object.keys(benchConfigSchema.shape) as (keyof BenchConfig)[];
+    const picked = Object.fromEntries(
+      keys
+        .filter((k) => (c as Record<string, unknown>)[k] !== undefined)
+        .map((k) => [k, (c as Record<string, unknown>)[k]]),
+    );
+    const parsed = benchConfigSchema.safeParse(picked);
+    if (parsed.success)
+      return { config: parsed.data, from: `${typeof r['label'] === 'string' ? r['label'] : r.id} (${r.at})` };
+  }
+  return { config: {} };
+}
+
+export interface MeasureHost {
+  readonly transport: Transport;
+  readonly label: string;
+}
+
+/** What a run printed, for the live terminal (progress lines of the benchmark, the user's command's output). */
+export type RunOutput = (text: string) => void;
+
+function failure(what: string, host: string, r: { exitCode: number | null; stderr: string; stdout: string }): never {
+  const tail = (r.stderr || r.stdout).trim().split('\n').slice(-5).join('\n');
+  throw new KnownGoodError('probe-failed', `${what} failed on ${host} (exit ${r.exitCode ?? 'by signal'}): ${tail}`);
+}
+
+/** ONE run of python/throughput_bench.py in the state `applied`: its median tokens/s. */
+export function builtinMeasure(
+  host: MeasureHost,
+  changes: readonly EnvChange[],
+  nowPython: string,
+  config: BenchConfig,
+  output?: RunOutput,
+): Measure {
+  return async (applied, signal) => {
+    const { env, python } = stateArgv(changes, applied, nowPython);
+    const call = throughputBenchProbe(config);
+    const nonce = newNonce();
+    const cmd = probeTerminalCommand(python, call, nonce);
+    const r = await host.transport.exec([...env, ...cmd.argv], signal ? { signal } : {});
+    if (r.stderr) output?.(r.stderr);
+    const framed = extractFramed(r.stdout, nonce);
+    if (framed === undefined) failure('The benchmark', host.label, r);
+    return parseFramedResult(call, framed, host.label).value.tokensPerSec.median;
+  };
+}
+
+/** ONE run of the user's own command in the state `applied`: its speed read by regex or from its jsonl. */
+export function customMeasure(
+  host: MeasureHost,
+  changes: readonly EnvChange[],
+  bench: CustomBenchmark,
+  output?: RunOutput,
+): Measure {
+  return async (applied, signal) => {
+    const { env } = stateArgv(changes, applied, 'python3');
+    const r = await host.transport.exec([...env, 'sh', '-c', bench.command], signal ? { signal } : {});
+    output?.(r.stdout + r.stderr);
+    if (r.exitCode !== 0) failure(`Your benchmark command`, host.label, r);
+    let reading: ThroughputReading | undefined;
+    if (bench.jsonl) {
+      const tail = await host.transport.exec(['tail', '-c', '4194304', bench.jsonl.path], signal ? { signal } : {});
+      if (tail.exitCode !== 0)
+        throw new KnownGoodError('not-found', `could not read ${bench.jsonl.path}: ${messageOf(tail.stderr.trim())}`);
+      reading = throughputFromJsonl(tail.stdout, bench.jsonl.key, bench.lastN);
+    } else reading = throughputFromOutput(`${r.stdout}\n${r.stderr}`, bench.regex!, bench.lastN);
+    if (!reading)
+      throw new KnownGoodError(
+        'bad-output',
+        bench.jsonl
+          ? `no "${bench.jsonl.key}" values in ${bench.jsonl.path}`
+          : `no throughput matched ${bench.regex!} in the command's output`,
+      );
+    return reading.tokensPerSec;
+  };
+}

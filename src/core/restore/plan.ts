@@ -1,0 +1,432 @@
+import { posix } from 'node:path';
+import type { EnvSnapshot } from '../baselines/envProbe';
+import { KnownGoodError } from '../errors';
+import { shellJoin, shellQuote } from '../quote';
+import { checkDriver, type DriverCheck } from './driver';
+import { isTorchFamily, normalizeName, packageUnits } from './units';
+
+/*
+ * Restore Known Good (issue 26): from a baseline's recorded environment, the exact commands that rebuild it in a
+ * fresh venv on its host. Pure: what the host has (uv, the indexes that answer, the versions a wheel folder holds)
+ * comes in as facts, and everything the plan cannot do is named in `notes` — an editable install, a package no
+ * source has, an index that does not answer — never guessed and never left out in silence.
+ */
+
+export const TORCH_WHEEL_ROOT = 'https://download.pytorch.org/whl';
+/** Under the user's home on the host: `~/.known-good/envs/<label>`. */
+export const RESTORED_ENVS = '.known-good/envs';
+
+export interface Pin {
+  name: string;
+  version: string;
+}
+
+/** Where a unit's packages come from (pip's and uv's options of the same names). */
+export interface PackageSource {
+  indexUrl: string | null;
+  extraIndexUrls: string[];
+  findLinks: string[];
+  noIndex: boolean;
+  /** Why this source: `the torch cu130 wheel index`, `pip's configuration (/etc/pip.conf)`. */
+  why: string;
+}
+
+export interface PlanUnit {
+  /** `torch` for the torch family, else the unit's first name. */
+  id: string;
+  label: string;
+  pins: Pin[];
+  source: PackageSource;
+}
+
+export type NoteKind =
+  | 'editable'
+  | 'direct'
+  | 'missing'
+  | 'unreachable'
+  | 'driver'
+  | 'conda'
+  | 'unversioned'
+  | 'torch-build'
+  | 'python'
+  | 'packages';
+
+export interface PlanNote {
+  kind: NoteKind;
+  /** `blocker`: the plan cannot rebuild the baseline as recorded; `warning`: it can, with this caveat. */
+  severity: 'blocker' | 'warning' | 'info';
+  name?: string;
+  message: string;
+}
+
+export interface PlanStep {
+  title: string;
+  /** One shell command line (POSIX sh; `$ENV_DIR` is the restored env). */
+  command: string;
+}
+
+export interface RestorePlan {
+  label: string;
+  /** The env's folder as the plan's shell sees it (`$HOME/.known-good/envs/<label>` unless a home was given). */
+  envDir: string;
+  /** The interpreter the venv is made from, and the version recorded. */
+  python: { command: string; version: string | null };
+  tool: 'uv' | 'pip';
+  torch: { build: string; cuda: string | null; source: PackageSource; driver: DriverCheck | null } | null;
+  units: PlanUnit[];
+  /** Every package the plan installs, pinned as recorded. */
+  pins: Pin[];
+  notes: PlanNote[];
+  steps: PlanStep[];
+}
+
+/** What a look at the host's package sources found (`restore_check.py`): what is there and what did not answer. */
+export interface SourceFacts {
+  /** name → versions the sources hold, for the sources that can be listed (a wheel folder, a file:// index). */
+  available?: ReadonlyMap<string, readonly string[]>;
+  /** For messages: where `available` was read. */
+  availableFrom?: string;
+  /** Index URLs that did not answer, with why. */
+  unreachable?: readonly { url: string; error: string }[];
+}
+
+export interface RestoreOptions {
+  label: string;
+  /** The user's home on the host, absolute: the plan then names the env's real path. */
+  home?: string;
+  /** Use uv (default: when the baseline's host had uv on PATH). */
+  useUv?: boolean;
+  /** The interpreter to make the venv with (default: the baseline's base interpreter, python3.X). */
+  python?: string;
+  /** Every unit from this source instead of the recorded ones (an offline wheel folder, a mirror). */
+  source?: Partial<Omit<PackageSource, 'why'>> & { why?: string };
+  facts?: SourceFacts;
+}
+
+const LABEL_RE = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
+
+/** A label for a venv folder: the baseline's label made a safe folder name. */
+export function envLabelOf(label: string): string {
+  const s = label
+    .trim()
+    .replace(/[^A-Za-z0-9._-]+/g, '-')
+    .replace(/^[-.]+/, '')
+    .replace(/-+$/, '')
+    .slice(0, 64);
+  return s || 'baseline';
+}
+
+/** The local build of torch: `cu130`, `cpu`, `rocm6.4`; from torch/version.py's version, else its CUDA/HIP. */
+export function torchBuildOf(s: EnvSnapshot): { build: string; cuda: string | null } | null {
+  if (!s.packages.packages['torch'] && !s.torch.found) return null;
+  const v = s.torch.versionPy ?? s.torch.version ?? s.packages.packages['torch'] ?? '';
+  const local = /\+([A-Za-z0-9.]+)$/.exec(v)?.[1] ?? null;
+  const cuda = s.torch.cuda;
+  if (local && /^(cu\d+|cpu|rocm[\d.]+|xpu)$/.test(local)) return { build: local, cuda };
+  if (cuda) return { build: `cu${cuda.replace(/\./g, '').slice(0, 3)}`, cuda };
+  if (s.torch.hip) return { build: `rocm${/^\d+\.\d+/.exec(s.torch.hip)?.[0] ?? s.torch.hip}`, cuda: null };
+  return { build: 'cpu', cuda: null };
+}
+
+function recordedSource(s: EnvSnapshot): PackageSource {
+  const ix = s.packages.indexes;
+  if (!ix || ix.error)
+    return { indexUrl: null, extraIndexUrls: [], findLinks: [], noIndex: false, why: "pip's default index" };
+  const set = ix.indexUrl !== null || ix.extraIndexUrls.length > 0 || ix.findLinks.length > 0 || ix.noIndex;
+  return {
+    indexUrl: ix.indexUrl,
+    extraIndexUrls: [...ix.extraIndexUrls],
+    findLinks: [...ix.findLinks],
+    noIndex: ix.noIndex,
+    why: set ? `the host's pip configuration (${ix.sources.join(', ') || 'recorded'})` : "pip's default index",
+  };
+}
+
+/** The torch family's index: the host's own when its pip is configured with one for this build, else PyTorch's. */
+function torchSource(build: string, recorded: PackageSource): PackageSource {
+  const configured = [recorded.indexUrl, ...recorded.extraIndexUrls].filter(
+    (u): u is string => u !== null && new RegExp(`/${build.replace(/\./g, '\\.')}/?$`).test(u),
+  );
+  if (configured[0])
+    return {
+      indexUrl: configured[0],
+      extraIndexUrls: [],
+      findLinks: [],
+      noIndex: false,
+      why: `the ${build} index the host's pip is configured with`,
+    };
+  return {
+    indexUrl: `${TORCH_WHEEL_ROOT}/${build}`,
+    extraIndexUrls: [],
+    findLinks: [],
+    noIndex: false,
+    why: `PyTorch's ${build} wheel index (torch's local build +${build})`,
+  };
+}
+
+/** pip's (and uv's) options for a source: the flags are our own words, each value goes through the quoting. */
+function sourceArgs(src: PackageSource): string {
+  const a: string[] = [];
+  if (src.noIndex) a.push('--no-index');
+  else if (src.indexUrl) a.push(`--index-url ${shellQuote(src.indexUrl)}`);
+  for (const u of src.noIndex ? [] : src.extraIndexUrls) a.push(`--extra-index-url ${shellQuote(u)}`);
+  for (const f of src.findLinks) a.push(`--find-links ${shellQuote(f)}`);
+  return a.join(' ');
+}
+
+function pythonCommand(s: EnvSnapshot, override?: string): string {
+  if (override) return override;
+  const mm = /^(\d+\.\d+)/.exec(s.python.version ?? '')?.[1];
+  const exe = mm ? `python${mm}` : 'python3';
+  return s.python.basePrefix ? posix.join(s.python.basePrefix, 'bin', exe) : exe;
+}
+
+/** `"$ENV_DIR"/bin/python`: the shell expands the variable, the rest is quoted by the one quoting function. */
+function inEnv(rel: string): string {
+  return `"$ENV_DIR"/${shellQuote(rel)}`;
+}
+
+export function restorePlan(s: EnvSnapshot, opts: RestoreOptions): RestorePlan {
+  if (!LABEL_RE.test(opts.label))
+    throw new KnownGoodError('usage', `restore: "${opts.label}" is no folder name (letters, digits, . _ -)`);
+  const notes: PlanNote[] = [];
+  const packages = s.packages.packages;
+  if (s.packages.error || Object.keys(packages).length === 0)
+    notes.push({
+      kind: 'packages',
+      severity: 'blocker',
+      message: `the baseline has no package list${s.packages.error ? ` (${s.packages.error})` : ''}: nothing to restore`,
+    });
+  const envDir = opts.home ? posix.join(opts.home, RESTORED_ENVS, opts.label) : `$HOME/${RESTORED_ENVS}/${opts.label}`;
+  const tool: 'uv' | 'pip' = (opts.useUv ?? Boolean(s.toolchain['uv'])) ? 'uv' : 'pip';
+  const python = { command: pythonCommand(s, opts.python), version: s.python.version };
+  if (s.python.conda || s.packages.conda)
+    notes.push({
+      kind: 'conda',
+      severity: 'warning',
+      message:
+        `the baseline ran in a conda environment${s.python.conda?.env ? ` (${s.python.conda.env})` : ''}: ` +
+        `the plan rebuilds its pip-visible packages in a venv; conda's own packages (MKL, cudatoolkit) are not restored`,
+    });
+
+  // What cannot be pinned from an index: named, with where it came from.
+  const excluded = new Set<string>();
+  for (const [name, where] of Object.entries(s.packages.editable)) {
+    excluded.add(name);
+    notes.push({
+      kind: 'editable',
+      severity: 'warning',
+      name,
+      message: `${name} ${packages[name] ?? ''} is an editable install from ${where}: not restored (reinstall it from its source: pip install -e ${where})`,
+    });
+  }
+  for (const [name, du] of Object.entries(s.packages.directUrls)) {
+    if (excluded.has(name) || du.kind === 'editable') continue;
+    excluded.add(name);
+    const how =
+      du.kind === 'vcs'
+        ? `${du.vcs ?? 'vcs'} ${du.url}${du.commit ? ` at ${du.commit}` : ''}`
+        : du.kind === 'archive'
+          ? `the file ${du.url}`
+          : `${du.kind} ${du.url}`;
+    notes.push({
+      kind: 'direct',
+      severity: 'warning',
+      name,
+      message: `${name} ${packages[name] ?? ''} was installed from ${how}, not an index: not restored by the plan`,
+    });
+  }
+  const pins: Pin[] = [];
+  for (const [name, version] of Object.entries(packages)) {
+    if (excluded.has(name)) continue;
+    if (!version) {
+      notes.push({
+        kind: 'unversioned',
+        severity: 'warning',
+        name,
+        message: `${name} has no recorded version: not restored`,
+      });
+      continue;
+    }
+    pins.push({ name, version });
+  }
+
+  const recorded = recordedSource(s);
+  const override: PackageSource | null = opts.source
+    ? {
+        indexUrl: opts.source.indexUrl ?? null,
+        extraIndexUrls: opts.source.extraIndexUrls ?? [],
+        findLinks: opts.source.findLinks ?? [],
+        noIndex: opts.source.noIndex ?? false,
+        why: opts.source.why ?? 'the source given',
+      }
+    : null;
+  const build = torchBuildOf(s);
+  let torch: RestorePlan['torch'] = null;
+  if (build && pins.some((p) => isTorchFamily(p.name))) {
+    const driverVersion = s.gpus.gpus[0]?.driver_version ?? null;
+    const driver = build.cuda ? checkDriver(build.cuda, driverVersion) : null;
+    torch = { build: build.build, cuda: build.cuda, source: override ?? torchSource(build.build, recorded), driver };
+    if (driver && driver.status !== 'ok')
+      notes.push({
+        kind: 'driver',
+        severity: driver.status === 'too-old' ? 'blocker' : 'warning',
+        message: driver.message,
+      });
+    const dist = packages['torch'];
+    const local = s.torch.versionPy ?? s.torch.version;
+    if (dist && local && dist !== local && !dist.includes('+'))
+      notes.push({
+        kind: 'torch-build',
+        severity: 'info',
+        name: 'torch',
+        message:
+          `torch is recorded as ${dist} (its wheel's metadata) and was built as ${local}: the ${build.build} index's ` +
+          `${dist}+${build.build} is that build, and pip freeze will name it so`,
+      });
+  }
+
+  // Names no source has: left out of the commands (pip would refuse the whole command) and named.
+  const facts = opts.facts;
+  const missing = new Set<string>();
+  if (facts?.available) {
+    for (const p of pins) {
+      const have = facts.available.get(normalizeName(p.name));
+      if (!have || !have.some((v) => v === p.version || v.split('+')[0] === p.version)) {
+        missing.add(p.name);
+        notes.push({
+          kind: 'missing',
+          severity: 'blocker',
+          name: p.name,
+          message: `${p.name}==${p.version} is not in ${facts.availableFrom ?? 'the package source'}${
+            have?.length ? ` (it has ${have.join(', ')})` : ''
+          }: not installed`,
+        });
+      }
+    }
+  }
+  for (const u of facts?.unreachable ?? [])
+    notes.push({
+      kind: 'unreachable',
+      severity: 'blocker',
+      message: `the index ${u.url} does not answer from the host: ${u.error}`,
+    });
+
+  const installable = pins.filter((p) => !missing.has(p.name));
+  const groups = packageUnits(
+    installable.map((p) => p.name),
+    s.packages.pins,
+  );
+  const byName = new Map(installable.map((p) => [normalizeName(p.name), p]));
+  const units: PlanUnit[] = groups.map((g) => {
+    const isTorch = g.some(isTorchFamily);
+    return {
+      id: isTorch ? 'torch' : g[0]!,
+      label: isTorch ? `torch family (${g.length})` : g.join(' + '),
+      pins: g.map((n) => byName.get(n)!),
+      source: isTorch && torch ? torch.source : (override ?? recorded),
+    };
+  });
+
+  const steps: PlanStep[] = [];
+  const venvPython = inEnv('bin/python');
+  steps.push({
+    title: 'the env folder must not exist yet',
+    command: `test ! -e "$ENV_DIR" || { echo "$ENV_DIR exists: remove it, or restore under another label" >&2; exit 3; }`,
+  });
+  const want = /^(\d+\.\d+)/.exec(python.version ?? '')?.[1];
+  if (want)
+    steps.push({
+      title: `the interpreter is Python ${want} (the baseline ran ${python.version})`,
+      command: `${shellQuote(python.command)} -c ${shellQuote(`import sys; v = "%d.%d" % sys.version_info[:2]; sys.exit(0 if v == "${want}" else "needs Python ${want}, found " + v)`)}`,
+    });
+  steps.push({
+    title: `a fresh venv (${tool === 'uv' ? 'uv venv' : 'python -m venv'})`,
+    command:
+      tool === 'uv'
+        ? `uv venv --seed --python ${shellQuote(python.command)} "$ENV_DIR"`
+        : `${shellQuote(python.command)} -m venv "$ENV_DIR"`,
+  });
+  // --no-deps: every package is pinned as recorded, so no resolver may pick another version of anything.
+  const install =
+    tool === 'uv'
+      ? `uv pip install --python ${venvPython} --no-deps`
+      : `${venvPython} -m pip install --no-deps --disable-pip-version-check`;
+  // A torch family split between two sources is the mix this exists to prevent: pip must not fall back to another.
+  const bySource = new Map<string, { source: PackageSource; pins: Pin[]; labels: string[] }>();
+  for (const u of units) {
+    const key = sourceArgs(u.source) + (u.id === 'torch' ? '#torch' : '');
+    const e = bySource.get(key);
+    if (e) {
+      e.pins.push(...u.pins);
+      e.labels.push(u.label);
+    } else bySource.set(key, { source: u.source, pins: [...u.pins], labels: [u.label] });
+  }
+  for (const [key, e] of bySource) {
+    const isTorch = key.endsWith('#torch');
+    steps.push({
+      title: isTorch
+        ? `the torch family as one unit from ${e.source.why}`
+        : `${e.pins.length} package${e.pins.length === 1 ? '' : 's'} pinned as recorded, from ${e.source.why}`,
+      command: [install, sourceArgs(e.source), shellJoin(e.pins.map((p) => `${p.name}==${p.version}`))]
+        .filter(Boolean)
+        .join(' '),
+    });
+  }
+  steps.push({
+    title: 'what the restored env holds (compared with the baseline after the run)',
+    command: tool === 'uv' ? `uv pip freeze --python ${venvPython}` : `${venvPython} -m pip freeze --all`,
+  });
+  return { label: opts.label, envDir, python, tool, torch, units, pins: installable, notes, steps };
+}
+
+/** The plan as a shell script the user can read, copy or run: notes first, then each step with its title. */
+export function planScript(plan: RestorePlan, title: string): string {
+  const lines = ['#!/bin/sh', `# Known Good — restore ${title}`, `# into ${plan.envDir} with ${plan.tool}`];
+  if (plan.torch)
+    lines.push(
+      `# torch build ${plan.torch.build} from ${plan.torch.source.indexUrl ?? plan.torch.source.why}` +
+        (plan.torch.driver ? `; ${plan.torch.driver.message}` : ''),
+    );
+  for (const n of plan.notes) lines.push(`# ${n.severity.toUpperCase()}: ${n.message.replace(/\n/g, ' ')}`);
+  lines.push('set -eu');
+  const dir = plan.envDir.startsWith('$HOME/')
+    ? `"$HOME"/${shellQuote(plan.envDir.slice('$HOME/'.length))}`
+    : shellQuote(plan.envDir);
+  lines.push(`ENV_DIR=${dir}`);
+  plan.steps.forEach((st, i) => {
+    lines.push(
+      '',
+      `# ${i + 1}. ${st.title}`,
+      `echo ${shellQuote(`== ${i + 1}/${plan.steps.length} ${st.title}`)}`,
+      st.command,
+    );
+  });
+  const blockers = plan.notes.filter((n) => n.severity === 'blocker' && n.kind !== 'driver').length;
+  lines.push(
+    '',
+    `echo ${shellQuote(`== restored into ${plan.envDir}${blockers ? `; ${blockers} thing(s) not restored, named above` : ''}`)}`,
+    '',
+  );
+  return lines.join('\n');
+}
+
+/** The plan as text for a document or a terminal: sources, units, notes, then the script. */
+export function planDocument(plan: RestorePlan, title: string): string {
+  const out = [`Restore ${title}`, ''];
+  out.push(`Into: ${plan.envDir} (${plan.tool}, ${plan.python.command})`);
+  if (plan.torch)
+    out.push(
+      `torch family: build ${plan.torch.build} from ${plan.torch.source.indexUrl ?? plan.torch.source.why}` +
+        (plan.torch.driver ? ` — ${plan.torch.driver.message}` : ''),
+    );
+  out.push(`Packages pinned: ${plan.pins.length} in ${plan.units.length} unit(s)`);
+  for (const u of plan.units.filter((x) => x.pins.length > 1))
+    out.push(`  unit ${u.label}: ${u.pins.map((p) => p.name).join(', ')}`);
+  if (plan.notes.length) {
+    out.push('', 'Not restored as recorded, or to know:');
+    for (const n of plan.notes) out.push(`  [${n.severity}] ${n.message}`);
+  }
+  out.push('', '--- the script (copy it, or run it with Restore) ---', planScript(plan, title));
+  return out.join('\n');
+}
