@@ -153,7 +153,7 @@ void test('series detection: union over runs, x-like and empty keys left out, fa
   const runs = [
     run('a', [series('zeta', [1], [1]), series('lr', [1], [1]), series('step', [1], [1]), series('empty', [], [])]),
     run('b', [
-      series('tok_per_s', [1], [1]),
+      series('tok_per_s', [1, 2, 3], [1, 1, 1]),
       series('train/loss', [1], [1]),
       series('grad_norm', [1], [1]),
       series('acc', [1], [1]),
@@ -162,12 +162,15 @@ void test('series detection: union over runs, x-like and empty keys left out, fa
   ];
   assert.deepEqual(detectSeries(runs), ['tok_per_s', 'train/loss', 'acc', 'lr', 'grad_norm', 'zeta']);
   assert.deepEqual(detectSeries([]), []);
+  // one point a launch is an end-of-run summary (HF's train_samples_per_second), not the speed's series: after the rest
+  const summary = run('s', [series('train_samples_per_second', [1], [1]), series('train/loss', [1], [1])]);
+  assert.deepEqual(detectSeries([summary]), ['train/loss', 'train_samples_per_second']);
   // Lightning with ThroughputMonitor and HF Trainer: speed first, then the loss; epoch and counters last
   const pl = run('pl', [
     series('epoch', [1], [1]),
-    series('batches_per_sec', [1], [1]),
+    series('batches_per_sec', [1, 2, 3], [1, 1, 1]),
     series('train_loss', [1], [1]),
-    series('samples_per_sec', [1], [1]),
+    series('samples_per_sec', [1, 2, 3], [1, 1, 1]),
   ]);
   assert.deepEqual(detectSeries([pl]), ['samples_per_sec', 'batches_per_sec', 'train_loss', 'epoch']);
   const hf = run('hf', [
@@ -176,7 +179,7 @@ void test('series detection: union over runs, x-like and empty keys left out, fa
     series('train/learning_rate', [1], [1]),
     series('train/loss', [1], [1]),
     series('train/num_input_tokens_seen', [1], [1]),
-    series('steps/s (from wall time)', [1], [1]),
+    series('steps/s (from wall time)', [1, 2, 3], [1, 1, 1]),
   ]);
   assert.deepEqual(detectSeries([hf]), [
     'steps/s (from wall time)',
