@@ -4,6 +4,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 import shutil
 import unittest
 
@@ -39,9 +40,22 @@ class LiveProcessTest(unittest.TestCase):
         self.assertEqual(p.stdout.readline().strip(), b"ready")
         return p
 
+    def wait_exec(self, p, name):
+        # "ready" is printed before the shell's `exec`: wait until the process IS the program (a state, not a time;
+        # the loop's bound only stops a hang)
+        for _ in range(60000):
+            try:
+                if os.path.basename(os.readlink("/proc/%d/exe" % p.pid)) == name:
+                    return
+            except OSError:
+                pass
+            time.sleep(0.001)
+        self.fail("pid %d never became %s" % (p.pid, name))
+
     def test_a_process_working_in_the_run_is_found_with_its_launch_facts_and_secrets_redacted(self):
         env = dict(os.environ, HF_TOKEN=FAKE_TOKEN, CUDA_LAUNCH_BLOCKING="1")
         p = self.spawn(["sh", "-c", "echo ready; exec sleep 600", "--token", FAKE_TOKEN], self.run_dir, env)
+        self.wait_exec(p, "sleep")
         got = live_process.scan(self.run_dir)
         self.assertIsNone(got["error"])
         procs = [x for x in got["processes"] if x["pid"] == p.pid]
