@@ -1,9 +1,10 @@
 """What backing up or restoring the compile caches needs to know, in one call: the caches, free space, archives.
 
-Usage: python3 cache_archive.py --root DIR [--cache-dir DIR]...
+Usage: python3 cache_archive.py [--dest DIR] [--root DIR] [--cache-dir DIR]...
 
 stdlib only, Python 3.8+.  Reads only: the archive itself is written by ``tar`` (run by the extension with argv,
-so a cancel kills it), into ``<root>/.known-good/cache-<time>.tar.gz``.  This probe says where the inductor and
+so a cancel kills it), into ``~/.known-good/cache-archives/cache-<time>.tar.gz`` on the host, never into a
+checkpoint root; archives an earlier version left in ``<root>/.known-good/`` are still listed.  This probe says where the inductor and
 triton caches are (the same rules as env_snapshot.py and torch itself), how big they are, how much room the
 destination has (statvfs of the nearest existing folder), which archives already exist there with their manifests,
 and whether the remote ``tar`` is GNU tar (its ``--checkpoint`` gives progress).
@@ -23,7 +24,10 @@ ARCHIVE_RE = re.compile(r"^cache-[0-9A-Za-z_-]+\.tar\.gz$")
 
 def _parse_args(argv):
     p = kg_common.arg_parser("cache_archive.py", add_help=False)
-    p.add_argument("--root", required=True, metavar="DIR")
+    # where archives go: under the user's home, never in a checkpoint root (a data folder shared with jobs)
+    p.add_argument("--dest", default="~/.known-good/cache-archives", metavar="DIR")
+    # archives earlier versions wrote into <root>/.known-good/ are still listed (and restorable)
+    p.add_argument("--root", metavar="DIR")
     p.add_argument("--cache-dir", action="append", default=[], metavar="DIR")
     return p.parse_args(argv)
 
@@ -144,13 +148,17 @@ def tar_info():
 def main(argv):
     args = _parse_args(argv)
     root = args.root
-    dest = os.path.join(root, ".known-good")
+    dest = os.path.abspath(os.path.expanduser(args.dest))
     free = free_bytes(dest)
     archives, listing_error = list_archives(dest)
+    if root:
+        legacy = os.path.join(root, ".known-good")
+        if legacy != dest:
+            archives += list_archives(legacy)[0]
     return {
         "schema": 1,
         "root": root,
-        "rootExists": os.path.isdir(root),
+        "rootExists": bool(root) and os.path.isdir(root),
         "dest": {"dir": dest, "exists": os.path.isdir(dest), "freeBytes": free["freeBytes"], "freeAt": free["at"],
                  "error": free["error"] or listing_error},
         "caches": [describe_cache(n, p) for n, p in kg_common.compile_cache_dirs(args.cache_dir)],

@@ -19,7 +19,7 @@ import { BaselineCommands } from '../constants';
 
 /**
  * Back up the compile caches before clearing them, and put an archive back. Known Good deletes nothing here: a
- * backup only adds files under `<root>/.known-good/`, and a restore (which replaces files of the same name) asks
+ * backup only adds files under the host's `~/.known-good/cache-archives/` (never in a checkpoint root), and a restore (which replaces files of the same name) asks
  * first, in a modal dialog that says what goes where.
  */
 export function registerCacheCommands(f: BaselinesFeature): void {
@@ -27,12 +27,9 @@ export function registerCacheCommands(f: BaselinesFeature): void {
 
   async function hostAndPlan(t: TargetOf<'host'>): Promise<{ spec: HostSpec; plan: CachePlan } | undefined> {
     const spec = hosts.get(t.hostId);
+    // archives go under the host's ~/.known-good/cache-archives/; the first root is only read, for archives an
+    // earlier version left in <root>/.known-good/
     const root = spec.roots[0];
-    if (!root)
-      throw new KnownGoodError(
-        'settings',
-        `${spec.name} has no checkpoint root: archives go to <first root>/.known-good/`,
-      );
     const session = hosts.session(spec);
     const { cacheDirs } = f.settings.current.baselines;
     const plan = await withCancellableProgress(

@@ -12,7 +12,7 @@ import {
   writeFileSync,
 } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
 import { envCommand } from '../../src/cli/commands/env';
@@ -347,6 +347,7 @@ void describe('environment baselines through a real sshd', () => {
     writeFileSync(join(triton, '-odd', 'k.cubin'), randomBytes(5000));
     const before = { inductor: listFiles(inductor), triton: listFiles(triton) };
 
+    const rootBefore = listFiles(root);
     const plan = (await host.probes.run(cacheArchiveProbe(root))).value;
     assert.deepEqual(
       plan.caches.map((c) => [c.name, c.exists, c.files]),
@@ -366,7 +367,10 @@ void describe('environment baselines through a real sshd', () => {
       result.manifest.caches.map((c) => c.name),
       ['inductor', 'triton'],
     );
-    assert.ok(!readdirSync(join(root, '.known-good')).some((n) => n.endsWith('.partial')));
+    // under the host user's home, never in the checkpoint root (a data folder shared with jobs)
+    assert.equal(dirname(result.archive), join(remoteHome, '.known-good', 'cache-archives'));
+    assert.deepEqual(listFiles(root), rootBefore);
+    assert.ok(!readdirSync(dirname(result.archive)).some((n) => n.endsWith('.partial')));
 
     // The caches get cleared (by the user) and then restored from the archive.
     rmSync(inductor, { recursive: true });

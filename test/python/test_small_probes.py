@@ -84,8 +84,25 @@ class CacheArchive(unittest.TestCase):
         self.assertIn(cache, text)
         self.assertIn("1000", text)
 
-    def test_missing_root_argument_is_one_line_and_non_zero(self):
-        code, out, err = run("cache_archive")
+    def test_archives_go_under_the_home_and_old_ones_in_the_root_are_still_listed(self):
+        home = tempfile.mkdtemp()
+        root = tempfile.mkdtemp()
+        os.makedirs(os.path.join(root, ".known-good"))
+        old = os.path.join(root, ".known-good", "cache-2026-01-01T00-00-00Z.tar.gz")
+        with open(old, "wb") as f:
+            f.write(b"x")
+        code, out, err = run("cache_archive", "--root", root, env=dict(os.environ, HOME=home))
+        self.assertEqual(code, 0, err)
+        doc = json.loads(out)
+        self.assertEqual(doc["dest"]["dir"], os.path.join(home, ".known-good", "cache-archives"))
+        self.assertEqual([a["path"] for a in doc["archives"]], [old])
+        # without a root: the home's archives only
+        code, out, err = run("cache_archive", env=dict(os.environ, HOME=home))
+        self.assertEqual(code, 0, err)
+        self.assertEqual((json.loads(out)["root"], json.loads(out)["archives"]), (None, []))
+
+    def test_a_bad_argument_is_one_line_and_non_zero(self):
+        code, out, err = run("cache_archive", "--bogus")
         self.assertNotEqual(code, 0)
         self.assertEqual(out, "")
         self.assertEqual(len(err.strip().splitlines()), 1, err)

@@ -56,7 +56,8 @@ export const archiveEntrySchema = z.looseObject({
 
 export const cachePlanSchema = z.looseObject({
   schema: z.literal(1),
-  root: z.string(),
+  /** The checkpoint root whose `.known-good/` earlier versions archived into (still listed), if one was given. */
+  root: z.string().nullable().default(null),
   rootExists: z.boolean(),
   dest: z.looseObject({
     dir: z.string(),
@@ -74,7 +75,10 @@ export type CachePlan = z.infer<typeof cachePlanSchema>;
 export const cacheArchiveProbe = defineProbe(
   'cache_archive',
   cachePlanSchema,
-  (root: string, cacheDirs: readonly string[] = []) => [`--root=${root}`, ...cacheDirs.map((d) => `--cache-dir=${d}`)],
+  (root: string | undefined, cacheDirs: readonly string[] = []) => [
+    ...(root ? [`--root=${root}`] : []),
+    ...cacheDirs.map((d) => `--cache-dir=${d}`),
+  ],
 );
 
 export interface ArchiveChoice {
@@ -120,8 +124,8 @@ export interface BackupPlan {
 
 /** Which caches go in (those that exist and have files) and where the archive goes; pure. */
 export function planBackup(plan: CachePlan, at: Date): BackupPlan {
-  if (!plan.root.startsWith('/'))
-    throw new KnownGoodError('settings', `checkpoint root must be an absolute path: ${plan.root}`);
+  if (!plan.dest.dir.startsWith('/'))
+    throw new KnownGoodError('probe-failed', `the archive folder is not an absolute path: ${plan.dest.dir}`);
   const caches = plan.caches.filter(
     (c) => c.exists && !c.error && (c.files ?? 0) > 0 && c.member && safeMember(c.member),
   );
@@ -264,10 +268,8 @@ export async function backupCaches(
   backup: BackupPlan,
   opts: { signal?: AbortSignal; progress?: TarProgress; hostLabel?: string } = {},
 ): Promise<BackupResult> {
-  if (!cachePlan.rootExists)
-    throw new KnownGoodError('not-found', `${cachePlan.root} does not exist on ${transport.label}`);
   if (!cachePlan.dest.exists)
-    await checked(transport, ['mkdir', '--', posix.dirname(backup.archive)], 'creating the archive folder');
+    await checked(transport, ['mkdir', '-p', '--', posix.dirname(backup.archive)], 'creating the archive folder');
   const members = backup.caches.map((c) => c.member!);
   const total = Math.max(backup.totalBytes, 1);
   let run: TarRun;
