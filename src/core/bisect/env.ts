@@ -8,6 +8,7 @@ import {
   type ThroughputReading,
 } from '../bench/customBenchmark';
 import { KnownGoodError, messageOf } from '../errors';
+import { redactText } from '../redact';
 import { parseFramedResult } from '../probes/catalogue';
 import { extractFramed } from '../probes/runner';
 import { probeTerminalCommand } from '../terminal/command';
@@ -167,7 +168,7 @@ export function builtinMeasure(
     const nonce = newNonce();
     const cmd = probeTerminalCommand(python, call, nonce);
     const r = await host.transport.exec([...env, ...cmd.argv], signal ? { signal } : {});
-    if (r.stderr) output?.(r.stderr);
+    if (r.stderr) output?.(redactText(r.stderr));
     const framed = extractFramed(r.stdout, nonce);
     if (framed === undefined) failure('The benchmark', host.label, r);
     return parseFramedResult(call, framed, host.label).value.tokensPerSec.median;
@@ -184,7 +185,7 @@ export function customMeasure(
   return async (applied, signal) => {
     const { env } = stateArgv(changes, applied, 'python3');
     const r = await host.transport.exec([...env, 'sh', '-c', bench.command], signal ? { signal } : {});
-    output?.(r.stdout + r.stderr);
+    output?.(redactText(r.stdout + r.stderr));
     if (r.exitCode !== 0) failure(`Your benchmark command`, host.label, r);
     let reading: ThroughputReading | undefined;
     if (bench.jsonl) {
