@@ -2,9 +2,9 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 // The parts of the extension and the arrows allowed between them (docs/architecture.md draws them).
-const FEATURES = ['args', 'baselines', 'bench', 'dashboard', 'fleet', 'probes', 'runs', 'tree', 'whatChanged'];
+const FEATURES = ['args', 'baselines', 'bench', 'bisect', 'dashboard', 'fleet', 'probes', 'runs', 'tree', 'whatChanged'];
 /** The feature folders of src/core (the rest is infrastructure they share: probes, transport, util, …). */
-const CORE_FEATURES = ['args', 'baselines', 'bench', 'dashboard', 'fleet', 'metrics', 'remote', 'runs', 'whatChanged'];
+const CORE_FEATURES = ['args', 'baselines', 'bench', 'bisect', 'dashboard', 'fleet', 'metrics', 'remote', 'runs', 'whatChanged'];
 const NAMED_EXPORTS = { selector: 'ExportDefaultDeclaration', message: 'Use named exports.' };
 const NO_GET_CONFIGURATION = {
   selector: "MemberExpression[property.name='getConfiguration'], ImportSpecifier[imported.name='getConfiguration']",

@@ -23,6 +23,7 @@ import { AgeTicker, AutoRefresh } from './tree/autoRefresh';
 import { RemoteRunsProvider } from './tree/provider';
 import type { TreeNode } from './shared/treeSection';
 import { registerWhatChanged } from './whatChanged/register';
+import { registerBisect } from './bisect/register';
 import { executeCommand, getConfiguration, showError } from './window';
 
 /**
@@ -155,6 +156,7 @@ export class Container implements vscode.Disposable {
     });
     registerProbes({ ...common, baselines });
     registerBench({ ...common, store, storeKeyOf, view: treeView, resolve: (t) => listings.resolve(t) });
+    registerBisect({ ...common, store, storeKeyOf });
     registerWhatChanged({
       ...common,
       store,
