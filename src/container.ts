@@ -4,7 +4,7 @@ import type { KnownGoodApi, KnownGoodTestApi } from './api';
 import { registerArgs } from './args/register';
 import { registerBaselines } from './baselines/register';
 import { registerBench } from './bench/register';
-import { BaselineCommands, BenchCommands, Commands, VIEW_REMOTE_RUNS } from './constants';
+import { BaselineCommands, BenchCommands, BisectCommands, Commands, VIEW_REMOTE_RUNS } from './constants';
 import { BaselineStore } from './core/baselines/store';
 import { resolveHosts, type HostSpec } from './core/hosts';
 import { HostRegistry } from './core/registry';
@@ -166,6 +166,7 @@ export class Container implements vscode.Disposable {
       evidence: {
         openArgsDiff: (a, b) => args.openDiff(a, b),
         compareBaseline: (hostId, baselineId) => executeCommand(BaselineCommands.compare, { hostId, baselineId }),
+        bisect: (hostId, baselineId) => executeCommand(BisectCommands.environment, { hostId, baselineId }),
         compareBench: (hostId, referenceId) =>
           executeCommand(BenchCommands.compare, { hostId }, referenceId !== null ? { reference: referenceId } : {}),
         openDashboard: (hostId, logPath, window, series) =>
