@@ -15,6 +15,7 @@ import { benchMetricsSsh } from './cases/metricsSsh';
 import { benchTensorboard } from './cases/tensorboard';
 import { benchWhatChanged } from './cases/whatChanged';
 import { benchRegressions } from './cases/regressions';
+import { benchBisect } from './cases/bisect';
 
 type Case = { name: string; run: (ctx: BenchContext) => Promise<BenchResult | BenchResult[]> };
 
@@ -30,6 +31,7 @@ const cases: Case[] = [
   { name: 'live', run: benchLiveThroughput },
   { name: 'what-changed', run: benchWhatChanged },
   { name: 'regressions', run: benchRegressions },
+  { name: 'bisect', run: () => benchBisect() },
 ];
 
 function fmt(ms: number): string {
