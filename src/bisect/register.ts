@@ -145,6 +145,7 @@ async function run(
 ): Promise<BisectRunOutcome> {
   const session = d.hosts.session(host);
   const name = `Known Good: Bisect @ ${host.name}`;
+  const unit = benchmark.kind === 'builtin' ? 'tok/s' : '';
   const pty = new BisectTerminal();
   const terminal = createTerminal({ name, pty, iconPath: new vscode.ThemeIcon('debug-alt') });
   terminal.show(true);
@@ -157,11 +158,11 @@ async function run(
       onText: (text) => pty.write(text.endsWith('\n') ? text : `${text}\n`),
       onEvent: (e, changes) => {
         if (e.kind === 'sample' || e.kind === 'done') {
-          const line = bisectEventLine(e, changes, { unit: 'tok/s' });
+          const line = bisectEventLine(e, changes, { unit });
           if (line) pty.write(`${e.kind === 'done' ? '\x1b[1m' : ''}${line}\x1b[0m\n`);
           return;
         }
-        const line = bisectEventLine(e, changes, { unit: 'tok/s' });
+        const line = bisectEventLine(e, changes, { unit });
         if (line) pty.write(`${line}\n`);
       },
     });
