@@ -6,6 +6,7 @@ const FEATURES = [
   'args',
   'baselines',
   'bench',
+  'bisect',
   'dashboard',
   'fleet',
   'probes',
@@ -15,7 +16,19 @@ const FEATURES = [
   'whatChanged',
 ];
 /** The feature folders of src/core (the rest is infrastructure they share: probes, transport, util, …). */
-const CORE_FEATURES = ['args', 'baselines', 'bench', 'dashboard', 'fleet', 'metrics', 'remote', 'runs', 'whatChanged'];
+const CORE_FEATURES = [
+  'args',
+  'baselines',
+  'bench',
+  'bisect',
+  'dashboard',
+  'fleet',
+  'metrics',
+  'remote',
+  'restore',
+  'runs',
+  'whatChanged',
+];
 const NAMED_EXPORTS = { selector: 'ExportDefaultDeclaration', message: 'Use named exports.' };
 const NO_GET_CONFIGURATION = {
   selector: "MemberExpression[property.name='getConfiguration'], ImportSpecifier[imported.name='getConfiguration']",

@@ -18,6 +18,7 @@ import { benchWhatChanged } from './cases/whatChanged';
 import { benchRegressions } from './cases/regressions';
 import { benchStitching } from './cases/stitching';
 import { benchLaunchFacts } from './cases/launchFacts';
+import { benchBisect } from './cases/bisect';
 
 type Case = { name: string; run: (ctx: BenchContext) => Promise<BenchResult | BenchResult[]> };
 
@@ -36,6 +37,7 @@ const cases: Case[] = [
   { name: 'regressions', run: benchRegressions },
   { name: 'stitching', run: benchStitching },
   { name: 'launch-facts', run: () => benchLaunchFacts() },
+  { name: 'bisect', run: () => benchBisect() },
 ];
 
 function fmt(ms: number): string {

@@ -63,6 +63,11 @@ export const BenchCommands = {
   compare: 'knownGood.bench.compareWithBaseline',
 } as const;
 
+/** The environment bisect (src/bisect). */
+export const BisectCommands = {
+  environment: 'knownGood.bisect.environment',
+} as const;
+
 /** Run Probe… in a terminal (src/probes). */
 export const ProbeCommands = {
   runProbe: 'knownGood.probes.run',

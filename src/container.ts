@@ -4,7 +4,7 @@ import type { KnownGoodApi, KnownGoodTestApi } from './api';
 import { registerArgs } from './args/register';
 import { registerBaselines } from './baselines/register';
 import { registerBench } from './bench/register';
-import { BaselineCommands, BenchCommands, Commands, VIEW_REMOTE_RUNS } from './constants';
+import { BaselineCommands, BenchCommands, BisectCommands, Commands, VIEW_REMOTE_RUNS } from './constants';
 import { BaselineStore } from './core/baselines/store';
 import { resolveHosts, type HostSpec } from './core/hosts';
 import { HostRegistry } from './core/registry';
@@ -28,6 +28,7 @@ import { KeepViewState } from './tree/viewState';
 import type { TreeNode } from './shared/treeSection';
 import { registerWalkthrough } from './walkthrough/register';
 import { registerWhatChanged } from './whatChanged/register';
+import { registerBisect } from './bisect/register';
 import { executeCommand, getConfiguration, showError } from './window';
 
 /**
@@ -182,6 +183,7 @@ export class Container implements vscode.Disposable {
     });
     registerProbes({ ...common, baselines });
     registerBench({ ...common, store, storeKeyOf, view: treeView, resolve: (t) => listings.resolve(t) });
+    registerBisect({ ...common, store, storeKeyOf });
     registerWhatChanged({
       ...common,
       store,
@@ -191,6 +193,7 @@ export class Container implements vscode.Disposable {
       evidence: {
         openArgsDiff: (a, b) => args.openDiff(a, b),
         compareBaseline: (hostId, baselineId) => executeCommand(BaselineCommands.compare, { hostId, baselineId }),
+        bisect: (hostId, baselineId) => executeCommand(BisectCommands.environment, { hostId, baselineId }),
         compareBench: (hostId, referenceId) =>
           executeCommand(BenchCommands.compare, { hostId }, referenceId !== null ? { reference: referenceId } : {}),
         openDashboard: (hostId, logPath, window, series) =>

@@ -45,6 +45,8 @@ export interface WhatChangedDeps {
   evidence: {
     openArgsDiff(a: ArgsCheckpoint, b: ArgsCheckpoint): Promise<unknown>;
     compareBaseline(hostId: string, baselineId: string): Thenable<unknown>;
+    /** Confirm by bisect: the environment bisect against that baseline. */
+    bisect(hostId: string, baselineId: string): Thenable<unknown>;
     compareBench(hostId: string, referenceId: string | null): Thenable<unknown>;
     openDashboard(
       hostId: string,
@@ -179,6 +181,8 @@ export function registerWhatChanged(d: WhatChangedDeps): void {
         return d.evidence.openArgsDiff(argsRef(hostId, link.a), argsRef(hostId, link.b));
       case 'env-diff':
         return d.evidence.compareBaseline(hostId, link.baselineId);
+      case 'bisect':
+        return d.evidence.bisect(hostId, link.baselineId);
       case 'plot':
         return d.evidence.openDashboard(hostId, link.log, link.window, link.series);
       case 'bench-compare':

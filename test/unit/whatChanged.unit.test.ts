@@ -181,6 +181,18 @@ void test('a marked baseline is the reference, ahead of the changepoint; the env
   // a variable that does not move speed is seen, never ranked
   assert.ok(!titles.some((t) => t.startsWith('WANDB_MODE')));
   assert.ok(r.unranked.some((u) => u.title === 'WANDB_MODE=offline added'));
+  // an env variable suspect offers Confirm by bisect against the reference baseline (issue 26)
+  const nccl = r.suspects.find((s) => s.title === 'NCCL_P2P_DISABLE 0 → 1')!;
+  assert.deepEqual(
+    nccl.evidence.find((e) => e.kind === 'bisect'),
+    {
+      kind: 'bisect',
+      title: 'Confirm by bisect',
+      hostId: nccl.evidence[0]!.hostId,
+      baselineId: 'b-good',
+      change: 'env:NCCL_P2P_DISABLE',
+    },
+  );
   // without the mark: the newest baseline captured by the reference time
   const unmarked = analyze(facts({ env: { now, baselines: [later, good] } }));
   assert.equal(unmarked.reference.kind, 'changepoint');

@@ -7,7 +7,7 @@ import { envBisect, type BisectBenchmark } from '../../core/bisect/envBisect';
 import { KnownGoodError } from '../../core/errors';
 import { describeIssues } from '../../core/util/zod';
 import type { CliOptions } from '../main';
-import { printableLines } from '../output';
+import { printable, printableLines } from '../output';
 import { cliBaselineDir } from './env';
 import { packageBisectCli } from './restore';
 import type { CliCommand } from './types';
@@ -52,6 +52,7 @@ export const bisectCommand: CliCommand = {
     const store = new BaselineStore(cliBaselineDir());
     const { baseline } = await findBaseline(store, session.transport.id, word);
     const benchmark = benchmarkOf(options);
+    const unit = benchmark.kind === 'builtin' ? 'tok/s' : '';
     const ac = new AbortController();
     const onInt = () => ac.abort();
     process.once('SIGINT', onInt);
@@ -60,10 +61,10 @@ export const bisectCommand: CliCommand = {
         benchmark,
         signal: ac.signal,
         ...(options.repeats !== undefined ? { repeats: options.repeats } : {}),
-        onText: (t) => err.write(printableLines(t.endsWith('\n') ? t : `${t}\n`)),
+        onText: (t) => err.write(t.replace(/\n$/, '').split('\n').map(printable).join('\n') + '\n'),
         onEvent: (e, changes) => {
           if (e.kind === 'done') return;
-          const line = bisectEventLine(e, changes, { unit: 'tok/s' });
+          const line = bisectEventLine(e, changes, { unit });
           if (line !== undefined) err.write(printableLines(line) + '\n');
         },
       });

@@ -8,6 +8,7 @@ import {
   type ThroughputReading,
 } from '../bench/customBenchmark';
 import { KnownGoodError, messageOf } from '../errors';
+import { redactText } from '../redact';
 import { parseFramedResult } from '../probes/catalogue';
 import { extractFramed } from '../probes/runner';
 import { probeTerminalCommand } from '../terminal/command';
@@ -153,6 +154,27 @@ function failure(what: string, host: string, r: { exitCode: number | null; stder
   throw new KnownGoodError('probe-failed', `${what} failed on ${host} (exit ${r.exitCode ?? 'by signal'}): ${tail}`);
 }
 
+/**
+ * A run's exec under the bisect's signal, through a signal of its own: the transport listens on the signal it gets
+ * for as long as it likes, and a bisect makes dozens of runs under one signal (Node warns past 10 listeners).
+ */
+async function execUnder(
+  transport: Transport,
+  argv: readonly string[],
+  signal: AbortSignal | undefined,
+): Promise<Awaited<ReturnType<Transport['exec']>>> {
+  if (!signal) return transport.exec(argv);
+  const own = new AbortController();
+  const stop = () => own.abort(signal.reason);
+  if (signal.aborted) stop();
+  signal.addEventListener('abort', stop, { once: true });
+  try {
+    return await transport.exec(argv, { signal: own.signal });
+  } finally {
+    signal.removeEventListener('abort', stop);
+  }
+}
+
 /** ONE run of python/throughput_bench.py in the state `applied`: its median tokens/s. */
 export function builtinMeasure(
   host: MeasureHost,
@@ -166,8 +188,8 @@ export function builtinMeasure(
     const call = throughputBenchProbe(config);
     const nonce = newNonce();
     const cmd = probeTerminalCommand(python, call, nonce);
-    const r = await host.transport.exec([...env, ...cmd.argv], signal ? { signal } : {});
-    if (r.stderr) output?.(r.stderr);
+    const r = await execUnder(host.transport, [...env, ...cmd.argv], signal);
+    if (r.stderr) output?.(redactText(r.stderr));
     const framed = extractFramed(r.stdout, nonce);
     if (framed === undefined) failure('The benchmark', host.label, r);
     return parseFramedResult(call, framed, host.label).value.tokensPerSec.median;
@@ -183,12 +205,12 @@ export function customMeasure(
 ): Measure {
   return async (applied, signal) => {
     const { env } = stateArgv(changes, applied, 'python3');
-    const r = await host.transport.exec([...env, 'sh', '-c', bench.command], signal ? { signal } : {});
-    output?.(r.stdout + r.stderr);
+    const r = await execUnder(host.transport, [...env, 'sh', '-c', bench.command], signal);
+    output?.(redactText(r.stdout + r.stderr));
     if (r.exitCode !== 0) failure(`Your benchmark command`, host.label, r);
     let reading: ThroughputReading | undefined;
     if (bench.jsonl) {
-      const tail = await host.transport.exec(['tail', '-c', '4194304', bench.jsonl.path], signal ? { signal } : {});
+      const tail = await execUnder(host.transport, ['tail', '-c', '4194304', bench.jsonl.path], signal);
       if (tail.exitCode !== 0)
         throw new KnownGoodError('not-found', `could not read ${bench.jsonl.path}: ${messageOf(tail.stderr.trim())}`);
       reading = throughputFromJsonl(tail.stdout, bench.jsonl.key, bench.lastN);

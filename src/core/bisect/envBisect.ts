@@ -5,6 +5,7 @@ import type { Baseline } from '../baselines/store';
 import type { BenchConfig } from '../bench/benchProbe';
 import type { CustomBenchmark } from '../bench/customBenchmark';
 import { KnownGoodError } from '../errors';
+import { redactText } from '../redact';
 import { bisect, budgetRounds, budgetRuns, type BisectEvent, type BisectReport } from './engine';
 import {
   baselineBenchConfig,
@@ -120,7 +121,7 @@ export async function envBisect(
     measure = builtinMeasure(host, changes, host.python, config, opts.onText);
   } else {
     const b = opts.benchmark.bench;
-    benchmark = `${b.command} (speed from ${b.jsonl ? `${b.jsonl.path} key ${b.jsonl.key}` : `regex ${b.regex}`})`;
+    benchmark = `${redactText(b.command)} (speed from ${b.jsonl ? `${b.jsonl.path} key ${b.jsonl.key}` : `regex ${b.regex}`})`;
     unit = 'per s';
     measure = customMeasure(host, changes, b, opts.onText);
   }

@@ -55,7 +55,8 @@ export function renderBisectMarkdown(report: BisectReport, opts: RenderOptions =
     );
   }
   out.push(
-    `Good ${fmt(report.good)}${unit}, bad ${fmt(report.bad)}${unit}. ${report.changes.length} changes; ` +
+    `Good ${fmt(report.good)}${unit}, bad ${fmt(report.bad)}${unit}. ${report.changes.length} ` +
+      `change${report.changes.length === 1 ? '' : 's'}; ` +
       `budget ${report.budget.rounds} rounds (⌈log₂ ${report.changes.length}⌉ + 2), ${report.budget.runs} runs; ` +
       `used ${report.rounds.length} rounds, ${report.runs} runs. Each state ran ${report.repeats}× per round, ` +
       `interleaved; a difference is trusted at ≥ ${(report.threshold * 100).toFixed(0)} % between medians with ` +

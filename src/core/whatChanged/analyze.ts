@@ -1,3 +1,4 @@
+import { envChangeId, PYTHON_CHANGE_ID } from '../bisect/env';
 import type { ArgValue } from '../args/argsProbe';
 import { diffFlat, flattenArgs, inlineJson, sameArg } from '../args/diff';
 import { computeDrift, buildChange, type Drift } from '../baselines/drift';
@@ -537,6 +538,7 @@ function envDrafts(
     detail: string,
     when: ChangeTime = sinceBaseline,
     cosmeticWhy?: string,
+    bisectChange?: string,
   ) =>
     out.push({
       source: 'env',
@@ -544,7 +546,19 @@ function envDrafts(
       title: t,
       detail,
       when,
-      evidence: [envLink],
+      // an env variable or the interpreter can be put back one at a time: the bisect measures whether it matters
+      evidence: bisectChange
+        ? [
+            envLink,
+            {
+              kind: 'bisect',
+              title: 'Confirm by bisect',
+              hostId: facts.host.id,
+              baselineId: b.id,
+              change: bisectChange,
+            },
+          ]
+        : [envLink],
       ...(cosmeticWhy ? { cosmeticWhy } : {}),
     });
   const tv = drift.torch.version;
@@ -607,6 +621,7 @@ function envDrafts(
       `environment variable ${t}`,
       sinceBaseline,
       cat === 'cosmetic' ? 'a variable that does not change speed' : undefined,
+      cat === 'cosmetic' ? undefined : envChangeId(e.name),
     );
   }
   const scripts = new Map(now.scripts.files.map((f) => [f.path, f]));
@@ -657,6 +672,9 @@ function envDrafts(
       Object.entries(drift.python)
         .map(([k, c]) => `${k} ${c.from ?? ''} → ${c.to ?? ''}`)
         .join('; '),
+      sinceBaseline,
+      undefined,
+      drift.python.executable ? PYTHON_CHANGE_ID : undefined,
     );
   const hostBits = Object.entries(drift.host).map(([k, c]) => `${k} ${c.from ?? 'none'} → ${c.to ?? 'none'}`);
   if (hostBits.length) add('host', hostBits[0]!, hostBits.join('; '));

@@ -18,6 +18,8 @@ export interface CheckpointLink {
 export type EvidenceLink =
   | { kind: 'args-diff'; title: string; hostId: string; a: CheckpointLink; b: CheckpointLink }
   | { kind: 'env-diff'; title: string; hostId: string; baselineId: string }
+  /** Confirm by bisect: run the environment bisect against that baseline (`change`: the suspect's bisect change id). */
+  | { kind: 'bisect'; title: string; hostId: string; baselineId: string; change: string }
   | {
       kind: 'plot';
       title: string;

@@ -36,6 +36,7 @@ export function evidenceText(e: EvidenceLink): string {
     case 'args-diff':
       return `args diff ${e.a.label} → ${e.b.label}`;
     case 'env-diff':
+    case 'bisect':
       return e.title;
     case 'plot':
       return `plot of ${e.series}, steps ${formatStep(e.window.from)}–${formatStep(e.window.to)}`;
