@@ -2,12 +2,12 @@
 
 Usage: python3 cache_archive.py [--dest DIR] [--root DIR] [--cache-dir DIR]...
 
-stdlib only, Python 3.8+.  Reads only: the archive itself is written by ``tar`` (run by the extension with argv,
-so a cancel kills it), into ``~/.known-good/cache-archives/cache-<time>.tar.gz`` on the host, never into a
-checkpoint root; archives an earlier version left in ``<root>/.known-good/`` are still listed.  This probe says where the inductor and
-triton caches are (the same rules as env_snapshot.py and torch itself), how big they are, how much room the
-destination has (statvfs of the nearest existing folder), which archives already exist there with their manifests,
-and whether the remote ``tar`` is GNU tar (its ``--checkpoint`` gives progress).
+stdlib only, Python 3.8+. Reads only: the archive itself is written by ``tar`` (run by the extension with argv, so a
+cancel kills it), into ``~/.known-good/cache-archives/cache-<time>.tar.gz`` on the host, never into a checkpoint
+root; archives an earlier version left in ``<root>/.known-good/`` are still listed. This probe says where the
+inductor and triton caches are (the same rules as env_snapshot.py and torch itself), how big they are, how much room
+the destination has (statvfs of the nearest existing folder), which archives already exist there with their
+manifests, and whether the remote ``tar`` is GNU tar (its ``--checkpoint`` gives progress).
 """
 import json
 import os

@@ -7,7 +7,11 @@ run to OUT.json; `node --import tsx scripts/gpu/replay-bisect.ts OUT.json` feeds
 engine and prints its report (it fails if the engine asks for another state than the box measured). Kept small: it
 travels zlib+base64 in one command line (KG_BENCH then says where the benchmark is).
 
-    python3 scripts/gpu/env_bisect.py OUT.json
+    python3 scripts/gpu/env_bisect.py OUT.json [EARLIER.json]
+
+One device call is at most 10 minutes and a fresh process per run costs ~13 s there, so a bisect may need two calls:
+EARLIER.json (the OUT.json of a cut-off call) replays its runs in order, for the states the engine asks for again,
+and the new call measures from where the earlier one stopped.
 """
 import json
 import os
@@ -22,6 +26,7 @@ CH = [("HF_HUB_OFFLINE", "1"), ("NCCL_DEBUG", "WARN"), ("TOKENIZERS_PARALLELISM"
       ("CUDA_LAUNCH_BLOCKING", "1"), ("TORCH_HOME", "/tmp/kg-th")]
 IDS = ["env:" + n for n, _ in CH]
 runs = []
+prior = json.load(open(sys.argv[2]))["runs"] if len(sys.argv) > 2 else []
 
 
 def med(v):
@@ -39,10 +44,15 @@ def spr(v):
 def judge(x, r):
     c = (med(x) - med(r)) / med(r)
     (xl, xh), (rl, rh) = spr(x), spr(r)
-    return "same" if abs(c) < .05 else "slower" if c < 0 and xh < rl else "faster" if c > 0 and xl > rh else "unclear"
+    d = "same" if abs(c) < .05 else "slower" if c < 0 and xh < rl else "faster" if c > 0 and xl > rh else "unclear"
+    return "unclear+" if d == "unclear" and c > 0 else d  # the engine: unclear ABOVE good does not slow it
 
 
 def measure(a):
+    if prior and prior[0]["applied"] == sorted(a):
+        runs.append(prior.pop(0))
+        return runs[-1]["value"]
+    prior.clear()  # the engine asked for something else: measure from here on
     env = {k: v for k, v in os.environ.items() if k not in dict(CH)}
     env.update({n: v for (n, v), i in zip(CH, IDS) if i in a})
     t = time.time()
@@ -64,7 +74,7 @@ def rnd(states, j):
             for i, a in enumerate(states):
                 s[i].append(measure(a))
         d = j(s)
-        if "unclear" not in d:
+        if not any(x.startswith("unclear") for x in d):
             break
     print(d, flush=True)
     return d
@@ -76,9 +86,9 @@ if rnd([[], IDS], lambda s: [judge(s[1], s[0])]) == ["slower"]:
         h = (len(c) + 1) // 2
         a, b = c[:h], c[h:]
         da, db = rnd([[], a, b], lambda s: [judge(s[1], s[0]), judge(s[2], s[0])])
-        if da == "slower" and db in ("same", "faster"):
+        if da == "slower" and db in ("same", "faster", "unclear+"):
             c = a
-        elif db == "slower" and da in ("same", "faster"):
+        elif db == "slower" and da in ("same", "faster", "unclear+"):
             c = b
         else:
             break

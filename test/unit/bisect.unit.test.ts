@@ -127,6 +127,27 @@ void describe('bisect engine (a deterministic fake benchmark)', () => {
     }
   });
 
+  it('beside a half trusted slower, a half unclear ABOVE good (upward noise) does not stop the search; confirmed', async () => {
+    // the H200 round 3 (docs/gpu-results.md): CUDA_LAUNCH_BLOCKING −22 % with tight runs, TORCH_HOME +8.6 % with two
+    // of six runs far above good; the engine stopped there as inconclusive before
+    let n = 0;
+    let c4 = 0;
+    const measure: Measure = (a) => {
+      n++;
+      const slow = a.has('c3') ? 0.78 : 1;
+      // c4 alone: every other run far above good, so its median is above good's and its spread overlaps it
+      const upward = a.size === 1 && a.has('c4') && c4++ % 2 === 0 ? 1.45 : 1;
+      return Promise.resolve(1000 * slow * upward * (1 + ((n * 7919) % 13) / 400));
+    };
+    const r = await bisect(changes(5), measure);
+    assert.equal(r.verdict.kind, 'culprit', r.verdict.why);
+    assert.deepEqual(r.verdict.ids, ['c3']);
+    assert.equal(r.confirmation?.confirmed, true);
+    // the round that split c3 from c4 saw c4 unclear and still followed c3
+    const split = r.rounds.find((x) => x.kind === 'split' && x.comparisons.some((c) => c.decision === 'unclear'));
+    assert.ok(split, JSON.stringify(r.rounds.map((x) => x.comparisons.map((c) => c.decision))));
+  });
+
   it('an unclear round is extended once by as many runs again', async () => {
     // Two runs in six stray far low: with three samples the spreads overlap, with six the outliers are left out.
     let i = 0;

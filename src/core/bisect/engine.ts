@@ -335,10 +335,16 @@ export async function bisect(
     // A half that is the same as good or faster does not slow it; the other one, trusted slower, holds the cause.
     const clearA = ca.decision === 'same' || ca.decision === 'faster';
     const clearB = cb.decision === 'same' || cb.decision === 'faster';
-    if (ca.decision === 'slower' && clearB) {
+    // Beside a half trusted slower, a half whose median is FASTER than good with spreads overlapping (noise upward:
+    // on the H200 a harmless TORCH_HOME ran +8.6 % with one 65.7K run among ~45K) does not slow it either: the search
+    // follows the slower half, and the confirmation round (the suspects alone reverted and alone applied) still has
+    // to hold before anything is called confirmed.
+    const notSlowerA = clearA || (ca.decision === 'unclear' && ca.change > 0);
+    const notSlowerB = clearB || (cb.decision === 'unclear' && cb.change > 0);
+    if (ca.decision === 'slower' && notSlowerB) {
       r.finish(`${said}: the first half`);
       candidates = a.applied;
-    } else if (cb.decision === 'slower' && clearA) {
+    } else if (cb.decision === 'slower' && notSlowerA) {
       r.finish(`${said}: the second half`);
       candidates = b.applied;
     } else if (ca.decision === 'slower' && cb.decision === 'slower') {
