@@ -89,6 +89,15 @@ def _pip_config_files():
     return files
 
 
+def _pip_value(key, value):
+    """A pip index setting as pip reads it, from a config file or a PIP_* variable alike."""
+    if key == "index-url":
+        return value.strip()
+    if key == "no-index":
+        return value.strip().lower() in ("1", "true", "yes", "on")
+    return value.split()
+
+
 def collect_indexes():
     """Where this interpreter's pip (and uv) would install from: the index, extra indexes and find-links from pip's
     configuration files and variables, and uv's variables. A `pip freeze` does not keep them, and a torch line like
@@ -111,27 +120,15 @@ def collect_indexes():
                 continue
             for key in ("index-url", "extra-index-url", "find-links", "no-index"):
                 if parser.has_option(section, key):
-                    value = parser.get(section, key)
+                    cfg[key] = _pip_value(key, parser.get(section, key))
                     used = True
-                    if key == "index-url":
-                        cfg[key] = value.strip()
-                    elif key == "no-index":
-                        cfg[key] = value.strip().lower() in ("1", "true", "yes", "on")
-                    else:
-                        cfg[key] = value.split()
         if used:
             sources.append(path)
     for key in ("index-url", "extra-index-url", "find-links", "no-index"):
         var = "PIP_" + key.upper().replace("-", "_")
         if var in os.environ:
             sources.append("$" + var)
-            value = os.environ[var]
-            if key == "index-url":
-                cfg[key] = value.strip()
-            elif key == "no-index":
-                cfg[key] = value.strip().lower() in ("1", "true", "yes", "on")
-            else:
-                cfg[key] = value.split()
+            cfg[key] = _pip_value(key, os.environ[var])
     uv = {}
     for var in ("UV_INDEX_URL", "UV_EXTRA_INDEX_URL", "UV_DEFAULT_INDEX", "UV_INDEX", "UV_FIND_LINKS",
                 "UV_NO_INDEX"):

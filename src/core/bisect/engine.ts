@@ -1,4 +1,5 @@
 import { KnownGoodError } from '../errors';
+import { formatRate } from '../bench/compare';
 
 /**
  * The bisect engine: which of the differences between a good state and a bad one costs the speed, found by measuring
@@ -415,18 +416,7 @@ async function confirm(s: Search, suspects: readonly string[], good: Planned, ba
   return { round: r.index, revertedRestores, revertedMatchesGood, aloneSlows, confirmed };
 }
 
-/** A speed as the report prints it: 3 significant digits with K/M/G (the unit is the caller's). */
-export function fmt(n: number): string {
-  if (!Number.isFinite(n)) return String(n);
-  const units: [number, string][] = [
-    [1e9, 'G'],
-    [1e6, 'M'],
-    [1e3, 'K'],
-  ];
-  for (const [div, suffix] of units) {
-    if (Math.abs(n) >= div) return `${(n / div).toPrecision(3)}${suffix}`;
-  }
-  return n >= 100 ? n.toFixed(0) : n.toPrecision(3);
-}
+/** A speed as every report prints it (What Changed?, the benchmark's compare): one formatter. */
+export const fmt = formatRate;
 
 export { pct as formatChange };
