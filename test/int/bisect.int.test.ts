@@ -21,9 +21,9 @@ import { startSshd, type TestSshd } from '../support/sshd';
  * - a command whose speed is a pure function of its environment (deterministic: the search, the env words and their
  *   quoting, the secret applied but never shown);
  * - the real CPU benchmark (python/throughput_bench.py) with a real slowdown: PYTHONPATH gained a folder whose
- *   sitecustomize.py starts an "agent" thread that spins holding the GIL with a long switch interval — as a tracing
- *   agent's bootstrap on PYTHONPATH does — which starves the benchmark's Python on any machine (a ratio, not a
- *   time). Another helper's CPU hog can still blur runs: the assertion is the engine's honesty — the culprit found
+ *   sitecustomize.py starts an "agent" thread that, once torch is imported, spins holding the GIL with a long switch
+ *   interval — as a tracing agent's bootstrap on PYTHONPATH does — which starves the benchmark's Python on any machine
+ *   (a ratio, not a time). Another helper's CPU hog can still blur runs: the assertion is the engine's honesty — the culprit found
  *   and confirmed, or "inconclusive" with the suspects left — never another change named.
  */
 
@@ -72,6 +72,7 @@ void describe('environment bisect through a real sshd', () => {
     writeFileSync(
       join(dir, 'agent', 'sitecustomize.py'),
       [
+        'import importlib.util',
         'import sys',
         'import threading',
         '',
@@ -82,8 +83,27 @@ void describe('environment bisect through a real sshd', () => {
         '        n += 1',
         '',
         '',
-        'sys.setswitchinterval(0.02)',
-        'threading.Thread(target=_spin, name="agent", daemon=True).start()',
+        'class _AttachAfterTorch:',
+        '    # the agent attaches as torch finishes importing: spinning through the import itself (thousands of GIL',
+        '    # hand-offs at 20 ms each) made one run take minutes on a quiet machine; attached later, a short run could',
+        '    # end before it did',
+        '    def find_spec(self, name, path=None, target=None):',
+        '        if name != "torch":',
+        '            return None',
+        '        sys.meta_path.remove(self)',
+        '        spec = importlib.util.find_spec(name)',
+        '        run = spec.loader.exec_module',
+        '',
+        '        def exec_module(module):',
+        '            run(module)',
+        '            sys.setswitchinterval(0.02)',
+        '            threading.Thread(target=_spin, name="agent", daemon=True).start()',
+        '',
+        '        spec.loader.exec_module = exec_module',
+        '        return spec',
+        '',
+        '',
+        'sys.meta_path.insert(0, _AttachAfterTorch())',
         '',
       ].join('\n'),
     );
