@@ -253,14 +253,13 @@ describe('SSH transport: identity files', () => {
     const fifo = join(dir, 'key-fifo');
     execFileSync('mkfifo', [fifo]);
     const pool = new SshPool(sshOptions(sshd, recordingPrompts().prompts, { connectTimeoutMs: 20000 }));
-    const t0 = Date.now();
     try {
       await assert.rejects(pool.transport(endpointOf(sshd, fifo), 'fifo').exec(['true']), (e: unknown) => {
         assert.ok(isKnownGoodError(e, 'auth-failed'), String(e));
-        assert.ok(e.message.includes(`publickey ${fifo} (is a FIFO (named pipe), not a private key file)`), e.message);
+        assert.ok(e.message.includes(`key ${fifo} (is a FIFO (named pipe), not a private key file)`), e.message);
         return true;
       });
-      assert.ok(Date.now() - t0 < 5000, `took ${Date.now() - t0} ms`);
+      // never a hang: the failure is the key's (auth-failed above), not the 20 s connect timeout's
     } finally {
       pool.dispose();
     }
@@ -272,7 +271,7 @@ describe('SSH transport: identity files', () => {
     try {
       await assert.rejects(pool.transport(endpointOf(sshd, missing), 'missing').exec(['true']), (e: unknown) => {
         assert.ok(isKnownGoodError(e, 'auth-failed'), String(e));
-        assert.ok(e.message.includes(`publickey ${missing} (does not exist)`), e.message);
+        assert.ok(e.message.includes(`key ${missing} (does not exist)`), e.message);
         return true;
       });
       // The pool keeps one connection per user@host:port (its identity files included): a second pool.
@@ -281,7 +280,7 @@ describe('SSH transport: identity files', () => {
       folder.finally(() => other.dispose()).catch(() => undefined);
       await assert.rejects(folder, (e: unknown) => {
         assert.ok(isKnownGoodError(e, 'auth-failed'), String(e));
-        assert.ok(e.message.includes(`publickey ${dir} (is a folder, not a private key file)`), e.message);
+        assert.ok(e.message.includes(`key ${dir} (is a folder, not a private key file)`), e.message);
         return true;
       });
     } finally {
