@@ -139,7 +139,9 @@ describe('Remote Runs tree', () => {
     assert.equal(bad.length, 1, JSON.stringify(bad.map((b) => b.label)));
     assert.equal(bad[0]!.node.kind, 'message');
     assert.ok(bad[0]!.label.length > 0);
-    assert.equal(bad[0]!.item.command?.command, 'knownGood.hosts.retry');
+    // a connection failure: a click opens Edit Host… (issue 25), Retry stays as the row's inline action
+    assert.equal(bad[0]!.item.command?.command, 'knownGood.hosts.edit');
+    assert.ok(String(bad[0]!.item.contextValue).split(';').includes('retry'), String(bad[0]!.item.contextValue));
 
     const good = await settledRows(api, (await hostRow(api, 'This machine')).node);
     assert.deepEqual(
