@@ -6,6 +6,7 @@ import { builtinMeasure, envChangeId, type EnvChange } from '../../src/core/bise
 import { bisectHeadline } from '../../src/core/bisect/render';
 import { LocalTransport } from '../../src/core/transport/local';
 import type { BenchResult } from '../context';
+import { TINY_CPU_BENCH } from '../../test/support/tinyBench';
 
 /*
  * The environment bisect (issue 26) on this machine with the real CPU benchmark (python/throughput_bench.py, tiny
@@ -18,17 +19,7 @@ import type { BenchResult } from '../context';
  *   hand with as many runs each (3 per state, plus the baseline), timed at this bisect's own median run.
  */
 
-const TINY = {
-  device: 'cpu',
-  layers: 1,
-  width: 32,
-  heads: 2,
-  seq: 16,
-  batch: 1,
-  vocab: 64,
-  steps: 4,
-  warmup: 1,
-} as const;
+const TINY = TINY_CPU_BENCH;
 
 function median(xs: readonly number[]): number {
   const s = [...xs].sort((a, b) => a - b);

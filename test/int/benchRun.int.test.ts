@@ -4,19 +4,10 @@ import { benchProcess } from '../../src/core/bench/run';
 import { isKnownGoodError } from '../../src/core/errors';
 import { LocalTransport } from '../../src/core/transport/local';
 import { TORCH_PYTHON, requireTorch } from '../support/require';
+import { TINY_CPU_BENCH } from '../support/tinyBench';
 
 void describe('core/bench/run.ts: the one process run of throughput_bench.py (extension and CLI)', () => {
-  const tiny = {
-    device: 'cpu',
-    layers: 1,
-    width: 32,
-    heads: 2,
-    seq: 16,
-    batch: 1,
-    vocab: 64,
-    steps: 2,
-    warmup: 0,
-  } as const;
+  const tiny = { ...TINY_CPU_BENCH, steps: 2, warmup: 0 } as const;
 
   void it('runs the probe through pipes, hides the frame, and parses the result in the epilogue and after', async () => {
     requireTorch();

@@ -14,6 +14,7 @@ import { SshPool } from '../../src/core/transport/ssh';
 import { endpointOf, recordingPrompts, sshOptions } from '../support/hosts';
 import { TORCH_PYTHON, requireTorch } from '../support/require';
 import { startSshd, type TestSshd } from '../support/sshd';
+import { TINY_CPU_BENCH } from '../support/tinyBench';
 
 /*
  * The environment bisect against a real sshd: the baseline is captured with one BASH_ENV, "now" is another (six
@@ -28,17 +29,7 @@ import { startSshd, type TestSshd } from '../support/sshd';
  */
 
 const SECRET = 'hf_bisectSecretValue0123456789abcdef';
-const TINY = {
-  device: 'cpu',
-  layers: 1,
-  width: 32,
-  heads: 2,
-  seq: 16,
-  batch: 1,
-  vocab: 64,
-  steps: 4,
-  warmup: 1,
-} as const;
+const TINY = TINY_CPU_BENCH;
 
 void describe('environment bisect through a real sshd', () => {
   let sshd: TestSshd;
