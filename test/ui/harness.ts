@@ -233,8 +233,19 @@ function makeWorkbench(page: Page, server: VsCodeServer, sshd: TestSshd | undefi
       const tab = page.getByRole('tab', { name: exact(title) });
       // The extension's entry appears once the extension host has read the manifest (~5 s on 2 cores).
       await tab.waitFor({ timeout: 60_000 });
-      if ((await tab.getAttribute('aria-selected')) !== 'true') await tab.click();
-      await sideBar.locator('.composite.title').getByText(title, { exact: false }).first().waitFor();
+      const heading = sideBar.locator('.composite.title').getByText(title, { exact: false }).first();
+      // After Reload Window the tab can say selected while the side bar is still hidden (its title there, hidden):
+      // click only while the title is not visible, and read again, since a click on a shown container hides it.
+      for (let attempt = 1; ; attempt++) {
+        if (await heading.isVisible()) return;
+        if ((await tab.getAttribute('aria-selected')) !== 'true' || attempt > 1) await tab.click();
+        const shown = await heading.waitFor({ timeout: 10_000 }).then(
+          () => true,
+          () => false,
+        );
+        if (shown) return;
+        if (attempt >= 4) throw new Error(`the ${title} view did not show after ${attempt} tries`);
+      }
     },
     treeItem,
     row: (label) =>
