@@ -175,6 +175,11 @@ void describe("the baseline's kept speed beside a restore", () => {
     assert.equal(keptSpeed(baseline, custom, results)?.speed, 200);
     assert.match(keptSpeed(baseline, custom, results)!.from, /measured 5 min from the baseline's capture/);
     assert.equal(keptSpeed(baseline, { kind: 'builtin' }, results)?.speed, 300);
+    assert.equal(
+      keptSpeed(baseline, { kind: 'builtin', clock: 'cpu' }, results),
+      undefined,
+      'kept speeds are wall time',
+    );
     assert.equal(keptSpeed(baseline, custom, results, 'r5')?.speed, 500);
     assert.match(keptSpeed(baseline, custom, results, 'r5')!.from, /marked Known-Good/);
     assert.equal(keptSpeed(baseline, custom, results.slice(3, 5)), undefined, 'another command, or days away');

@@ -36,7 +36,8 @@ function speedOf(r: ThroughputResult): number | undefined {
 
 function matches(r: ThroughputResult, benchmark: BisectBenchmark): boolean {
   const source = typeof r['source'] === 'string' ? r['source'] : '';
-  if (benchmark.kind === 'builtin') return source === 'throughput_bench';
+  // kept built-in results are wall-clock speeds: a CPU-clock run has no kept figure to stand beside
+  if (benchmark.kind === 'builtin') return source === 'throughput_bench' && (benchmark.clock ?? 'wall') === 'wall';
   const config = r['config'] as { command?: unknown } | undefined;
   return source.startsWith('custom-') && config?.command === benchmark.bench.command;
 }
