@@ -444,7 +444,8 @@ def launch_records(run):
 
 def plain_stat(path):
     try:
-        st = os.stat(path)
+        # "~/..." is the user's home on the host (a restored env's interpreter): the caller does not know it
+        st = os.stat(os.path.expanduser(path) if path.startswith("~/") else path)
         return {"path": path, "exists": True, "size": st.st_size, "mtime": st.st_mtime, "error": None}
     except FileNotFoundError:
         return {"path": path, "exists": False, "size": None, "mtime": None, "error": "not found"}

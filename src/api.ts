@@ -60,6 +60,11 @@ export interface RestoreOutcome {
   /** Set when it ran: the script's exit code and the freeze comparison's text. */
   exitCode?: number | null;
   freeze?: string;
+  /** Set when the benchmark ran after the restore: restored, at the baseline, now. */
+  speeds?: { line: string; restored?: number; baseline?: number; now?: number; errors: string[] };
+  /** The restore's report document (markdown), when the script ended well. */
+  report?: string;
+  reportText?: string;
 }
 
 export interface CompareOutcome {

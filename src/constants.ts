@@ -66,6 +66,7 @@ export const BenchCommands = {
 /** The environment bisect (src/bisect). */
 export const BisectCommands = {
   environment: 'knownGood.bisect.environment',
+  packages: 'knownGood.bisect.packages',
 } as const;
 
 /** Run Probe… in a terminal (src/probes). */

@@ -193,7 +193,8 @@ export class Container implements vscode.Disposable {
       evidence: {
         openArgsDiff: (a, b) => args.openDiff(a, b),
         compareBaseline: (hostId, baselineId) => executeCommand(BaselineCommands.compare, { hostId, baselineId }),
-        bisect: (hostId, baselineId) => executeCommand(BisectCommands.environment, { hostId, baselineId }),
+        bisect: (hostId, baselineId, packages) =>
+          executeCommand(packages ? BisectCommands.packages : BisectCommands.environment, { hostId, baselineId }),
         compareBench: (hostId, referenceId) =>
           executeCommand(BenchCommands.compare, { hostId }, referenceId !== null ? { reference: referenceId } : {}),
         openDashboard: (hostId, logPath, window, series) =>

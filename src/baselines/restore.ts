@@ -1,9 +1,12 @@
 import type { RestoreOutcome } from '../api';
 import { BaselineCommands } from '../constants';
+import { formatRate } from '../core/bench/compare';
 import type { TargetOf } from '../core/runs/targets';
 import { envLabelOf, planDocument, planScript } from '../core/restore/plan';
 import { compareFreeze, freezeComparisonText, freezeOf, planOnHost } from '../core/restore/run';
+import { restoredSpeeds, restoredSpeedsText, type RestoredSpeeds } from '../core/restore/speeds';
 import { TerminalRunner } from '../core/terminal/runner';
+import { pickBenchmark } from '../shared/benchmark';
 import { withCancellableProgress } from '../shared/progress';
 import { showInfo, showUntitled } from '../window';
 import { showInTerminal } from '../shared/terminal';
@@ -48,21 +51,95 @@ export function registerRestoreCommand(
               'Run',
             );
       if (run !== 'Run') return outcome;
+      // Asked before the run starts, so a long install is not followed by a question nobody is there to answer.
+      const extra = call.extra as { benchmark?: unknown } | undefined;
+      const benchmark =
+        extra?.benchmark === 'none'
+          ? undefined
+          : await pickBenchmark(
+              f.settings,
+              extra?.benchmark === 'builtin' || extra?.benchmark === 'custom' ? extra.benchmark : undefined,
+            );
       let freeze: string | undefined;
+      let speeds: RestoredSpeeds | undefined;
       const runner = new TerminalRunner(session.transport, {
         argv: ['sh', '-c', planScript(plan, title)],
         display: `restore ${baseline.label} → ${plan.envDir}`,
-        epilogue: async (exit) => {
+        epilogue: async (exit, r) => {
           if (exit.exitCode !== 0) return undefined;
           freeze = freezeComparisonText(
             compareFreeze(baseline.snapshot.packages.packages, await freezeOf(session.transport, plan), plan),
           );
-          return freeze;
+          if (!benchmark) return freeze;
+          r.print(`\n${freeze}\n\n`);
+          const key = f.storeKeyOf(b.spec);
+          const [results, reference] = await Promise.all([f.store.listResults(key), f.store.reference(key)]);
+          speeds = await restoredSpeeds(session, {
+            envDir: plan.envDir,
+            nowPython: b.spec.python,
+            baseline,
+            benchmark,
+            results: results.results.map((x) => x.result),
+            ...(reference ? { reference: reference.resultId } : {}),
+            onText: (t) => r.print(t.endsWith('\n') ? t : `${t}\n`),
+          });
+          return restoredSpeedsText(speeds);
         },
       });
       const shown = showInTerminal(`Restore @ ${b.spec.name}`, runner);
       const exit = await shown.done;
-      return { ...outcome, exitCode: exit.exitCode, ...(freeze !== undefined ? { freeze } : {}) };
+      const report =
+        freeze === undefined
+          ? undefined
+          : await showUntitled(restoreReport(title, plan.envDir, freeze, speeds), 'markdown');
+      return {
+        ...outcome,
+        exitCode: exit.exitCode,
+        ...(freeze !== undefined ? { freeze } : {}),
+        ...(speeds ? { speeds: speedsOutcome(speeds) } : {}),
+        ...(report ? { report: report.document.uri.toString(), reportText: report.document.getText() } : {}),
+      };
     },
   );
+}
+
+const rate = (v: number | undefined) => (v === undefined ? '—' : formatRate(v));
+
+/** The restore's report: where the env is, its pip freeze against the baseline, the benchmark three ways. */
+function restoreReport(title: string, envDir: string, freeze: string, speeds: RestoredSpeeds | undefined): string {
+  return [
+    `# Restore of ${title}`,
+    '',
+    ...(speeds ? [`**${speeds.line}**`, ''] : []),
+    `Restored env: \`${envDir}\``,
+    '',
+    '## Packages',
+    '',
+    '```',
+    freeze,
+    '```',
+    '',
+    ...(speeds
+      ? [
+          '## Benchmark',
+          '',
+          `- Benchmark: ${speeds.benchmark}`,
+          `- Restored env: ${rate(speeds.restored)} ${speeds.unit}`,
+          `- Baseline: ${rate(speeds.baseline)} ${speeds.unit} (${speeds.baselineFrom})`,
+          `- Now: ${rate(speeds.now)} ${speeds.unit}`,
+          ...speeds.errors.map((e) => `- ${e.side === 'restored' ? 'In the restored env' : 'Now'}: ${e.error}`),
+          '',
+        ]
+      : ['No benchmark was run.', '']),
+  ].join('\n');
+}
+
+function speedsOutcome(s: RestoredSpeeds): NonNullable<RestoreOutcome['speeds']> {
+  return {
+    line: s.line,
+    ...(s.restored !== undefined ? { restored: s.restored } : {}),
+    ...(s.now !== undefined ? { now: s.now } : {}),
+    ...(s.baseline !== undefined ? { baseline: s.baseline } : {}),
+    errors: s.errors.map((e) => `${e.side}: ${e.error}`),
+  };
 }

@@ -1,11 +1,15 @@
 import * as vscode from 'vscode';
-import type { BaselineStore } from '../core/baselines/store';
-import { customBenchmarkOf } from '../core/bench/customBenchmark';
+import type { Baseline, BaselineStore } from '../core/baselines/store';
+import type { CustomBenchmark } from '../core/bench/customBenchmark';
+import type { BisectChange, BisectEvent } from '../core/bisect/engine';
 import { envBisect, noBaseline, type BisectBenchmark, type EnvBisectOutcome } from '../core/bisect/envBisect';
 import { bisectEventLine } from '../core/bisect/render';
 import { KnownGoodError, messageOf } from '../core/errors';
 import type { HostSpec } from '../core/hosts';
+import { bisectPackagesOfBaseline, type BaselinePackageBisect } from '../core/restore/packageBisect';
+import type { TargetOf } from '../core/runs/targets';
 import { BisectCommands } from '../constants';
+import { pickBenchmark } from '../shared/benchmark';
 import type { RegisterCommand } from '../shared/commands';
 import type { Hosts } from '../shared/hosts';
 import type { SettingsAccess } from '../shared/settings';
@@ -20,6 +24,15 @@ export interface BisectDeps {
   settings: SettingsAccess;
   store: BaselineStore;
   storeKeyOf(host: HostSpec): string;
+}
+
+/** What tests read of a finished package bisect (the command's result). */
+export interface PackageBisectRunOutcome {
+  terminalName: string;
+  uri: string;
+  markdown: string;
+  result: Omit<BaselinePackageBisect, 'markdown'>;
+  screen: string;
 }
 
 /** What tests read of a finished bisect (the command's result). */
@@ -88,6 +101,23 @@ class BisectTerminal implements vscode.Pseudoterminal {
   }
 }
 
+/** The baseline a command was invoked on, or the one the user picks among the host's. */
+async function chooseBaseline(d: BisectDeps, t: TargetOf<'host' | 'baseline'>, what: string) {
+  const host = d.hosts.get(t.hostId);
+  const { baselines } = await d.store.list(d.storeKeyOf(host));
+  if (baselines.length === 0) throw noBaseline(host.name);
+  if (t.kind === 'baseline') {
+    const baseline = baselines.find((b) => b.baseline.id === t.baselineId)?.baseline;
+    if (!baseline) throw new KnownGoodError('not-found', `no baseline ${t.baselineId} for ${host.name}`);
+    return { host, baseline };
+  }
+  const pick = await showQuickPick(
+    baselines.map((b) => ({ label: b.baseline.label, description: b.baseline.capturedAt, b: b.baseline })),
+    { placeHolder: `${what} of ${host.name} against which baseline?` },
+  );
+  return pick ? { host, baseline: pick.b } : undefined;
+}
+
 export function registerBisect(d: BisectDeps): void {
   const reports = new Reports();
   d.track(registerTextDocumentContentProvider(SCHEME, reports));
@@ -95,45 +125,82 @@ export function registerBisect(d: BisectDeps): void {
     BisectCommands.environment,
     { kinds: ['host', 'baseline'], pick: 'Bisect the environment of which host?' },
     async (t) => {
-      const host = d.hosts.get(t.hostId);
-      const key = d.storeKeyOf(host);
-      const { baselines } = await d.store.list(key);
-      if (baselines.length === 0) throw noBaseline(host.name);
-      let baseline =
-        t.kind === 'baseline' ? baselines.find((b) => b.baseline.id === t.baselineId)?.baseline : undefined;
-      if (t.kind === 'baseline' && !baseline)
-        throw new KnownGoodError('not-found', `no baseline ${t.baselineId} for ${host.name}`);
-      if (!baseline) {
-        const pick = await showQuickPick(
-          baselines.map((b) => ({ label: b.baseline.label, description: b.baseline.capturedAt, b: b.baseline })),
-          { placeHolder: `Bisect the environment of ${host.name} against which baseline?` },
-        );
-        if (!pick) return undefined;
-        baseline = pick.b;
-      }
-      const benchmark = await pickBenchmark(d);
+      const chosen = await chooseBaseline(d, t, 'Bisect the environment');
+      if (!chosen) return undefined;
+      const benchmark = await pickBenchmark(d.settings);
       if (!benchmark) return undefined;
-      return run(d, reports, host, baseline, benchmark);
+      return run(d, reports, chosen.host, chosen.baseline, benchmark);
+    },
+  );
+  d.command(
+    BisectCommands.packages,
+    { kinds: ['host', 'baseline'], pick: 'Bisect the packages of which host?' },
+    async (t) => {
+      const chosen = await chooseBaseline(d, t, 'Bisect the packages');
+      if (!chosen) return undefined;
+      // the package bisect reads the speed from the command's output: the user's command with its regex
+      const benchmark = await pickBenchmark(d.settings, 'custom');
+      if (benchmark?.kind !== 'custom' || benchmark.bench.regex === undefined)
+        throw new KnownGoodError(
+          'settings',
+          'Bisect Packages runs your benchmark command in each state: set knownGood.benchmark.command and ' +
+            'knownGood.benchmark.throughputRegex (the speed is read from its output)',
+        );
+      return runPackages(d, reports, chosen.host, chosen.baseline, benchmark.bench);
     },
   );
 }
 
-async function pickBenchmark(d: BisectDeps): Promise<BisectBenchmark | undefined> {
-  const own = d.settings.current.benchmark.command;
-  if (!own) return { kind: 'builtin' };
-  const pick = await showQuickPick(
-    [
-      {
-        label: 'The built-in benchmark',
-        detail: "python/throughput_bench.py with the baseline's recorded shape",
-        own: false,
-      },
-      { label: 'Your benchmark command', detail: own, own: true },
-    ],
-    { placeHolder: 'Measure each state with…' },
+/** A live terminal for a bisect: what the engine does, line by line; its closing cancels. */
+function openBisectTerminal(name: string): BisectTerminal {
+  const pty = new BisectTerminal();
+  const terminal = createTerminal({ name, pty, iconPath: new vscode.ThemeIcon('debug-alt') });
+  terminal.show(true);
+  return pty;
+}
+
+/** `samples: false` where the caller prints each run itself (the package bisect's onLine). */
+function eventWriter(pty: BisectTerminal, unit: string, samples = true) {
+  return (e: BisectEvent, changes: readonly BisectChange[]) => {
+    if (e.kind === 'sample' && !samples) return;
+    const line = bisectEventLine(e, changes, { unit });
+    if (!line) return;
+    pty.write(e.kind === 'done' ? `\x1b[1m${line}\x1b[0m\n` : `${line}\n`);
+  };
+}
+
+async function runPackages(
+  d: BisectDeps,
+  reports: Reports,
+  host: HostSpec,
+  baseline: Baseline,
+  bench: CustomBenchmark,
+): Promise<PackageBisectRunOutcome> {
+  const session = d.hosts.session(host);
+  const name = `Known Good: Bisect Packages @ ${host.name}`;
+  const pty = openBisectTerminal(name);
+  pty.write(
+    `Bisecting the packages of ${host.name} (${host.python}) against the env restored from "${baseline.label}"\n`,
   );
-  if (!pick) return undefined;
-  return pick.own ? { kind: 'custom', bench: customBenchmarkOf(d.settings.current.benchmark) } : { kind: 'builtin' };
+  try {
+    const r = await bisectPackagesOfBaseline(session, baseline, {
+      bench,
+      restoreHint: `Known Good: Restore Known Good… on baseline "${baseline.label}", then Run`,
+      signal: pty.abort.signal,
+      onLine: (l) => pty.write(`${l}\n`),
+      onEvent: eventWriter(pty, '', false),
+    });
+    const uri = reports.add(`${host.name} packages bisect`, r.markdown);
+    await showTextDocument(uri, { preview: false });
+    d.log.info(`package bisect ${host.name} vs ${baseline.label}: ${r.headline}`);
+    const { markdown: _md, ...rest } = r;
+    return { terminalName: name, uri: uri.toString(), markdown: r.markdown, result: rest, screen: pty.screen };
+  } catch (e) {
+    pty.write(`\x1b[31m${messageOf(e)}\x1b[0m\n`);
+    throw e;
+  } finally {
+    pty.end();
+  }
 }
 
 async function run(
@@ -146,9 +213,7 @@ async function run(
   const session = d.hosts.session(host);
   const name = `Known Good: Bisect @ ${host.name}`;
   const unit = benchmark.kind === 'builtin' ? 'tok/s' : '';
-  const pty = new BisectTerminal();
-  const terminal = createTerminal({ name, pty, iconPath: new vscode.ThemeIcon('debug-alt') });
-  terminal.show(true);
+  const pty = openBisectTerminal(name);
   pty.write(`Bisecting the environment of ${host.name} against baseline "${baseline.label}"\n`);
   try {
     const outcome = await envBisect({ ...session, python: host.python, label: host.name }, baseline, {
@@ -156,15 +221,7 @@ async function run(
       extraVariables: d.settings.current.baselines.extraVariables,
       signal: pty.abort.signal,
       onText: (text) => pty.write(text.endsWith('\n') ? text : `${text}\n`),
-      onEvent: (e, changes) => {
-        if (e.kind === 'sample' || e.kind === 'done') {
-          const line = bisectEventLine(e, changes, { unit });
-          if (line) pty.write(`${e.kind === 'done' ? '\x1b[1m' : ''}${line}\x1b[0m\n`);
-          return;
-        }
-        const line = bisectEventLine(e, changes, { unit });
-        if (line) pty.write(`${line}\n`);
-      },
+      onEvent: eventWriter(pty, unit),
     });
     if (!outcome.report) pty.write(`${outcome.headline}\n`);
     const uri = reports.add(`${host.name} bisect`, outcome.markdown);

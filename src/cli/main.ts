@@ -33,6 +33,8 @@ Options:
   --regex RE              bisect --bench: the speed is the first group of RE in the command's output
   --jsonl PATH:KEY        bisect --bench: the speed is KEY in the jsonl file PATH the command writes
   --repeats N             bisect: runs of each state per round (at least 3, default 3)
+  --cpu-clock             bisect: the built-in benchmark's speed per CPU-second of its process, not wall time
+                          (a shared CPU host; blind to changes that only cost waiting, e.g. fewer threads)
   --packages              bisect: the packages that differ from the restored env (restore --run first)
   --run                   restore: run the plan (without it the plan is only printed)
   --job JOBID             fleet: the Slurm job whose nodes to use
@@ -67,6 +69,8 @@ export interface CliOptions {
   jsonl?: string;
   /** bisect: runs of each state per round. */
   repeats?: number;
+  /** bisect: the built-in benchmark on the process's CPU clock. */
+  cpuClock?: boolean;
   /** bisect: the packages between the restored env and now, not the environment variables. */
   packages?: boolean;
   /** restore: run the plan, not only print it. */
@@ -126,6 +130,7 @@ export function parseArgs(argv: string[]): { positional: string[]; rest: string[
     else if (a === '--regex') options.regex = value();
     else if (a === '--jsonl') options.jsonl = value();
     else if (a === '--repeats') options.repeats = parseRepeats(value());
+    else if (a === '--cpu-clock') options.cpuClock = true;
     else if (a === '--job') options.job = value();
     else if (a === '--nodes') options.nodes = value();
     else if (a === '--slurm-conf') options.slurmConf = value();

@@ -45,8 +45,8 @@ export interface WhatChangedDeps {
   evidence: {
     openArgsDiff(a: ArgsCheckpoint, b: ArgsCheckpoint): Promise<unknown>;
     compareBaseline(hostId: string, baselineId: string): Thenable<unknown>;
-    /** Confirm by bisect: the environment bisect against that baseline. */
-    bisect(hostId: string, baselineId: string): Thenable<unknown>;
+    /** Confirm by bisect: the environment bisect against that baseline (with `packages`, the package bisect). */
+    bisect(hostId: string, baselineId: string, packages: boolean): Thenable<unknown>;
     compareBench(hostId: string, referenceId: string | null): Thenable<unknown>;
     openDashboard(
       hostId: string,
@@ -182,7 +182,7 @@ export function registerWhatChanged(d: WhatChangedDeps): void {
       case 'env-diff':
         return d.evidence.compareBaseline(hostId, link.baselineId);
       case 'bisect':
-        return d.evidence.bisect(hostId, link.baselineId);
+        return d.evidence.bisect(hostId, link.baselineId, link.packages === true);
       case 'plot':
         return d.evidence.openDashboard(hostId, link.log, link.window, link.series);
       case 'bench-compare':

@@ -38,6 +38,12 @@ class ThroughputBenchTest(unittest.TestCase):
         self.assertLessEqual(tps["min"], tps["median"])
         self.assertLessEqual(tps["median"], tps["max"])
         self.assertEqual(len(doc["stepTimesMs"]), 3)
+        # tokens per CPU-second of the process: a CPU host's step costs at least its wall time in CPU (one thread)
+        # or is left out when the clock's resolution read 0 ms
+        cpu = doc["cpuTokensPerSec"]
+        if cpu is not None:
+            self.assertLessEqual(cpu["min"], cpu["median"])
+            self.assertLessEqual(cpu["median"], cpu["max"])
         cfg = doc["config"]
         self.assertEqual((cfg["layers"], cfg["device"], cfg["dtype"], cfg["steps"], cfg["warmup"]),
                          (1, "cpu", "fp32", 3, 1))

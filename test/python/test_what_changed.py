@@ -136,6 +136,13 @@ class Fingerprints(unittest.TestCase):
         self.assertEqual(out["paths"][0]["error"], "not gathered: RecursionError: maximum recursion depth exceeded")
         self.assertTrue(out["stats"][0]["exists"])
 
+    def test_a_stat_under_tilde_is_the_home_folder(self):
+        # a restored env's interpreter is named "~/.known-good/envs/<label>/bin/python": the caller has no home path
+        with open(os.path.join(self.d, "there"), "w") as f:
+            f.write("x")
+        out = run("--stat", "~/there", "--stat", "~/gone", env=dict(os.environ, HOME=self.d))
+        self.assertEqual([(s["path"], s["exists"]) for s in out["stats"]], [("~/there", True), ("~/gone", False)])
+
     def test_a_missing_path_is_reported_not_found_never_left_out(self):
         doc = run("--path", os.path.join(self.d, "gone"), "--stat", os.path.join(self.d, "gone2"))
         self.assertEqual(doc["paths"][0]["exists"], False)

@@ -4,7 +4,10 @@ import { describe, it } from 'node:test';
 import { parseEnvSnapshot } from '../../src/core/baselines/envProbe';
 import { checkDriver } from '../../src/core/restore/driver';
 import { envLabelOf, planDocument, planScript, restorePlan, torchBuildOf } from '../../src/core/restore/plan';
+import { restoredSpeedLine } from '../../src/core/restore/run';
+import { keptSpeed } from '../../src/core/restore/speeds';
 import { isTorchFamily, normalizeName, packageUnits } from '../../src/core/restore/units';
+import type { Baseline } from '../../src/core/baselines/store';
 import { cloneSnapshot, cpuBoxPartial, h200KnownGood } from '../fixtures/env';
 
 const REAL = 'test/fixtures/real/env';
@@ -150,6 +153,42 @@ void describe('package units', () => {
         'jax-cuda13-plugin': ['jax-cuda13-pjrt', 'jaxlib'],
       }),
       [['nvidia-nccl-cu13', 'torch', 'triton'], ['jax', 'jax-cuda13-plugin', 'jaxlib'], ['numpy'], ['six']],
+    );
+  });
+});
+
+void describe("the baseline's kept speed beside a restore", () => {
+  const at = (min: number) => new Date(Date.parse('2026-11-30T10:00:00Z') + min * 60_000).toISOString();
+  const baseline = { id: 'b1', capturedAt: at(0) } as unknown as Baseline;
+  const custom = { kind: 'custom', bench: { command: 'python bench.py', regex: 'x (\\d+)', lastN: 10 } } as const;
+  const result = (id: string, min: number, source: string, tokensPerSec: number, command?: string) =>
+    ({ id, at: at(min), kind: 'throughput', baselineId: null, source, tokensPerSec, config: { command } }) as const;
+
+  void it('the result marked Known-Good first, else the matching one nearest the capture within a day', () => {
+    const results = [
+      result('r1', -30, 'custom-regex', 100, 'python bench.py'),
+      result('r2', 5, 'custom-regex', 200, 'python bench.py'),
+      result('r3', 2, 'throughput_bench', 300),
+      result('r4', 1, 'custom-regex', 400, 'python other.py'),
+      result('r5', 3000, 'custom-regex', 500, 'python bench.py'),
+    ];
+    assert.equal(keptSpeed(baseline, custom, results)?.speed, 200);
+    assert.match(keptSpeed(baseline, custom, results)!.from, /measured 5 min from the baseline's capture/);
+    assert.equal(keptSpeed(baseline, { kind: 'builtin' }, results)?.speed, 300);
+    assert.equal(
+      keptSpeed(baseline, { kind: 'builtin', clock: 'cpu' }, results),
+      undefined,
+      'kept speeds are wall time',
+    );
+    assert.equal(keptSpeed(baseline, custom, results, 'r5')?.speed, 500);
+    assert.match(keptSpeed(baseline, custom, results, 'r5')!.from, /marked Known-Good/);
+    assert.equal(keptSpeed(baseline, custom, results.slice(3, 5)), undefined, 'another command, or days away');
+  });
+
+  void it('the line reads restored vs at baseline vs now', () => {
+    assert.equal(
+      restoredSpeedLine({ restored: 284_000, baseline: 285_000, now: 190_000 }, 'tok/s'),
+      'restored: 284K tok/s vs 285K at baseline, 190K now',
     );
   });
 });

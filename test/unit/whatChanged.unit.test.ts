@@ -651,3 +651,41 @@ void test('one flattening: {} below the top is a leaf, args that are not an obje
   assert.deepEqual([...flattenArgs({})], []);
   assert.deepEqual(dataPathsOf(null), new Map());
 });
+
+void test('a package suspect offers the package bisect once the baseline env was restored (its interpreter exists)', () => {
+  const good = baseline(
+    'b-good',
+    'good run',
+    T0 + 150,
+    snapshot(T0 + 150, { packages: { packages: { transformers: '4.40.0' } } }),
+  );
+  const now = snapshot(T0 + 20000, { packages: { packages: { transformers: '4.41.0' } } });
+  const withStats = (exists: boolean) =>
+    analyze(
+      facts({
+        env: { now, baselines: [good] },
+        marks: { baselineId: 'b-good' },
+        probe: {
+          now: T0 + 20000,
+          paths: [],
+          git: [],
+          stats: [{ path: '~/.known-good/envs/good-run/bin/python', exists, size: 1, mtime: T0, error: null }],
+          launches: [],
+          elapsedMs: 1,
+        },
+      }),
+    );
+  const bisectOf = (exists: boolean) =>
+    withStats(exists)
+      .suspects.find((s) => s.title === 'transformers 4.40.0 → 4.41.0')
+      ?.evidence.find((e) => e.kind === 'bisect');
+  assert.deepEqual(bisectOf(true), {
+    kind: 'bisect',
+    title: 'Confirm by bisect',
+    hostId: bisectOf(true)!.hostId,
+    baselineId: 'b-good',
+    change: 'package:transformers',
+    packages: true,
+  });
+  assert.equal(bisectOf(false), undefined, 'no restored env: nothing to bisect against');
+});

@@ -16,7 +16,14 @@ function benchmarkOf(options: CliOptions): BisectBenchmark {
   if (options.bench === undefined) {
     if (options.regex !== undefined || options.jsonl !== undefined)
       throw new KnownGoodError('settings', '--regex and --jsonl go with --bench CMD');
-    return { kind: 'builtin', ...(options.config !== undefined ? { config: parseBenchConfig(options.config) } : {}) };
+  } else if (options.cpuClock)
+    throw new KnownGoodError('settings', "--cpu-clock is the built-in benchmark's: not with --bench");
+  if (options.bench === undefined) {
+    return {
+      kind: 'builtin',
+      ...(options.config !== undefined ? { config: parseBenchConfig(options.config) } : {}),
+      ...(options.cpuClock ? { clock: 'cpu' as const } : {}),
+    };
   }
   let jsonl: { path: string; key: string } | undefined;
   if (options.jsonl !== undefined) {

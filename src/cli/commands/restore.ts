@@ -1,20 +1,12 @@
 import { findBaseline } from '../../core/baselines/lookup';
 import { BaselineStore, type Baseline } from '../../core/baselines/store';
-import { throughputFromOutput } from '../../core/bench/customBenchmark';
-import { bisectEventLine, bisectHeadline, renderBisectMarkdown } from '../../core/bisect/render';
+import { bisectEventLine, bisectHeadline } from '../../core/bisect/render';
 import { KnownGoodError } from '../../core/errors';
 import type { HostSession } from '../../core/registry';
-import { packageBisect } from '../../core/restore/packageBisect';
-import { envLabelOf, planDocument, planScript, type RestorePlan } from '../../core/restore/plan';
-import {
-  compareFreeze,
-  freezeComparisonText,
-  freezeOf,
-  inVenvCommand,
-  planOnHost,
-  restoredSpeedLine,
-  runScript,
-} from '../../core/restore/run';
+import { bisectPackagesOfBaseline } from '../../core/restore/packageBisect';
+import { envLabelOf, planDocument, planScript } from '../../core/restore/plan';
+import { compareFreeze, freezeComparisonText, freezeOf, planOnHost, runScript } from '../../core/restore/run';
+import { restoredSpeeds, restoredSpeedsText } from '../../core/restore/speeds';
 import type { CliOptions } from '../main';
 import { printable, printableLines } from '../output';
 import { cliBaselineDir } from './env';
@@ -24,6 +16,11 @@ async function baselineOf(session: HostSession, word: string | undefined, what: 
   if (!word) throw new KnownGoodError('settings', `${what}: BASELINE is missing (a file, an id or a label)`);
   const store = new BaselineStore(cliBaselineDir());
   return (await findBaseline(store, session.transport.id, word)).baseline;
+}
+
+async function referenceOf(store: BaselineStore, hostId: string): Promise<{ reference?: string }> {
+  const ref = await store.reference(hostId);
+  return ref ? { reference: ref.resultId } : {};
 }
 
 function title(b: Baseline): string {
@@ -36,19 +33,6 @@ function benchOf(options: CliOptions): { command: string; regex: string; lastN: 
   if (options.regex === undefined)
     throw new KnownGoodError('settings', '--bench CMD needs --regex RE here: the speed is read from its output');
   return { command: options.bench, regex: options.regex, lastN: 10 };
-}
-
-async function speedIn(session: HostSession, envDir: string | null, bench: { command: string; regex: string }) {
-  const command = envDir ? inVenvCommand(envDir, bench.command) : bench.command;
-  const r = await session.transport.exec(['sh', '-c', command], { timeoutMs: 3_600_000 });
-  return throughputFromOutput(`${r.stdout}\n${r.stderr}`, bench.regex)?.tokensPerSec;
-}
-
-/** The baseline's kept throughput result, when one was measured with it (tokens/s, the median). */
-function keptSpeed(b: Baseline): number | undefined {
-  const last = b.throughput?.[b.throughput.length - 1] as { tokensPerSec?: { median?: unknown } } | undefined;
-  const v = last?.tokensPerSec?.median;
-  return typeof v === 'number' ? v : undefined;
 }
 
 /**
@@ -88,27 +72,21 @@ export const restoreCommand: CliCommand = {
       plan,
     );
     const bench = benchOf(options);
+    const store = new BaselineStore(cliBaselineDir());
     const speeds = bench
-      ? {
-          restored: await speedIn(session, plan.envDir, bench),
-          now: await speedIn(session, null, bench),
-          baseline: keptSpeed(baseline),
-        }
+      ? await restoredSpeeds(session, {
+          envDir: plan.envDir,
+          nowPython: session.spec.python,
+          baseline,
+          benchmark: { kind: 'custom', bench },
+          results: (await store.listResults(session.transport.id)).results.map((r) => r.result),
+          ...(await referenceOf(store, session.transport.id)),
+        })
       : undefined;
     if (options.json) out.write(JSON.stringify({ plan, exitCode, comparison, speeds }, null, 2) + '\n');
     else {
       out.write(printableLines(freezeComparisonText(comparison)) + '\n');
-      if (speeds)
-        out.write(
-          restoredSpeedLine(
-            {
-              ...(speeds.restored !== undefined ? { restored: speeds.restored } : {}),
-              ...(speeds.baseline !== undefined ? { baseline: speeds.baseline } : {}),
-              ...(speeds.now !== undefined ? { now: speeds.now } : {}),
-            },
-            'per s',
-          ) + '\n',
-        );
+      if (speeds) out.write(printableLines(restoredSpeedsText(speeds)) + '\n');
       out.write(`restored env: ${printable(plan.envDir)}\n`);
     }
     return comparison.identical ? 0 : 1;
@@ -124,26 +102,13 @@ export async function packageBisectCli({ session, positional, options, out, err 
   const baseline = await baselineOf(session, positional[0], 'bisect --packages');
   const bench = benchOf(options);
   if (!bench) throw new KnownGoodError('settings', 'bisect --packages needs --bench CMD --regex RE');
-  const plan: RestorePlan = await planOnHost(session, baseline.snapshot, { label: envLabelOf(baseline.label) });
-  const good = `${plan.envDir}/bin/python`;
-  const there = await session.transport.exec(['test', '-x', good], { timeoutMs: 30_000 });
-  if (there.exitCode !== 0)
-    throw new KnownGoodError(
-      'usage',
-      `no restored env at ${plan.envDir}: restore it first (known-good restore ${session.label} ${positional[0]!} --run)`,
-    );
   const ac = new AbortController();
   const onInt = () => ac.abort();
   process.once('SIGINT', onInt);
   try {
-    const r = await packageBisect(session.transport, {
-      goodPython: good,
-      badPython: session.spec.python,
-      basePython: plan.python.command,
-      workDir: `${plan.envDir}-bisect`,
+    const r = await bisectPackagesOfBaseline(session, baseline, {
       bench,
-      sources: [...new Map(plan.units.map((u) => [JSON.stringify(u.source), u.source])).values()],
-      pins: baseline.snapshot.packages.pins,
+      restoreHint: `known-good restore ${session.label} ${positional[0]!} --run`,
       signal: ac.signal,
       ...(options.repeats !== undefined ? { repeats: options.repeats } : {}),
       onLine: (l) => err.write(printableLines(l) + '\n'),
@@ -154,13 +119,10 @@ export async function packageBisectCli({ session, positional, options, out, err 
       },
     });
     err.write(printableLines(bisectHeadline(r.report)) + '\n');
-    if (options.json) out.write(JSON.stringify(r, null, 2) + '\n');
-    else
-      out.write(
-        printableLines(
-          renderBisectMarkdown(r.report, { subject: `packages of ${session.label} vs ${title(baseline)}` }),
-        ) + '\n',
-      );
+    if (options.json) {
+      const { markdown: _md, ...rest } = r;
+      out.write(JSON.stringify(rest, null, 2) + '\n');
+    } else out.write(printableLines(r.markdown) + '\n');
     return r.report.verdict.kind === 'culprit' && r.report.confirmation?.confirmed ? 0 : 1;
   } finally {
     process.removeListener('SIGINT', onInt);

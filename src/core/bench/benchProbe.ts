@@ -51,6 +51,8 @@ export const benchResultSchema = z.looseObject({
   tokensPerSec: stats,
   stepMs: stats,
   stepTimesMs: z.array(z.number()).default([]),
+  /** Tokens per CPU-second of the benchmark's process (older probes: absent). */
+  cpuTokensPerSec: stats.nullable().optional(),
   tflops: z.number(),
   flopsPerToken: z.number(),
   params: z.number().int(),

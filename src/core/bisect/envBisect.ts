@@ -11,6 +11,7 @@ import {
   baselineBenchConfig,
   builtinMeasure,
   customMeasure,
+  type BenchClock,
   envChanges,
   type EnvChange,
   type RunOutput,
@@ -20,7 +21,7 @@ import { bisectHeadline, renderBisectMarkdown } from './render';
 
 /** Which benchmark measures each state: the built-in one (the baseline's recorded shape by default) or the user's. */
 export type BisectBenchmark =
-  | { readonly kind: 'builtin'; readonly config?: BenchConfig }
+  | { readonly kind: 'builtin'; readonly config?: BenchConfig; readonly clock?: BenchClock }
   | { readonly kind: 'custom'; readonly bench: CustomBenchmark };
 
 export interface EnvBisectHost extends CaptureHost {
@@ -118,7 +119,9 @@ export async function envBisect(
       `python/throughput_bench.py ${JSON.stringify(config)}` +
       (opts.benchmark.config ? '' : recorded.from ? ` (as the baseline's result ${recorded.from})` : ' (defaults)');
     unit = 'tok/s';
-    measure = builtinMeasure(host, changes, host.python, config, opts.onText);
+    const clock = opts.benchmark.clock ?? 'wall';
+    if (clock === 'cpu') benchmark += ', tokens per CPU-second of its process';
+    measure = builtinMeasure(host, changes, host.python, config, opts.onText, clock);
   } else {
     const b = opts.benchmark.bench;
     benchmark = `${redactText(b.command)} (speed from ${b.jsonl ? `${b.jsonl.path} key ${b.jsonl.key}` : `regex ${b.regex}`})`;

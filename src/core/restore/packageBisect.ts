@@ -1,10 +1,14 @@
+import { baselineTitle } from '../baselines/documents';
+import type { Baseline } from '../baselines/store';
 import { bisect, type BisectChange, type BisectEvent, type BisectReport } from '../bisect/engine';
+import { bisectHeadline, renderBisectMarkdown } from '../bisect/render';
+import { redactText } from '../redact';
 import { KnownGoodError } from '../errors';
 import { shellJoin, shellQuote } from '../quote';
 import type { Transport } from '../transport/types';
-import type { PackageSource } from './plan';
+import { envLabelOf, type PackageSource } from './plan';
 import { throughputFromOutput, type CustomBenchmark } from '../bench/customBenchmark';
-import { inVenvCommand, parseFreeze } from './run';
+import { inVenvCommand, parseFreeze, planOnHost, type RestoreHost } from './run';
 import { isTorchFamily, packageUnits } from './units';
 
 /*
@@ -220,4 +224,60 @@ export async function packageBisect(transport: Transport, o: PackageBisectOption
     ...(o.onEvent ? { onEvent: (e: BisectEvent) => o.onEvent!(e, changes) } : {}),
   });
   return { changes, report, skipped, wheelhouse: wheels, switches };
+}
+
+export interface BaselinePackageBisect extends PackageBisectResult {
+  /** The restored env the good side is. */
+  envDir: string;
+  headline: string;
+  markdown: string;
+}
+
+/**
+ * The package bisect of a host's interpreter against the env restored from `baseline` (Restore Known Good… or
+ * `known-good restore … --run` first): the CLI's `bisect --packages` and the extension's Bisect Packages… both call
+ * this. Throws `usage` when no restored env is there.
+ */
+export async function bisectPackagesOfBaseline(
+  host: RestoreHost & { spec: { python: string } },
+  baseline: Baseline,
+  o: Omit<PackageBisectOptions, 'goodPython' | 'badPython' | 'basePython' | 'workDir' | 'sources' | 'pins'> & {
+    /** How the user restores it, for the message when no restored env is there. */
+    restoreHint: string;
+  },
+): Promise<BaselinePackageBisect> {
+  const plan = await planOnHost(host, baseline.snapshot, { label: envLabelOf(baseline.label) }, o.signal);
+  const good = `${plan.envDir}/bin/python`;
+  const there = await host.transport.exec(['test', '-x', good], {
+    timeoutMs: 30_000,
+    ...(o.signal ? { signal: o.signal } : {}),
+  });
+  if (there.exitCode !== 0)
+    throw new KnownGoodError('usage', `no restored env at ${plan.envDir}: restore it first (${o.restoreHint})`);
+  const r = await packageBisect(host.transport, {
+    ...o,
+    goodPython: good,
+    badPython: host.spec.python,
+    basePython: plan.python.command,
+    workDir: `${plan.envDir}-bisect`,
+    sources: [...new Map(plan.units.map((u) => [JSON.stringify(u.source), u.source])).values()],
+    pins: baseline.snapshot.packages.pins,
+  });
+  const subject = `packages of ${host.label} vs ${baselineTitle(baseline)}`;
+  const md = renderBisectMarkdown(r.report, { subject });
+  const head = [
+    `Good: the restored env ${plan.envDir}. Bad: ${host.spec.python}. Benchmark: ${redactText(o.bench.command)} ` +
+      `(speed from regex ${o.bench.regex ?? '—'}). ${r.switches} env switches from the wheelhouse ${r.wheelhouse}.`,
+    ...(r.skipped.length
+      ? ['', 'Left out (installed from a URL, not a wheel):', ...r.skipped.map((s) => `- ${s}`)]
+      : []),
+    '',
+  ];
+  const lines = md.split('\n');
+  return {
+    ...r,
+    envDir: plan.envDir,
+    headline: bisectHeadline(r.report),
+    markdown: [...lines.slice(0, 4), ...head, ...lines.slice(4)].join('\n'),
+  };
 }

@@ -430,3 +430,11 @@ export function planDocument(plan: RestorePlan, title: string): string {
   out.push('', '--- the script (copy it, or run it with Restore) ---', planScript(plan, title));
   return out.join('\n');
 }
+
+/**
+ * The restored env's interpreter as What Changed?'s probe stats it (`~` expanded there): it exists once Restore
+ * Known Good… ran for that baseline, and then the package bisect can run against it.
+ */
+export function restoredEnvProbePath(baselineLabel: string): string {
+  return `~/${RESTORED_ENVS}/${envLabelOf(baselineLabel)}/bin/python`;
+}

@@ -35,6 +35,7 @@ import type {
   UnknownFact,
   WhatChangedReport,
 } from './model';
+import { restoredEnvProbePath } from '../restore/plan';
 
 /** A throughput this much lower (or less) than the reference is a drop. */
 export const DROP_RATIO = 0.9;
@@ -510,6 +511,9 @@ function describeFingerprint(f: DataFingerprint): string {
   return `${f.path} now: ${bits.join(', ')}`;
 }
 
+/** A package suspect's bisect change id: `package:<name>` (the package bisect, against the restored env). */
+const PACKAGE_CHANGE = 'package:';
+
 function envDrafts(
   facts: WhatChangedFacts,
   base: { baseline: Baseline; why: string },
@@ -531,6 +535,7 @@ function envDrafts(
     hostId: facts.host.id,
     baselineId: b.id,
   };
+  const restored = facts.probe?.stats.some((s) => s.exists && s.path === restoredEnvProbePath(b.label)) ?? false;
   const out: Draft[] = [];
   const add = (
     category: Draft['category'],
@@ -556,6 +561,7 @@ function envDrafts(
               hostId: facts.host.id,
               baselineId: b.id,
               change: bisectChange,
+              ...(bisectChange.startsWith(PACKAGE_CHANGE) ? { packages: true } : {}),
             },
           ]
         : [envLink],
@@ -582,7 +588,8 @@ function envDrafts(
       const cat = packageCategory(p.name);
       const t = `${p.name} ${p.from ?? '(absent)'} → ${p.to ?? '(absent)'}`;
       if (cat === 'other') others.push(t);
-      else add(cat, t, `package ${t}`);
+      // a package can be bisected once the baseline's env was restored (Restore Known Good… → Run)
+      else add(cat, t, `package ${t}`, sinceBaseline, undefined, restored ? `${PACKAGE_CHANGE}${p.name}` : undefined);
     }
     if (others.length)
       add(

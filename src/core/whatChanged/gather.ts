@@ -21,7 +21,11 @@ import {
 import type { ArgsFact, CheckpointFact, DataRecord, KnownGoodMarks, WhatChangedFacts } from './facts';
 import { whatChangedProbe, type LaunchRecord, type WhatChangedProbeResult } from './factsProbe';
 import type { UnknownFact, WhatChangedReport } from './model';
+import { restoredEnvProbePath } from '../restore/plan';
 import { WhatChangedStore } from './store';
+
+/** How many of the newest baselines What Changed? checks for a restored env (one stat each). */
+const RESTORED_CHECKED = 5;
 
 /** What gathering needs of a host: its stable id (baselines are kept by it), a name, and its probe runner. */
 export interface WhatChangedHost {
@@ -252,7 +256,11 @@ export async function gatherFacts(
     ...(run !== null ? [run] : []),
     ...(envSnapshot?.scripts.files.map((f) => posix.dirname(f.path)) ?? []),
   ]);
-  const stats = envSnapshot?.torch.location ? [`${envSnapshot.torch.location}/version.py`] : [];
+  const stats = [
+    ...(envSnapshot?.torch.location ? [`${envSnapshot.torch.location}/version.py`] : []),
+    // whether an env was restored from the newest baselines: their package suspects then offer the package bisect
+    ...baselines.slice(0, RESTORED_CHECKED).map((b) => restoredEnvProbePath(b.label)),
+  ];
   const facts = await call(
     whatChangedProbe({
       paths: [...paths],

@@ -18,8 +18,11 @@ export interface CheckpointLink {
 export type EvidenceLink =
   | { kind: 'args-diff'; title: string; hostId: string; a: CheckpointLink; b: CheckpointLink }
   | { kind: 'env-diff'; title: string; hostId: string; baselineId: string }
-  /** Confirm by bisect: run the environment bisect against that baseline (`change`: the suspect's bisect change id). */
-  | { kind: 'bisect'; title: string; hostId: string; baselineId: string; change: string }
+  /**
+   * Confirm by bisect: run the environment bisect against that baseline (`change`: the suspect's bisect change id),
+   * or with `packages` the package bisect against the env restored from it.
+   */
+  | { kind: 'bisect'; title: string; hostId: string; baselineId: string; change: string; packages?: boolean }
   | {
       kind: 'plot';
       title: string;
