@@ -23,8 +23,8 @@ import { waitUntil } from '../support/process';
 // The resident helper over a real sshd: each request runs in its own child on the host, which is killed at its
 // deadline or on cancel (with the workers it forked), so nothing keeps running; large answers stream in linear time.
 
-/** kg_helper.py SPARES: the children it keeps forked ahead of need, idle. */
-const SPARES = 2;
+/** kg_helper.py POOL: the most children it keeps forked ahead of need, idle (made while it is idle). */
+const POOL = 16;
 
 let sshd: TestSshd;
 let pool: SshPool;
@@ -99,8 +99,8 @@ function processesUnderSshd(): Proc[] {
 }
 
 /**
- * The processes of the helper's requests, its children or its zygote's (one, idle, is forked ahead for the next
- * request: SPARES), those of them running (or runnable), and whether anything below sshd is burning CPU or left a zombie.
+ * The processes of the helper's requests, its children or its zygote's (up to POOL, idle, are forked ahead for
+ * the next requests), those of them running (or runnable), and whether anything below sshd is burning CPU or left a zombie.
  */
 function helperState(): { children: number; busyChildren: number; running: string[]; workers: number[] } {
   const procs = processesUnderSshd();
@@ -127,7 +127,8 @@ function helperState(): { children: number; busyChildren: number; running: strin
 async function settled(): Promise<boolean> {
   return waitUntil(() => {
     const s = helperState();
-    return s.children <= SPARES && s.running.length === 0;
+    // A held worker (stopped) stays until killed: the certain sign, with a pool of any size, that a request was not.
+    return s.children <= POOL && s.running.length === 0 && s.workers.length === 0;
   }, 30_000);
 }
 

@@ -11,8 +11,8 @@ import time
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-# kg_helper.SPARES: the children it keeps forked ahead of need, idle.
-SPARES = 2
+# kg_helper.POOL: the most children it keeps forked ahead of need, idle (made while it is idle; SPARES while busy).
+POOL = 16
 PY_DIR = os.path.join(HERE, "..", "..", "python")
 # src/core/probes/sources.ts HELPER_MODULES: the order the loader executes them in.
 HELPER_MODULES = ("kg_modules", "kg_common", "kg_frame", "kg_spare", "kg_zygote", "kg_helper")
@@ -243,7 +243,7 @@ class Isolation(HelperCase):
         out = [(pid, st) for pid, (ppid, st, _) in procs.items()
                if (ppid == self.p.pid or ppid in zygotes) and pid not in zygotes]
         idle = [c for c in out if c[1] == "S"]
-        return [c for c in out if c[1] != "S"] + idle[SPARES:]
+        return [c for c in out if c[1] != "S"] + idle[POOL:]
 
     def lingering_children(self):
         """Children still there once things settle: the helper's spare, forked after a request ends, runs ('R')
