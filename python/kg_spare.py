@@ -256,6 +256,14 @@ def _run(rid, name, args, code, mods, state, wfd, loaded=None, chan=None, stampe
             write_all(wfd, memoryview(body)[1:])
         body = None
         status = 0
+        if sent and not callable(get):
+            # Answered (and no state to hand over): what is left, its exit and its memory freed (0.2-0.5 ms of CPU
+            # for an interpreter of 15 MB), yields to the next request's process and the helper, which it would
+            # otherwise race on a small host. Lowering one's own priority needs no privilege.
+            try:
+                os.nice(19)
+            except OSError:
+                pass
         if callable(get):
             try:
                 kept = get()
