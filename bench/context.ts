@@ -175,10 +175,10 @@ export async function timeIt(fn: () => Promise<unknown>): Promise<number> {
 
 /**
  * The floor of one request on this connection, measured as the cases measure theirs: the median of `n` single lines
- * echoed by a remote `cat` on a channel of the pooled connection, each awaited (ssh2, sshd and a process that does
- * nothing: no request can beat it).
+ * echoed by a remote `cat` on a channel of the pooled connection, each awaited, each after the same untimed pause
+ * (`idlePause`) when `pauseMs` is given (ssh2, sshd and a process that does nothing: no request can beat it).
  */
-export async function echoFloorMs(ctx: BenchContext, n = 20): Promise<number> {
+export async function echoFloorMs(ctx: BenchContext, n = 20, pauseMs?: number): Promise<number> {
   const cat = await (await ctx.transport()).spawn(['cat']);
   let seen = 0;
   let wake: (() => void) | undefined;
@@ -197,7 +197,10 @@ export async function echoFloorMs(ctx: BenchContext, n = 20): Promise<number> {
   try {
     await echo();
     const out: number[] = [];
-    for (let i = 0; i < n; i++) out.push(await echo());
+    for (let i = 0; i < n; i++) {
+      if (pauseMs !== undefined) await idlePause(pauseMs);
+      out.push(await echo());
+    }
     return median(out);
   } finally {
     cat.stdin.end();
@@ -205,8 +208,10 @@ export async function echoFloorMs(ctx: BenchContext, n = 20): Promise<number> {
   }
 }
 
+export const IDLE_PAUSE_MS = 200;
+
 /** Untimed, before each request a case times: the pause the user's clicks and the dashboard's polls leave, in which
  * the resident helper makes its pool of spares (kg_helper POOL, IDLE_S 50 ms). */
-export function idlePause(ms = 200): Promise<void> {
+export function idlePause(ms = IDLE_PAUSE_MS): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
 }

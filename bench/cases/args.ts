@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { ckptArgsProbe } from '../../src/core/args/argsProbe';
 import { shellQuote } from '../../src/core/quote';
-import { echoFloorMs, idlePause, median, timeIt, type BenchContext, type BenchResult } from '../context';
+import { echoFloorMs, IDLE_PAUSE_MS, idlePause, median, timeIt, type BenchContext, type BenchResult } from '../context';
 
 const run = promisify(execFile);
 const TORCH_PY = '/usr/bin/python3';
@@ -39,7 +39,7 @@ export async function benchArgs(ctx: BenchContext): Promise<BenchResult[]> {
   const results: BenchResult[] = [];
   try {
     const runner = await ctx.probes('python3');
-    const floor = await echoFloorMs(ctx);
+    const floor = await echoFloorMs(ctx, 10, IDLE_PAUSE_MS);
     for (const size of SIZES) {
       const file = join(dir, `step_690_${size.mb}mb.pt`);
       writeCheckpoint(file, size.mb);
@@ -73,7 +73,7 @@ export async function benchArgs(ctx: BenchContext): Promise<BenchResult[]> {
         note:
           `${(bytes / 1e6).toFixed(0)} MB file; probe read ${(first.value.bytesRead / 1024).toFixed(1)} KB of it; ` +
           `median of ${OURS_RUNS} / ${USUAL_RUNS}; floor here: one line echoed by a remote cat on the same ` +
-          `connection ${floor.toFixed(2)} ms`,
+          `connection after the same pause ${floor.toFixed(2)} ms`,
       });
       rmSync(file, { force: true }); // one big file on disk at a time
     }
