@@ -75,8 +75,8 @@ SPARES = 2
 # pause (a host's tree expanding, a dashboard opening) finds each request's child forked and its probe's module
 # executed, and none of them waits for a fork or competes with one. One is asked for at a time (the next once the
 # zygote says it forked the last), and none while a request runs. Their cost: an idle spare holds 1.5-1.9 MB of
-# memory of its own (USS; PSS 4.3-4.5 MB, from /proc/PID/smaps_rollup, python 3.11 here), ~30 MB for POOL of them.
-POOL = 16
+# memory of its own (USS; PSS 4.3-4.5 MB, from /proc/PID/smaps_rollup, python 3.11 here), ~45 MB for POOL of them.
+POOL = 24
 IDLE_S = 0.05
 # Seconds past its deadline an answered child may still take to hand over its state.
 STATE_GRACE_S = 30.0

@@ -33,7 +33,7 @@ import { waitUntil } from '../support/process';
 // deadline or on cancel (with the workers it forked), so nothing keeps running; large answers stream in linear time.
 
 /** kg_helper.py POOL: the most children it keeps forked ahead of need, idle (made while it is idle). */
-const POOL = 16;
+const POOL = 24;
 
 let sshd: TestSshd;
 let pool: SshPool;

@@ -12,7 +12,7 @@ import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 # kg_helper.POOL: the most children it keeps forked ahead of need, idle (made while it is idle; SPARES while busy).
-POOL = 16
+POOL = 24
 PY_DIR = os.path.join(HERE, "..", "..", "python")
 # src/core/probes/sources.ts HELPER_MODULES: the order the loader executes them in.
 HELPER_MODULES = ("kg_modules", "kg_common", "kg_frame", "kg_spare", "kg_zygote", "kg_helper")
