@@ -78,6 +78,7 @@ SPARES = 2
 # memory of its own (USS; PSS 4.3-4.5 MB, from /proc/PID/smaps_rollup, python 3.11 here), ~45 MB for POOL of them.
 POOL = 24
 IDLE_S = 0.05
+FORK_RETRY_S = 5.0
 # Seconds past its deadline an answered child may still take to hand over its state.
 STATE_GRACE_S = 30.0
 # Without a "timeoutMs" in the request (the client always sends one).
@@ -130,6 +131,7 @@ class Helper(object):
         self.locked = False  # the channel's lock, held while a line is part-way out
         self.compile_s = 0.0
         self.t_active = 0.0  # when a request was last running or waiting (time.monotonic): POOL waits IDLE_S past it
+        self.retry_at = 0.0  # no spare is asked for before then (time.monotonic): the zygote's last fork failed
 
     # ------------------------------------------------------------------------------------------------ output
     def send(self, doc):
@@ -422,6 +424,8 @@ class Helper(object):
         the zygote where there is one (then this process never forks, see kg_zygote), else forked here."""
         zygote = self.zygote
         if zygote is not None:
+            if time.monotonic() < self.retry_at:
+                return
             more = SPARES - len(self.spares) - len(zygote.asked)
             if more <= 0 and not zygote.asked and len(self.spares) < POOL and self.idle_for() <= 0:
                 more = 1
@@ -477,6 +481,10 @@ class Helper(object):
                     else:
                         os.close(ctl_w)
                         os.close(rfd)
+                        # The zygote could not fork (a process limit, memory): no spare is asked for until
+                        # FORK_RETRY_S later, rather than one failing fork after another (a request meanwhile is
+                        # forked here, or answered with the fork's error).
+                        self.retry_at = time.monotonic() + FORK_RETRY_S
                 elif kind == b"X":
                     self.zygote_later.append((pid, status))
         if not wait_s:
@@ -652,7 +660,8 @@ class Helper(object):
         pending = [j.deadline - now for j in self.by_id.values() if not j.answered]
         pending += [j.deadline + STATE_GRACE_S - now for j in self.running.values() if j.killed is None]
         if self.zygote is not None and len(self.spares) < POOL and not (self.zygote.asked or self.by_id or self.queue):
-            pending.append(self.idle_for())  # the pool is made once the helper is idle
+            # The pool is made once the helper is idle (and not before a failed fork's retry).
+            pending.append(max(self.idle_for(), self.retry_at - now))
         if not pending:
             return None
         return max(0.0, min(pending))
