@@ -172,3 +172,46 @@ export async function timeIt(fn: () => Promise<unknown>): Promise<number> {
   await fn();
   return Number(process.hrtime.bigint() - t) / 1e6;
 }
+
+/**
+ * The floor of one request on this connection, measured as the cases measure theirs: the median of `n` single lines
+ * echoed by a remote `cat` on a channel of the pooled connection, each awaited, each after the same untimed pause
+ * (`idlePause`) when `pauseMs` is given (ssh2, sshd and a process that does nothing: no request can beat it).
+ */
+export async function echoFloorMs(ctx: BenchContext, n = 20, pauseMs?: number): Promise<number> {
+  const cat = await (await ctx.transport()).spawn(['cat']);
+  let seen = 0;
+  let wake: (() => void) | undefined;
+  cat.stdout.on('data', (c: Buffer) => {
+    seen += c.toString('utf8').split('\n').length - 1;
+    wake?.();
+  });
+  const echo = async (): Promise<number> => {
+    const want = seen + 1;
+    return timeIt(async () => {
+      const got = new Promise<void>((r) => (wake = () => seen >= want && r()));
+      cat.stdin.write('{"id": 1, "op": "ping"}\n');
+      await got;
+    });
+  };
+  try {
+    await echo();
+    const out: number[] = [];
+    for (let i = 0; i < n; i++) {
+      if (pauseMs !== undefined) await idlePause(pauseMs);
+      out.push(await echo());
+    }
+    return median(out);
+  } finally {
+    cat.stdin.end();
+    cat.kill('TERM');
+  }
+}
+
+export const IDLE_PAUSE_MS = 200;
+
+/** Untimed, before each request a case times: the pause the user's clicks and the dashboard's polls leave, in which
+ * the resident helper makes its pool of spares (kg_helper POOL, IDLE_S 50 ms). */
+export function idlePause(ms = IDLE_PAUSE_MS): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}

@@ -261,16 +261,15 @@ void describe('Fleet: the nodes of a Slurm job through the login node', () => {
     writeFileSync(join(bin, 'nvidia-smi'), '#!/bin/sh\nsleep 60\n', { mode: 0o755 });
     slurm.setNodeEnv({ n2: N2_ENV(site), n1: { PATH: `${bin}:/usr/local/bin:/usr/bin:/bin` } });
     try {
-      const t0 = Date.now();
       const cap = await captureFleet(host, { kind: 'job', jobId: job }, { nodeTimeoutMs: 4000 });
-      const took = Date.now() - t0;
       assert.deepEqual([...cap.snapshots.keys()], ['n2', 'n3']);
       assert.equal(cap.failed.length, 1);
       const n1 = cap.run.nodes[0]!;
       assert.ok(!n1.ok);
       assert.equal(n1.error.code, 'timeout');
+      // On time, whatever the machine's speed: the per-node timeout is what stopped n1 (ignored, its nvidia-smi
+      // would have answered after 60 s and n1 would be among the snapshots).
       assert.match(n1.error.message, /env_snapshot on n1 was stopped after 4(\.\d+)? s \(the per-node timeout\)/);
-      assert.ok(took < 15000, `${took} ms`);
     } finally {
       slurm.setNodeEnv({ n2: N2_ENV(site) });
     }

@@ -19,3 +19,21 @@ export async function waitUntil(check: () => boolean, ms: number, everyMs = 50):
   }
   return check();
 }
+
+/**
+ * `p`, or a rejection naming `what` as hung if it has not settled after `guardMs`. The guard only turns a hang into a
+ * failure instead of a test stuck until the runner's timeout: make it far longer than anything the machine's speed
+ * could explain, and prove the behaviour with the outcome itself (which error, from which timer), never with how
+ * long it took.
+ */
+export async function unlessHung<T>(p: Promise<T>, what: string, guardMs = 60_000): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const hung = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what}: hung (not settled after ${guardMs / 1000} s)`)), guardMs);
+  });
+  try {
+    return await Promise.race([p, hung]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
