@@ -15,7 +15,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 POOL = 24
 PY_DIR = os.path.join(HERE, "..", "..", "python")
 # src/core/probes/sources.ts HELPER_MODULES: the order the loader executes them in.
-HELPER_MODULES = ("kg_modules", "kg_common", "kg_frame", "kg_spare", "kg_zygote", "kg_helper")
+HELPER_MODULES = ("kg_modules", "kg_common", "kg_frame", "kg_spare", "kg_zygote", "kg_pool", "kg_helper")
 
 LOADER = (
     "import sys,json,types\n"
