@@ -212,17 +212,18 @@ def _collect(pid, rfd):
         return None
 
 
-def read_range(a, xmode, f, size, start, track=False, scanner=None, cutter=None):
+def read_range(a, xmode, f, size, start, track=False, scanner=None, cutter=None, share=1):
     """Reduces the complete lines from start to the end of the file, in parallel parts when it is large.
 
     ``scanner(p, f, lo, hi)`` reads one part (default: JSON lines), ``cutter(f, pos)`` finds where a part may start
-    at or after pos (default: a line start); TensorBoard event files pass their own (record starts)."""
+    at or after pos (default: a line start); TensorBoard event files pass their own (record starts) and a ``share``
+    of PART_MIN (a part's fewest bytes: their bytes cost more to read)."""
     scan = scanner or globals()["scan"]
     _line_start_after = cutter or globals()["_line_start_after"]
     p = Pass(a, xmode, track)
     jobs = a.jobs if a.jobs is not None else default_jobs()
     span = (size or 0) - start
-    jobs = min(jobs, max(1, span // PART_MIN))
+    jobs = min(jobs, max(1, int(span // (PART_MIN * share))))
     if jobs < 2 or xmode == "line" or not _can_fork():
         return p, scan(p, f, start, None)
     # Parts that start at line starts; the last one runs to the end (and finds the torn line, if any).

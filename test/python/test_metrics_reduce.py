@@ -190,6 +190,26 @@ class MetricsReduceTest(FilesTest):
         self.assertEqual(many["skipped"]["nonFinite"], 21)
         self.assertEqual(many["nextOffset"], os.path.getsize(path) - len('{"step": 1'))
 
+    def test_event_file_parts_from_half_the_bytes_merge_exactly(self):
+        # An event file's bytes cost about twice a jsonl's to read, so a part is worth a process from half PART_MIN:
+        # a launch's event file of a resumed HF run is read on every core, not on one.
+        path = os.path.join(self.dir, "events.out.tfevents.1")
+        writer = os.path.join(HERE, "..", "..", "scripts", "fixtures", "tfevents_writer.py")
+        subprocess.run([sys.executable, writer, path, "--steps", "3000"], check=True)
+        size = os.path.getsize(path)
+        saved = metrics_scan.PART_MIN
+        # between one and two PART_MIN: a jsonl this size would be one part
+        metrics_scan.PART_MIN = size * 2 // 3
+        try:
+            one = metrics_reduce.main([path, "--jobs", "1", "--buckets", "300"])
+            two = metrics_reduce.main([path, "--jobs", "2", "--buckets", "300"])
+        finally:
+            metrics_scan.PART_MIN = saved
+        self.assertEqual(one["jobs"], 1)
+        self.assertEqual(two["jobs"], 2)
+        self.assertEqual(comparable(one), comparable(two))
+        self.assertEqual(two["lines"], one["lines"])
+
     def test_torn_last_line_and_offset_follow(self):
         full = "".join('{"step": %d, "loss": %s}\n' % (i, 1.0 / (i + 1)) for i in range(10))
         torn = '{"step": 10, "loss": 0.0'

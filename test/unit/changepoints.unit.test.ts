@@ -186,3 +186,35 @@ void test('a level held only while the run settles after it started (its first 6
     JSON.stringify(cps.map((c) => [c.at, c.ratio])),
   );
 });
+
+void test('a level that wanders back is no shift: 10% lower for 12% of the run, then back (the real steady plain loop)', () => {
+  // 100 windows, as plain-no-change logged them: ~1.0M tok/s, 0.93M for windows 33–45, then ~1.07M
+  const level = (i: number) => (i < 33 ? 1.02e6 : i < 46 ? 0.93e6 : i < 60 ? 1.08e6 : i < 72 ? 0.95e6 : 1.05e6);
+  const { x, y } = series(100, level, 20e3, 11);
+  assert.deepEqual(findChangepoints(x, y).changepoints, []);
+  // the same dip that never comes back is a shift
+  const kept = series(100, (i) => (i < 33 ? 1.02e6 : 0.93e6), 20e3, 11);
+  assert.deepEqual(
+    findChangepoints(kept.x, kept.y).changepoints.map((c) => c.at),
+    [32],
+  );
+  // a drop at a restart that mostly comes back 25 windows later (plain-host-sync: 0.77× for 140 steps after its
+  // restart, then 1.31×): the restart's, kept; the same series without the restart is a wander
+  const back = series(100, (i) => (i < 61 ? 1e6 : i < 85 ? 0.78e6 : 0.98e6), 20e3, 12);
+  const cps = findChangepoints(back.x, back.y, { launches: [61] }).changepoints;
+  assert.ok(
+    cps.some((c) => c.launch === 61 && c.ratio! < 0.85),
+    JSON.stringify(cps),
+  );
+  assert.deepEqual(findChangepoints(back.x, back.y).changepoints, []);
+});
+
+void test('a drop at a restart is found when the largest split of the run is its first launch settling (a slope)', () => {
+  // plain-launch-blocking: ~290K tok/s sloping down to 210K over the first launch's first 300 steps, 210K to the
+  // restart at window 61, 160K after it (0.75×, as the run measured)
+  const level = (i: number) => (i < 12 ? 250e3 + i * 5e3 : i < 28 ? 310e3 - (i - 12) * 6e3 : i < 61 ? 210e3 : 160e3);
+  const { x, y } = series(100, level, 6e3, 13);
+  const cps = findChangepoints(x, y, { launches: [61] }).changepoints;
+  const hit = cps.find((c) => c.launch === 61);
+  assert.ok(hit && hit.ratio! > 0.7 && hit.ratio! < 0.8, JSON.stringify(cps));
+});

@@ -73,6 +73,16 @@ void describe('dashboard: the marks are What Changed?’s changepoints', () => {
     assert.equal(drop[0]!.x, 7000);
     assert.match(drop[0]!.label, /^shift 258 → 150 \(0\.58×\)$/);
   });
+
+  it("a Lightning log without wall times settles on its launch clock (ThroughputMonitor's train/time), as in the report", () => {
+    const run = settlingRun(false);
+    const s = run.series[0]!;
+    const clock = { key: 'train/time', x: s.x, min: [], max: [], last: s.x.map((_, i) => 2.7 + i * 0.5) };
+    const withClock: RunData = { ...run, series: [s, { ...clock, min: clock.last, max: clock.last }] };
+    const marksOf = (r: RunData) => changepointMarks(buildPlotModel([r], 'tok_s', 'step', 0.6), [r]);
+    assert.equal(marksOf(run).length, 1);
+    assert.deepEqual(marksOf(withClock), []);
+  });
 });
 
 void describe('dashboard: the zoom message (What Changed?’s plot evidence)', () => {

@@ -4,6 +4,7 @@ import type { MetricsReduction, ReducedSeries } from '../../src/core/metrics/met
 import {
   derivedSpeed,
   isThroughputSeries,
+  pointTimes,
   STEPS_PER_SEC_KEY,
   TOKENS_PER_SEC_KEY,
   withDerivedSpeed,
@@ -101,4 +102,19 @@ void test('What Changed? on an HF-style run slowed 4.2× at its restart: a regre
     r.headline,
     /^7\.\d+ steps\/s \(from wall time\) now vs 3[0-3]\.\d at checkpoint-600 \(0\.2[2-5]×\); changed at step 600: gradient_checkpointing/,
   );
+});
+
+void test("a log without wall times takes its points' times from its launch clock (Lightning's train/time), carried on across a restart", () => {
+  const s = (key: string, x: number[], v: number[]) => ({ key, x, last: v });
+  // train/time: seconds since each launch began, reset at the restart (step 609)
+  const clock = s('train/time', [9, 19, 29, 39, 609, 619, 629], [2.7, 2.9, 3.0, 3.2, 2.5, 2.7, 2.9]);
+  const speed = s('train/device/samples_per_sec', [19, 39, 619, 629], [1, 2, 3, 4]);
+  const t = pointTimes(speed, [clock, speed])!;
+  assert.deepEqual(t.slice(0, 2), [2.9, 3.2]);
+  // after the reset the clock goes on from where the first launch stopped
+  assert.ok(t[2]! > t[1]! && t[3]! > t[2]!, JSON.stringify(t));
+  assert.ok(Math.abs(t[3]! - t[2]! - 0.2) < 1e-9);
+  // its own wall times win; no clock, no times
+  assert.deepEqual(pointTimes({ ...speed, t: [1, 2, 3, 4] }, [clock]), [1, 2, 3, 4]);
+  assert.equal(pointTimes(speed, [speed]), undefined);
 });

@@ -12,6 +12,7 @@ import type {
 import { MIN_SERIES_POINTS } from '../../src/core/metrics/speedFromTime';
 import { throughputRank } from '../../src/core/whatChanged/categories';
 import { findChangepoints } from '../../src/core/whatChanged/changepoints';
+import { pointTimes } from '../../src/core/metrics/speedFromTime';
 
 /** Keys that are an x axis rather than a metric; plotting them against step is a straight line. */
 const X_LIKE = new Set([
@@ -440,9 +441,11 @@ export function changepointMarks(model: PlotModel, runs: readonly RunData[] = []
     const launches = launchesOf.get(r.runId) ?? [];
     // On the step axis a run's own series is read as What Changed? reads it (its last values, its wall times, so a
     // launch's settling is warm-up, not a shift); otherwise the plotted line on the plot's x.
-    const own = byId.get(r.runId)?.series.find((s) => s.key === model.key);
+    const all = byId.get(r.runId)?.series ?? [];
+    const own = all.find((s) => s.key === model.key);
+    const times = own && pointTimes(own, all);
     const found = own
-      ? findChangepoints(own.x, own.last, { launches, ...(own.t ? { times: own.t } : {}) })
+      ? findChangepoints(own.x, own.last, { launches, ...(times ? { times } : {}) })
       : findChangepoints(
           model.x,
           r.line.map((v) => (v === null ? NaN : v)),

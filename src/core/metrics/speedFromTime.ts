@@ -88,3 +88,44 @@ export function withDerivedSpeed(series: readonly ReducedSeries[], launches: rea
   const add = derivedSpeed(series, launches);
   return add.length ? [...add, ...series] : [...series];
 }
+
+/**
+ * A clock the log keeps itself: seconds since its launch began (Lightning's ThroughputMonitor logs it as `train/time`
+ * in `metrics.csv`, which has no wall-time column).
+ */
+const LAUNCH_CLOCK = /^(train[/_.])?(time|elapsed(_time)?)$/i;
+
+/**
+ * The time of each point of `s` (seconds, growing): its own wall times, else those of a launch clock of the same log
+ * at the same step (the clock restarts at every launch: each launch is carried on from where the one before stopped,
+ * so only the times inside a launch mean anything). Undefined when the log has neither. The changepoints read it to
+ * know a launch's settling time.
+ */
+type Timed = Pick<ReducedSeries, 'key' | 'x' | 'last' | 't'>;
+
+export function pointTimes(s: Timed, all: readonly Timed[]): readonly number[] | undefined {
+  if (s.t && s.t.length === s.x.length) return s.t;
+  const clock = all.find((c) => c !== s && LAUNCH_CLOCK.test(c.key) && c.x.length >= MIN_SERIES_POINTS);
+  if (!clock || !s.x.length) return undefined;
+  const cx: number[] = [];
+  const ct: number[] = [];
+  let offset = 0;
+  let prev = -Infinity;
+  for (let i = 0; i < clock.x.length; i++) {
+    const v = clock.last[i]!;
+    if (!Number.isFinite(v) || (cx.length && clock.x[i]! <= cx[cx.length - 1]!)) continue;
+    if (v < prev) offset += prev;
+    prev = v;
+    cx.push(clock.x[i]!);
+    ct.push(v + offset);
+  }
+  if (cx.length < MIN_SERIES_POINTS) return undefined;
+  // each point takes the clock of the last step at or before it (the first clock point before the clock began)
+  const out: number[] = [];
+  let j = 0;
+  for (const x of s.x) {
+    while (j + 1 < cx.length && cx[j + 1]! <= x) j++;
+    out.push(ct[j]!);
+  }
+  return out;
+}

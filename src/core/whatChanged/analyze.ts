@@ -6,7 +6,7 @@ import type { Baseline, ThroughputResult } from '../baselines/store';
 import { formatRate } from '../bench/compare';
 import type { ReducedSeries } from '../metrics/metricsProbe';
 import { restartsFromTimes, type Restart } from '../metrics/restarts';
-import { withDerivedSpeed } from '../metrics/speedFromTime';
+import { pointTimes, withDerivedSpeed } from '../metrics/speedFromTime';
 import {
   argCategory,
   CATEGORY_TEXT,
@@ -49,7 +49,8 @@ export const CHANGEPOINT_WHY =
   'binary segmentation on de-stalled bucket medians (the warm-up after each launch left out; a point more than 4σ ' +
   'from the running median of its neighbours on both sides is a stall — a save, an eval — and left out; σ from the ' +
   'MAD of the residuals); a shift is kept when it saves more than max(20, 3 ln n)·σ², moves the median level by at ' +
-  'least 5%, spans at least 1% of the points on each side, and is a jump rather than a slope)';
+  'least 5%, spans at least 1% of the points on each side, is a jump rather than a slope, and — away from a restart — ' +
+  "does not wander back: neither side sits at the other side's level for 5% of the points)";
 
 // ------------------------------------------------------------------------------------------------ changepoints
 
@@ -66,7 +67,8 @@ export function seriesChangepoints(
     if (s.x.length < MIN_POINTS) continue;
     const own = restartsFromTimes(s.x, s.t).map((r) => r.step);
     const all = [...new Set([...launches, ...own])].sort((a, b) => a - b);
-    const r = findChangepoints(s.x, s.last, { launches: all, ...(s.t ? { times: s.t } : {}) });
+    const times = pointTimes(s, series);
+    const r = findChangepoints(s.x, s.last, { launches: all, ...(times ? { times } : {}) });
     out.push({
       key: s.key,
       throughput: throughputRank(s.key) > 0,
@@ -1158,6 +1160,7 @@ export function analyze(facts: WhatChangedFacts, generatedAt = new Date()): What
   let logTp: ThroughputSummary['log'] = null;
   if (tp && facts.log) {
     const raw = logSeries.find((s) => s.key === tp.key)!;
+    const rawTimes = pointTimes(raw, logSeries);
     const levelAt = (step: number): number => {
       const cps = tp.changepoints;
       const idx = cps.findIndex((c) => step <= c.at);
@@ -1166,7 +1169,7 @@ export function analyze(facts: WhatChangedFacts, generatedAt = new Date()): What
       return (
         findChangepoints(raw.x, raw.last, {
           launches: restartsFromTimes(raw.x, raw.t).map((r) => r.step),
-          ...(raw.t ? { times: raw.t } : {}),
+          ...(rawTimes ? { times: rawTimes } : {}),
         }).lastLevel ?? NaN
       );
     };

@@ -26,7 +26,15 @@
  *     wander of a few percent explains no regression; a 10% drop clears it with room), and
  *   - it is a step, not a slope: straight lines fitted to the points on either side (up to a tenth of the series),
  *     extrapolated to the boundary, must disagree by at least half the shift and by 4 standard errors. A ramp or a
- *     decaying loss curve has no jump at any boundary, so it is reported as no changepoint rather than as a staircase.
+ *     decaying loss curve has no jump at any boundary, so it is reported as no changepoint rather than as a staircase;
+ *   - it is not a wander (unless it is at a restart): for at least 5% of the points (as long as a shift must last),
+ *     the running median of the side before is not already at the new level, nor that of the side after back at the
+ *     old one (within `minRelative`, or past it). Small real loops wander 10–25% for a second or two and come back
+ *     (the real steady plain loop of the regressions corpus: 0.93× for steps 330–450, then 1.1×); a partial recovery
+ *     to a third level is still a shift.
+ * A restart is a candidate of its own: when a segment's best split fails, the split at a restart inside it is tried
+ * (the first launch settling can be the largest split of a run whose real drop is at its restart). A shift at a
+ * restart needs no wander test: the restart is a fact (a new process, maybe new code, args or data).
  * The levels reported are the medians of the segments' kept points, never one logged value. Non-finite values (a NaN
  * run) are left out, not treated as zeros.
  */
@@ -48,8 +56,9 @@ export interface ChangepointOptions {
   warmup?: number;
   /**
    * Wall times of the points (seconds, aligned with xs): a level that holds only while the run settles after it
-   * started (its first SETTLE_SECONDS, at most half of its first launch) is warm-up, not a changepoint. Without them,
-   * no settling is known.
+   * started (its first SETTLE_SECONDS, at most half of its first launch) is warm-up, not a changepoint. A log without
+   * wall times may have a launch clock (Lightning's `train/time`: `pointTimes`, core/metrics/speedFromTime.ts). Without
+   * either, no settling is known.
    */
   times?: ArrayLike<number>;
 }
@@ -335,6 +344,31 @@ function settlingOf(c: Changepoint, settle: readonly [number, number][]): [numbe
   return s && c.segmentBefore[0] <= s[0] + (s[1] - s[0]) * 0.25 ? [s[0], c.at] : undefined;
 }
 
+/**
+ * Whether a split at k of [a, b) is a wander: the run was already at the new level before it, or went back to the old
+ * level after it, for `hold` points. "At a level" is the running median (2h+1 points, inside its side) within `tol`
+ * (a fraction, the smallest shift reported) of it or past it: a partial recovery to a third level is no wander.
+ */
+function wanders(
+  y: Float64Array,
+  [a, k, b]: [number, number, number],
+  [l1, l2]: [number, number],
+  tol: number,
+  hold: number,
+): boolean {
+  const dir = Math.sign(l2 - l1);
+  const count = (from: number, to: number, at: (m: number) => boolean) => {
+    let c = 0;
+    for (let i = from; i < to; i++)
+      if (at(medianOf(y, Math.max(from, i - HALF_WIDTH), Math.min(to, i + HALF_WIDTH + 1)))) c++;
+    return c;
+  };
+  // before: at the new level or beyond it; after: back at the old level or beyond it
+  const before = count(a, k, (m) => (l2 - m) * dir <= tol * Math.abs(l2));
+  const after = count(k, b, (m) => (m - l1) * dir <= tol * Math.abs(l1));
+  return before >= hold || after >= hold;
+}
+
 function segmentOnce(
   bucketed: { x: Float64Array; y: Float64Array },
   options: ChangepointOptions,
@@ -371,35 +405,24 @@ function segmentOnce(
 
   const splits: number[] = [];
   const queue: [number, number][] = [[0, n]];
-  while (queue.length && splits.length < maxCp) {
-    // the segment whose best split saves the most goes first: shifts come out largest first
-    let best: { seg: number; k: number; gain: number } | undefined;
-    for (let qi = 0; qi < queue.length; qi++) {
-      const [a, b] = queue[qi]!;
-      if (b - a < 2 * minSegment) continue;
-      const total = p.s[b]! - p.s[a]!;
-      for (let k = a + minSegment; k <= b - minSegment; k++) {
-        const n1 = k - a;
-        const n2 = b - k;
-        const s1 = p.s[k]! - p.s[a]!;
-        const d = s1 / n1 - (total - s1) / n2;
-        const gain = ((n1 * n2) / (n1 + n2)) * d * d;
-        if (!best || gain > best.gain) best = { seg: qi, k, gain };
-      }
-    }
-    if (!best) break;
-    const [a, b] = queue.splice(best.seg, 1)[0]!;
-    // A restart is the likeliest place for a change: a split a point or two from one (a save stalled just before it
-    // reads like the new level) is moved onto it.
-    const near = launchAt.find((l) => Math.abs(l - best.k) <= 2 && l >= a + minSegment && l <= b - minSegment);
-    const k = near ?? best.k;
+  const gainAt = (a: number, b: number, k: number): number => {
+    const n1 = k - a;
+    const n2 = b - k;
+    const d = (p.s[k]! - p.s[a]!) / n1 - (p.s[b]! - p.s[k]!) / n2;
+    return ((n1 * n2) / (n1 + n2)) * d * d;
+  };
+  // A level must hold for as long as a shift must last (5% of the run) before it counts as left.
+  const hold = Math.max(minSegment, Math.ceil(n * 0.05));
+  /** Whether a split at k of [a, b) is a level shift (see the header). */
+  const shiftAt = (a: number, b: number, k: number, gain: number): boolean => {
     const m1 = (p.s[k]! - p.s[a]!) / (k - a);
     const m2 = (p.s[b]! - p.s[k]!) / (b - k);
     const shift = m2 - m1;
     const l1 = medianOf(y, a, k);
     const l2 = medianOf(y, k, b);
-    const significant = best.gain > penalty * sigma * sigma;
+    const significant = gain > penalty * sigma * sigma;
     const large = Math.abs(l2 - l1) >= minRelative * Math.max(Math.abs(l1), Math.abs(l2));
+    if (!significant || !large) return false;
     // Lines over up to a tenth of the series: long enough that a small shift clears the standard error.
     // Each side as long as it is (up to that): a short last segment does not shorten the long one before it.
     const cap = Math.max(minSegment, Math.floor(n / 10));
@@ -409,8 +432,41 @@ function segmentOnce(
     const jumpSe = sigma * Math.sqrt(4 / w1 + 4 / w2);
     const step =
       Math.abs(jump) >= 0.5 * Math.abs(shift) && Math.abs(jump) >= 3 * jumpSe && Math.sign(jump) === Math.sign(shift);
-    // A rejected best split ends this segment: a smaller split inside it would be noise or part of the same slope.
-    if (!(significant && large && step)) continue;
+    if (!step) return false;
+    // A restart is a fact (a new process, maybe new code, args or data): a shift there needs no more evidence.
+    // Elsewhere a level that wanders back is no shift: the run was already at the new level before, or went back
+    // to the old one after, for as long as a shift must last.
+    return launchAt.includes(k) || !wanders(y, [a, k, b], [l1, l2], minRelative, hold);
+  };
+  while (queue.length && splits.length < maxCp) {
+    // the segment whose best split saves the most goes first: shifts come out largest first
+    let best: { seg: number; k: number; gain: number } | undefined;
+    for (let qi = 0; qi < queue.length; qi++) {
+      const [a, b] = queue[qi]!;
+      if (b - a < 2 * minSegment) continue;
+      for (let k = a + minSegment; k <= b - minSegment; k++) {
+        const gain = gainAt(a, b, k);
+        if (!best || gain > best.gain) best = { seg: qi, k, gain };
+      }
+    }
+    if (!best) break;
+    const [a, b] = queue.splice(best.seg, 1)[0]!;
+    const inside = launchAt.filter((l) => l >= a + minSegment && l <= b - minSegment);
+    // A restart is the likeliest place for a change: a split a point or two from one (a save stalled just before it
+    // reads like the new level) is moved onto it.
+    const near = inside.find((l) => Math.abs(l - best.k) <= 2);
+    let k: number | undefined = near ?? best.k;
+    if (!shiftAt(a, b, k, gainAt(a, b, k))) {
+      // The best split is a slope or a wander, but a restart inside the segment is a candidate of its own: the
+      // settling of the first launch must not hide a drop at the second (plain-launch-blocking: 0.75× at its restart,
+      // while the largest split of its whole run was the first launch settling).
+      k = inside
+        .map((l) => ({ l, gain: gainAt(a, b, l) }))
+        .sort((u, v) => v.gain - u.gain)
+        .find((u) => shiftAt(a, b, u.l, u.gain))?.l;
+    }
+    // A rejected segment ends here: a smaller split inside it would be noise or part of the same slope.
+    if (k === undefined) continue;
     splits.push(k);
     queue.push([a, k], [k, b]);
   }
