@@ -1,3 +1,4 @@
+import { posix } from 'node:path';
 import * as vscode from 'vscode';
 import {
   parseHostMessage,
@@ -14,6 +15,8 @@ import { FROM_WALL_TIME, withDerivedSpeed } from '../core/metrics/speedFromTime'
 import { ProgressiveRuns, sideByHost, type LoadedRun } from '../core/dashboard/progressive';
 import { runCheckpoints, runId, type CheckpointSource, type RunSource } from '../core/dashboard/sources';
 import { messageOf } from '../core/errors';
+import { lastStep, withLiveRestart } from '../core/dashboard/liveRestarts';
+import { remotePathOf } from '../core/runs/model';
 import { newNonce } from '../core/util/nonce';
 import { metricsReduceProbe } from '../core/metrics/metricsProbe';
 import { DASHBOARD_SCRIPT, DASHBOARD_STYLES, dashboardHtml } from '../../webview/src/html';
@@ -395,12 +398,46 @@ export class DashboardPanel implements vscode.Disposable {
     this.polling = true;
     try {
       await this.loading;
+      const stepBefore = new Map(this.loader.runs.map((r) => [r, lastStep(r.data)]));
+      const grown: LoadedRun[] = [];
       await this.loader.follow({
-        grew: (r) => this.post({ type: 'runData', data: r.data }),
+        grew: (r) => {
+          grown.push(r);
+          this.post({ type: 'runData', data: r.data });
+        },
         failed: (r, message) => this.post({ type: 'error', message: `Following ${r.src.label}: ${message}` }),
       });
+      await this.markRestarts(grown, stepBefore);
     } finally {
       this.polling = false;
+    }
+  }
+
+  /**
+   * The runs whose log grew: their training process looked for (one request a host, through the polls' shared
+   * LiveWatch); a new process after the one before ended is marked as a restart where the old one's points end.
+   */
+  private async markRestarts(grown: LoadedRun[], stepBefore: Map<LoadedRun, number | undefined>): Promise<void> {
+    if (!this.services.live || !grown.length) return;
+    const runOf = (r: LoadedRun) =>
+      r.src.root && r.src.run ? remotePathOf(r.src.root, r.src.run).remotePath : posix.dirname(r.src.logPath);
+    for (const hostId of new Set(grown.map((r) => r.src.hostId))) {
+      const mine = grown.filter((r) => r.src.hostId === hostId);
+      const states = await this.services.live(
+        hostId,
+        mine.map((r) => ({ run: runOf(r), log: r.src.logPath })),
+      );
+      for (const s of states) {
+        const restart = s.restarts[s.restarts.length - 1];
+        if (!restart) continue;
+        for (const r of mine.filter((m) => runOf(m) === s.run)) {
+          const marked = withLiveRestart(r.data, restart, stepBefore.get(r));
+          if (marked === r.data) continue;
+          r.data = marked;
+          this.services.log.info(`dashboard: ${r.src.logPath}: ${marked.run.restarts?.at(-1)?.label ?? 'restart'}`);
+          this.post({ type: 'runData', data: r.data });
+        }
+      }
     }
   }
 

@@ -1,5 +1,9 @@
 import { messageOf } from '../errors';
+import { metricsLogOf } from '../metrics/metricsLog';
 import type { ProbeRunnerLike } from '../probes/probe';
+import type { RunsListing } from '../runs/listRuns';
+import { remotePathOf } from '../runs/model';
+import { formatAge, formatLocalTime } from '../util/format';
 import { whatChangedProbe, type LaunchRecord } from './factsProbe';
 import type { WhatChangedStore } from './store';
 
@@ -37,7 +41,10 @@ export interface LiveRunState {
 }
 
 export interface LiveHost {
+  /** The host's id in the settings: what `state()` is asked by. */
   id: string;
+  /** Its key in the baseline store (the report's host id), where each launch is kept; default `id`. */
+  storeKey?: string;
   probes: ProbeRunnerLike;
 }
 
@@ -55,7 +62,7 @@ const sameProcess = (a: LaunchRecord, b: LaunchRecord) => a.pid === b.pid && a.t
 
 /** One line of a process for a tooltip: PID, command line and the CUDA libraries it mapped. */
 export function describeProcess(r: LaunchRecord, now = Date.now()): string[] {
-  const started = r.time !== null ? ` (started ${ageOf(now / 1000 - r.time)} ago)` : '';
+  const started = r.time !== null ? ` (started ${formatAge(r.time * 1000, now)})` : '';
   const lines = [`PID ${r.pid ?? '?'}${started}: ${r.argv.join(' ').slice(0, 300) || r.interpreter || '?'}`];
   const libs = Object.entries(r.libs).map(([k, v]) => `${k.replace(/\.so.*$/, '')} ${v.includes('/') ? '' : v}`);
   if (libs.length) lines.push(`loaded: ${libs.map((l) => l.trim()).join(', ')}`);
@@ -68,11 +75,50 @@ export function describeProcess(r: LaunchRecord, now = Date.now()): string[] {
   return lines;
 }
 
-function ageOf(s: number): string {
-  if (!(s >= 0)) return '?';
-  if (s < 90) return `${Math.round(s)} s`;
-  if (s < 5400) return `${Math.round(s / 60)} min`;
-  return `${(s / 3600).toFixed(1)} h`;
+/**
+ * The runs of a listing a poll looks at: each run folder with a metrics log (the log is what tells a poll whether to
+ * look again), the most recently written first, at most MAX_POLLED_RUNS.
+ */
+export function pollableRuns(listing: RunsListing): { run: string; log: string }[] {
+  const out: { run: string; log: string; mtime: number }[] = [];
+  for (const root of listing.roots) {
+    if (!root.entry || root.pathB64) continue;
+    for (const run of root.entry.children ?? []) {
+      if (run.kind !== 'dir' || run.escaped || run.pathB64) continue;
+      const log = metricsLogOf(run);
+      if (!log || log.pathB64) continue;
+      out.push({
+        run: remotePathOf(root, run).remotePath,
+        log: remotePathOf(root, log).remotePath,
+        mtime: log.mtime ?? 0,
+      });
+    }
+  }
+  return out
+    .sort((a, b) => b.mtime - a.mtime)
+    .slice(0, MAX_POLLED_RUNS)
+    .map(({ run, log }) => ({ run, log }));
+}
+
+/** What a run's row in Remote Runs says of its process: a word for the description, lines for the tooltip. */
+export function liveRowText(
+  s: LiveRunState | undefined,
+  now = Date.now(),
+): { description?: string; tooltip: string[] } {
+  if (!s || (!s.running.length && !s.restarts.length)) return { tooltip: [] };
+  const tooltip: string[] = [];
+  const last = s.restarts[s.restarts.length - 1];
+  const restartedNow = last !== undefined && s.running.some((r) => sameProcess(r, last.after));
+  if (s.running.length) {
+    tooltip.push(`Running now (seen ${formatLocalTime(s.lookedAt)}):`);
+    for (const r of s.running.slice(0, 3)) tooltip.push(...describeProcess(r, now).map((l) => `  ${l}`));
+  }
+  for (const r of s.restarts.slice(-3))
+    tooltip.push(
+      `Restarted: PID ${r.before.pid ?? '?'} → PID ${r.after.pid ?? '?'} (seen ${formatLocalTime(r.seenAt)}); What Changed? compares the two`,
+    );
+  const description = s.running.length ? (restartedNow ? 'running · restarted' : 'running') : undefined;
+  return { ...(description ? { description } : {}), tooltip };
 }
 
 export class LiveWatch {
@@ -127,18 +173,18 @@ export class LiveWatch {
       const e = entryOf(p.run);
       e.seen = p.logState;
       if (p.unchanged) continue;
-      if (await this.update(host.id, e, p.records, p.error)) changed.push(e.state);
+      if (await this.update(host.storeKey ?? host.id, e, p.records, p.error)) changed.push(e.state);
     }
     for (const s of changed) for (const l of this.listeners) l(s);
     return changed;
   }
 
   /** Takes the processes seen now; true when the state changed. */
-  private async update(hostId: string, e: Entry, now: LaunchRecord[], error: string | null): Promise<boolean> {
+  private async update(storeKey: string, e: Entry, now: LaunchRecord[], error: string | null): Promise<boolean> {
     const s = e.state;
     if (e.known === undefined) {
       try {
-        e.known = (await this.store?.liveHistory(hostId, s.run)) ?? [];
+        e.known = (await this.store?.liveHistory(storeKey, s.run)) ?? [];
       } catch {
         e.known = [];
       }
@@ -157,7 +203,7 @@ export class LiveWatch {
     if (launched) {
       known.push(launched);
       try {
-        await this.store?.saveLive(hostId, s.run, launched, known.slice(0, -1));
+        await this.store?.saveLive(storeKey, s.run, launched, known.slice(0, -1));
       } catch (err) {
         keptError = `keeping the process: ${messageOf(err)}`;
       }
