@@ -110,12 +110,12 @@ export function liveRowText(
   const last = s.restarts[s.restarts.length - 1];
   const restartedNow = last !== undefined && s.running.some((r) => sameProcess(r, last.after));
   if (s.running.length) {
-    tooltip.push(`Running now (seen ${formatLocalTime(s.lookedAt)}):`);
+    tooltip.push(`Running now, seen ${formatLocalTime(s.lookedAt)}:`);
     for (const r of s.running.slice(0, 3)) tooltip.push(...describeProcess(r, now).map((l) => `  ${l}`));
   }
   for (const r of s.restarts.slice(-3))
     tooltip.push(
-      `Restarted: PID ${r.before.pid ?? '?'} → PID ${r.after.pid ?? '?'} (seen ${formatLocalTime(r.seenAt)}); What Changed? compares the two`,
+      `Restarted: PID ${r.before.pid ?? '?'} → PID ${r.after.pid ?? '?'}, seen ${formatLocalTime(r.seenAt)}; What Changed? compares the two`,
     );
   const description = s.running.length ? (restartedNow ? 'running · restarted' : 'running') : undefined;
   return { ...(description ? { description } : {}), tooltip };
