@@ -109,6 +109,8 @@ export class DashboardPanel implements vscode.Disposable {
   private following = false;
   private followTimer: ReturnType<typeof setTimeout> | undefined;
   private polling = false;
+  /** When the last follow poll began (ms since the epoch): restarts seen since are marked by the next. */
+  private lastPollAt = Date.now();
   private disposed = false;
   private readonly openedAt = performance.now();
   /** `ready`s received: a restored panel turns following on at the first. */
@@ -399,6 +401,8 @@ export class DashboardPanel implements vscode.Disposable {
     try {
       await this.loading;
       const stepBefore = new Map(this.loader.runs.map((r) => [r, lastStep(r.data)]));
+      const since = this.lastPollAt;
+      this.lastPollAt = Date.now();
       const grown: LoadedRun[] = [];
       await this.loader.follow({
         grew: (r) => {
@@ -407,7 +411,7 @@ export class DashboardPanel implements vscode.Disposable {
         },
         failed: (r, message) => this.post({ type: 'error', message: `Following ${r.src.label}: ${message}` }),
       });
-      await this.markRestarts(grown, stepBefore);
+      await this.markRestarts(grown, stepBefore, since);
     } finally {
       this.polling = false;
     }
@@ -417,7 +421,11 @@ export class DashboardPanel implements vscode.Disposable {
    * The runs whose log grew: their training process looked for (one request a host, through the polls' shared
    * LiveWatch); a new process after the one before ended is marked as a restart where the old one's points end.
    */
-  private async markRestarts(grown: LoadedRun[], stepBefore: Map<LoadedRun, number | undefined>): Promise<void> {
+  private async markRestarts(
+    grown: LoadedRun[],
+    stepBefore: Map<LoadedRun, number | undefined>,
+    since: number,
+  ): Promise<void> {
     if (!this.services.live || !grown.length) return;
     const runOf = (r: LoadedRun) =>
       r.src.root && r.src.run ? remotePathOf(r.src.root, r.src.run).remotePath : posix.dirname(r.src.logPath);
@@ -428,8 +436,10 @@ export class DashboardPanel implements vscode.Disposable {
         mine.map((r) => ({ run: runOf(r), log: r.src.logPath })),
       );
       for (const s of states) {
+        // a restart seen since the last poll (by this one or Remote Runs' tick): one seen before this panel
+        // followed has no place on its plots
         const restart = s.restarts[s.restarts.length - 1];
-        if (!restart) continue;
+        if (!restart || restart.seenAt < since) continue;
         for (const r of mine.filter((m) => runOf(m) === s.run)) {
           const marked = withLiveRestart(r.data, restart, stepBefore.get(r));
           if (marked === r.data) continue;

@@ -39,7 +39,7 @@ export interface DashboardServices {
   diffArgs(checkpoints: CheckpointRef[]): Promise<void>;
   /** Marks a benchmark result of the host as its known-good reference (null unmarks). */
   markReference(hostId: string, resultId: string | null): Promise<void>;
-  /** Looks for these runs' training processes (the polls' shared LiveWatch); resolves to the states that changed. */
+  /** Looks for these runs' training processes (the polls' shared LiveWatch); resolves to their states now. */
   live?(hostId: string, runs: { run: string; log: string }[]): Promise<LiveRunState[]>;
 }
 
@@ -95,7 +95,10 @@ export class ContainerServices implements DashboardServices {
   async live(hostId: string, runs: { run: string; log: string }[]): Promise<LiveRunState[]> {
     const spec = this.d.hosts.find(hostId);
     if (!this.d.live || !spec) return [];
-    return this.d.live.poll({ id: hostId, storeKey: this.d.storeKeyOf(spec), probes: this.probes(hostId) }, runs);
+    const live = this.d.live;
+    await live.poll({ id: hostId, storeKey: this.d.storeKeyOf(spec), probes: this.probes(hostId) }, runs);
+    // every run's state, not only those this poll changed: Remote Runs' tick may have seen the restart first
+    return runs.map((r) => live.state(hostId, r.run)).filter((s): s is LiveRunState => s !== undefined);
   }
 
   async markReference(hostId: string, resultId: string | null): Promise<void> {
