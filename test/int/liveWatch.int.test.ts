@@ -8,6 +8,7 @@ import { BaselineStore } from '../../src/core/baselines/store';
 import { ProbeRunner } from '../../src/core/probes/runner';
 import { LocalTransport } from '../../src/core/transport/local';
 import { whatChanged } from '../../src/core/whatChanged/gather';
+import { launchRecordSchema } from '../../src/core/whatChanged/factsProbe';
 import { LiveWatch } from '../../src/core/whatChanged/liveWatch';
 import { WhatChangedStore } from '../../src/core/whatChanged/store';
 import { materializeRealRuns } from '../support/realRuns';
@@ -116,5 +117,44 @@ void describe('LiveWatch: a new process seen by the polls is a restart', () => {
       /^process env: CUDA_LAUNCH_BLOCKING=1 added \(restart at step 6\d\d\)$/,
       report.suspects.map((s) => s.title).join('; '),
     );
+  });
+
+  void it("the CUDA libraries two kept processes mapped, compared by library: 'loaded libcudnn 9.1.0 → 9.8.0' ranks first", async () => {
+    // the processes kept by earlier polls of a copy of the run, as python/live_process.py reads them from
+    // /proc/PID/maps (no CUDA here): the same environment, libcudnn upgraded between the two launches
+    const copy = join(dirname(dir), 'libs');
+    cpSync(join(dir, 'plain-launch-blocking'), copy, { recursive: true, preserveTimestamps: true });
+    rmSync(join(copy, '.known-good'), { recursive: true });
+    const own = new BaselineStore(mkdtempSync(join(tmpdir(), 'kg-livewatch-libs-')));
+    try {
+      const store = new WhatChangedStore(own);
+      const proc = (pid: number, time: number, cudnn: string) =>
+        launchRecordSchema.parse({
+          source: 'live',
+          where: `/proc/${pid}`,
+          pid,
+          time,
+          argv: ['python3', 'train.py'],
+          env: { HOME: '/home/u' },
+          libs: {
+            [`libcudnn.so.${cudnn}`]: cudnn,
+            'libnccl.so.2': '2',
+            'libtorch_cuda.so': '/venv/torch/lib/libtorch_cuda.so',
+          },
+        });
+      const a = proc(11, 1_764_600_000, '9.1.0');
+      await store.saveLive('local', copy, a, []);
+      await store.saveLive('local', copy, proc(12, 1_764_600_100, '9.8.0'), [a]);
+      const report = await whatChanged({ id: 'local', label: 'This machine', probes: runner }, copy, { store: own });
+      assert.equal(report.verdict, 'regression', report.headline);
+      assert.match(
+        report.suspects[0]?.title ?? '',
+        /^loaded libcudnn 9\.1\.0 → 9\.8\.0 \(restart at step 6\d\d\)$/,
+        report.suspects.map((s) => s.title).join('; '),
+      );
+      assert.ok(!report.suspects.some((s) => /libnccl|libtorch_cuda/.test(s.title)));
+    } finally {
+      rmSync(own.dir, { recursive: true, force: true });
+    }
   });
 });

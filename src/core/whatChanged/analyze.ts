@@ -828,6 +828,16 @@ function runningOf(r: LaunchRecord): { pid: number | null; command: string; libs
   };
 }
 
+/** A process's mapped libraries by library (`libcudnn`), each with its versions (a path when its name says none). */
+export function loadedLibraries(libs: Readonly<Record<string, string>>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [file, v] of Object.entries(libs).sort(([x], [y]) => x.localeCompare(y))) {
+    const lib = file.replace(/\.so(\.\d+)*$/, '');
+    out[lib] = out[lib] !== undefined ? `${out[lib]}, ${v}` : v;
+  }
+  return out;
+}
+
 /** The live processes seen, once each (PID and start time), oldest first. */
 export function liveSequence(kept: readonly LaunchRecord[], now: readonly LaunchRecord[]): LaunchRecord[] {
   const out: LaunchRecord[] = [];
@@ -955,12 +965,15 @@ function comparedLaunches(
         `installed when launch ${i + 1} started`,
       );
     }
-    // what ran, not what is installed: the CUDA libraries the live process mapped (python/live_process.py)
-    for (const k of [...new Set([...Object.keys(a.libs), ...Object.keys(b.libs)])].sort())
-      if (a.libs[k] !== b.libs[k] && Object.keys(a.libs).length && Object.keys(b.libs).length)
+    // what ran, not what is installed: the CUDA libraries the live process mapped (python/live_process.py), by
+    // library (libcudnn.so.9.1.0 and libcudnn.so.9.8.0 are one library at two versions)
+    const la = loadedLibraries(a.libs);
+    const lb = loadedLibraries(b.libs);
+    for (const k of [...new Set([...Object.keys(la), ...Object.keys(lb)])].sort())
+      if (la[k] !== lb[k] && Object.keys(la).length && Object.keys(lb).length)
         push(
           'torch-build',
-          `loaded ${k} ${a.libs[k] ?? '(not loaded)'} → ${b.libs[k] ?? '(not loaded)'}`,
+          `loaded ${k} ${la[k] ?? '(not loaded)'} → ${lb[k] ?? '(not loaded)'}`,
           `the shared libraries process ${a.pid ?? '?'} and process ${b.pid ?? '?'} mapped (/proc/PID/maps)`,
         );
     if (a.gitHead === b.gitHead && a.gitDiff !== b.gitDiff)
