@@ -10,7 +10,11 @@ stdlib only, 3.8+.  A module of what_changed.py: for a changed data path the rep
   folder (``state.json``, or ``dataset_dict.json`` and one folder a split): rows over its Arrow shards, the schema and
   sample lengths (python/data_columnar.py);
 - ``.parquet`` footers (rows, row groups, columns and types) and Arrow IPC ``.arrow`` files (rows, schema, lengths of
-  a list-of-integers column's samples), read by python/data_columnar.py.
+  a list-of-integers column's samples), read by python/data_columnar.py;
+- token files: a Megatron-LM indexed dataset's ``.idx`` (``MMIDIDX``: sequences, documents, token dtype, and the
+  length of a sequence from its sizes array, all of it up to READ_BYTES, else SAMPLE_SIZES read evenly); a ``.bin``
+  beside it is its tokens (summarised by the ``.idx``); a ``.bin`` alone (nanoGPT's ``train.bin``) is a flat array
+  of tokens: its size and the token count as uint16, the dtype such files use.
 """
 import ast
 import json
@@ -26,6 +30,11 @@ TIME_S = 2.0
 SAMPLE_ROWS = 256
 MAX_FILES = 4
 MAX_ROW_BYTES = 16 * 1024 * 1024
+SAMPLE_SIZES = 65536
+_IDX_MAGIC = b"MMIDIDX\x00\x00"
+# Megatron-LM's indexed_dataset DType codes: the struct code and the name of the token type
+_IDX_DTYPES = {1: ("B", "uint8"), 2: ("b", "int8"), 3: ("h", "int16"), 4: ("i", "int32"), 5: ("q", "int64"),
+               6: ("d", "float64"), 7: ("d", "float64"), 8: ("H", "uint16")}
 _ITEM = {"u1": "B", "i1": "b", "u2": "H", "i2": "h", "u4": "I", "i4": "i", "u8": "Q", "i8": "q"}
 
 
@@ -68,6 +77,51 @@ def npy_summary(path, deadline):
             out.update(rows=rows, rowLength=width, sampled=len(lens), meanLength=round(sum(lens) / len(lens), 2),
                        medianLength=lens[len(lens) // 2], padded=lens[len(lens) // 2] < width)
         return out
+
+
+def idx_summary(path, deadline):
+    """A Megatron-LM ``.idx``: header (magic, version, dtype code, sequence and document counts), then int32 sizes."""
+    with kg_common.open_regular(path) as f:
+        if f.read(9) != _IDX_MAGIC:
+            return None
+        version, code = struct.unpack("<QB", f.read(9))
+        count, docs = struct.unpack("<QQ", f.read(16))
+        item = _IDX_DTYPES.get(code)
+        out = {"file": os.path.basename(path), "format": "megatron-idx", "version": version,
+               "dtype": item[1] if item else "code %d" % code, "rows": count, "documents": max(0, docs - 1)}
+        start = f.tell()
+        if count * 4 <= READ_BYTES:
+            raw = f.read(count * 4)
+            if len(raw) < count * 4:
+                return out  # cut: the header's count is not what the file holds
+            sizes = list(struct.unpack("<%di" % count, raw))
+            if item:
+                out["tokens"] = sum(sizes)
+        else:
+            sizes = []
+            step = count // SAMPLE_SIZES
+            for i in range(SAMPLE_SIZES):
+                if time.monotonic() > deadline:
+                    break
+                f.seek(start + i * step * 4)
+                got = f.read(4)
+                if len(got) < 4:
+                    break
+                sizes.append(struct.unpack("<i", got)[0])
+        if sizes:
+            sizes.sort()
+            out.update(sampled=len(sizes), meanLength=round(sum(sizes) / len(sizes), 2),
+                       medianLength=sizes[len(sizes) // 2])
+        return out
+
+
+def bin_summary(path):
+    """A flat token file with no index beside it (nanoGPT's train.bin: uint16 tokens): its size and token count."""
+    if os.path.isfile(path[:-4] + ".idx"):
+        return None  # the .idx says what it holds
+    st = os.stat(path)
+    return {"file": os.path.basename(path), "format": "tokens-bin", "bytes": st.st_size,
+            "tokensIfUint16": st.st_size // 2}
 
 
 def jsonl_summary(path, deadline):
@@ -122,6 +176,10 @@ def summaries(path):
                 s = npy_summary(p, deadline)
             elif p.endswith(".jsonl"):
                 s = jsonl_summary(p, deadline)
+            elif p.endswith(".idx"):
+                s = idx_summary(p, deadline)
+            elif p.endswith(".bin"):
+                s = bin_summary(p)
             elif os.path.basename(p) == "dataset_info.json":
                 s = hf_info(p)
             else:

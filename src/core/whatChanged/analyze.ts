@@ -489,8 +489,12 @@ export function describeSamples(f: DataFingerprint): string | null {
         typeof s.meanLength === 'number' && s.meanLength < s.rowLength ? `, real ${s.meanLength} (padded)` : '';
       return `${s.file}: ${s.rows} rows of ${s.rowLength}${real}`;
     }
+    // a token file's sequences (Megatron .idx): how long a sample is, which is what moves tokens a step
+    if (typeof s.rows === 'number' && typeof s.meanLength === 'number')
+      return `${s.file}: ${s.rows} sequences, ${s.meanLength} tokens on average${typeof s.medianLength === 'number' ? ` (median ${s.medianLength})` : ''}`;
     if (typeof s.rows === 'number')
       return `${s.file}: ${s.rows} rows${typeof s.meanLineBytes === 'number' ? ` of ${s.meanLineBytes} bytes` : ''}${columnsOf(s)}`;
+    if (typeof s.tokensIfUint16 === 'number') return `${s.file}: ${s.tokensIfUint16} tokens (as uint16)`;
   }
   return null;
 }

@@ -30,6 +30,8 @@ export const dataFingerprintSchema = z.looseObject({
         medianLength: num,
         padded: z.boolean().nullable().default(null),
         meanLineBytes: num,
+        /** A flat token file (nanoGPT's train.bin, no .idx beside it): its size in tokens if they are uint16. */
+        tokensIfUint16: z.number().nullable().optional(),
         /** Parquet footers, Arrow IPC and saved HF datasets (python/data_columnar.py): top-level columns, types. */
         columns: z.array(z.string()).optional(),
         types: z.array(z.string()).optional(),
