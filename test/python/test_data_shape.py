@@ -90,6 +90,31 @@ class ColumnarTest(unittest.TestCase):
         self.assertEqual(dict((s["split"], s["rows"]) for s in got), self.truth["hf-dict"]["splits"])
         self.assertEqual(got[0]["file"], "hf-dict/train")
 
+    def test_npz_members_as_npy_and_a_json_list_of_records(self):
+        d = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, d, True)
+        try:
+            import numpy as np
+        except ImportError:
+            self.skipTest("numpy writes the .npz files")
+        ids = np.zeros((64, 33), dtype=np.uint16)
+        ids[:, :10] = 7  # 10 real tokens, then padding: the real length shows through the zip
+        ids[:, :10] += np.arange(10, dtype=np.uint16)
+        np.savez_compressed(os.path.join(d, "train.npz"), input_ids=ids, labels=np.arange(64))
+        got = data_shape.summaries(d)
+        self.assertEqual([g["file"] for g in got], ["train.npz:input_ids.npy", "train.npz:labels.npy"])
+        self.assertEqual((got[0]["rows"], got[0]["rowLength"], got[0]["meanLength"], got[0]["padded"]),
+                         (64, 33, 10.0, True))
+        self.assertEqual(got[1]["shape"], [64])
+        with open(os.path.join(d, "val.json"), "w") as f:
+            json.dump({"version": 1, "data": [{"text": "a" * 10}] * 30}, f)
+        [js] = [g for g in data_shape.summaries(d) if g["format"] == "json"]
+        self.assertEqual((js["rows"], js["meanLineBytes"]), (30, 22.0))
+        # a broken zip named .npz is no summary, never a failure
+        with open(os.path.join(d, "bad.npz"), "wb") as f:
+            f.write(b"PK\x03\x04 not a zip")
+        self.assertTrue(all(not g["file"].startswith("bad.npz") for g in data_shape.summaries(d)))
+
     def test_megatron_idx_sequences_and_their_lengths_and_a_flat_bin(self):
         # Megatron-LM is not installed here: the .idx is written from its documented layout (indexed_dataset.py:
         # magic, version, dtype code, sequence count, document-index count, int32 sizes, int64 pointers, int64 doc_idx)
