@@ -157,4 +157,34 @@ void describe('LiveWatch: a new process seen by the polls is a restart', () => {
       rmSync(own.dir, { recursive: true, force: true });
     }
   });
+
+  void it('a report keeps only the oldest process working in the run: one started beside it (a tail -f) is no launch', async () => {
+    const copy = join(dirname(dir), 'beside');
+    cpSync(join(dir, 'plain-launch-blocking'), copy, { recursive: true, preserveTimestamps: true });
+    rmSync(join(copy, '.known-good'), { recursive: true });
+    const own = new BaselineStore(mkdtempSync(join(tmpdir(), 'kg-livewatch-beside-')));
+    const host = { id: 'local', label: 'This machine', probes: runner };
+    const env = { ...process.env };
+    delete env.CUDA_LAUNCH_BLOCKING;
+    try {
+      const first = await started(copy, env);
+      procs.push(first);
+      await whatChanged(host, copy, { store: own });
+      first.kill('SIGKILL');
+      procs.push(await started(copy, { ...env, CUDA_LAUNCH_BLOCKING: '1' }));
+      procs.push(await started(copy, env)); // a `tail -f` of the log, started after the training process
+      const report = await whatChanged(host, copy, { store: own });
+      assert.equal(report.launches?.running?.length, 2);
+      const titles = report.suspects.map((s) => s.title);
+      assert.match(
+        titles[0] ?? '',
+        /^process env: CUDA_LAUNCH_BLOCKING=1 added \(restart at step 6\d\d\)$/,
+        titles.join('; '),
+      );
+      assert.ok(!titles.some((t) => /CUDA_LAUNCH_BLOCKING=1 removed/.test(t)), titles.join('; '));
+      assert.equal((await new WhatChangedStore(own).liveHistory('local', copy)).length, 2);
+    } finally {
+      rmSync(own.dir, { recursive: true, force: true });
+    }
+  });
 });

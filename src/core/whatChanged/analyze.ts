@@ -842,10 +842,15 @@ export function loadedLibraries(libs: Readonly<Record<string, string>>): Record<
   return out;
 }
 
-/** The live processes seen, once each (PID and start time), oldest first. */
+/**
+ * The launches the live processes tell, once each (PID and start time), oldest first: the kept ones and the oldest
+ * process running now (python/live_process.py lists them oldest first). A process started beside it (a `tail -f` of
+ * the log, a shell in the run folder) is no launch, as for the polls' LiveWatch.
+ */
 export function liveSequence(kept: readonly LaunchRecord[], now: readonly LaunchRecord[]): LaunchRecord[] {
   const out: LaunchRecord[] = [];
-  for (const r of [...kept, ...now]) if (!out.some((o) => o.pid === r.pid && o.time === r.time)) out.push(r);
+  for (const r of [...kept, ...now.slice(0, 1)])
+    if (!out.some((o) => o.pid === r.pid && o.time === r.time)) out.push(r);
   return out.sort((a, b) => (a.time ?? 0) - (b.time ?? 0));
 }
 
