@@ -64,21 +64,22 @@ def _stat_fields(pid):
     return int(rest[1]), int(rest[19])
 
 
-def _open_files_under(pid, run):
-    """The first open file of the process inside the run (its log, a checkpoint), or None; at most MAX_FDS looked at."""
+def _open_files(pid):
+    """The absolute paths of the process's open files, at most MAX_FDS looked at (read once, matched to every run)."""
     fd_dir = "/proc/%d/fd" % pid
     try:
         names = os.listdir(fd_dir)
     except OSError:
-        return None
+        return []
+    out = []
     for name in names[:MAX_FDS]:
         try:
             target = os.readlink(os.path.join(fd_dir, name))
         except OSError:
             continue
-        if target.startswith("/") and _under(target, run):
-            return target
-    return None
+        if target.startswith("/"):
+            out.append(target)
+    return out
 
 
 def _libs(pid):
@@ -137,45 +138,65 @@ def scan(run, max_procs=MAX_PROCS, deadline=None):
     ``processes``: the matched ones whose parent did not match too (a launcher's workers are its children), oldest
     first; ``scanned``: how many processes were looked at; ``truncated``: more were there than ``max_procs``.
     """
+    return scan_runs([run], max_procs, deadline)[0]
+
+
+def scan_runs(runs, max_procs=MAX_PROCS, deadline=None):
+    """``scan`` of several runs in one pass over /proc (a poll of every running run costs one scan, not one a run):
+    one result a run, in the order given; ``scanned``, ``truncated`` and ``tookMs`` are the pass's."""
     started = time.monotonic()
     deadline = deadline if deadline is not None else started + TIME_S
-    out = {"supported": os.path.isdir("/proc/self/fd"), "scanned": 0, "truncated": False, "processes": [],
-           "error": None}
-    if not out["supported"]:
-        out["error"] = "no /proc: live processes are read on Linux only"
-        return out
-    run = os.path.realpath(run)
+    common = {"supported": os.path.isdir("/proc/self/fd"), "scanned": 0, "truncated": False, "error": None}
+    if not common["supported"]:
+        common["error"] = "no /proc: live processes are read on Linux only"
+        return [dict(common, processes=[]) for _ in runs]
+    real = [os.path.realpath(r) for r in runs]
     me = os.getuid()
     skip = {os.getpid(), os.getppid()}
     try:
         pids = sorted(int(n) for n in os.listdir("/proc") if n.isdigit())
     except OSError as e:
-        out["error"] = "cannot list /proc: %s" % (e.strerror or e)
-        return out
-    matched = []
+        common["error"] = "cannot list /proc: %s" % (e.strerror or e)
+        return [dict(common, processes=[]) for _ in runs]
+    matched = [[] for _ in runs]
     for pid in pids:
         if pid in skip:
             continue
-        if out["scanned"] >= max_procs or time.monotonic() > deadline:
-            out["truncated"] = True
+        if common["scanned"] >= max_procs or time.monotonic() > deadline:
+            common["truncated"] = True
             break
         try:
             if os.stat("/proc/%d" % pid).st_uid != me:
                 continue
         except OSError:
             continue  # gone meanwhile
-        out["scanned"] += 1
+        common["scanned"] += 1
         try:
             cwd = os.readlink("/proc/%d/cwd" % pid)
         except OSError:
             cwd = None
-        if cwd is not None and _under(cwd, run):
-            matched.append((pid, "cwd", cwd))
-            continue
-        f = _open_files_under(pid, run)
-        if f is not None:
-            matched.append((pid, "open-file", f))
+        left = []
+        for i, run in enumerate(real):
+            if cwd is not None and _under(cwd, run):
+                matched[i].append((pid, "cwd", cwd))
+            else:
+                left.append(i)
+        files = _open_files(pid) if left else []
+        for i in left:
+            f = next((t for t in files if _under(t, real[i])), None)
+            if f is not None:
+                matched[i].append((pid, "open-file", f))
     ticks, boot = _clock()
+    out = []
+    roots = [_roots(found, ticks, boot) for found in matched]
+    took = round((time.monotonic() - started) * 1000, 1)
+    for found in roots:
+        out.append(dict(common, processes=found, tookMs=took))
+    return out
+
+
+def _roots(matched, ticks, boot):
+    """The launch facts of the matched processes whose parent did not match, oldest first, workers folded in."""
     facts = []
     for pid, how, path in matched[:MAX_MATCHED * 4]:
         try:
@@ -193,6 +214,4 @@ def scan(run, max_procs=MAX_PROCS, deadline=None):
             if k.get("libs") and not any(n.startswith("libtorch_cuda") for n in (r.get("libs") or {})):
                 r["libs"] = dict(r.get("libs") or {}, **k["libs"])
                 break
-    out["processes"] = roots[:MAX_MATCHED]
-    out["tookMs"] = round((time.monotonic() - started) * 1000, 1)
-    return out
+    return roots[:MAX_MATCHED]

@@ -14,6 +14,9 @@ stdlib only, never imports torch.  Every fact that cannot be gathered says why (
   interpreter, torch, driver, packages, git HEAD), oldest first, bounded; and ``live``: the run's training process if
   it runs now (python/live_process.py: /proc, same user, at most 500 processes looked at; command line, environment
   redacted, executable, the CUDA libraries it loaded).
+- ``--live RUN [--live-log LOG] [--live-seen STATE]``...: a poll of running runs (the tree's auto-refresh, the
+  dashboard's follow): each run's training process now, one /proc pass for all, none for a run whose log's state
+  (size and mtime) is still the STATE the caller saw at its last poll.
 - ``--stat P``: size and mtime only (e.g. torch/version.py, whose mtime is when that torch was installed).
 """
 import hashlib
@@ -51,7 +54,15 @@ def _parse_args(argv):
     p.add_argument("--stat", action="append", default=[], metavar="P")
     p.add_argument("--since", type=float, default=None, metavar="EPOCH")
     p.add_argument("--launches", action="append", default=[], metavar="RUN")
-    return p.parse_args(argv)
+    # a poll of running runs (the tree's auto-refresh, the dashboard's follow): each --live with its log and the
+    # log's state at the caller's last poll ("" for none), in the same order
+    p.add_argument("--live", action="append", default=[], metavar="RUN")
+    p.add_argument("--live-log", action="append", default=[], metavar="LOG")
+    p.add_argument("--live-seen", action="append", default=[], metavar="STATE")
+    a = p.parse_args(argv)
+    if len(a.live_log) not in (0, len(a.live)) or len(a.live_seen) not in (0, len(a.live)):
+        raise kg_common.ProbeError("bad-args", "--live-log and --live-seen go with each --live, in its order")
+    return a
 
 
 def _msg(e):
@@ -396,6 +407,38 @@ def live_records(run):
             "tookMs": scan.get("tookMs"), "records": [_slim_live(p) for p in scan["processes"]]}
 
 
+def _log_state(log):
+    """A log's size and mtime as one word: equal at two polls, the log was not written between them."""
+    if not log:
+        return None
+    try:
+        st = os.stat(log)  # stat only: a FIFO named like a log is never opened
+    except OSError as e:
+        return "error:%s" % (e.strerror or e)
+    return "%d:%d" % (st.st_size, getattr(st, "st_mtime_ns", int(st.st_mtime * 1e9)))
+
+
+def live_poll(runs, logs, seen):
+    """The training process of each run now, for a poll: a run whose log did not change since the caller's last
+    poll (its state as given) is not looked for again (``unchanged``); the others share ONE pass over /proc."""
+    logs = logs or [""] * len(runs)
+    seen = seen or [""] * len(runs)
+    out = []
+    todo = []
+    for run, log, was in zip(runs, logs, seen):
+        state = _log_state(log)
+        item = {"run": run, "logState": state, "unchanged": bool(was) and state == was, "scanned": 0,
+                "truncated": False, "error": None, "tookMs": None, "records": []}
+        out.append(item)
+        if not item["unchanged"]:
+            todo.append(item)
+    if todo:
+        for item, scan in zip(todo, live_process.scan_runs([t["run"] for t in todo])):
+            item.update(scanned=scan["scanned"], truncated=scan["truncated"], error=scan["error"],
+                        tookMs=scan.get("tookMs"), records=[_slim_live(p) for p in scan["processes"]])
+    return out
+
+
 def launch_records(run):
     """The launches kg_record.py recorded for a run (``RUN/.known-good/launches.jsonl``), oldest first, the last
     MAX_LAUNCHES of at most MAX_LAUNCH_BYTES read from the end; none recorded: ``exists`` false."""
@@ -471,6 +514,7 @@ def main(argv):
         "git": [_alone(git_state, p, a.since) for p in a.git],
         "stats": [_alone(plain_stat, p) for p in a.stat],
         "launches": [_alone(launch_records, p) for p in a.launches],
+        **({"live": live_poll(a.live, a.live_log, a.live_seen)} if a.live else {}),
         "elapsedMs": round((time.time() - started) * 1000, 1),
     }
 

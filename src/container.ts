@@ -6,6 +6,8 @@ import { registerBaselines } from './baselines/register';
 import { registerBench } from './bench/register';
 import { BaselineCommands, BenchCommands, BisectCommands, Commands, VIEW_REMOTE_RUNS } from './constants';
 import { BaselineStore } from './core/baselines/store';
+import { LiveWatch } from './core/whatChanged/liveWatch';
+import { WhatChangedStore } from './core/whatChanged/store';
 import { resolveHosts, type HostSpec } from './core/hosts';
 import { HostRegistry } from './core/registry';
 import { Listings } from './core/runs/listings';
@@ -84,6 +86,12 @@ export class Container implements vscode.Disposable {
         else this.log.error(line);
       },
     });
+    // One baseline store, one key per host: baselines, benchmark results and the dashboard all use these.
+    const store = new BaselineStore(join(context.globalStorageUri.fsPath, 'baselines'));
+    const storeKeyOf = (host: HostSpec) => this.registry.session(host).transport.id;
+    // The training processes the polls see (the tree's auto-refresh, the dashboard's follow), each launch kept for
+    // What Changed?; one watch, so a restart seen by either is known to both.
+    const live = new LiveWatch(new WhatChangedStore(store));
     // Expanded rows, the selection and the compare choice, as the person left them before a reload.
     const viewState = new RemoteRunsViewState(context.workspaceState);
     this.tree = this.track(
@@ -91,6 +99,7 @@ export class Container implements vscode.Disposable {
         newestFirst: () => settings().newestFirst,
         unconfigured: () => this.registry.hosts().every((h) => !h.ssh) && settings().localRoots === undefined,
         expansionOf: (id) => viewState.expansionOf(id),
+        live: (hostId, run) => live.state(hostId, run),
       }),
     );
     const treeView = this.track(
@@ -107,6 +116,14 @@ export class Container implements vscode.Disposable {
         this.registry,
         () => settings().autoRefreshSeconds,
         this.settings.onDidChange,
+        {
+          watch: live,
+          storeKeyOf: (hostId) => {
+            const spec = this.registry.find(hostId);
+            return spec ? storeKeyOf(spec) : hostId;
+          },
+          redraw: () => this.tree.refresh(),
+        },
       ),
     );
     this.track(new AgeTicker(treeView, () => this.tree.refresh()));
@@ -140,9 +157,6 @@ export class Container implements vscode.Disposable {
     });
     command(Commands.showLog, null, () => this.log.show());
 
-    // One baseline store, one key per host: baselines, benchmark results and the dashboard all use these.
-    const store = new BaselineStore(join(context.globalStorageUri.fsPath, 'baselines'));
-    const storeKeyOf = (host: HostSpec) => this.registry.session(host).transport.id;
     const track = <T extends vscode.Disposable>(d: T) => this.track(d);
     const common = { command, track, hosts: this.hosts, log: this.log, settings: this.settings };
 
@@ -180,6 +194,7 @@ export class Container implements vscode.Disposable {
       store,
       storeKeyOf,
       args,
+      live,
     });
     registerProbes({ ...common, baselines });
     registerBench({ ...common, store, storeKeyOf, view: treeView, resolve: (t) => listings.resolve(t) });

@@ -9,6 +9,9 @@ import type { BenchResult } from '../context';
  * with and without it (a git checkout with train.py, as a run has), medians of 20, alternated. (2) The live-process
  * scan (python/live_process.py) on a host with 500 more processes of this user (sleeping, none in the run) and one in
  * the run: the scan's own time and peak RSS, against `ps -e -o pid=,args=`, the usual look at a host's processes.
+ * (3) One tick of the polls (Remote Runs' auto-refresh, the dashboard's follow: what_changed.live_poll) over 16 runs
+ * with a log among the same 500 processes: every log changed (one /proc pass for all 16) against none changed (a
+ * stat each, no pass).
  */
 
 const PYTHON = process.env['KG_BENCH_PYTHON'] ?? 'python3';
@@ -59,7 +62,7 @@ function kgRecordOverhead(dir: string): BenchResult {
   };
 }
 
-async function liveScan(dir: string): Promise<BenchResult> {
+async function liveScan(dir: string): Promise<BenchResult[]> {
   const run = join(dir, 'live-run');
   const elsewhere = join(dir, 'elsewhere');
   mkdirSync(run);
@@ -70,7 +73,7 @@ async function liveScan(dir: string): Promise<BenchResult> {
       sleepers.push(spawn('sleep', ['600'], { cwd: i === 0 ? run : elsewhere, stdio: 'ignore' }));
     await Promise.all(sleepers.map((p) => new Promise<void>((ok, no) => p.once('spawn', ok).once('error', no))));
     const script = [
-      'import json, resource, sys, time',
+      'import json, os, resource, sys, time',
       `sys.path.insert(0, ${JSON.stringify(PYDIR)})`,
       'import live_process',
       'ms = []',
@@ -79,8 +82,29 @@ async function liveScan(dir: string): Promise<BenchResult> {
       `    r = live_process.scan(${JSON.stringify(run)})`,
       '    ms.append((time.monotonic() - t) * 1000)',
       'ms.sort()',
+      'import what_changed',
+      `runs = [${JSON.stringify(run)}] + [${JSON.stringify(join(dir, 'poll-'))} + str(i) for i in range(15)]`,
+      'logs = []',
+      'for d in runs:',
+      '    os.makedirs(d, exist_ok=True)',
+      '    logs.append(os.path.join(d, "train_log.jsonl"))',
+      '    open(logs[-1], "a").write("{}\\n")',
+      'def poll(seen):',
+      '    t = time.monotonic()',
+      '    got = what_changed.live_poll(runs, logs, seen)',
+      '    return (time.monotonic() - t) * 1000, got',
+      'changed = sorted(poll([""] * len(runs))[0] for _ in range(5))',
+      'states = [g["logState"] for g in poll([""] * len(runs))[1]]',
+      'same = sorted(poll(states)[0] for _ in range(5))',
+      'def separate():',
+      '    t = time.monotonic()',
+      '    for d in runs:',
+      '        live_process.scan(d)',
+      '    return (time.monotonic() - t) * 1000',
+      'each = sorted(separate() for _ in range(5))',
       'print(json.dumps({"ms": ms[2], "scanned": r["scanned"], "found": len(r["processes"]),',
-      '                  "truncated": r["truncated"], "rssMb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))',
+      '                  "truncated": r["truncated"], "rssMb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,',
+      '                  "pollChangedMs": changed[2], "pollSameMs": same[2], "eachMs": each[2]}))',
     ].join('\n');
     const r = spawnSync(PYTHON, ['-c', script], { encoding: 'utf8' });
     if (r.status !== 0) throw new Error(`live scan: ${r.stderr}`);
@@ -90,15 +114,26 @@ async function liveScan(dir: string): Promise<BenchResult> {
       found: number;
       truncated: boolean;
       rssMb: number;
+      pollChangedMs: number;
+      pollSameMs: number;
+      eachMs: number;
     };
     const ps: number[] = [];
     for (let i = 0; i < 5; i++) ps.push(timed(['ps', '-e', '-o', 'pid=,args='], dir));
-    return {
-      case: `live-process scan with ${SLEEPERS} more processes of this user (median of 5, in-process)`,
-      ours_ms: got.ms,
-      usual_ms: median(ps),
-      note: `${got.scanned} processes looked at${got.truncated ? ' (bound reached)' : ''}, ${got.found} found in the run; peak RSS ${got.rssMb.toFixed(1)} MB; usual: ps -e -o pid=,args= (a process start included)`,
-    };
+    return [
+      {
+        case: `live-process scan with ${SLEEPERS} more processes of this user (median of 5, in-process)`,
+        ours_ms: got.ms,
+        usual_ms: median(ps),
+        note: `${got.scanned} processes looked at${got.truncated ? ' (bound reached)' : ''}, ${got.found} found in the run; peak RSS ${got.rssMb.toFixed(1)} MB; usual: ps -e -o pid=,args= (a process start included)`,
+      },
+      {
+        case: `a poll tick over 16 runs among ${SLEEPERS} processes, every log changed: one /proc pass vs a scan a run (median of 5)`,
+        ours_ms: got.pollChangedMs,
+        usual_ms: got.eachMs,
+        note: `a tick where no log changed: ${got.pollSameMs.toFixed(2)} ms (a stat a log, no /proc pass)`,
+      },
+    ];
   } finally {
     for (const p of sleepers) p.kill('SIGKILL');
   }
@@ -107,7 +142,7 @@ async function liveScan(dir: string): Promise<BenchResult> {
 export async function benchLaunchFacts(): Promise<BenchResult[]> {
   const dir = mkdtempSync(join(tmpdir(), 'kg-bench-launch-'));
   try {
-    return [kgRecordOverhead(dir), await liveScan(dir)];
+    return [kgRecordOverhead(dir), ...(await liveScan(dir))];
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

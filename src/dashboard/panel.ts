@@ -1,3 +1,4 @@
+import { posix } from 'node:path';
 import * as vscode from 'vscode';
 import {
   parseHostMessage,
@@ -14,6 +15,8 @@ import { FROM_WALL_TIME, withDerivedSpeed } from '../core/metrics/speedFromTime'
 import { ProgressiveRuns, sideByHost, type LoadedRun } from '../core/dashboard/progressive';
 import { runCheckpoints, runId, type CheckpointSource, type RunSource } from '../core/dashboard/sources';
 import { messageOf } from '../core/errors';
+import { lastStep, withLiveRestart } from '../core/dashboard/liveRestarts';
+import { remotePathOf } from '../core/runs/model';
 import { newNonce } from '../core/util/nonce';
 import { metricsReduceProbe } from '../core/metrics/metricsProbe';
 import { DASHBOARD_SCRIPT, DASHBOARD_STYLES, dashboardHtml } from '../../webview/src/html';
@@ -106,6 +109,8 @@ export class DashboardPanel implements vscode.Disposable {
   private following = false;
   private followTimer: ReturnType<typeof setTimeout> | undefined;
   private polling = false;
+  /** When the last follow poll began (ms since the epoch): restarts seen since are marked by the next. */
+  private lastPollAt = Date.now();
   private disposed = false;
   private readonly openedAt = performance.now();
   /** `ready`s received: a restored panel turns following on at the first. */
@@ -395,12 +400,54 @@ export class DashboardPanel implements vscode.Disposable {
     this.polling = true;
     try {
       await this.loading;
+      const stepBefore = new Map(this.loader.runs.map((r) => [r, lastStep(r.data)]));
+      const since = this.lastPollAt;
+      this.lastPollAt = Date.now();
+      const grown: LoadedRun[] = [];
       await this.loader.follow({
-        grew: (r) => this.post({ type: 'runData', data: r.data }),
+        grew: (r) => {
+          grown.push(r);
+          this.post({ type: 'runData', data: r.data });
+        },
         failed: (r, message) => this.post({ type: 'error', message: `Following ${r.src.label}: ${message}` }),
       });
+      await this.markRestarts(grown, stepBefore, since);
     } finally {
       this.polling = false;
+    }
+  }
+
+  /**
+   * The runs whose log grew: their training process looked for (one request a host, through the polls' shared
+   * LiveWatch); a new process after the one before ended is marked as a restart where the old one's points end.
+   */
+  private async markRestarts(
+    grown: LoadedRun[],
+    stepBefore: Map<LoadedRun, number | undefined>,
+    since: number,
+  ): Promise<void> {
+    if (!this.services.live || !grown.length) return;
+    const runOf = (r: LoadedRun) =>
+      r.src.root && r.src.run ? remotePathOf(r.src.root, r.src.run).remotePath : posix.dirname(r.src.logPath);
+    for (const hostId of new Set(grown.map((r) => r.src.hostId))) {
+      const mine = grown.filter((r) => r.src.hostId === hostId);
+      const states = await this.services.live(
+        hostId,
+        mine.map((r) => ({ run: runOf(r), log: r.src.logPath })),
+      );
+      for (const s of states) {
+        // a restart seen since the last poll (by this one or Remote Runs' tick): one seen before this panel
+        // followed has no place on its plots
+        const restart = s.restarts[s.restarts.length - 1];
+        if (!restart || restart.seenAt < since) continue;
+        for (const r of mine.filter((m) => runOf(m) === s.run)) {
+          const marked = withLiveRestart(r.data, restart, stepBefore.get(r));
+          if (marked === r.data) continue;
+          r.data = marked;
+          this.services.log.info(`dashboard: ${r.src.logPath}: ${marked.run.restarts?.at(-1)?.label ?? 'restart'}`);
+          this.post({ type: 'runData', data: r.data });
+        }
+      }
     }
   }
 

@@ -14,6 +14,7 @@ import type { CommandTarget } from '../core/runs/targets';
 import type { RunsListing } from '../core/runs/listRuns';
 import type { Hosts } from '../shared/hosts';
 import type { SettingsAccess } from '../shared/settings';
+import type { LiveRunState, LiveWatch } from '../core/whatChanged/liveWatch';
 import { showError } from '../window';
 
 /** How long the first init waits for a snapshot of "now" before it compares the two newest baselines instead. */
@@ -38,6 +39,8 @@ export interface DashboardServices {
   diffArgs(checkpoints: CheckpointRef[]): Promise<void>;
   /** Marks a benchmark result of the host as its known-good reference (null unmarks). */
   markReference(hostId: string, resultId: string | null): Promise<void>;
+  /** Looks for these runs' training processes (the polls' shared LiveWatch); resolves to their states now. */
+  live?(hostId: string, runs: { run: string; log: string }[]): Promise<LiveRunState[]>;
 }
 
 /** What the dashboard needs from the extension (built once by the container). */
@@ -59,6 +62,8 @@ export interface DashboardDeps {
   };
   /** Panels keep what crossed their webview for the extension-host tests (only in ExtensionMode.Test). */
   readonly recordForTests: boolean;
+  /** The training processes the polls see, shared with Remote Runs' auto-refresh (one state a run). */
+  readonly live?: LiveWatch;
 }
 
 function argsRefOf(c: CheckpointRef): ArgsCheckpoint {
@@ -85,6 +90,15 @@ export class ContainerServices implements DashboardServices {
 
   hostLabel(hostId: string): string {
     return this.d.hosts.find(hostId)?.name ?? hostId;
+  }
+
+  async live(hostId: string, runs: { run: string; log: string }[]): Promise<LiveRunState[]> {
+    const spec = this.d.hosts.find(hostId);
+    if (!this.d.live || !spec) return [];
+    const live = this.d.live;
+    await live.poll({ id: hostId, storeKey: this.d.storeKeyOf(spec), probes: this.probes(hostId) }, runs);
+    // every run's state, not only those this poll changed: Remote Runs' tick may have seen the restart first
+    return runs.map((r) => live.state(hostId, r.run)).filter((s): s is LiveRunState => s !== undefined);
   }
 
   async markReference(hostId: string, resultId: string | null): Promise<void> {

@@ -2,6 +2,7 @@ import * as vscode from 'vscode';
 import type { HostRegistry } from '../core/registry';
 import { listRunsProbe } from '../core/runs/listRuns';
 import type { Listings } from '../core/runs/listings';
+import { pollableRuns, type LiveWatch } from '../core/whatChanged/liveWatch';
 
 /**
  * While Remote Runs is visible and `knownGood.autoRefreshSeconds` > 0, new checkpoints appear by themselves: each
@@ -19,6 +20,7 @@ export class AutoRefresh implements vscode.Disposable {
     private readonly registry: HostRegistry,
     private readonly seconds: () => number,
     settingsChanged: vscode.Event<unknown>,
+    private readonly live?: { watch: LiveWatch; storeKeyOf(hostId: string): string; redraw(): void },
   ) {
     this.subs.push(view.onDidChangeVisibility(() => this.schedule()));
     this.subs.push(settingsChanged(() => this.schedule()));
@@ -48,7 +50,14 @@ export class AutoRefresh implements vscode.Disposable {
             if (before !== now) this.listings.reload(host.id);
           } catch {
             /* the next full listing shows the error */
+            return;
           }
+          if (!this.live) return;
+          const changed = await this.live.watch.poll(
+            { id: host.id, storeKey: this.live.storeKeyOf(host.id), probes: this.registry.session(host).probes },
+            pollableRuns(listing),
+          );
+          if (changed.length) this.live.redraw();
         }),
       );
     } finally {

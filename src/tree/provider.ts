@@ -17,6 +17,7 @@ import {
 } from '../core/runs/model';
 import type { SettingsProblemNode, TreeNode, TreeSection } from '../shared/treeSection';
 import { DeferredChanges } from '../core/util/deferredChanges';
+import { liveRowText, type LiveRunState } from '../core/whatChanged/liveWatch';
 
 export interface ProviderOptions {
   newestFirst(): boolean;
@@ -31,6 +32,8 @@ export interface ProviderOptions {
    * reloaded window opens the same rows, and each host kept open lists (and connects) as its children are asked for.
    */
   expansionOf?(id: string): boolean | undefined;
+  /** What the polls saw of a run's training process (core/whatChanged/liveWatch.ts): shown on the run's row. */
+  live?(hostId: string, run: string): LiveRunState | undefined;
 }
 
 /**
@@ -177,11 +180,14 @@ export class RemoteRunsProvider implements vscode.TreeDataProvider<TreeNode>, vs
     const t = new vscode.TreeItem(node.label, collapsible);
     t.id = node.id;
     const selected = this.isSelected(node);
-    const description = selected
-      ? ['selected for compare', node.description].filter(Boolean).join(' · ')
-      : node.description;
+    const live = node.kind === 'run' ? liveRowText(this.options.live?.(node.hostId, node.remotePath)) : undefined;
+    const description =
+      [selected ? 'selected for compare' : undefined, live?.description, node.description]
+        .filter(Boolean)
+        .join(' · ') || undefined;
     if (description) t.description = description;
-    if (node.tooltip) t.tooltip = node.tooltip;
+    const tooltip = [node.tooltip, ...(live?.tooltip ?? [])].filter(Boolean).join('\n');
+    if (tooltip) t.tooltip = tooltip;
     // Screen readers (and UI tests) read "label, description", not the multi-line tooltip.
     t.accessibilityInformation = { label: description ? `${node.label}, ${description}` : node.label };
     t.contextValue = selected ? `${node.contextValue};selectedForCompare` : node.contextValue;

@@ -8,6 +8,7 @@ import { BaselineStore } from '../../src/core/baselines/store';
 import { ProbeRunner } from '../../src/core/probes/runner';
 import { LocalTransport } from '../../src/core/transport/local';
 import { scoreCorpus, scoreTable, summarize, type CorpusRow } from '../support/corpusScore';
+import { CATEGORY_WHY } from '../../src/core/whatChanged/categories';
 import { whatChanged } from '../../src/core/whatChanged/gather';
 import { materializeRealRuns } from '../support/realRuns';
 
@@ -191,6 +192,16 @@ void describe('What Changed? on the real regressions corpus', () => {
     const precision = rows.find((r) => r.run === 'lightning-precision')!.report;
     assert.ok(precision.unranked.some((u) => u.title.startsWith('launch: --max_steps 600 → 1000')));
     assert.ok(!precision.suspects.some((s) => /max_steps|ckpt_path/.test(s.title)));
+  });
+
+  void it('every ranked suspect of every corpus report carries one line of why its kind can move speed, first', () => {
+    const missing = rows.flatMap((r) =>
+      r.report.suspects
+        .filter((s) => !(s.reasons[0]?.why.endsWith(`: ${CATEGORY_WHY[s.category]}`) ?? false))
+        .map((s) => `${r.run}: ${s.title}: ${s.reasons[0]?.why ?? '(no reason)'}`),
+    );
+    assert.deepEqual(missing, []);
+    assert.ok(rows.filter((r) => r.truth.regression).every((r) => r.report.suspects.length > 0));
   });
 
   void it('the runs it gets right stay right (the first suspect the true change; no-change runs steady)', () => {

@@ -90,6 +90,60 @@ class ColumnarTest(unittest.TestCase):
         self.assertEqual(dict((s["split"], s["rows"]) for s in got), self.truth["hf-dict"]["splits"])
         self.assertEqual(got[0]["file"], "hf-dict/train")
 
+    def test_npz_members_as_npy_and_a_json_list_of_records(self):
+        d = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, d, True)
+        try:
+            import numpy as np
+        except ImportError:
+            self.skipTest("numpy writes the .npz files")
+        ids = np.zeros((64, 33), dtype=np.uint16)
+        ids[:, :10] = 7  # 10 real tokens, then padding: the real length shows through the zip
+        ids[:, :10] += np.arange(10, dtype=np.uint16)
+        np.savez_compressed(os.path.join(d, "train.npz"), input_ids=ids, labels=np.arange(64))
+        got = data_shape.summaries(d)
+        self.assertEqual([g["file"] for g in got], ["train.npz:input_ids.npy", "train.npz:labels.npy"])
+        self.assertEqual((got[0]["rows"], got[0]["rowLength"], got[0]["meanLength"], got[0]["padded"]),
+                         (64, 33, 10.0, True))
+        self.assertEqual(got[1]["shape"], [64])
+        with open(os.path.join(d, "val.json"), "w") as f:
+            json.dump({"version": 1, "data": [{"text": "a" * 10}] * 30}, f)
+        [js] = [g for g in data_shape.summaries(d) if g["format"] == "json"]
+        self.assertEqual((js["rows"], js["meanLineBytes"]), (30, 22.0))
+        # a broken zip named .npz is no summary, never a failure
+        with open(os.path.join(d, "bad.npz"), "wb") as f:
+            f.write(b"PK\x03\x04 not a zip")
+        self.assertTrue(all(not g["file"].startswith("bad.npz") for g in data_shape.summaries(d)))
+
+    def test_megatron_idx_sequences_and_their_lengths_and_a_flat_bin(self):
+        # Megatron-LM is not installed here: the .idx is written from its documented layout (indexed_dataset.py:
+        # magic, version, dtype code, sequence count, document-index count, int32 sizes, int64 pointers, int64 doc_idx)
+        d = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, d, True)
+        sizes = [100, 120, 80, 1024, 96]
+        with open(os.path.join(d, "owt_text_document.idx"), "wb") as f:
+            f.write(b"MMIDIDX\x00\x00" + struct.pack("<QBQQ", 1, 8, len(sizes), 3))
+            f.write(struct.pack("<%di" % len(sizes), *sizes))
+            f.write(struct.pack("<%dq" % len(sizes), *[2 * sum(sizes[:i]) for i in range(len(sizes))]))
+            f.write(struct.pack("<3q", 0, 2, 5))
+        with open(os.path.join(d, "owt_text_document.bin"), "wb") as f:
+            f.write(b"\0" * 2 * sum(sizes))
+        [idx] = data_shape.summaries(d)  # the .bin beside it is the .idx's tokens: no summary of its own
+        self.assertEqual((idx["format"], idx["dtype"], idx["rows"], idx["documents"]), ("megatron-idx", "uint16", 5, 2))
+        self.assertEqual((idx["tokens"], idx["meanLength"], idx["medianLength"]), (1420, 284.0, 100))
+        # nanoGPT's prepare.py writes train.bin alone: uint16 tokens, no header
+        flat = os.path.join(d, "nano")
+        os.makedirs(flat)
+        with open(os.path.join(flat, "train.bin"), "wb") as f:
+            f.write(b"\0" * 4000)
+        self.assertEqual(data_shape.summaries(flat), [{"file": "train.bin", "format": "tokens-bin", "bytes": 4000,
+                                                        "tokensIfUint16": 2000}])
+        # a cut .idx (the count says more than the file holds) is no length
+        with open(os.path.join(d, "cut.idx"), "wb") as f:
+            f.write(b"MMIDIDX\x00\x00" + struct.pack("<QBQQ", 1, 8, 1000, 3) + b"\0" * 12)
+        cut = data_shape.idx_summary(os.path.join(d, "cut.idx"), float("inf"))
+        self.assertNotIn("meanLength", cut)
+
     def test_cut_or_hostile_files_are_no_summary(self):
         d = tempfile.mkdtemp()
         try:

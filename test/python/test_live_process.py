@@ -93,6 +93,37 @@ class LiveProcessTest(unittest.TestCase):
         self.assertFalse(any(x["ppid"] == p.pid for x in got["processes"]))
         os.kill(child, 9)  # the launcher's worker, by its id
 
+    def test_several_runs_share_one_pass_over_proc(self):
+        other_run = os.path.join(self.d, "run2")
+        os.makedirs(other_run)
+        a = self.spawn(["sh", "-c", "echo ready; exec sleep 600"], self.run_dir)
+        log = os.path.join(other_run, "train_log.jsonl")
+        b = self.spawn(["sh", "-c", 'exec 3>>"$0"; echo ready; exec sleep 600', log], self.d)
+        first, second = live_process.scan_runs([self.run_dir, other_run])
+        self.assertEqual([x["pid"] for x in first["processes"]], [a.pid])
+        self.assertEqual([(x["pid"], x["matchPath"]) for x in second["processes"]], [(b.pid, log)])
+        self.assertEqual(first["scanned"], second["scanned"])  # one pass: the same processes looked at
+
+    def test_a_poll_looks_again_only_when_the_log_changed(self):
+        import what_changed
+        log = os.path.join(self.run_dir, "train_log.jsonl")
+        with open(log, "w") as f:
+            f.write('{"step": 1}\n')
+        p = self.spawn(["sh", "-c", "echo ready; exec sleep 600"], self.run_dir)
+        [got] = what_changed.live_poll([self.run_dir], [log], [""])
+        self.assertFalse(got["unchanged"])
+        self.assertEqual([r["pid"] for r in got["records"]], [p.pid])
+        self.assertGreater(got["scanned"], 0)
+        [again] = what_changed.live_poll([self.run_dir], [log], [got["logState"]])
+        self.assertTrue(again["unchanged"])
+        self.assertEqual((again["scanned"], again["records"]), (0, []))  # no /proc pass at all
+        with open(log, "a") as f:
+            f.write('{"step": 2}\n')
+        [grown] = what_changed.live_poll([self.run_dir], [log], [got["logState"]])
+        self.assertFalse(grown["unchanged"])
+        self.assertEqual([r["pid"] for r in grown["records"]], [p.pid])
+        self.assertNotEqual(grown["logState"], got["logState"])
+
     def test_the_scan_is_bounded(self):
         self.spawn(["sh", "-c", "echo ready; exec sleep 600"], self.run_dir)
         got = live_process.scan(self.run_dir, max_procs=1)

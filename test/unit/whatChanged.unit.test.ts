@@ -319,6 +319,18 @@ void test('a data path says what its files hold: rows, the length of a sample, a
     describeSamples({ ...fp(1), samples: [pq] }),
     'short.parquet: 120 rows (input_ids list<int32>, text string, label int64, score float, … 5 columns)',
   );
+  // token files (python/data_shape.py): a Megatron .idx's sequence lengths; a flat nanoGPT .bin's token count
+  const none = { rowLength: null, padded: null, meanLineBytes: null };
+  const idx = { ...none, file: 'owt.idx', format: 'megatron-idx', rows: 5, meanLength: 284, medianLength: 100 };
+  assert.equal(
+    describeSamples({ ...fp(1), samples: [idx] }),
+    'owt.idx: 5 sequences, 284 tokens on average (median 100)',
+  );
+  const flat = { ...none, file: 'train.bin', format: 'tokens-bin', rows: null, meanLength: null, medianLength: null };
+  assert.equal(
+    describeSamples({ ...fp(1), samples: [{ ...flat, tokensIfUint16: 2000 }] }),
+    'train.bin: 2000 tokens (as uint16)',
+  );
 });
 
 void test('what a change really is (issue 23): resume bookkeeping is never ranked, data keys are data whatever the path, categories that move speed', () => {

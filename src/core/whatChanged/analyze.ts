@@ -492,8 +492,12 @@ export function describeSamples(f: DataFingerprint): string | null {
         typeof s.meanLength === 'number' && s.meanLength < s.rowLength ? `, real ${s.meanLength} (padded)` : '';
       return `${s.file}: ${s.rows} rows of ${s.rowLength}${real}`;
     }
+    // a token file's sequences (Megatron .idx): how long a sample is, which is what moves tokens a step
+    if (typeof s.rows === 'number' && typeof s.meanLength === 'number')
+      return `${s.file}: ${s.rows} sequences, ${s.meanLength} tokens on average${typeof s.medianLength === 'number' ? ` (median ${s.medianLength})` : ''}`;
     if (typeof s.rows === 'number')
       return `${s.file}: ${s.rows} rows${typeof s.meanLineBytes === 'number' ? ` of ${s.meanLineBytes} bytes` : ''}${columnsOf(s)}`;
+    if (typeof s.tokensIfUint16 === 'number') return `${s.file}: ${s.tokensIfUint16} tokens (as uint16)`;
   }
   return null;
 }
@@ -837,10 +841,25 @@ function runningOf(r: LaunchRecord): { pid: number | null; command: string; libs
   };
 }
 
-/** The live processes seen, once each (PID and start time), oldest first. */
+/** A process's mapped libraries by library (`libcudnn`), each with its versions (a path when its name says none). */
+export function loadedLibraries(libs: Readonly<Record<string, string>>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [file, v] of Object.entries(libs).sort(([x], [y]) => x.localeCompare(y))) {
+    const lib = file.replace(/\.so(\.\d+)*$/, '');
+    out[lib] = out[lib] !== undefined ? `${out[lib]}, ${v}` : v;
+  }
+  return out;
+}
+
+/**
+ * The launches the live processes tell, once each (PID and start time), oldest first: the kept ones and the oldest
+ * process running now (python/live_process.py lists them oldest first). A process started beside it (a `tail -f` of
+ * the log, a shell in the run folder) is no launch, as for the polls' LiveWatch.
+ */
 export function liveSequence(kept: readonly LaunchRecord[], now: readonly LaunchRecord[]): LaunchRecord[] {
   const out: LaunchRecord[] = [];
-  for (const r of [...kept, ...now]) if (!out.some((o) => o.pid === r.pid && o.time === r.time)) out.push(r);
+  for (const r of [...kept, ...now.slice(0, 1)])
+    if (!out.some((o) => o.pid === r.pid && o.time === r.time)) out.push(r);
   return out.sort((a, b) => (a.time ?? 0) - (b.time ?? 0));
 }
 
@@ -964,12 +983,15 @@ function comparedLaunches(
         `installed when launch ${i + 1} started`,
       );
     }
-    // what ran, not what is installed: the CUDA libraries the live process mapped (python/live_process.py)
-    for (const k of [...new Set([...Object.keys(a.libs), ...Object.keys(b.libs)])].sort())
-      if (a.libs[k] !== b.libs[k] && Object.keys(a.libs).length && Object.keys(b.libs).length)
+    // what ran, not what is installed: the CUDA libraries the live process mapped (python/live_process.py), by
+    // library (libcudnn.so.9.1.0 and libcudnn.so.9.8.0 are one library at two versions)
+    const la = loadedLibraries(a.libs);
+    const lb = loadedLibraries(b.libs);
+    for (const k of [...new Set([...Object.keys(la), ...Object.keys(lb)])].sort())
+      if (la[k] !== lb[k] && Object.keys(la).length && Object.keys(lb).length)
         push(
           'torch-build',
-          `loaded ${k} ${a.libs[k] ?? '(not loaded)'} → ${b.libs[k] ?? '(not loaded)'}`,
+          `loaded ${k} ${la[k] ?? '(not loaded)'} → ${lb[k] ?? '(not loaded)'}`,
           `the shared libraries process ${a.pid ?? '?'} and process ${b.pid ?? '?'} mapped (/proc/PID/maps)`,
         );
     if (a.gitHead === b.gitHead && a.gitDiff !== b.gitDiff)

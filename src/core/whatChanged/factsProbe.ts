@@ -30,6 +30,8 @@ export const dataFingerprintSchema = z.looseObject({
         medianLength: num,
         padded: z.boolean().nullable().default(null),
         meanLineBytes: num,
+        /** A flat token file (nanoGPT's train.bin, no .idx beside it): its size in tokens if they are uint16. */
+        tokensIfUint16: z.number().nullable().optional(),
         /** Parquet footers, Arrow IPC and saved HF datasets (python/data_columnar.py): top-level columns, types. */
         columns: z.array(z.string()).optional(),
         types: z.array(z.string()).optional(),
@@ -123,6 +125,16 @@ export const liveProcessesSchema = z.looseObject({
 });
 export type LiveProcesses = z.infer<typeof liveProcessesSchema>;
 
+/** One run of a poll (`--live`): its processes now, or `unchanged` when its log was as the last poll saw it. */
+export const livePollSchema = liveProcessesSchema.extend({
+  run: z.string(),
+  /** The log's size and mtime as one word (null: no log given): passed back as `seen` at the next poll. */
+  logState: str,
+  /** The log is as at the last poll: /proc was not looked at for this run (its `records` are empty, not "none"). */
+  unchanged: z.boolean().default(false),
+});
+export type LivePoll = z.infer<typeof livePollSchema>;
+
 export const launchRecordsSchema = z.looseObject({
   path: z.string(),
   /** false: this run's launches were not recorded (no .known-good/launches.jsonl). */
@@ -141,6 +153,7 @@ export const whatChangedProbeSchema = z.looseObject({
   git: z.array(gitStateSchema),
   stats: z.array(fileStatSchema),
   launches: z.array(launchRecordsSchema).optional(),
+  live: z.array(livePollSchema).optional(),
   elapsedMs: z.number(),
 });
 export type WhatChangedProbeResult = z.infer<typeof whatChangedProbeSchema>;
@@ -156,6 +169,8 @@ export interface WhatChangedProbeOptions {
   since?: number;
   /** Run folders whose recorded launches (.known-good/launches.jsonl) are read. */
   launches?: readonly string[];
+  /** A poll of running runs: each run's process now; none looked for when its log's state is still `seen`. */
+  live?: readonly { run: string; log?: string | undefined; seen?: string | null | undefined }[];
 }
 
 export const whatChangedProbe = defineProbe(
@@ -169,6 +184,8 @@ export const whatChangedProbe = defineProbe(
     for (const p of o.stats ?? []) args.push(`--stat=${p}`);
     if (o.since !== undefined && Number.isFinite(o.since)) args.push(`--since=${o.since}`);
     for (const p of o.launches ?? []) args.push(`--launches=${p}`);
+    for (const l of o.live ?? [])
+      args.push(`--live=${l.run}`, `--live-log=${l.log ?? ''}`, `--live-seen=${l.seen ?? ''}`);
     return args;
   },
   { modules: ['code_diff', 'data_columnar', 'data_shape', 'kg_redact', 'launch_sources', 'live_process'] },

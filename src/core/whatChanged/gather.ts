@@ -282,9 +282,11 @@ export async function gatherFacts(
     } catch (e) {
       unknown.push({ fact: 'keeping the data fingerprints for later reports', why: messageOf(e) });
     }
-    // the run's training process seen now: kept once per process, so that the next report after a restart compares
+    // the run's training process seen now (the oldest working in the run; one started beside it is no launch): kept
+    // once per process, so that the next report after a restart compares
     try {
-      for (const r of probe.launches?.[0]?.live?.records ?? []) await wcStore.saveLive(host.id, run, r, liveHistory);
+      for (const r of probe.launches?.[0]?.live?.records.slice(0, 1) ?? [])
+        await wcStore.saveLive(host.id, run, r, liveHistory);
     } catch (e) {
       unknown.push({ fact: 'keeping the live process for later reports', why: messageOf(e) });
     }

@@ -183,6 +183,69 @@ describe('Dashboard', () => {
     panel.simulate({ type: 'toggleFollow', on: false });
   });
 
+  it('follows the log: a new training process after the one before ended is marked as a restart (issue 23)', async () => {
+    const api = await activated();
+    const panel = api.dashboard.panels().find((p) => p.title === 'Dashboard: run-a')!;
+    const runA = (await runNodes(api, root)).find((n) => n.label === 'run-a')!;
+    const log = join(root, 'run-a', 'train_log.jsonl');
+    const { appendFileSync } = await import('node:fs');
+    const { spawn } = await import('node:child_process');
+    // a training process: a real process working in the run folder, running until the test ends it
+    const started = (env: NodeJS.ProcessEnv) =>
+      new Promise<import('node:child_process').ChildProcess>((resolve, reject) => {
+        const p = spawn('sh', ['-c', 'echo ready; exec sleep 600'], {
+          cwd: join(root, 'run-a'),
+          env,
+          stdio: ['ignore', 'pipe', 'ignore'],
+        });
+        p.stdout.once('data', () => resolve(p));
+        p.once('error', reject);
+      });
+    const env = { ...process.env };
+    delete env['CUDA_LAUNCH_BLOCKING'];
+    const first = await started(env);
+    let second: import('node:child_process').ChildProcess | undefined;
+    try {
+      panel.simulate({ type: 'toggleFollow', on: true });
+      appendFileSync(log, '{"step": 303, "loss": 2.0, "lr": 0.0003}\n');
+      // the follow poll read the first process's step and saw the process (the watch is shared: the row says so)
+      await waitFor(
+        'runData with step 303',
+        () => (panel.lastRunData?.data.series.find((x) => x.key === 'loss')?.x.includes(303) ? true : undefined),
+        20_000,
+      );
+      await waitFor(
+        'the first process seen by the follow poll',
+        async () => {
+          const item = await api.tree.getTreeItem(runA);
+          return typeof item.description === 'string' && item.description.startsWith('running') ? true : undefined;
+        },
+        30_000,
+      );
+      first.kill('SIGKILL');
+      second = await started({ ...env, CUDA_LAUNCH_BLOCKING: '1' });
+      appendFileSync(log, '{"step": 304, "loss": 2.0, "lr": 0.0003}\n');
+      const data = await waitFor(
+        'runData with the restart marked',
+        () => {
+          const m = panel.lastRunData;
+          return m?.data.run.restarts?.some((r) => r.label.startsWith('restart (new process')) ? m.data : undefined;
+        },
+        30_000,
+      );
+      assert.deepEqual(
+        data.run.restarts?.map((r) => [r.step, r.label]),
+        [[303, `restart (new process, PID ${first.pid} → ${second.pid})`]],
+      );
+      const item = await api.tree.getTreeItem(runA);
+      assert.equal(typeof item.description === 'string' && item.description.startsWith('running · restarted'), true);
+    } finally {
+      panel.simulate({ type: 'toggleFollow', on: false });
+      first.kill('SIGKILL');
+      second?.kill('SIGKILL');
+    }
+  });
+
   it("keeps its drift block current: a capture and a compare on the host re-send the side data, with the compare's now", async function () {
     this.timeout(180_000);
     const api = await activated();
