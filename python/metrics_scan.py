@@ -212,7 +212,7 @@ def _collect(pid, rfd):
         return None
 
 
-def read_range(a, xmode, f, size, start, track=False, scanner=None, cutter=None, share=1):
+def read_range(a, xmode, f, size, start, track=False, scanner=None, cutter=None, share=1.0):
     """Reduces the complete lines from start to the end of the file, in parallel parts when it is large.
 
     ``scanner(p, f, lo, hi)`` reads one part (default: JSON lines), ``cutter(f, pos)`` finds where a part may start

@@ -112,7 +112,15 @@ export function oneShotProgram(program: ProbeProgram, nonce: string): string {
  * The resident helper's modules, in the order the loader executes them: each one's imports before it
  * (python/kg_helper.py imports the three before it).
  */
-export const HELPER_MODULES = ['kg_modules', 'kg_common', 'kg_frame', 'kg_spare', 'kg_zygote', 'kg_pool', 'kg_helper'] as const;
+export const HELPER_MODULES = [
+  'kg_modules',
+  'kg_common',
+  'kg_frame',
+  'kg_spare',
+  'kg_zygote',
+  'kg_pool',
+  'kg_helper',
+] as const;
 
 /** The `-c` loader of the resident helper: it reads its modules as the first stdin line, then serves requests. */
 export const HELPER_LOADER =
