@@ -5,6 +5,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 import unittest
 import zlib
 
@@ -63,7 +64,39 @@ class Fleet(unittest.TestCase):
         self.assertEqual(end[2], "timeout")
         self.assertEqual(r.returncode, 124)
         self.assertEqual(doc["out"], "started\n")
-        self.assertGreaterEqual(beats, 3)
+
+    def test_heartbeats_come_while_the_probe_works(self):
+        # The probe waits on a FIFO that this test opens only after it has read three heartbeats: the beats are
+        # certain to come while the probe works, however fast or slow the machine (no count over a time span).
+        with tempfile.TemporaryDirectory() as tmp:
+            fifo = os.path.join(tmp, "go")
+            os.mkfifo(fifo)
+            with open(os.path.join(PY_DIR, "kg_fleet.py")) as f:
+                src = f.read()
+            program = "print(open(%r).read(), flush=True)" % fifo
+            src += "\nfleet_main(%s, 'NONCE', 60, 0.05)\n" % json.dumps(program)
+            p = subprocess.Popen([sys.executable, "-"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                 env=dict(os.environ, SLURMD_NODENAME="n7"))
+            assert p.stdin is not None and p.stdout is not None
+            p.stdin.write(src.encode())
+            p.stdin.close()
+            p.stdin = None  # closed: communicate() below must not flush it
+            lines = []
+            try:
+                while sum(1 for line in lines if line.startswith(b"@@KG-FLEET-BEAT ")) < 3:
+                    line = p.stdout.readline()
+                    self.assertTrue(line, "the program ended before three heartbeats: %r" % lines)
+                    lines.append(line)
+                with open(fifo, "w") as w:
+                    w.write("released")
+                rest, _ = p.communicate(timeout=60)  # a guard only: a hang fails the test
+            finally:
+                if p.poll() is None:
+                    p.kill()
+            doc, end, beats = decode(b"".join(lines) + rest)
+            self.assertGreaterEqual(beats, 3)
+            self.assertEqual(end[2], "exit=0")
+            self.assertEqual(doc["out"], "released\n")
 
 
 if __name__ == "__main__":
