@@ -61,7 +61,7 @@ def _parse_args(argv):
     p.add_argument("--live-seen", action="append", default=[], metavar="STATE")
     a = p.parse_args(argv)
     if len(a.live_log) not in (0, len(a.live)) or len(a.live_seen) not in (0, len(a.live)):
-        raise kg_common.ProbeError("bad-args", "--live-log and --live-seen go with each --live, in its order")
+        raise kg_common.ProbeError("--live-log and --live-seen go with each --live, in its order", "bad-args")
     return a
 
 
