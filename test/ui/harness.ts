@@ -101,6 +101,24 @@ export async function pickMenuItem(page: Page, entry: Locator, timeout = 30_000)
 }
 
 /**
+ * Moves the mouse off a row's tooltip (VS Code's custom hover): one left open by the last row the mouse crossed can
+ * lie over the row to click next, and Playwright, moving onto that row, lands on the hover and keeps it open.
+ */
+export async function dismissHover(page: Page): Promise<void> {
+  const hover = page.locator('.context-view .hover-contents, .workbench-hover').first();
+  if (!(await hover.isVisible().catch(() => false))) return;
+  await page.mouse.move(1, 1);
+  if (
+    await hover.waitFor({ state: 'hidden', timeout: 3_000 }).then(
+      () => true,
+      () => false,
+    )
+  )
+    return;
+  await page.keyboard.press('Escape');
+}
+
+/**
  * Right-clicks `row` and picks `entry` from its context menu. A tree redraw (a listing arriving, ages ticking)
  * can close the menu before the pick lands; then it is opened again (three tries). A lost pick never ran the
  * command (Playwright throws only for a click it could not make). Returns when the entry was clicked (Date.now()):
@@ -108,6 +126,7 @@ export async function pickMenuItem(page: Page, entry: Locator, timeout = 30_000)
  */
 export async function rowMenu(page: Page, row: Locator, entry: Locator): Promise<number> {
   for (let attempt = 1; ; attempt++) {
+    await dismissHover(page);
     await row.click({ button: 'right' });
     try {
       return await pickMenuItem(page, entry, 10_000);
@@ -259,6 +278,7 @@ function makeWorkbench(page: Page, server: VsCodeServer, sshd: TestSshd | undefi
       for (let attempt = 1; ; attempt++) {
         await row.waitFor();
         if ((await row.getAttribute('aria-expanded')) === 'true') return row;
+        await dismissHover(page);
         await row.click();
         if (await waitAttribute(row, 'aria-expanded', 'true', 10_000)) return row;
         if (attempt >= 3) throw new Error(`tree row ${String(name)} did not expand after ${attempt} clicks`);
