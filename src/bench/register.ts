@@ -25,6 +25,7 @@ import {
   sampleOf,
 } from '../core/bench/records';
 import { shellTerminalCommand } from '../core/terminal/command';
+import type { RunnerExit } from '../core/terminal/runner';
 import { terminalName } from '../core/probes/catalogue';
 import { runInTerminal, showInTerminal } from '../shared/terminal';
 import {
@@ -186,13 +187,24 @@ async function runBench(d: BenchDeps, host: HostSpec, args: BenchArgs): Promise<
       if (a) void vscode.commands.executeCommand(BenchCommands.compare, { hostId: host.id });
     });
   }
+  return outcomeOf(name, exit, run.pty.screen, { kept, comparison, error });
+}
+
+/** What a benchmark run in a terminal returns to its caller (the API and the tests). */
+function outcomeOf(
+  terminalName: string,
+  exit: RunnerExit,
+  screen: string,
+  o: { kept?: { file: string; result: ThroughputResult }; comparison?: string; error?: string },
+): BenchRunOutcome {
+  const { kept, comparison, error } = o;
   return {
-    terminalName: name,
+    terminalName,
     exit,
     ...(kept ? { file: kept.file, result: kept.result, tokensPerSec: sampleOf(kept.result)!.tokensPerSec } : {}),
     ...(comparison !== undefined ? { comparison } : {}),
     ...(error !== undefined ? { error } : {}),
-    screen: run.pty.screen,
+    screen,
   };
 }
 
@@ -260,14 +272,7 @@ async function runCustom(
     },
   });
   const exit = await run.done;
-  return {
-    terminalName: name,
-    exit,
-    ...(kept ? { file: kept.file, result: kept.result, tokensPerSec: sampleOf(kept.result)!.tokensPerSec } : {}),
-    ...(comparison !== undefined ? { comparison } : {}),
-    ...(error !== undefined ? { error } : {}),
-    screen: run.pty.screen,
-  };
+  return outcomeOf(name, exit, run.pty.screen, { kept, comparison, error });
 }
 
 /** Opens the comparison of the newest result with a reference as a read-only document; resolves to its text. */

@@ -11,7 +11,7 @@ import { planScript } from '../../src/core/restore/plan';
 import { packageBisect } from '../../src/core/restore/packageBisect';
 import { compareFreeze, freezeComparisonText, freezeOf, planOnHost, runScript } from '../../src/core/restore/run';
 import { LocalTransport } from '../../src/core/transport/local';
-import { bundledWheels, ratioBench, writeWheel } from '../support/wheels';
+import { goodAndBadVenvs, ratioBench } from '../support/wheels';
 
 /*
  * Restore and package bisect with real installs: pure-Python wheels written here (stdlib zipfile), a folder of them
@@ -37,38 +37,9 @@ void describe('restore and package bisect (real venvs, a wheel folder as the onl
 
   before(async () => {
     dir = await mkdtemp(join(tmpdir(), 'kg-restore-'));
-    wheels = join(dir, 'wheels');
-    await rm(wheels, { recursive: true, force: true });
-    execFileSync('mkdir', ['-p', wheels]);
     await writeFile(join(dir, 'bench.py'), BENCH);
-    for (const name of NAMES)
-      for (const version of ['1.0', '2.0']) {
-        const loops = name === 'kg-slow' ? (version === '2.0' ? 1_000_000 : 100_000) : 2_000;
-        writeWheel(wheels, name, version, loops);
-      }
-    writeWheel(wheels, 'kg-same', '1.0', 10);
-    // The venvs' own pip and setuptools, so that the folder holds every package a venv has (pip freeze --all).
-    const bundled = bundledWheels();
-    for (const w of bundled) execFileSync('cp', [w, wheels]);
     base = py('python3', ['-c', 'import sys, os; print(os.path.realpath(sys.executable))']).trim();
-    for (const [env, version] of [
-      ['good', '1.0'],
-      ['bad', '2.0'],
-    ] as const) {
-      py(base, ['-m', 'venv', join(dir, env)]);
-      py(join(dir, env, 'bin/python'), [
-        '-m',
-        'pip',
-        'install',
-        '-q',
-        '--disable-pip-version-check',
-        '--no-index',
-        '--find-links',
-        wheels,
-        ...NAMES.map((n) => `${n}==${version}`),
-        'kg-same==1.0',
-      ]);
-    }
+    ({ wheels } = goodAndBadVenvs(dir, NAMES, { basePython: base, extra: ['kg-same'] }));
     // The restore writes under ~/.known-good/envs: this test's home is its own folder.
     process.env['HOME'] = dir;
     const runner = new ProbeRunner(transport, {

@@ -1,4 +1,6 @@
 import { execFileSync } from 'node:child_process';
+import { copyFileSync, mkdirSync } from 'node:fs';
+import { basename, join } from 'node:path';
 
 /*
  * Pure-Python wheels written at test time (stdlib zipfile, no build tool): `name` imports as `name_with_underscores`
@@ -85,4 +87,39 @@ for i in range(15):
 ratios.sort()
 print("speed: %.6f x the reference loop" % ratios[len(ratios) // 2])
 `;
+}
+
+/**
+ * The restore tests' two real environments: `wheels/` holds every `names` package at 1.0 and 2.0 (`kg-slow` 2.0 is 10×
+ * slower than 1.0), `extra` packages at 1.0, and the interpreter's own pip and setuptools, so that the folder holds
+ * every package a venv has; `good/` has the 1.0s, `bad/` the 2.0s, each installed with the folder as the only index.
+ */
+export function goodAndBadVenvs(
+  dir: string,
+  names: readonly string[],
+  opts: { basePython: string; extra?: readonly string[] },
+): { wheels: string } {
+  const wheels = join(dir, 'wheels');
+  mkdirSync(wheels, { recursive: true });
+  for (const name of names)
+    for (const version of ['1.0', '2.0'])
+      writeWheel(wheels, name, version, name === 'kg-slow' ? (version === '2.0' ? 1_000_000 : 100_000) : 2_000);
+  for (const name of opts.extra ?? []) writeWheel(wheels, name, '1.0', 10);
+  for (const w of bundledWheels(opts.basePython)) copyFileSync(w, join(wheels, basename(w)));
+  for (const [env, version] of [
+    ['good', '1.0'],
+    ['bad', '2.0'],
+  ] as const) {
+    execFileSync(opts.basePython, ['-m', 'venv', join(dir, env)]);
+    execFileSync(
+      join(dir, env, 'bin/python'),
+      [
+        ...['-m', 'pip', 'install', '-q', '--disable-pip-version-check', '--no-index', '--find-links', wheels],
+        ...names.map((n) => `${n}==${version}`),
+        ...(opts.extra ?? []).map((n) => `${n}==1.0`),
+      ],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+  }
+  return { wheels };
 }

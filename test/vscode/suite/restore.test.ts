@@ -1,12 +1,11 @@
 import * as assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
-import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { basename, dirname, join } from 'node:path';
+import { dirname, join } from 'node:path';
 import * as vscode from 'vscode';
 import type { BenchRunOutcome, CaptureOutcome, RestoreOutcome } from '../../../src/api';
 import type { PackageBisectRunOutcome } from '../../../src/bisect/register';
-import { bundledWheels, ratioBench, writeWheel } from '../../support/wheels';
+import { goodAndBadVenvs, ratioBench } from '../../support/wheels';
 import { activated, setSetting, testSshHost, waitFor } from './helpers';
 
 /*
@@ -32,29 +31,7 @@ describe('Restore Known Good and the package bisect (extension host, real SSH, r
 
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), 'kg-vscode-restore-'));
-    const wheels = join(dir, 'wheels');
-    mkdirSync(wheels);
-    for (const name of NAMES)
-      for (const version of ['1.0', '2.0'])
-        writeWheel(wheels, name, version, name === 'kg-slow' ? (version === '2.0' ? 1_000_000 : 100_000) : 2_000);
-    for (const w of bundledWheels(BASE_PYTHON)) copyFileSync(w, join(wheels, basename(w)));
-    for (const [env, version] of [
-      ['good', '1.0'],
-      ['bad', '2.0'],
-    ] as const) {
-      execFileSync(BASE_PYTHON, ['-m', 'venv', join(dir, env)]);
-      execFileSync(join(dir, env, 'bin/python'), [
-        '-m',
-        'pip',
-        'install',
-        '-q',
-        '--disable-pip-version-check',
-        '--no-index',
-        '--find-links',
-        wheels,
-        ...NAMES.map((n) => `${n}==${version}`),
-      ]);
-    }
+    const { wheels } = goodAndBadVenvs(dir, NAMES, { basePython: BASE_PYTHON });
     writeFileSync(join(dir, 'bench.py'), ratioBench(NAMES));
     bashEnv = join(dirname(testSshHost().home), 'bash_env');
     savedBashEnv = readFileSync(bashEnv, 'utf8');
