@@ -65,7 +65,7 @@ export function registerRestoreCommand(
       const runner = new TerminalRunner(session.transport, {
         argv: ['sh', '-c', planScript(plan, title)],
         display: `restore ${baseline.label} → ${plan.envDir}`,
-        epilogue: async (exit, r) => {
+        epilogue: async (exit, r, signal) => {
           if (exit.exitCode !== 0) return undefined;
           freeze = freezeComparisonText(
             compareFreeze(baseline.snapshot.packages.packages, await freezeOf(session.transport, plan), plan),
@@ -82,6 +82,7 @@ export function registerRestoreCommand(
             results: results.results.map((x) => x.result),
             ...(reference ? { reference: reference.resultId } : {}),
             onText: (t) => r.print(t.endsWith('\n') ? t : `${t}\n`),
+            signal,
           });
           return restoredSpeedsText(speeds);
         },

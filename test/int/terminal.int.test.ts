@@ -196,6 +196,39 @@ describe('terminal runner on This machine (pipes, own line discipline)', () => {
     assert.ok(await waitUntil(() => !alive(marker2), 30_000), 'child survived close');
   });
 
+  test("Ctrl+C or closing while the epilogue works (the restore's benchmarks) ends that work too", async () => {
+    for (const how of ['ctrl-c', 'close'] as const) {
+      const marker = `kg-epi-${how}-${randomBytes(4).toString('hex')}`;
+      let entered!: () => void;
+      const inEpilogue = new Promise<void>((r) => (entered = r));
+      const r = new TerminalRunner(t, {
+        argv: ['sh', '-c', 'echo built'],
+        display: 'sh',
+        color: false,
+        // the epilogue's own work: a real process that runs until the signal stops it
+        epilogue: async (_exit, _runner, signal) => {
+          const work = t.exec(['python3', '-c', 'import time; time.sleep(300)', marker], { signal });
+          entered();
+          await work;
+          return 'finished';
+        },
+      });
+      let screen = '';
+      r.onOutput((x) => (screen += x));
+      await r.start();
+      await inEpilogue;
+      assert.ok(await waitUntil(() => alive(marker), 30_000), "the epilogue's process never started");
+      if (how === 'ctrl-c') r.write('\x03');
+      else r.stop();
+      const exit = await r.exited;
+      assert.equal(exit.exitCode, 0, 'the process itself had ended well');
+      assert.ok(await waitUntil(() => !alive(marker), 30_000), `${how}: the epilogue's process survived`);
+      assert.doesNotMatch(screen, /finished/);
+      assert.match(screen, /✗ /, screen);
+      if (how === 'ctrl-c') assert.match(screen, /\^C/);
+    }
+  });
+
   test('a command that is not there fails early with the message', async () => {
     const o = open(t, ['no-such-command-kg']);
     await o.r.start();

@@ -45,9 +45,14 @@ export interface TerminalRunnerOptions {
   now?: () => number;
   /**
    * Runs after the process ended, before the exit line: what it returns is printed (a probe's result in words, where
-   * a benchmark result was kept). A throw is printed as the error it is.
+   * a benchmark result was kept). A throw is printed as the error it is. `signal` aborts when the person stops it
+   * (Ctrl+C typed, the terminal closed): an epilogue that runs more work (the restore's benchmarks) ends it then.
    */
-  epilogue?: (exit: RunnerExit, runner: TerminalRunner) => Promise<string | undefined> | string | undefined;
+  epilogue?: (
+    exit: RunnerExit,
+    runner: TerminalRunner,
+    signal: AbortSignal,
+  ) => Promise<string | undefined> | string | undefined;
 }
 
 type Listener<T> = (value: T) => void;
@@ -88,6 +93,8 @@ export class TerminalRunner {
   /** Ctrl+C was typed: ending early then is what the person asked for, not a failure to point out. */
   private interrupted = false;
   private exitValue: RunnerExit | undefined;
+  /** Aborted when the person stops the run while the epilogue works (the process itself has ended by then). */
+  private readonly epilogueAbort = new AbortController();
   private resolveExit!: (e: RunnerExit) => void;
   readonly pty: boolean;
   /** Resolves once, when the process is gone (or could not start). */
@@ -242,7 +249,7 @@ export class TerminalRunner {
   private async conclude(exit: RunnerExit): Promise<void> {
     if (this.options.epilogue) {
       try {
-        const text = await this.options.epilogue(exit, this);
+        const text = await this.options.epilogue(exit, this, this.epilogueAbort.signal);
         if (text) this.print(`\n${text.replace(/\n?$/, '\n')}`);
       } catch (e) {
         this.print(`\n${this.color ? RED : ''}✗ ${messageOf(e)}${this.color ? RESET : ''}\n`);
@@ -278,6 +285,12 @@ export class TerminalRunner {
       return;
     }
     const h = this.handle;
+    if (this.state === 'done' && !this.exitValue && data.includes('\x03') && !this.epilogueAbort.signal.aborted) {
+      this.interrupted = true;
+      this.outputs.fire('^C\r\n');
+      this.epilogueAbort.abort();
+      return;
+    }
     if (this.state !== 'running' || !h) return;
     if (data.includes('\x03')) this.interrupted = true;
     if (this.pty) {
@@ -326,6 +339,7 @@ export class TerminalRunner {
   /** Ends the process (the terminal was closed): SIGHUP as a closing terminal sends, then SIGKILL. */
   stop(): void {
     this.stopRequested = true;
+    this.epilogueAbort.abort();
     const h = this.handle;
     if (this.state !== 'running' || !h) return;
     h.kill('HUP');
