@@ -215,6 +215,9 @@ def timing(stamped, stamps, t_read, direct=False):
         "frame": ms(ran, framed),
         "pipe": ms(framed, t_read),
         "total": ms(t_arrival, t_read),
+        # When the request's bytes were read (time.perf_counter: CLOCK_MONOTONIC on Linux, the clock of Node's
+        # process.hrtime too): a client on the same host splits its round trip into the way in and the way out.
+        "at": round(t_arrival, 6),
     })
 
 
