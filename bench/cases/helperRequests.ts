@@ -125,10 +125,9 @@ async function lineFloor(
   remote: ProcessHandle,
   request = '{"id": 1, "op": "ping"}\n',
 ): Promise<{ sequential: number[]; pipelined: number[] }> {
-  const cat = remote;
   let buffered = '';
   let waiting: { lines: number; done: () => void } | undefined;
-  cat.stdout.on('data', (c: Buffer) => {
+  remote.stdout.on('data', (c: Buffer) => {
     buffered += c.toString('utf8');
     const lines = buffered.split('\n').length - 1;
     if (waiting && lines >= waiting.lines) {
@@ -148,7 +147,7 @@ async function lineFloor(
     new Promise<void>((done, fail) => {
       gone.catch(fail);
       waiting = { lines, done };
-      cat.stdin.write(request.repeat(lines));
+      remote.stdin.write(request.repeat(lines));
     });
   try {
     await echo(1);
@@ -158,7 +157,7 @@ async function lineFloor(
     const pipelined = await batches(() => echo(N));
     return { sequential, pipelined };
   } finally {
-    cat.stdin.end();
-    cat.kill('TERM');
+    remote.stdin.end();
+    remote.kill('TERM');
   }
 }
