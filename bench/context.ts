@@ -1,5 +1,6 @@
 import type { HelperTiming, ProbeCall, ProbeOutcome } from '../src/core/probes/probe';
 import { ProbeRunner, type RunOptions } from '../src/core/probes/runner';
+import { pythonDir } from '../src/core/probes/sources';
 import { SshPool } from '../src/core/transport/ssh';
 import type { Transport } from '../src/core/transport/types';
 import { endpointOf, recordingPrompts, sshOptions } from '../test/support/hosts';
@@ -25,17 +26,25 @@ export interface RequestCost {
   wall: number;
   /** wall minus the helper's total: the client, ssh2, sshd and the channel, both ways. */
   transport: number;
-  helper: Omit<HelperTiming, 'how' | 'direct'>;
+  /** From the client's call to the helper reading the request (the helper's clock is the client's here: one host):
+   * the client's request, ssh2, sshd, the helper woken. */
+  wayIn: number;
+  /** From the answer written (by the request's child, or the helper) to the client's call returning: sshd, ssh2,
+   * the client's parse and validation. */
+  wayOut: number;
+  helper: Omit<HelperTiming, 'how' | 'direct' | 'at'>;
   how: Record<string, number>;
+  /** Which of the case's requests these are, where not all. */
+  note?: string;
 }
 
-const requests = new Map<string, { wall: number; timing: HelperTiming }[]>();
+const requests = new Map<string, { wall: number; wayIn: number; timing: HelperTiming }[]>();
 
 /** The costs of the requests seen since the last call, per probe, and a fresh start for the next case. */
 export function takeRequestCosts(): Record<string, RequestCost> {
   const out: Record<string, RequestCost> = {};
   for (const [probe, seen] of requests) {
-    const phase = (k: keyof Omit<HelperTiming, 'how' | 'direct'>) => median(seen.map((r) => r.timing[k]));
+    const phase = (k: keyof Omit<HelperTiming, 'how' | 'direct' | 'at'>) => median(seen.map((r) => r.timing[k]));
     const helper = {
       parse: phase('parse'),
       compile: phase('compile'),
@@ -53,7 +62,15 @@ export function takeRequestCosts(): Record<string, RequestCost> {
       how[k] = (how[k] ?? 0) + 1;
     }
     const wall = median(seen.map((r) => r.wall));
-    out[probe] = { n: seen.length, wall, transport: median(seen.map((r) => r.wall - r.timing.total)), helper, how };
+    out[probe] = {
+      n: seen.length,
+      wall,
+      transport: median(seen.map((r) => r.wall - r.timing.total)),
+      wayIn: median(seen.map((r) => r.wayIn)),
+      wayOut: median(seen.map((r) => r.wall - r.wayIn - r.timing.total)),
+      helper,
+      how,
+    };
   }
   requests.clear();
   return out;
@@ -79,12 +96,14 @@ export function takeRemotePeaks(): Record<string, number> {
 /** A ProbeRunner that notes each probe's remote footprint for the report (the cases use it, never a bare one). */
 export class MeasuredProbeRunner extends ProbeRunner {
   override async run<R>(call: ProbeCall<R>, options?: RunOptions): Promise<ProbeOutcome<R>> {
-    const t0 = performance.now();
+    const t0 = monotonicS();
     const outcome = await super.run(call, { ...options, timing: true });
-    const wall = performance.now() - t0;
+    const wall = (monotonicS() - t0) * 1000;
     if (outcome.timing) {
       const seen = requests.get(call.probe) ?? [];
-      seen.push({ wall, timing: outcome.timing });
+      // The helper stamps when it read the request on CLOCK_MONOTONIC, the clock of process.hrtime: one host here.
+      const wayIn = outcome.timing.at !== undefined ? (outcome.timing.at - t0) * 1000 : NaN;
+      seen.push({ wall, wayIn, timing: outcome.timing });
       requests.set(call.probe, seen);
     }
     return notePeak(call.probe, outcome);
@@ -161,6 +180,11 @@ export class BenchContext {
   }
 }
 
+/** CLOCK_MONOTONIC in seconds: Python's time.perf_counter on Linux reads the same clock. */
+export function monotonicS(): number {
+  return Number(process.hrtime.bigint()) / 1e9;
+}
+
 export function median(xs: number[]): number {
   const s = [...xs].sort((a, b) => a - b);
   const m = Math.floor(s.length / 2);
@@ -206,6 +230,44 @@ export async function echoFloorMs(ctx: BenchContext, n = 20, pauseMs?: number): 
     cat.stdin.end();
     cat.kill('TERM');
   }
+}
+
+const PROBE_WORK = [
+  'import importlib, json, sys, time',
+  'sys.path.insert(0, sys.argv[1])',
+  'import kg_common',
+  'mod = importlib.import_module(sys.argv[2])',
+  'pause, n, args = float(sys.argv[3]) / 1000, int(sys.argv[4]), sys.argv[5:]',
+  'limits = kg_common.probe_limits(mod.main)',
+  'def once():',
+  '    t = time.perf_counter()',
+  '    kg_common.call_probe(mod.main, args, limits)',
+  '    return (time.perf_counter() - t) * 1000',
+  'once()',
+  'warm = sorted(once() for _ in range(n))',
+  'paused = []',
+  'for _ in range(n):',
+  '    time.sleep(pause)',
+  '    paused.append(once())',
+  'paused.sort()',
+  'print(json.dumps({"warm": warm[n // 2], "paused": paused[n // 2]}))',
+].join('\n');
+
+/**
+ * What a probe's own work costs on the host, in one interpreter that stays up (no helper, no child, no channel):
+ * the median of `n` calls back to back, and of `n` calls each after the same untimed pause in which the process
+ * sleeps (`pauseMs`). The second is what this host charges any process for the same instructions after a pause (on
+ * the 2-vCPU VM here, 4-5x the first: its caches went cold); a request's child, asleep since it was made, pays it.
+ */
+export async function probeWorkMs(
+  ctx: BenchContext,
+  call: { probe: string; args: readonly string[] },
+  pauseMs: number,
+  n = 7,
+): Promise<{ warm: number; paused: number }> {
+  const t = await ctx.transport();
+  const argv = ['python3', '-c', PROBE_WORK, pythonDir(), call.probe, String(pauseMs), String(n), ...call.args];
+  return JSON.parse((await t.exec(argv)).stdout) as { warm: number; paused: number };
 }
 
 export const IDLE_PAUSE_MS = 200;

@@ -65,7 +65,8 @@ async function main(): Promise<number> {
         for (const r of Array.isArray(out) ? out : [out]) {
           r.ratio = r.usual_ms / r.ours_ms;
           if (Object.keys(peaks).length) r.remote_rss_mb = peaks;
-          if (Object.keys(costs).length) r.request_ms = costs;
+          // A case may give its own (the requests it timed alone, say): else every request it made.
+          if (!r.request_ms && Object.keys(costs).length) r.request_ms = costs;
           results.push(r);
           const target =
             r.target_ms !== undefined
@@ -76,7 +77,8 @@ async function main(): Promise<number> {
           );
         }
         // Where one request's time went: the helper's own phases, the rest is the client, ssh and the channel.
-        for (const [probe, c] of Object.entries(costs)) console.log(`  ${describeRequestCost(probe, c)}`);
+        const shown = (Array.isArray(out) ? out[0] : out)?.request_ms ?? costs;
+        for (const [probe, c] of Object.entries(shown)) console.log(`  ${describeRequestCost(probe, c)}`);
         // What the probes took of the remote host: peak resident memory of each (the answers' footprint).
         if (Object.keys(peaks).length) {
           const rss = Object.entries(peaks).map(([probe, mb]) => `${probe} ${mb.toFixed(1)} MB`);
@@ -119,9 +121,10 @@ function describeRequestCost(probe: string, c: RequestCost): string {
     .map(([k, n]) => `${k} ${n}`)
     .join(', ');
   return (
-    `one ${probe} request (median of ${c.n}): ${f(c.wall)} ms = client+ssh ${f(c.transport)} + helper ${f(h.total)} ` +
-    `[parse ${f(h.parse)}, compile ${f(h.compile)}, handoff ${f(h.handoff)}, exec ${f(h.exec)}, setup ${f(h.setup)}, ` +
-    `run ${f(h.run)}, frame ${f(h.frame)}, pipe ${f(h.pipe)}; child: ${how}]`
+    `one ${probe} request (median of ${c.n}${c.note ? `, ${c.note}` : ''}): ${f(c.wall)} ms = in ${f(c.wayIn)} (client, ssh2, sshd, helper woken) ` +
+    `+ helper ${f(h.total)} [parse ${f(h.parse)}, compile ${f(h.compile)}, handoff ${f(h.handoff)}, exec ${f(h.exec)}, ` +
+    `setup ${f(h.setup)}, run ${f(h.run)}, frame ${f(h.frame)}, pipe ${f(h.pipe)}; child: ${how}] ` +
+    `+ out ${f(c.wayOut)} (sshd, ssh2, client parse)`
   );
 }
 

@@ -34,9 +34,15 @@ from typing import Optional  # noqa: F401 (type comments)
 import kg_common
 
 # The answer's length, whether the probe's state follows it, whether the child wrote the answer on the channel itself
-# (then no answer follows: ``send_direct``), and the child's time stamps (time.perf_counter, one clock for every
-# process): request in hand, module executed, limits and state applied, main returned, answer framed.
+# (then no answer follows: ``send_direct``; kg_spare says that by DIRECT_EXIT instead, with no frame), and the
+# child's time stamps (time.perf_counter, one clock for every process): request in hand, module executed, limits
+# and state applied, main returned, answer framed.
 HEAD = struct.Struct(">Q??5d")
+# The exit status of a child that wrote its answer on the channel itself and has nothing more to tell (no state
+# follows): it writes no frame, so the helper is not woken while the answer goes out (one process wake-up fewer per
+# request, on a host where the client and sshd want the CPUs then); the helper learns it from the exit, through the
+# zygote. A probe of its own that leaves with os._exit(DIRECT_EXIT) unanswered is left to the client's timeout.
+DIRECT_EXIT = 79
 # What a single write to a pipe puts in it whole or not at all (POSIX: at least 512; 4096 on Linux).
 PIPE_BUF = getattr(select, "PIPE_BUF", 512)
 # b"S" + length: the state's marshal bytes follow; b"D": drop what is kept; b"N": keep what is kept.
@@ -181,6 +187,11 @@ _SIGNALS = {
 }
 
 
+def answered_directly(status):
+    """Whether wait ``status`` is a child's that wrote its answer on the channel itself and had nothing more."""
+    return os.WIFEXITED(status) and os.WEXITSTATUS(status) == DIRECT_EXIT
+
+
 def died(name, status):
     """(message, code) for probe ``name``'s child that ended with wait ``status`` without answering."""
     if os.WIFSIGNALED(status):
@@ -215,6 +226,9 @@ def timing(stamped, stamps, t_read, direct=False):
         "frame": ms(ran, framed),
         "pipe": ms(framed, t_read),
         "total": ms(t_arrival, t_read),
+        # When the request's bytes were read (time.perf_counter: CLOCK_MONOTONIC on Linux, the clock of Node's
+        # process.hrtime too): a client on the same host splits its round trip into the way in and the way out.
+        "at": round(t_arrival, 6),
     })
 
 

@@ -61,7 +61,8 @@ import kg_common
 import kg_spare
 import kg_zygote
 from kg_pool import IDLE_S, POOL, SparePool  # noqa: F401 (POOL, IDLE_S: the tests and docs read them here)
-from kg_frame import (GROUP_AT_REAP, HEAD, PIPE_BUF, STATE_HEAD, STATE_BYTES, Job, died, direct_channel, exited,
+from kg_frame import (GROUP_AT_REAP, HEAD, PIPE_BUF, STATE_HEAD, STATE_BYTES, Job, answered_directly, died,
+                      direct_channel, exited,
                       kill_group, merge_state, same_file, secs, timing, write_all)
 
 _out = sys.stdout
@@ -522,7 +523,8 @@ class Helper(SparePool):
         if not job.answered:
             job.answered = True
             self.by_id.pop(job.rid, None)
-            self.send(_error(job.rid, *died(job.name, job.status)))
+            if not (self.direct and answered_directly(job.status)):
+                self.send(_error(job.rid, *died(job.name, job.status)))
         job.state_taken = True
         job.buf = bytearray()
         self.start_waiting()

@@ -5,7 +5,16 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { ckptArgsProbe } from '../../src/core/args/argsProbe';
 import { shellQuote } from '../../src/core/quote';
-import { echoFloorMs, IDLE_PAUSE_MS, idlePause, median, timeIt, type BenchContext, type BenchResult } from '../context';
+import {
+  echoFloorMs,
+  IDLE_PAUSE_MS,
+  idlePause,
+  median,
+  probeWorkMs,
+  timeIt,
+  type BenchContext,
+  type BenchResult,
+} from '../context';
 
 const run = promisify(execFile);
 const TORCH_PY = '/usr/bin/python3';
@@ -54,6 +63,8 @@ export async function benchArgs(ctx: BenchContext): Promise<BenchResult[]> {
         ours.push(await timeIt(() => runner.run(ckptArgsProbe(file))));
       }
 
+      const work = await probeWorkMs(ctx, ckptArgsProbe(file), IDLE_PAUSE_MS);
+
       const py = `import torch; c=torch.load(${JSON.stringify(file)}, map_location="cpu", weights_only=False); print(c["args"])`;
       const argv = await ctx.sshArgv(`${TORCH_PY} -c ${shellQuote(py)}`);
       const usual: number[] = [];
@@ -73,7 +84,9 @@ export async function benchArgs(ctx: BenchContext): Promise<BenchResult[]> {
         note:
           `${(bytes / 1e6).toFixed(0)} MB file; probe read ${(first.value.bytesRead / 1024).toFixed(1)} KB of it; ` +
           `median of ${OURS_RUNS} / ${USUAL_RUNS}; floor here: one line echoed by a remote cat on the same ` +
-          `connection after the same pause ${floor.toFixed(2)} ms`,
+          `connection after the same pause ${floor.toFixed(2)} ms, + the probe's own work in one interpreter that ` +
+          `stays up ${work.warm.toFixed(2)} ms back to back, ${work.paused.toFixed(2)} ms after the same pause (no ` +
+          `isolation: together ${(floor + work.paused).toFixed(2)} ms)`,
       });
       rmSync(file, { force: true }); // one big file on disk at a time
     }

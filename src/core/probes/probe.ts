@@ -61,6 +61,9 @@ export interface HelperTiming {
   frame: number;
   pipe: number;
   total: number;
+  /** When the helper read the request (CLOCK_MONOTONIC seconds, the clock of `process.hrtime`): on one host, where
+   * the client's round trip splits into the way in and the way out. */
+  at?: number;
 }
 
 export interface ProbeOutcome<R> {

@@ -24,6 +24,7 @@ const timingSchema = z.object({
   frame: ms,
   pipe: ms,
   total: ms,
+  at: z.number().optional(),
 });
 
 const envelopeSchema = z.union([
