@@ -61,8 +61,12 @@ describe('SSH transport: a server that allows 2 sessions per connection (MaxSess
       console.log(`30 × sleep 1 through 2 sessions: ${Date.now() - t0} ms; ${beside.size} ran beside another`);
       assert.ok(beside.size >= 10, `only ${beside.size} of 30 ran beside another`);
       assert.equal(pool.connection(endpointOf(sshd)).connects, 1, 'one connection');
+      // The limit learned is logged. Which one depends on the machine: calm, the first refusal comes with 2 open; at
+      // load (two CPU hogs beside the suite), sshd still counting a closed session refused with 1 open, the limit
+      // learned was 1, the re-check raised it to 2 without another refusal to log — the 21 of 30 that ran beside
+      // another say the queue went back to two at a time.
       assert.ok(
-        lines.some((l) => /at most 2 at a time/.test(l)),
+        lines.some((l) => /refused a session with [12] open .*: at most [12] at a time/.test(l)),
         `the learned limit is logged: ${lines.join('\n')}`,
       );
     } finally {

@@ -193,6 +193,12 @@ interface Pending {
   cleanup(): void;
 }
 
+/**
+ * How long the resident helper may take to start before it is stopped: far longer than any one request's timeout,
+ * since every request on the host waits for the same start (a host under load, a slow file system, a login banner).
+ */
+const START_LIMIT_MS = 120_000;
+
 /** One long-lived interpreter on the remote, speaking JSON lines on one channel. */
 class ResidentHelper {
   dead = false;
@@ -201,6 +207,7 @@ class ResidentHelper {
   private readonly pending = new Map<number, Pending>();
   private readonly sent = new Set<string>();
   private stderrTail = '';
+  private startLimitHit = false;
 
   constructor(
     private readonly transport: Transport,
@@ -216,8 +223,12 @@ class ResidentHelper {
     return (await withTimeout(this.started, timeoutMs, () => this.startTimeout(timeoutMs))).python;
   }
 
+  /**
+   * A request whose own time ran out while the helper was still starting fails alone: the start goes on for the
+   * requests beside it and after it (under load, a reload's first short request used to kill the helper that every
+   * other request was waiting for, and the next start again). A start that never finishes ends at START_LIMIT_MS.
+   */
   private startTimeout(timeoutMs: number): KnownGoodError {
-    this.close();
     return new KnownGoodError(
       'timeout',
       `${this.python} on ${this.transport.label} did not start within ${Math.round(timeoutMs / 1000)} s`,
@@ -244,6 +255,13 @@ class ResidentHelper {
 
     return new Promise((resolve, reject) => {
       let isReady = false;
+      const limit = setTimeout(() => {
+        if (isReady) return;
+        this.startLimitHit = true;
+        handle.stdin.end();
+        handle.kill('TERM');
+      }, START_LIMIT_MS);
+      limit.unref?.();
       const lines = new LineSplitter((line) => {
         if (isReady) {
           this.onLine(line);
@@ -256,6 +274,7 @@ class ResidentHelper {
           const py = interpreterSchema.safeParse(doc.python);
           if (doc.ready === nonce && py.success) {
             isReady = true;
+            clearTimeout(limit);
             resolve({ handle, python: py.data });
           }
         } catch {
@@ -265,16 +284,24 @@ class ResidentHelper {
       handle.stdout.on('data', (chunk: Buffer | string) => lines.push(chunk));
       const onExit = (exitCode: number | null) => {
         this.dead = true;
+        clearTimeout(limit);
         const why = this.stderrTail.trim().split('\n').slice(-2).join(' | ');
         const err =
           exitCode === 127
             ? pythonNotFound(this.python, this.transport.label)
-            : new KnownGoodError(
-                'connection-lost',
-                `the Known Good helper (${this.python}) on ${this.transport.label} stopped${
-                  exitCode !== null ? ` with exit code ${exitCode}` : ''
-                }${why ? `: ${why}` : ''}`,
-              );
+            : this.startLimitHit
+              ? new KnownGoodError(
+                  'timeout',
+                  `${this.python} on ${this.transport.label} did not start within ${START_LIMIT_MS / 1000} s${
+                    why ? `: ${why}` : ''
+                  }`,
+                )
+              : new KnownGoodError(
+                  'connection-lost',
+                  `the Known Good helper (${this.python}) on ${this.transport.label} stopped${
+                    exitCode !== null ? ` with exit code ${exitCode}` : ''
+                  }${why ? `: ${why}` : ''}`,
+                );
         if (!isReady) reject(err);
         for (const p of this.pending.values()) p.reject(err);
         this.pending.clear();
