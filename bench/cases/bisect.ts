@@ -102,13 +102,14 @@ export async function benchBisect(): Promise<BenchResult[]> {
       label: 'This machine',
       exec: (argv: readonly string[], o?: Parameters<LocalTransport['exec']>[1]) =>
         transport.exec(['env', ...nowEnv, ...argv], o),
-      spawn: transport.spawn.bind(transport),
+      spawn: (argv: readonly string[], o?: Parameters<LocalTransport['spawn']>[1]) =>
+        transport.spawn(['env', ...nowEnv, ...argv], o),
       dispose: () => transport.dispose(),
     };
     const runMs: number[] = [];
     // the CPU clock at the int test's 50 % threshold (test/int/bisect.int.test.ts says why)
     const inner = builtinMeasure(
-      { transport: withNow, label: 'This machine' },
+      { transport: withNow, label: 'This machine', python },
       changes,
       python,
       TINY,

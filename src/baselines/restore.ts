@@ -3,7 +3,8 @@ import { BaselineCommands } from '../constants';
 import { formatRate } from '../core/bench/compare';
 import type { TargetOf } from '../core/runs/targets';
 import { envLabelOf, planDocument, planScript } from '../core/restore/plan';
-import { compareFreeze, freezeComparisonText, freezeOf, planOnHost } from '../core/restore/run';
+import { guardedCommand } from '../core/actions/guard';
+import { compareFreeze, freezeComparisonText, freezeOf, planOnHost, RESTORE_TIMEOUT_MS } from '../core/restore/run';
 import { restoredSpeeds, restoredSpeedsText, type RestoredSpeeds } from '../core/restore/speeds';
 import { TerminalRunner } from '../core/terminal/runner';
 import { pickBenchmark } from '../shared/benchmark';
@@ -63,7 +64,9 @@ export function registerRestoreCommand(
       let freeze: string | undefined;
       let speeds: RestoredSpeeds | undefined;
       const runner = new TerminalRunner(session.transport, {
-        argv: ['sh', '-c', planScript(plan, title)],
+        // under the guard: bounded, and stopped on the host when the terminal closes or the window goes
+        argv: guardedCommand(b.spec.python, ['sh', '-c', planScript(plan, title)], { timeoutMs: RESTORE_TIMEOUT_MS })
+          .argv,
         display: `restore ${baseline.label} → ${plan.envDir}`,
         epilogue: async (exit, r, signal) => {
           if (exit.exitCode !== 0) return undefined;
@@ -74,16 +77,19 @@ export function registerRestoreCommand(
           r.print(`\n${freeze}\n\n`);
           const key = f.storeKeyOf(b.spec);
           const [results, reference] = await Promise.all([f.store.listResults(key), f.store.reference(key)]);
-          speeds = await restoredSpeeds(session, {
-            envDir: plan.envDir,
-            nowPython: b.spec.python,
-            baseline,
-            benchmark,
-            results: results.results.map((x) => x.result),
-            ...(reference ? { reference: reference.resultId } : {}),
-            onText: (t) => r.print(t.endsWith('\n') ? t : `${t}\n`),
-            signal,
-          });
+          speeds = await restoredSpeeds(
+            { ...session, python: b.spec.python },
+            {
+              envDir: plan.envDir,
+              nowPython: b.spec.python,
+              baseline,
+              benchmark,
+              results: results.results.map((x) => x.result),
+              ...(reference ? { reference: reference.resultId } : {}),
+              onText: (t) => r.print(t.endsWith('\n') ? t : `${t}\n`),
+              signal,
+            },
+          );
           return restoredSpeedsText(speeds);
         },
       });

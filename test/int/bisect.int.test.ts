@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -37,6 +37,8 @@ import { ANOMALY_AGENT, TINY_CPU_BENCH } from '../support/tinyBench';
  * load takes away (−29 % to −50 % under two hogs), so it was no steadier than wall time.
  */
 const THRESHOLD = 0.5;
+
+const planTextOf = (shown: string[]) => shown.find((t) => t.startsWith('Differences from the baseline')) ?? '';
 
 const SECRET = 'hf_bisectSecretValue0123456789abcdef';
 const TINY = TINY_CPU_BENCH;
@@ -155,5 +157,39 @@ void describe('environment bisect through a real sshd', () => {
     // Never a confirmed culprit or group among changes that cost nothing.
     assert.ok(!(r.verdict.kind === 'culprit' || (r.verdict.kind === 'group' && r.confirmation?.confirmed)), o.headline);
     assert.match(o.markdown, /good \d[\d.]*[KMG]? tok\/s, bad \d/i);
+  });
+
+  void it('a hostile baseline: names that are env options or assignments are refused and nothing they say runs (issue 31 item 3)', async () => {
+    setRemoteEnv(good());
+    const marker = join(dir, 'hostile-ran');
+    const now = await captureSnapshot(host, { scriptGlobs: [], extraVariables: [], cacheDirs: [] });
+    const hostileVars: Record<string, string> = {
+      ...now.env.vars,
+      [`-S/bin/sh -c "touch ${marker}" #`]: 'x',
+      [`--chdir=${dir}`]: 'y',
+      'PATH=/evil:/usr/bin': 'z',
+      KG_GOOD_VAR: 'a',
+    };
+    const hostile: Baseline = { ...baseline, snapshot: { ...now, env: { ...now.env, vars: hostileVars } } };
+    // the run prints its working folder and PATH: neither may be what the file said
+    const command = 'echo "speed 100 cwd=$(pwd) path=$PATH"';
+    const shown: string[] = [];
+    const o = await envBisect(host, hostile, {
+      benchmark: { kind: 'custom', bench: { command, regex: 'speed (\\d+)', lastN: 1 } },
+      now,
+      onText: (t) => shown.push(t),
+    });
+    assert.deepEqual(
+      o.changes.map((c) => c.name),
+      ['KG_GOOD_VAR'],
+    );
+    const refused = o.skipped.filter((s) => s.why.startsWith('refused: '));
+    assert.equal(refused.length, 3, JSON.stringify(o.skipped));
+    for (const s of refused) assert.match(s.why, /is not a variable name/);
+    assert.equal(existsSync(marker), false, 'a name never runs a command');
+    const out = shown.join('');
+    assert.doesNotMatch(out, new RegExp(`cwd=${dir}\\b`), 'a name never changes the folder');
+    assert.doesNotMatch(out, /path=\/evil/, 'a name never changes PATH');
+    assert.match(planTextOf(shown), /left out: "-S\/bin\/sh -c .*refused/);
   });
 });

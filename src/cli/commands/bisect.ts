@@ -67,6 +67,7 @@ export const bisectCommand: CliCommand = {
       const o = await envBisect({ ...session, python: session.spec.python, label: session.label }, baseline, {
         benchmark,
         signal: ac.signal,
+        runTimeoutMs: options.timeoutMs,
         ...(options.repeats !== undefined ? { repeats: options.repeats } : {}),
         onText: (t) => err.write(t.replace(/\n$/, '').split('\n').map(printable).join('\n') + '\n'),
         onEvent: (e, changes) => {

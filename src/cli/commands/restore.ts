@@ -58,8 +58,12 @@ export const restoreCommand: CliCommand = {
       );
       return blockers.length ? 1 : 0;
     }
-    const exitCode = await runScript(session.transport, planScript(plan, title(baseline)), (l) =>
-      err.write(printableLines(l) + '\n'),
+    const exitCode = await runScript(
+      session.transport,
+      planScript(plan, title(baseline)),
+      (l) => err.write(printableLines(l) + '\n'),
+      undefined,
+      { python: session.spec.python },
     );
     if (exitCode !== 0) {
       if (options.json) out.write(JSON.stringify({ plan, exitCode }, null, 2) + '\n');
@@ -74,14 +78,17 @@ export const restoreCommand: CliCommand = {
     const bench = benchOf(options);
     const store = new BaselineStore(cliBaselineDir());
     const speeds = bench
-      ? await restoredSpeeds(session, {
-          envDir: plan.envDir,
-          nowPython: session.spec.python,
-          baseline,
-          benchmark: { kind: 'custom', bench },
-          results: (await store.listResults(session.transport.id)).results.map((r) => r.result),
-          ...(await referenceOf(store, session.transport.id)),
-        })
+      ? await restoredSpeeds(
+          { ...session, python: session.spec.python, runTimeoutMs: options.timeoutMs },
+          {
+            envDir: plan.envDir,
+            nowPython: session.spec.python,
+            baseline,
+            benchmark: { kind: 'custom', bench },
+            results: (await store.listResults(session.transport.id)).results.map((r) => r.result),
+            ...(await referenceOf(store, session.transport.id)),
+          },
+        )
       : undefined;
     if (options.json) out.write(JSON.stringify({ plan, exitCode, comparison, speeds }, null, 2) + '\n');
     else {

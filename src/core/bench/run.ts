@@ -1,3 +1,4 @@
+import { guardedCommand } from '../actions/guard';
 import type { ProbeOutcome } from '../probes/probe';
 import { parseFramedResult } from '../probes/catalogue';
 import { probeTerminalCommand, type TerminalCommand } from '../terminal/command';
@@ -36,11 +37,16 @@ export interface BenchProcessOptions extends Pick<TerminalRunnerOptions, 'pty' |
   epilogue?: (exit: RunnerExit, result: () => ProbeOutcome<BenchResult>) => Promise<string | undefined>;
 }
 
+/** A benchmark run's limit in a terminal (a compile of a large model counts): TERM, then KILL after the grace. */
+export const BENCH_TIMEOUT_MS = 3600_000;
+
 export function benchProcess(host: BenchHost, config: BenchConfig, options: BenchProcessOptions = {}): BenchProcess {
   const call = throughputBenchProbe(config);
   const nonce = newNonce();
   const packed = probeTerminalCommand(host.python, call, nonce);
-  const command: TerminalCommand = { argv: packed.argv, display: benchDisplay(host.python, config, packed.display) };
+  // Under the guard (core/actions/guard.ts): bounded, and stopped on the host when the terminal or the CLI goes.
+  const guarded = guardedCommand(host.python, packed.argv, { timeoutMs: BENCH_TIMEOUT_MS });
+  const command: TerminalCommand = { argv: guarded.argv, display: benchDisplay(host.python, config, packed.display) };
   const { epilogue, ...display } = options;
   const runner: TerminalRunner = new TerminalRunner(host.transport, {
     argv: command.argv,

@@ -7,6 +7,8 @@ import {
   type CustomBenchmark,
   type ThroughputReading,
 } from '../bench/customBenchmark';
+import { envNameProblem, envValueProblem, type EnvMap } from '../actions/envMap';
+import { actionFailure, runAction, type ActionResult } from '../actions/runner';
 import { KnownGoodError, messageOf } from '../errors';
 import { redactText } from '../redact';
 import { parseFramedResult } from '../probes/catalogue';
@@ -21,8 +23,8 @@ import { type BisectChange, type Measure } from './engine';
  * interpreter, when the host still has it) and now's, as bisect changes, and a Measure that runs the benchmark with
  * some of them taken back. A state is built from NOW: the benchmark process inherits the host's current environment
  * (so a secret set now is applied without ever passing through here in clear), and every change NOT applied is
- * reverted to the baseline's value with `env -u NAME` / `env NAME=VALUE` in argv (each word quoted by the transport
- * through core/quote.ts).
+ * reverted to the baseline's value through the run's environment map (core/actions/envMap.ts: names checked, values
+ * data, applied by the guard with execve's env — never `env NAME=VALUE` argv, whose options a name could be).
  */
 
 export interface EnvChange extends BisectChange {
@@ -77,6 +79,11 @@ export function envChanges(
     const good = a[name] ?? null;
     const cur = b[name] ?? null;
     if (good === cur) continue;
+    const bad = envNameProblem(name) ?? (good !== null ? envValueProblem(good) : undefined);
+    if (bad) {
+      skipped.push({ name: shownName(name), why: `refused: ${bad}` });
+      continue;
+    }
     if (good !== null && REDACTED.test(good)) {
       skipped.push({ name, why: 'only a hash of its baseline value was recorded (a secret): it cannot be put back' });
       continue;
@@ -86,7 +93,10 @@ export function envChanges(
   const was = baseline.python.executable;
   const is = now.python.executable;
   if (was && is && was !== is) {
-    if (opts.goodPython) {
+    const bad = opts.goodPython !== undefined ? interpreterProblem(opts.goodPython) : undefined;
+    if (bad) {
+      skipped.push({ name: 'python', why: `refused: the baseline's interpreter ${bad}` });
+    } else if (opts.goodPython) {
       changes.push({
         id: PYTHON_CHANGE_ID,
         kind: 'python',
@@ -103,22 +113,34 @@ export function envChanges(
   return { changes, skipped };
 }
 
-/** `env` words that take every change NOT in `applied` back to the baseline, and the interpreter to run. */
-export function stateArgv(
+function shownName(name: string): string {
+  const s = JSON.stringify(name);
+  return s.length > 62 ? `${s.slice(0, 61)}…` : s;
+}
+
+/** Why a recorded interpreter path cannot be argv[0] of a run, or undefined: absolute, no control characters. */
+export function interpreterProblem(path: string): string | undefined {
+  // eslint-disable-next-line no-control-regex
+  if (!path.startsWith('/') || /[\x00-\x1f\x7f]/.test(path)) return `${shownName(path)} is not an absolute path`;
+  return undefined;
+}
+
+/** The environment map that takes every change NOT in `applied` back to the baseline, and the interpreter to run. */
+export function stateEnv(
   changes: readonly EnvChange[],
   applied: ReadonlySet<string>,
   nowPython: string,
-): { env: string[]; python: string } {
+): { env: EnvMap; python: string } {
   const unset: string[] = [];
-  const set: string[] = [];
+  const set: Record<string, string> = {};
   let python = nowPython;
   for (const c of changes) {
     if (applied.has(c.id)) continue;
     if (c.kind === 'python') python = c.good ?? nowPython;
-    else if (c.good === null) unset.push('-u', c.name);
-    else set.push(`${c.name}=${c.good}`);
+    else if (c.good === null) unset.push(c.name);
+    else set[c.name] = c.good;
   }
-  return { env: ['env', ...unset, ...set], python };
+  return { env: { set, unset }, python };
 }
 
 /** The benchmark a baseline was measured with: its newest built-in result's configuration, else the defaults. */
@@ -144,18 +166,40 @@ export function baselineBenchConfig(baseline: Baseline): { config: BenchConfig; 
 export interface MeasureHost {
   readonly transport: Transport;
   readonly label: string;
+  /** The host's interpreter: it runs the guard of every run (python/kg_guard.py). */
+  readonly python: string;
+  /** Each run is stopped after this long (TERM, then KILL after the guard's grace); default RUN_TIMEOUT_MS. */
+  readonly runTimeoutMs?: number;
 }
+
+/** A benchmark run's limit when none is given. */
+export const RUN_TIMEOUT_MS = 15 * 60_000;
 
 /** What a run printed, for the live terminal (progress lines of the benchmark, the user's command's output). */
 export type RunOutput = (text: string) => void;
 
-function failure(what: string, host: string, r: { exitCode: number | null; stderr: string; stdout: string }): never {
-  const tail = (r.stderr || r.stdout).trim().split('\n').slice(-5).join('\n');
-  throw new KnownGoodError('probe-failed', `${what} failed on ${host} (exit ${r.exitCode ?? 'by signal'}): ${tail}`);
+/** ONE run of `argv` in a state, under the guard: bounded, owned, its output capped; `shown` streams go to output. */
+async function runState(
+  host: MeasureHost,
+  argv: readonly string[],
+  env: EnvMap,
+  signal: AbortSignal | undefined,
+  output: RunOutput | undefined,
+  shown: readonly ('stdout' | 'stderr')[],
+): Promise<ActionResult> {
+  return runAction(
+    host.transport,
+    { argv, env, timeoutMs: host.runTimeoutMs ?? RUN_TIMEOUT_MS },
+    {
+      python: host.python,
+      ...(signal ? { signal } : {}),
+      ...(output ? { onOutput: (t, stream) => (shown.includes(stream) ? output(redactText(t)) : undefined) } : {}),
+    },
+  );
 }
 
 /**
- * A run's exec under the bisect's signal, through a signal of its own: the transport listens on the signal it gets
+ * A small exec under the bisect's signal, through a signal of its own: the transport listens on the signal it gets
  * for as long as it likes, and a bisect makes dozens of runs under one signal (Node warns past 10 listeners).
  */
 async function execUnder(
@@ -163,13 +207,13 @@ async function execUnder(
   argv: readonly string[],
   signal: AbortSignal | undefined,
 ): Promise<Awaited<ReturnType<Transport['exec']>>> {
-  if (!signal) return transport.exec(argv);
+  if (!signal) return transport.exec(argv, { timeoutMs: 60_000 });
   const own = new AbortController();
   const stop = () => own.abort(signal.reason);
   if (signal.aborted) stop();
   signal.addEventListener('abort', stop, { once: true });
   try {
-    return await transport.exec(argv, { signal: own.signal });
+    return await transport.exec(argv, { signal: own.signal, timeoutMs: 60_000 });
   } finally {
     signal.removeEventListener('abort', stop);
   }
@@ -192,14 +236,16 @@ export function builtinMeasure(
   clock: BenchClock = 'wall',
 ): Measure {
   return async (applied, signal) => {
-    const { env, python } = stateArgv(changes, applied, nowPython);
+    const { env, python } = stateEnv(changes, applied, nowPython);
     const call = throughputBenchProbe(config);
     const nonce = newNonce();
     const cmd = probeTerminalCommand(python, call, nonce);
-    const r = await execUnder(host.transport, [...env, ...cmd.argv], signal);
-    if (r.stderr) output?.(redactText(r.stderr));
+    const r = await runState(host, cmd.argv, env, signal, output, ['stderr']);
     const framed = extractFramed(r.stdout, nonce);
-    if (framed === undefined) failure('The benchmark', host.label, r);
+    const failed = actionFailure(r, 'The benchmark', host.label);
+    if (failed) throw failed;
+    if (framed === undefined)
+      throw new KnownGoodError('bad-output', `The benchmark on ${host.label} printed no result: ${r.message}`);
     const value = parseFramedResult(call, framed, host.label).value;
     if (clock === 'wall') return value.tokensPerSec.median;
     const cpu = value.cpuTokensPerSec?.median;
@@ -217,13 +263,14 @@ export function customMeasure(
   output?: RunOutput,
 ): Measure {
   return async (applied, signal) => {
-    const { env } = stateArgv(changes, applied, 'python3');
-    const r = await execUnder(host.transport, [...env, 'sh', '-c', bench.command], signal);
-    output?.(redactText(r.stdout + r.stderr));
-    if (r.exitCode !== 0) failure(`Your benchmark command`, host.label, r);
+    const { env } = stateEnv(changes, applied, host.python);
+    // The user's own command line (a setting or --bench, never a file): the host's sh runs it as written.
+    const r = await runState(host, ['sh', '-c', bench.command], env, signal, output, ['stdout', 'stderr']);
+    const failed = actionFailure(r, 'Your benchmark command', host.label);
+    if (failed) throw failed;
     let reading: ThroughputReading | undefined;
     if (bench.jsonl) {
-      const tail = await execUnder(host.transport, ['tail', '-c', '4194304', bench.jsonl.path], signal);
+      const tail = await execUnder(host.transport, ['tail', '-c', '4194304', '--', bench.jsonl.path], signal);
       if (tail.exitCode !== 0)
         throw new KnownGoodError('not-found', `could not read ${bench.jsonl.path}: ${messageOf(tail.stderr.trim())}`);
       reading = throughputFromJsonl(tail.stdout, bench.jsonl.key, bench.lastN);

@@ -36,6 +36,8 @@ export interface EnvBisectOptions {
   readonly extraVariables?: readonly string[];
   readonly repeats?: number;
   readonly threshold?: number;
+  /** Each benchmark run is stopped after this long (default RUN_TIMEOUT_MS; TERM, then KILL after a grace). */
+  readonly runTimeoutMs?: number;
   readonly signal?: AbortSignal;
   /** Each engine event, as it happens. */
   readonly onEvent?: (e: BisectEvent, changes: readonly EnvChange[]) => void;
@@ -112,6 +114,7 @@ export async function envBisect(
   let benchmark: string;
   let unit: string;
   let measure;
+  const measureHost = { ...host, ...(opts.runTimeoutMs !== undefined ? { runTimeoutMs: opts.runTimeoutMs } : {}) };
   if (opts.benchmark.kind === 'builtin') {
     const recorded = baselineBenchConfig(baseline);
     const config = opts.benchmark.config ?? recorded.config;
@@ -121,12 +124,12 @@ export async function envBisect(
     unit = 'tok/s';
     const clock = opts.benchmark.clock ?? 'wall';
     if (clock === 'cpu') benchmark += ', tokens per CPU-second of its process';
-    measure = builtinMeasure(host, changes, host.python, config, opts.onText, clock);
+    measure = builtinMeasure(measureHost, changes, host.python, config, opts.onText, clock);
   } else {
     const b = opts.benchmark.bench;
     benchmark = `${redactText(b.command)} (speed from ${b.jsonl ? `${b.jsonl.path} key ${b.jsonl.key}` : `regex ${b.regex}`})`;
     unit = 'per s';
-    measure = customMeasure(host, changes, b, opts.onText);
+    measure = customMeasure(measureHost, changes, b, opts.onText);
   }
   const base = {
     host: host.label,

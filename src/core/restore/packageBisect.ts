@@ -6,6 +6,7 @@ import { redactText } from '../redact';
 import { KnownGoodError } from '../errors';
 import { shellJoin, shellQuote } from '../quote';
 import type { Transport } from '../transport/types';
+import { actionFailure, runAction, type ActionResult } from '../actions/runner';
 import { envLabelOf, type PackageSource } from './plan';
 import { throughputFromOutput, type CustomBenchmark } from '../bench/customBenchmark';
 import { inVenvCommand, parseFreeze, planOnHost, type RestoreHost } from './run';
@@ -37,6 +38,8 @@ export interface PackageBisectOptions {
   pins?: Readonly<Record<string, readonly string[]>>;
   repeats?: number;
   threshold?: number;
+  /** Each benchmark run's limit (default an hour; TERM, then KILL after the guard's grace). */
+  runTimeoutMs?: number;
   signal?: AbortSignal;
   onEvent?: (e: BisectEvent, changes: readonly PackageChange[]) => void;
   /** Installer output and each benchmark's speed, for the terminal. */
@@ -58,13 +61,27 @@ export interface PackageBisectResult {
   switches: number;
 }
 
-async function run(transport: Transport, argv: readonly string[], what: string, signal?: AbortSignal) {
-  const r = await transport.exec(argv, { timeoutMs: 3_600_000, ...(signal ? { signal } : {}) });
-  if (r.exitCode !== 0)
-    throw new KnownGoodError(
-      'probe-failed',
-      `${what} failed (exit ${r.exitCode}): ${(r.stderr || r.stdout).trim().slice(-800)}`,
-    );
+/** What of `pip freeze` is read: a few thousand packages' lines. */
+const FREEZE_BYTES = 4 * 1024 * 1024;
+/** A step's limit (a pip download of a torch family is the longest). */
+const STEP_TIMEOUT_MS = 3_600_000;
+
+/** One step on the host under the guard (bounded, owned, output capped: core/actions/runner.ts); throws unless 0. */
+async function run(
+  transport: Transport,
+  python: string,
+  argv: readonly string[],
+  what: string,
+  signal?: AbortSignal,
+  keepBytes?: number,
+): Promise<ActionResult> {
+  const r = await runAction(
+    transport,
+    { argv, timeoutMs: STEP_TIMEOUT_MS, ...(keepBytes ? { capBytes: keepBytes, tailBytes: keepBytes } : {}) },
+    { python, ...(signal ? { signal } : {}) },
+  );
+  const failed = actionFailure(r, what, transport.label);
+  if (failed) throw failed;
   return r;
 }
 
@@ -114,9 +131,11 @@ export async function packageBisect(transport: Transport, o: PackageBisectOption
       (
         await run(
           transport,
+          o.basePython,
           [py, '-m', 'pip', 'freeze', '--all', '--disable-pip-version-check'],
           `pip freeze of ${py}`,
           o.signal,
+          FREEZE_BYTES,
         )
       ).stdout,
     );
@@ -137,12 +156,13 @@ export async function packageBisect(transport: Transport, o: PackageBisectOption
       .filter(([, [, b]]) => b !== null)
       .map(([n, [, b]]) => `${n}==${b!}`),
   );
-  await run(transport, ['mkdir', '-p', wheels], 'making the wheelhouse', o.signal);
+  await run(transport, o.basePython, ['mkdir', '-p', '--', wheels], 'making the wheelhouse', o.signal);
   say(`downloading ${goodPins.length + badPins.length} wheels into ${wheels} (each once)`);
   // One download per side: a resolver refuses two versions of one name in a single call.
   for (const pins of [goodPins, badPins])
     await run(
       transport,
+      o.basePython,
       [
         o.goodPython,
         '-m',
@@ -158,8 +178,8 @@ export async function packageBisect(transport: Transport, o: PackageBisectOption
       'pip download',
       o.signal,
     );
-  await run(transport, ['rm', '-rf', env], 'clearing the working env', o.signal);
-  await run(transport, [o.basePython, '-m', 'venv', env], 'making the working env', o.signal);
+  await run(transport, o.basePython, ['rm', '-rf', '--', env], 'clearing the working env', o.signal);
+  await run(transport, o.basePython, [o.basePython, '-m', 'venv', env], 'making the working env', o.signal);
   const fromWheels = [
     envPy,
     '-m',
@@ -171,7 +191,13 @@ export async function packageBisect(transport: Transport, o: PackageBisectOption
     '--find-links',
     wheels,
   ];
-  await run(transport, [...fromWheels, ...goodPins], 'installing the good env into the working env', o.signal);
+  await run(
+    transport,
+    o.basePython,
+    [...fromWheels, ...goodPins],
+    'installing the good env into the working env',
+    o.signal,
+  );
 
   // What the working env holds now, for the changed names only: a switch touches only what differs.
   const current = new Map<string, string | null>(
@@ -199,20 +225,24 @@ export async function packageBisect(transport: Transport, o: PackageBisectOption
       ];
       await run(
         transport,
+        o.basePython,
         ['sh', '-c', steps.join(' && ')],
         `switching the working env (${[...remove, ...install].join(' ')})`,
         signal,
       );
     }
-    const r = await transport.exec(['sh', '-c', inVenvCommand(env, o.bench.command)], {
-      timeoutMs: 3_600_000,
-      ...(signal ? { signal } : {}),
-    });
+    const r = await runAction(
+      transport,
+      { argv: ['sh', '-c', inVenvCommand(env, o.bench.command)], timeoutMs: o.runTimeoutMs ?? STEP_TIMEOUT_MS },
+      { python: o.basePython, ...(signal ? { signal } : {}) },
+    );
+    const stopped = r.ended === 'exited' ? undefined : actionFailure(r, 'the benchmark', transport.label);
+    if (stopped) throw stopped;
     const speed = throughputFromOutput(`${r.stdout}\n${r.stderr}`, regex, o.bench.lastN)?.tokensPerSec;
     if (r.exitCode !== 0 || speed === undefined)
       throw new KnownGoodError(
         'probe-failed',
-        `the benchmark ${shellQuote(o.bench.command)} ${r.exitCode !== 0 ? `failed (exit ${r.exitCode})` : `printed nothing that ${regex} reads`}: ${(r.stderr || r.stdout).trim().slice(-500)}`,
+        `the benchmark ${shellQuote(o.bench.command)} ${r.exitCode !== 0 ? `failed (${r.message})` : `printed nothing that ${regex} reads`}: ${(r.stderr || r.stdout).trim().slice(-500)}`,
       );
     say(`  ${applied.size ? [...applied].join(', ') : 'good'}: ${speed}`);
     return speed;

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { EnvSnapshot } from '../baselines/envProbe';
+import { runAction } from '../actions/runner';
 import { KnownGoodError } from '../errors';
 import { defineProbe, type ProbeRunnerLike } from '../probes/probe';
 import { shellQuote } from '../quote';
@@ -106,39 +107,49 @@ export async function planOnHost(
   });
 }
 
-/** Runs `script` with sh on the host, each output line (stdout and stderr) to `onLine`; resolves to the exit code. */
+/** A restore script's limit: a torch family over a slow link takes a while, but not forever. */
+export const RESTORE_TIMEOUT_MS = 3 * 3600_000;
+
+export interface ScriptOptions {
+  /** The host's interpreter, which runs the guard (python/kg_guard.py); default python3. */
+  python?: string;
+  timeoutMs?: number;
+}
+
+/**
+ * Runs `script` with sh on the host under the guard (bounded, owned: core/actions/runner.ts), each output line
+ * (stdout and stderr) to `onLine`; resolves to the exit code, or throws how it was stopped.
+ */
 export async function runScript(
   transport: Transport,
   script: string,
   onLine: (line: string) => void,
   signal?: AbortSignal,
+  opts: ScriptOptions = {},
 ): Promise<number | null> {
-  const proc = await transport.spawn(['sh', '-c', script], signal ? { signal } : {});
-  const onAbort = () => proc.kill('TERM');
-  signal?.addEventListener('abort', onAbort, { once: true });
-  const pump = (stream: NodeJS.ReadableStream) =>
-    new Promise<void>((resolve) => {
-      let rest = '';
-      stream.setEncoding('utf8');
-      stream.on('data', (chunk: string) => {
-        rest += chunk;
+  const rest = { stdout: '', stderr: '' };
+  const r = await runAction(
+    transport,
+    { argv: ['sh', '-c', script], timeoutMs: opts.timeoutMs ?? RESTORE_TIMEOUT_MS },
+    {
+      python: opts.python ?? 'python3',
+      ...(signal ? { signal } : {}),
+      onOutput: (text, stream) => {
+        rest[stream] += text;
         let i: number;
-        while ((i = rest.indexOf('\n')) >= 0) {
-          onLine(rest.slice(0, i).replace(/\r$/, ''));
-          rest = rest.slice(i + 1);
+        while ((i = rest[stream].indexOf('\n')) >= 0) {
+          onLine(rest[stream].slice(0, i).replace(/\r$/, ''));
+          rest[stream] = rest[stream].slice(i + 1);
         }
-      });
-      stream.on('end', () => {
-        if (rest) onLine(rest);
-        resolve();
-      });
-      stream.on('error', () => resolve());
-    });
-  proc.stdin.end();
-  const [, , exit] = await Promise.all([pump(proc.stdout), pump(proc.stderr), proc.exited]);
-  signal?.removeEventListener('abort', onAbort);
-  if (signal?.aborted) throw new KnownGoodError('cancelled', 'restore cancelled');
-  return exit.exitCode;
+      },
+    },
+  );
+  for (const stream of ['stdout', 'stderr'] as const) if (rest[stream]) onLine(rest[stream]);
+  if (r.ended === 'cancelled' || signal?.aborted)
+    throw new KnownGoodError('cancelled', `restore cancelled: ${r.message}`);
+  if (r.ended !== 'exited')
+    throw new KnownGoodError(r.ended === 'timeout' ? 'timeout' : 'connection-lost', `the restore script ${r.message}`);
+  return r.exitCode;
 }
 
 /** The restored env's packages, as its installer lists them (`pip freeze --all`, or uv's). */

@@ -128,10 +128,10 @@ export class ContainerTransport implements Transport {
       stderr,
       exited: h.exited,
       resize: (size) => h.resize(size),
-      kill: (signal = 'TERM') => {
+      kill: (signal = 'TERM', killOptions) => {
         if (pid === undefined) pending = signal;
         else signalInside(signal, pid);
-        h.kill(signal);
+        h.kill(signal, killOptions);
       },
     };
   }

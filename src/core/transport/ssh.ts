@@ -721,7 +721,7 @@ export class SshConnection {
       exited,
       resize: ({ cols, rows }) => ch.setWindow(rows, cols, 0, 0),
       remoteGroup: () => pid,
-      kill: (sig = 'TERM') => {
+      kill: (sig = 'TERM', killOptions) => {
         try {
           ch.signal(sig);
         } catch {
@@ -729,7 +729,7 @@ export class SshConnection {
         }
         if (marker) signalGroup(sig);
         if (sig === 'KILL') ch.close();
-        else setTimeout(() => ch.close(), 1500).unref();
+        else setTimeout(() => ch.close(), killOptions?.closeAfterMs ?? 1500).unref();
       },
     };
   }

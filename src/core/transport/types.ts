@@ -21,6 +21,10 @@ export interface ExecResult {
   exitSignal?: string;
 }
 
+export interface KillOptions {
+  readonly closeAfterMs?: number;
+}
+
 export interface PtySize {
   cols: number;
   rows: number;
@@ -44,8 +48,11 @@ export interface ProcessHandle {
   /** Resolves once, when the process is gone. */
   readonly exited: Promise<{ exitCode: number | null; exitSignal?: string }>;
   resize(size: PtySize): void;
-  /** Ends the process: a signal first, then the channel/process is closed. */
-  kill(signal?: 'INT' | 'TERM' | 'KILL' | 'HUP'): void;
+  /**
+   * Ends the process: a signal first, then the channel/process is closed (over SSH 1.5 s after a signal other than
+   * KILL, or `closeAfterMs`: a guarded action keeps it open for the guard's report while it stops the command).
+   */
+  kill(signal?: 'INT' | 'TERM' | 'KILL' | 'HUP', options?: KillOptions): void;
   /**
    * The remote process group the command runs as, once known (SSH without a pty): what a person can stop by hand
    * when a stop cannot be confirmed.
