@@ -1,4 +1,4 @@
-import { KnownGoodError, messageOf } from '../core/errors';
+import { isKnownGoodError, KnownGoodError, messageOf } from '../core/errors';
 import { localHost, resolveEndpoint, type HostSpec } from '../core/hosts';
 import { HostRegistry, type HostSession } from '../core/registry';
 import { containerSchema, type ContainerSettings } from '../core/settings';
@@ -7,6 +7,7 @@ import { defaultKnownHostsFile } from '../core/transport/ssh';
 import { cliCommands } from './commands';
 import { checkArgvUtf8, exitAfterFlush, guardOutput, parseTimeout, printableLines } from './output';
 import { terminalPrompts } from './prompts';
+import { exitCodeOf, stopOnSignals } from './stop';
 
 export function usage(): string {
   return `known-good — Known Good's core from a terminal
@@ -212,10 +213,11 @@ async function main(argv: string[]): Promise<number> {
     }
     return { session: s, ...(hp.path !== undefined ? { path: hp.path } : {}) };
   };
+  const stop = stopOnSignals(process.stderr);
   try {
     const cmd = cliCommands.find((c) => c.name === command);
     if (!cmd) throw new KnownGoodError('settings', `unknown command ${command}\n\n${usage()}`);
-    return await cmd.run({
+    const code = await cmd.run({
       session,
       ...(first.path !== undefined ? { path: first.path } : {}),
       open,
@@ -223,10 +225,21 @@ async function main(argv: string[]): Promise<number> {
       positional: positional.slice(1),
       rest,
       options,
+      signal: stop.signal,
       out: process.stdout,
       err: process.stderr,
     });
+    const sig = stop.received();
+    return sig ? exitCodeOf(sig) : code;
+  } catch (e) {
+    const sig = stop.received();
+    if (sig && isKnownGoodError(e, 'cancelled')) {
+      process.stderr.write(`known-good: ${printableLines(messageOf(e))}\n`);
+      return exitCodeOf(sig);
+    }
+    throw e;
   } finally {
+    stop.dispose();
     registry.dispose();
   }
 }

@@ -310,6 +310,7 @@ void describe('environment baselines through a real sshd', () => {
         registry,
         positional: [],
         rest: [],
+        signal: new AbortController().signal,
         options,
         out,
         err,

@@ -12,7 +12,7 @@ export const benchCommand: CliCommand = {
   name: 'bench',
   usage: 'bench HOST [--config tiny|gpu|JSON] [--compile]',
   summary: 'run the throughput benchmark there (progress on stderr, result JSON on stdout)',
-  async run({ session, options, out, err }) {
+  async run({ session, options, signal, out, err }) {
     const config =
       options.config !== undefined
         ? parseBenchConfig(options.config, options.compile)
@@ -29,7 +29,7 @@ export const benchCommand: CliCommand = {
     const { runner } = bench;
     runner.onOutput((text) => err.write(text.replace(/\r\n/g, '\n')));
     const stop = () => runner.stop();
-    process.once('SIGINT', stop);
+    signal.addEventListener('abort', stop, { once: true });
     try {
       await runner.start();
       const exit = await runner.exited;
@@ -39,7 +39,7 @@ export const benchCommand: CliCommand = {
       out.write(JSON.stringify(options.json ? { result: value, python } : value, null, 2) + '\n');
       return exit.exitCode ?? 1;
     } finally {
-      process.removeListener('SIGINT', stop);
+      signal.removeEventListener('abort', stop);
     }
   },
 };

@@ -60,13 +60,10 @@ export const bisectCommand: CliCommand = {
     const { baseline } = await findBaseline(store, session.transport.id, word);
     const benchmark = benchmarkOf(options);
     const unit = benchmark.kind === 'builtin' ? 'tok/s' : '';
-    const ac = new AbortController();
-    const onInt = () => ac.abort();
-    process.once('SIGINT', onInt);
-    try {
+    {
       const o = await envBisect({ ...session, python: session.spec.python, label: session.label }, baseline, {
         benchmark,
-        signal: ac.signal,
+        signal: ctx.signal,
         runTimeoutMs: options.timeoutMs,
         ...(options.repeats !== undefined ? { repeats: options.repeats } : {}),
         onText: (t) => err.write(t.replace(/\n$/, '').split('\n').map(printable).join('\n') + '\n'),
@@ -82,8 +79,6 @@ export const bisectCommand: CliCommand = {
         out.write(JSON.stringify(rest, null, 2) + '\n');
       } else out.write(printableLines(o.markdown) + '\n');
       return o.report?.verdict.kind === 'culprit' && o.report.confirmation?.confirmed ? 0 : 1;
-    } finally {
-      process.removeListener('SIGINT', onInt);
     }
   },
 };

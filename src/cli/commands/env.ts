@@ -22,27 +22,19 @@ export const envCommand: CliCommand = {
   name: 'env',
   usage: 'env HOST [--save LABEL] [--diff BASELINE] [--deep]',
   summary: 'environment snapshot; keep it as a baseline, or diff against one',
-  async run({ session, options, out, err }) {
+  async run({ session, options, signal, out, err }) {
     const store = new BaselineStore(cliBaselineDir());
     const hostKey = session.transport.id;
     // Resolve the baseline before the capture: a typo fails in milliseconds, not after a snapshot.
     const against = options.diff !== undefined ? await findBaseline(store, hostKey, options.diff) : undefined;
-    const ac = new AbortController();
-    const onInt = () => ac.abort();
-    process.once('SIGINT', onInt);
-    let snapshot: EnvSnapshot;
-    try {
-      snapshot = await captureSnapshot(session, {
-        scriptGlobs: [],
-        extraVariables: [],
-        cacheDirs: [],
-        signal: ac.signal,
-        timeoutMs: options.timeoutMs,
-        ...(options.deep ? { deep: true } : {}),
-      });
-    } finally {
-      process.removeListener('SIGINT', onInt);
-    }
+    const snapshot: EnvSnapshot = await captureSnapshot(session, {
+      scriptGlobs: [],
+      extraVariables: [],
+      cacheDirs: [],
+      signal,
+      timeoutMs: options.timeoutMs,
+      ...(options.deep ? { deep: true } : {}),
+    });
     let code = 0;
     if (against) {
       // text output: names and values from the hosts shown with their control characters escaped

@@ -54,14 +54,12 @@ export const fleetCommand: CliCommand = {
     const host = fleetHost(ctx);
     const tgt = target(ctx);
     const title = describeTarget(host, tgt);
-    const ac = new AbortController();
-    const onInt = () => ac.abort();
-    process.once('SIGINT', onInt);
+    const ac = { signal: ctx.signal };
     const progress = (r: { node: string; ok: boolean; error?: { message: string } }) => {
       if (!options.json)
         err.write(printable(r.ok ? `${r.node}: answered` : `${r.node}: ${r.error?.message ?? 'failed'}`) + '\n');
     };
-    try {
+    {
       if (what === 'env') {
         const store = new FleetBaselineStore(cliFleetBaselineDir());
         const hostKey = ctx.session.transport.id;
@@ -145,8 +143,6 @@ export const fleetCommand: CliCommand = {
         'settings',
         `fleet: expected env, bench or probe NAME after HOST (got ${what ?? 'nothing'})`,
       );
-    } finally {
-      process.removeListener('SIGINT', onInt);
     }
   },
 };

@@ -46,7 +46,7 @@ export const restoreCommand: CliCommand = {
   name: 'restore',
   usage: 'restore HOST BASELINE [--run] [--json]',
   summary: "rebuild a baseline's Python environment in a fresh venv (the plan; --run runs it)",
-  async run({ session, positional, options, out, err }) {
+  async run({ session, positional, options, signal, out, err }) {
     const baseline = await baselineOf(session, positional[0], 'restore');
     const plan = await planOnHost(session, baseline.snapshot, { label: envLabelOf(baseline.label) });
     const blockers = plan.notes.filter((n) => n.severity === 'blocker');
@@ -62,7 +62,7 @@ export const restoreCommand: CliCommand = {
       session.transport,
       planScript(plan, title(baseline)),
       (l) => err.write(printableLines(l) + '\n'),
-      undefined,
+      signal,
       { python: session.spec.python },
     );
     if (exitCode !== 0) {
@@ -105,18 +105,22 @@ export const restoreCommand: CliCommand = {
  * differ between the restored env (`known-good restore … --run` first) and the host's interpreter, bisected with
  * the benchmark. Exit 0 when a culprit is found and confirmed.
  */
-export async function packageBisectCli({ session, positional, options, out, err }: CliContext): Promise<number> {
+export async function packageBisectCli({
+  session,
+  positional,
+  options,
+  signal,
+  out,
+  err,
+}: CliContext): Promise<number> {
   const baseline = await baselineOf(session, positional[0], 'bisect --packages');
   const bench = benchOf(options);
   if (!bench) throw new KnownGoodError('settings', 'bisect --packages needs --bench CMD --regex RE');
-  const ac = new AbortController();
-  const onInt = () => ac.abort();
-  process.once('SIGINT', onInt);
-  try {
+  {
     const r = await bisectPackagesOfBaseline(session, baseline, {
       bench,
       restoreHint: `known-good restore ${session.label} ${positional[0]!} --run`,
-      signal: ac.signal,
+      signal,
       ...(options.repeats !== undefined ? { repeats: options.repeats } : {}),
       onLine: (l) => err.write(printableLines(l) + '\n'),
       onEvent: (e, changes) => {
@@ -131,7 +135,5 @@ export async function packageBisectCli({ session, positional, options, out, err 
       out.write(JSON.stringify(rest, null, 2) + '\n');
     } else out.write(printableLines(r.markdown) + '\n');
     return r.report.verdict.kind === 'culprit' && r.report.confirmation?.confirmed ? 0 : 1;
-  } finally {
-    process.removeListener('SIGINT', onInt);
   }
 }

@@ -13,6 +13,8 @@ export interface CliContext {
   /** Words after `--`, untouched. */
   rest: string[];
   options: CliOptions;
+  /** Aborted when the CLI gets SIGINT, SIGTERM or SIGHUP (src/cli/stop.ts): pass it to whatever runs. */
+  signal: AbortSignal;
   out: NodeJS.WritableStream;
   err: NodeJS.WritableStream;
 }
