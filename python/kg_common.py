@@ -269,6 +269,13 @@ def footprint():
         return None
 
 
+# Environment variables that can move a training run's speed: env snapshots keep these, launch records read them first
+# (when a record's cap leaves room for only part of the environment, these are the part kept).
+SPEED_ENV_PREFIXES = ("CUDA_", "NCCL_", "TORCH_", "PYTORCH_", "TORCHINDUCTOR_", "TRITON_", "OMP_", "MKL_", "HF_",
+                      "WANDB_")
+SPEED_ENV_NAMES = ("LD_LIBRARY_PATH", "PATH", "PYTHONPATH")
+
+
 def file_kind(mode):
     """What a non-regular file is, in words."""
     if stat.S_ISDIR(mode):
