@@ -55,11 +55,9 @@ SHOWN_NAMES = 20
 GPU_FIELDS = ("index", "name", "driver_version", "uuid", "memory.total")
 
 # Git is run on a checkout the user may not own: only read-only subcommands, with every program the repository's
-# config could name switched off (an empty filter/textconv command is "no filter" to git), the fsmonitor hook off,
-# no pager, no prompts and no network.
-GIT_SAFE = ("-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null", "-c", "core.pager=cat",
-            "-c", "diff.external=", "-c", "core.sshCommand=false", "-c", "protocol.allow=never",
-            "-c", "core.untrackedCache=false", "-c", "credential.helper=", "-c", "core.askPass=")
+# config could name switched off (kg_common.GIT_SAFE_CONFIG; an empty filter/textconv command is "no filter" to git,
+# and submodules, whose own config is not read here, are not looked into), no pager, no prompts and no network.
+GIT_SAFE = tuple(w for kv in kg_common.GIT_SAFE_CONFIG for w in ("-c", kv))
 _GIT_PROGRAM_KEYS = (".clean", ".smudge", ".process", ".textconv", ".command")
 GIT_ENV = {"GIT_TERMINAL_PROMPT": "0", "GIT_OPTIONAL_LOCKS": "0", "GIT_PAGER": "cat", "GIT_EXTERNAL_DIFF": "",
            "GIT_ASKPASS": "", "SSH_ASKPASS": "", "LC_ALL": "C"}
@@ -143,16 +141,17 @@ def tool_environment(environ):
     return env
 
 
-def run_tool(argv, deadline, cwd=None, env_extra=None, max_bytes=8 << 20):
-    """(exit code, stdout bytes, sha256 of all stdout, stdout size) of a short tool; killed at the deadline, so that no
-    child outlives the exec. stdin is /dev/null: the command's own stdin is never read."""
+def run_tool(argv, deadline, cwd=None, env_extra=None, max_bytes=8 << 20, stderr=False):
+    """(exit code, stdout bytes, sha256 of all stdout, stdout size) of a short tool (`stderr`: stderr too, in the same
+    stream); killed at the deadline, so that no child outlives the exec. stdin is /dev/null: the command's own stdin
+    is never read."""
     env = tool_environment(environ_bytes())
     env.update(env_extra or {})
     if deadline.spent():
         raise RuntimeError("%s: not started, the %s s limit (--timeout) was spent" % (os.path.basename(argv[0]),
                                                                                    deadline.seconds))
-    p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=cwd,
-                         env=env)
+    p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT if stderr else subprocess.DEVNULL, cwd=cwd, env=env)
     digest = hashlib.sha256()
     kept = []
     size = 0
@@ -278,6 +277,12 @@ def collect_git(where, deadline):
     rc, out, _, _ = run_tool(git + ["rev-parse", "--show-toplevel", "HEAD", "--abbrev-ref", "HEAD"], deadline,
                              env_extra=GIT_ENV)
     if rc != 0:
+        # git's refusal of a repository another user owns, as a plain fact: never its advice to trust the repository
+        _, said, _, _ = run_tool(git + ["rev-parse", "--git-dir"], deadline, env_extra=GIT_ENV, max_bytes=4096,
+                                 stderr=True)
+        refusal = kg_common.git_refusal(said.decode("utf-8", "replace"))
+        if refusal:
+            raise RuntimeError(refusal)
         raise RuntimeError("%s is not in a git checkout with a commit (git rev-parse exit %d)" % (where, rc))
     lines = out.decode("utf-8", "replace").splitlines()
     top, head, branch = (lines + [None, None, None])[:3]
@@ -288,7 +293,8 @@ def collect_git(where, deadline):
     rc, names, _, _ = run_tool(git + ["diff", "HEAD", "--no-ext-diff", "--no-textconv", "--name-only", "-z"],
                                deadline, env_extra=GIT_ENV)
     changed = [n for n in names.decode("utf-8", "surrogateescape").split("\0") if n] if rc == 0 else None
-    rc, subject, _, _ = run_tool(git + ["log", "-1", "--format=%ct%x00%s", "HEAD"], deadline, env_extra=GIT_ENV)
+    rc, subject, _, _ = run_tool(git + ["log", "-1", "--no-show-signature", "--format=%ct%x00%s", "HEAD"], deadline,
+                                 env_extra=GIT_ENV)
     when, _, message = subject.decode("utf-8", "replace").strip().partition("\0")
     return {
         "root": top,

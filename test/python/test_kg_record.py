@@ -404,10 +404,10 @@ class KgRecordGit(unittest.TestCase):
         self.head = subprocess.run(["git", "-C", self.repo, "rev-parse", "HEAD"], stdout=subprocess.PIPE,
                                    check=True).stdout.decode().strip()
 
-    def launch(self):
-        r = subprocess.run([sys.executable, RECORD, "--run", self.run_dir, "--", sys.executable,
+    def launch(self, timeout="1", env=None):
+        r = subprocess.run([sys.executable, RECORD, "--run", self.run_dir, "--timeout", timeout, "--", sys.executable,
                             os.path.join(self.repo, "train.py")], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                           timeout=60, cwd=self.run_dir)
+                           timeout=120, cwd=self.run_dir, env=env)
         self.assertEqual(r.stdout, b"train\n", r.stderr)
         return launches(self.run_dir)[-1]
 
@@ -437,6 +437,64 @@ class KgRecordGit(unittest.TestCase):
         rec = self.launch()
         self.assertFalse(os.path.exists(marker), "a program named by the repository's config ran")
         self.assertTrue(rec["git"]["dirty"])
+
+
+    def git(self, cwd, *args):
+        subprocess.run(["git", "-C", cwd] + list(args), check=True, env=self.env, stdout=subprocess.DEVNULL)
+
+    def test_a_submodules_own_config_and_a_signed_head_run_nothing(self):
+        # A submodule's config is its own (the -c overrides cannot name its filters): `git diff HEAD` looked into it
+        # and ran its clean filter. A signed HEAD with log.showSignature would run gpg.program.
+        marker = self.run_dir + "-PWNED"
+        self.addCleanup(lambda: os.path.exists(marker) and os.remove(marker))
+        prog = self.run_dir + "-prog.sh"
+        with open(prog, "w") as f:
+            f.write("#!/bin/sh\necho \"$0 $*\" >> %s\ncat\n" % marker)
+        os.chmod(prog, 0o755)
+        sub = os.path.join(self.repo, "sub")
+        os.mkdir(sub)
+        self.git(sub, "init", "-q")
+        with open(os.path.join(sub, ".gitattributes"), "w") as f:
+            f.write("* filter=subevil\n")
+        with open(os.path.join(sub, "x.py"), "w") as f:
+            f.write("x\n")
+        self.git(sub, "add", ".")
+        self.git(sub, "commit", "-q", "-m", "sub")
+        self.git(sub, "config", "filter.subevil.clean", prog)
+        self.git(sub, "config", "core.fsmonitor", prog)
+        self.git(self.repo, "-c", "protocol.file.allow=always", "submodule", "add", "-q", "./sub", "sub")
+        self.git(self.repo, "commit", "-q", "-m", "with sub")
+        out = subprocess.run(["git", "-C", self.repo, "cat-file", "commit", "HEAD"], stdout=subprocess.PIPE,
+                             check=True).stdout.decode()
+        head, _, message = out.partition("\n\n")
+        signature = "gpgsig -----BEGIN PGP SIGNATURE-----\n \n iQEzBAABCAAdFiEE\n -----END PGP SIGNATURE-----"
+        signed = head + "\n" + signature + "\n\n" + message
+        sha = subprocess.run(["git", "-C", self.repo, "hash-object", "-t", "commit", "-w", "--stdin"],
+                             input=signed.encode(), stdout=subprocess.PIPE, check=True).stdout.decode().strip()
+        self.git(self.repo, "update-ref", "HEAD", sha)
+        for key in ("log.showSignature", "gpg.program", "pager.diff", "pager.log"):
+            self.git(self.repo, "config", key, "true" if key == "log.showSignature" else prog)
+        with open(os.path.join(sub, "x.py"), "a") as f:
+            f.write("dirty, so that the submodule's status would clean it\n")
+        os.utime(os.path.join(sub, "x.py"), (1, 1))
+        rec = self.launch(timeout="60")
+        self.assertFalse(os.path.exists(marker), open(marker).read() if os.path.exists(marker) else "")
+        self.assertEqual(rec["git"]["head"], sha)
+        self.assertEqual(rec["errors"], [])
+
+    @unittest.skipUnless(os.geteuid() == 0, "needs root to make a repository of another user (CI runs as root)")
+    def test_a_repository_of_another_user_is_a_plain_fact_never_the_advice_to_trust_it(self):
+        for top, dirs, files in os.walk(self.repo):
+            for n in dirs + files + ["."]:
+                os.lchown(os.path.join(top, n), NOBODY, NOBODY)
+        home = tempfile.mkdtemp()  # no safe.directory of the machine's account lets git read it
+        rec = self.launch(timeout="60", env=dict(os.environ, HOME=home))
+        self.assertIsNone(rec["git"])
+        message = [e["message"] for e in rec["errors"] if e["fact"] == "git"][0]
+        self.assertRegex(message, r"the repository at \S*%s is owned by another user \((nobody, )?uid %d\): git "
+                         r"refuses to read it, and Known Good does not override that$" % (re.escape(self.repo), NOBODY))
+        with open(os.path.join(self.run_dir, ".known-good", "launches.jsonl")) as f:
+            self.assertNotIn("safe.directory", f.read())
 
 
 if __name__ == "__main__":
