@@ -28,8 +28,8 @@ from env_tools import _which, ldconfig_libs, nvcc_version, query_gpus, query_top
 
 SCHEMA = 1
 
-ENV_PREFIXES = ("CUDA_", "NCCL_", "TORCH_", "PYTORCH_", "TORCHINDUCTOR_", "TRITON_", "OMP_", "MKL_", "HF_", "WANDB_")
-ENV_NAMES = ("LD_LIBRARY_PATH", "PATH", "PYTHONPATH")
+ENV_PREFIXES = kg_common.SPEED_ENV_PREFIXES
+ENV_NAMES = kg_common.SPEED_ENV_NAMES
 
 MAX_SCRIPT_FILES = 500
 MAX_HASH_BYTES = 64 * 1024 * 1024

@@ -269,6 +269,54 @@ def footprint():
         return None
 
 
+# Environment variables that can move a training run's speed: env snapshots keep these, launch records read them first
+# (when a record's cap leaves room for only part of the environment, these are the part kept).
+SPEED_ENV_PREFIXES = ("CUDA_", "NCCL_", "TORCH_", "PYTORCH_", "TORCHINDUCTOR_", "TRITON_", "OMP_", "MKL_", "HF_",
+                      "WANDB_")
+SPEED_ENV_NAMES = ("LD_LIBRARY_PATH", "PATH", "PYTHONPATH")
+
+
+# ---------------------------------------------------------------- git on checkouts that may be hostile
+# A run folder or a script's checkout can be anyone's, and a repository's config can name programs git would run.
+# Every key that names a program is overridden on the command line (-c wins over every config file) and the features
+# that would consult one are switched off (signatures, external diff, textconv, submodule recursion). Used by
+# what_changed.py and kg_record.py; docs/what-changed.md "Git on untrusted checkouts" states it for users.
+GIT_SAFE_CONFIG = (
+    "core.fsmonitor=false", "core.untrackedCache=false", "core.hooksPath=/dev/null", "core.pager=cat",
+    "core.sshCommand=false", "core.askPass=false", "core.gitProxy=false", "core.editor=false",
+    "core.alternateRefsCommand=false",
+    "log.showSignature=false", "gpg.program=false", "gpg.openpgp.program=false", "gpg.x509.program=false",
+    "gpg.ssh.program=false", "gpg.ssh.defaultKeyCommand=false",
+    "diff.external=false", "diff.ignoreSubmodules=all", "status.submoduleSummary=false", "submodule.recurse=false",
+    "credential.helper=", "protocol.allow=never", "uploadpack.packObjectsHook=false",
+    "pager.log=false", "pager.status=false", "pager.config=false", "pager.diff=false",
+    "safe.bareRepository=explicit",
+)
+_GIT_DUBIOUS = re.compile(r"detected dubious ownership in repository at '(.*)'$", re.M)
+
+
+def git_refusal(output):
+    """The plain fact behind git's refusal to read a repository another user owns, or None when `output` (git's
+    stderr) holds none. git's own advice, to trust the repository with ``git config --global --add safe.directory``,
+    is never passed on: the repository may be hostile (its config can name programs git runs), and Known Good does
+    not override the refusal."""
+    m = _GIT_DUBIOUS.search(output)
+    if not m:
+        return None
+    where = m.group(1)
+    owner = "another user"
+    try:
+        uid = os.stat(where).st_uid
+        owner = "another user (uid %d)" % uid
+        import pwd
+
+        owner = "another user (%s, uid %d)" % (pwd.getpwuid(uid).pw_name, uid)
+    except (OSError, KeyError, ImportError):
+        pass
+    return ("the repository at %s is owned by %s: git refuses to read it, and Known Good does not override that"
+            % (where, owner))
+
+
 def file_kind(mode):
     """What a non-regular file is, in words."""
     if stat.S_ISDIR(mode):

@@ -9,15 +9,19 @@ torch build (read from torch/version.py, never imported), the installed packages
 HEAD and a hash of the uncommitted diff of the script's checkout, the GPUs and driver when nvidia-smi is there, and for
 ``accelerate launch`` the launch config it reads (``--config_file`` or accelerate's default_config.yaml, flat).
 Then it replaces itself with CMD (os.execvp): same PID, so exit code, signals, stdin and the terminal are the command's
-own. Every fact is collected side by side in threads and bounded by --timeout (default 1 s): a fact that fails or is
-late is named in the record's ``errors`` and costs that fact only; a record that cannot be written costs one line on
-stderr, never the launch. stdlib only, Python 3.8+.
+own. Every fact is collected side by side in threads under ONE deadline, --timeout (default 1 s), the environment's
+reading included: a fact that fails or is late is named in the record's ``errors`` and costs that fact only. The
+whole record is at most MAX_RECORD_BYTES: what the cap leaves out (packages, long values, variables) is named in its
+``truncated``. The record is appended only to a regular file of the user's own, opened without following a link and
+without blocking (a run folder may be shared: a link, a FIFO or another user's file planted as launches.jsonl is
+refused); a record that cannot be written costs one line on stderr, never the launch. stdlib only, Python 3.8+.
 """
 import hashlib
 import json
 import os
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import threading
@@ -29,6 +33,7 @@ if HERE not in sys.path:
 
 import env_python  # noqa: E402
 import env_tools  # noqa: E402
+import kg_common  # noqa: E402
 import kg_redact  # noqa: E402
 import launch_sources  # noqa: E402
 
@@ -37,14 +42,22 @@ DEFAULT_TIMEOUT_S = 1.0
 MAX_VALUE_CHARS = 4096
 MAX_CHANGED_FILES = 200
 MAX_RECORD_BYTES = 512 * 1024
+# The environment's share of the record: reading stops there (a few variables of 1 MiB each must not crowd out the
+# packages and the git state), the variables that move speed read first.
+MAX_ENV_BYTES = MAX_RECORD_BYTES // 2
+MAX_ARGV_WORDS = 4096
+# What git and nvidia-smi inherit of the environment: a variable over this is dropped for them (exec refuses a string
+# over 128 KiB anyway, and copying 2,000 variables of 1 MiB to every tool took seconds).
+MAX_TOOL_VALUE = 32 * 1024
+MAX_TOOL_ENV = 1024 * 1024
+# Left-out names shown in a record's ``truncated``.
+SHOWN_NAMES = 20
 GPU_FIELDS = ("index", "name", "driver_version", "uuid", "memory.total")
 
 # Git is run on a checkout the user may not own: only read-only subcommands, with every program the repository's
-# config could name switched off (an empty filter/textconv command is "no filter" to git), the fsmonitor hook off,
-# no pager, no prompts and no network.
-GIT_SAFE = ("-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null", "-c", "core.pager=cat",
-            "-c", "diff.external=", "-c", "core.sshCommand=false", "-c", "protocol.allow=never",
-            "-c", "core.untrackedCache=false", "-c", "credential.helper=", "-c", "core.askPass=")
+# config could name switched off (kg_common.GIT_SAFE_CONFIG; an empty filter/textconv command is "no filter" to git,
+# and submodules, whose own config is not read here, are not looked into), no pager, no prompts and no network.
+GIT_SAFE = tuple(w for kv in kg_common.GIT_SAFE_CONFIG for w in ("-c", kv))
 _GIT_PROGRAM_KEYS = (".clean", ".smudge", ".process", ".textconv", ".command")
 GIT_ENV = {"GIT_TERMINAL_PROMPT": "0", "GIT_OPTIONAL_LOCKS": "0", "GIT_PAGER": "cat", "GIT_EXTERNAL_DIFF": "",
            "GIT_ASKPASS": "", "SSH_ASKPASS": "", "LC_ALL": "C"}
@@ -99,19 +112,46 @@ def parse_argv(argv):
 
 class Deadline(object):
     def __init__(self, seconds):
+        self.seconds = seconds
         self.end = time.monotonic() + seconds
 
     def left(self):
         return max(0.0, self.end - time.monotonic())
 
+    def spent(self):
+        return time.monotonic() >= self.end
 
-def run_tool(argv, deadline, cwd=None, env_extra=None, max_bytes=8 << 20):
-    """(exit code, stdout bytes, sha256 of all stdout, stdout size) of a short tool; killed at the deadline, so that no
-    child outlives the exec. stdin is /dev/null: the command's own stdin is never read."""
-    env = dict(os.environ)
+
+def environ_bytes():
+    """The environment as bytes, name → value: a value is never decoded whole (one of 1 MiB costs what is kept)."""
+    if getattr(os, "supports_bytes_environ", False):
+        return os.environb
+    return {os.fsencode(k): os.fsencode(v) for k, v in os.environ.items()}
+
+
+def tool_environment(environ):
+    """What the short tools (git, nvidia-smi) inherit: the launch's environment less its oversized variables."""
+    env = {}
+    size = 0
+    for k, v in environ.items():
+        if len(v) > MAX_TOOL_VALUE or size + len(k) + len(v) > MAX_TOOL_ENV:
+            continue
+        size += len(k) + len(v) + 2
+        env[os.fsdecode(k)] = os.fsdecode(v)
+    return env
+
+
+def run_tool(argv, deadline, cwd=None, env_extra=None, max_bytes=8 << 20, stderr=False):
+    """(exit code, stdout bytes, sha256 of all stdout, stdout size) of a short tool (`stderr`: stderr too, in the same
+    stream); killed at the deadline, so that no child outlives the exec. stdin is /dev/null: the command's own stdin
+    is never read."""
+    env = tool_environment(environ_bytes())
     env.update(env_extra or {})
-    p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=cwd,
-                         env=env)
+    if deadline.spent():
+        raise RuntimeError("%s: not started, the %s s limit (--timeout) was spent" % (os.path.basename(argv[0]),
+                                                                                   deadline.seconds))
+    p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT if stderr else subprocess.DEVNULL, cwd=cwd, env=env)
     digest = hashlib.sha256()
     kept = []
     size = 0
@@ -141,19 +181,79 @@ def run_tool(argv, deadline, cwd=None, env_extra=None, max_bytes=8 << 20):
 
 # ------------------------------------------------------------------------------------------------------ facts
 
-def collect_env():
+def _moves_speed(name):
+    return name in kg_common.SPEED_ENV_NAMES or name.startswith(kg_common.SPEED_ENV_PREFIXES)
+
+
+def _names(names):
+    """A few left-out names for a message, each clipped."""
+    shown = [n if len(n) <= 64 else n[:64] + "…" for n in names[:SHOWN_NAMES]]
+    return ", ".join(shown) + (", …" if len(names) > SHOWN_NAMES else "")
+
+
+def collect_env(deadline, budget=MAX_ENV_BYTES):
+    """(env, error, truncated) of the launch's environment, redacted: read under the deadline and within `budget`
+    bytes of JSON, the variables that move speed first, then the others by name, each value at most MAX_VALUE_CHARS
+    (only that much of it is decoded and redacted). Reading stops at the first variable past the deadline or the
+    budget; `error` (the deadline) and `truncated` (the budget, shortened values) say what was left out."""
+    environ = environ_bytes()
+    names = sorted(((os.fsdecode(k), k) for k in environ), key=lambda n: (not _moves_speed(n[0]), n[0]))
     out = {}
-    for name, value in sorted(os.environ.items()):
-        if len(value) > MAX_VALUE_CHARS:
+    used = 2
+    shortened = []
+    stop = None
+    done = 0
+    for name, key in names:
+        if deadline.spent():
+            stop = "deadline"
+            break
+        raw = environ.get(key, b"")
+        value = os.fsdecode(raw[:MAX_VALUE_CHARS * 4])
+        cut = len(value) > MAX_VALUE_CHARS or len(raw) > MAX_VALUE_CHARS * 4
+        if cut:
             value = value[:MAX_VALUE_CHARS] + "…"
-        out[name] = kg_redact.redact_value(name, value)
-    return out
+        value = kg_redact.redact_value(name, value)
+        cost = len(json.dumps(name)) + len(json.dumps(value)) + 2
+        if used + cost > budget:
+            stop = "budget"
+            break
+        if cut:
+            shortened.append(name)
+        out[name] = value
+        used += cost
+        done += 1
+    left = [n for n, _ in names[done:]]
+    error = truncated = None
+    if stop == "deadline":
+        error = ("stopped at the %s s limit (--timeout) after %d of %d variables; left out: %s"
+                 % (deadline.seconds, done, len(names), _names(left)))
+    notes = []
+    if stop == "budget":
+        notes.append("%d of %d variables left out at the environment's share of the record (%d bytes): %s"
+                     % (len(left), len(names), budget, _names(left)))
+    if shortened:
+        notes.append("%d values cut to %d characters: %s" % (len(shortened), MAX_VALUE_CHARS, _names(shortened)))
+    if notes:
+        truncated = "; ".join(notes)
+    return out, error, truncated
+
+
+def bounded_argv(command):
+    """(argv redacted, note or None): at most MAX_ARGV_WORDS words of at most MAX_VALUE_CHARS characters each."""
+    words = [a if len(a) <= MAX_VALUE_CHARS else a[:MAX_VALUE_CHARS] + "…" for a in command[:MAX_ARGV_WORDS]]
+    cut = sum(1 for a in command[:MAX_ARGV_WORDS] if len(a) > MAX_VALUE_CHARS)
+    notes = []
+    if len(command) > MAX_ARGV_WORDS:
+        notes.append("%d of %d words left out" % (len(command) - MAX_ARGV_WORDS, len(command)))
+    if cut:
+        notes.append("%d words cut to %d characters" % (cut, MAX_VALUE_CHARS))
+    return kg_redact.redact_argv(words), "; ".join(notes) or None
 
 
 def script_of(command):
     """The file the command runs: the first argument naming an existing file (train.py after python3, torchrun's
     script, accelerate launch's), else the command itself when it is a file."""
-    for a in command[1:]:
+    for a in command[1:64]:  # a stat per word: a launch's script comes early
         if not a.startswith("-") and os.path.isfile(a):
             return os.path.abspath(a)
     return None
@@ -177,6 +277,12 @@ def collect_git(where, deadline):
     rc, out, _, _ = run_tool(git + ["rev-parse", "--show-toplevel", "HEAD", "--abbrev-ref", "HEAD"], deadline,
                              env_extra=GIT_ENV)
     if rc != 0:
+        # git's refusal of a repository another user owns, as a plain fact: never its advice to trust the repository
+        _, said, _, _ = run_tool(git + ["rev-parse", "--git-dir"], deadline, env_extra=GIT_ENV, max_bytes=4096,
+                                 stderr=True)
+        refusal = kg_common.git_refusal(said.decode("utf-8", "replace"))
+        if refusal:
+            raise RuntimeError(refusal)
         raise RuntimeError("%s is not in a git checkout with a commit (git rev-parse exit %d)" % (where, rc))
     lines = out.decode("utf-8", "replace").splitlines()
     top, head, branch = (lines + [None, None, None])[:3]
@@ -187,7 +293,8 @@ def collect_git(where, deadline):
     rc, names, _, _ = run_tool(git + ["diff", "HEAD", "--no-ext-diff", "--no-textconv", "--name-only", "-z"],
                                deadline, env_extra=GIT_ENV)
     changed = [n for n in names.decode("utf-8", "surrogateescape").split("\0") if n] if rc == 0 else None
-    rc, subject, _, _ = run_tool(git + ["log", "-1", "--format=%ct%x00%s", "HEAD"], deadline, env_extra=GIT_ENV)
+    rc, subject, _, _ = run_tool(git + ["log", "-1", "--no-show-signature", "--format=%ct%x00%s", "HEAD"], deadline,
+                                 env_extra=GIT_ENV)
     when, _, message = subject.decode("utf-8", "replace").strip().partition("\0")
     return {
         "root": top,
@@ -227,6 +334,187 @@ def collect_packages():
     return {"count": p["count"], "packages": p["packages"], "editable": p["editable"]}
 
 
+def collect_accelerate(path):
+    return launch_sources.accelerate_config(path)
+
+
+def collect_torch(packages):
+    return env_python.collect_torch(packages)
+
+
+# ------------------------------------------------------------------------------------------------ the cap
+
+def _dumps(doc):
+    # ensure_ascii (the default): characters are bytes, so len() of the line is its size on disk
+    return json.dumps(doc, sort_keys=True, default=str, allow_nan=False)
+
+
+def _cut_packages(doc):
+    pk = doc.get("packages")
+    if not isinstance(pk, dict) or not pk.get("packages"):
+        return None
+    doc["packages"] = {"count": pk.get("count"), "packages": None,
+                       "truncated": "record over %d bytes" % MAX_RECORD_BYTES}
+    return "the list of %s packages left out (their count is kept)" % pk.get("count")
+
+
+def _cut_env_values(doc):
+    env = doc.get("env") or {}
+    long_ = [k for k, v in env.items() if not _moves_speed(k) and isinstance(v, str) and len(v) > 256]
+    for k in long_:
+        env[k] = env[k][:256] + "…"
+    return "%d values of variables that do not move speed cut to 256 characters" % len(long_) if long_ else None
+
+
+def _cut_env_others(doc):
+    env = doc.get("env") or {}
+    others = sorted(k for k in env if not _moves_speed(k))
+    for k in others:
+        del env[k]
+    return ("%d variables that do not move speed left out: %s" % (len(others), _names(others))) if others else None
+
+
+def _cut_accelerate(doc):
+    accel = doc.get("accelerate")
+    if isinstance(accel, dict) and accel.get("config"):
+        accel["config"] = None
+        return "accelerate's config left out (its path is kept)"
+    return None
+
+
+def _cut_changed_files(doc):
+    git = doc.get("git")
+    if isinstance(git, dict) and git.get("changedFiles"):
+        git["changedFiles"] = None
+        return "the list of changed files left out (the diff's hash is kept)"
+    return None
+
+
+def _cut_argv(doc):
+    argv = doc.get("argv") or []
+    if len(argv) <= 256 and all(len(a) <= 256 for a in argv):
+        return None
+    doc["argv"] = [a if len(a) <= 256 else a[:256] + "…" for a in argv[:256]]
+    return "the command line cut to 256 words of 256 characters (it had %d words)" % len(argv)
+
+
+def _cut_env_all(doc):
+    env = doc.get("env") or {}
+    doc["env"] = {}
+    return "the environment left out (%d variables)" % len(env) if env else None
+
+
+def _cut_to_core(doc):
+    kept = ("schema", "kind", "time", "unixTime", "pid", "run", "host", "cwd", "argv", "errors", "truncated",
+            "tookMs")
+    gone = sorted(k for k in doc if k not in kept)
+    for k in gone:
+        del doc[k]
+    doc["argv"] = [a[:64] for a in (doc.get("argv") or [])[:32]]
+    for e in doc.get("errors") or []:
+        e["message"] = e["message"][:512]
+    return "left out to keep the record within %d bytes: %s" % (MAX_RECORD_BYTES, ", ".join(gone))
+
+
+# Least useful first: a record keeps the environment's speed variables, the command line and the git state longest.
+_CUTS = (("packages", _cut_packages), ("env", _cut_env_values), ("env", _cut_env_others),
+         ("accelerate", _cut_accelerate), ("git", _cut_changed_files), ("argv", _cut_argv), ("env", _cut_env_all),
+         ("record", _cut_to_core))
+
+
+def fit(doc, cap=MAX_RECORD_BYTES):
+    """The record as one JSON line of at most `cap` bytes: what does not fit is left out, least useful first, and
+    each cut is named in the record's ``truncated`` (fact and what was left out)."""
+    line = _dumps(doc)
+    for fact, cut in _CUTS:
+        if len(line) <= cap:
+            return line
+        note = cut(doc)
+        if note:
+            doc["truncated"].append({"fact": fact, "message": note})
+            line = _dumps(doc)
+    if len(line) > cap:
+        raise NotRecorded("the record is over %d bytes even with its facts left out" % cap)
+    return line
+
+
+# ------------------------------------------------------------------------------------------------ the file
+
+class NotRecorded(Exception):
+    """Why the record was not written, in one line for stderr (the command runs all the same)."""
+
+
+def _what_is(path, dir_fd=None):
+    try:
+        return kg_common.file_kind(os.stat(path, dir_fd=dir_fd, follow_symlinks=False).st_mode)
+    except OSError:
+        return None
+
+
+def _refused(path, kind, wanted):
+    if kind == "a symbolic link":
+        return "%s is a symbolic link: not followed" % path
+    return "%s is %s, not %s: not written to" % (path, kind, wanted)
+
+
+def _check_owned(st, path):
+    if st.st_uid != os.geteuid():
+        raise NotRecorded("%s belongs to another user (uid %d): only a file of your own is written" % (path, st.st_uid))
+
+
+def open_record(target):
+    """A descriptor to append to `target`, a regular file of the user's own (created 0644 in a folder created 0700).
+
+    A run folder may be shared: a link planted as ``.known-good`` or ``launches.jsonl`` is never followed (O_NOFOLLOW,
+    the file opened relative to the folder's own descriptor), a FIFO never blocks the launch (O_NONBLOCK) and a
+    device, folder, other user's file or file with other names (hard links) is refused after the open, by fstat of
+    the descriptor itself, so that nothing swapped in between a check and the open is written to."""
+    folder, name = os.path.split(target)
+    parent = os.path.dirname(folder)
+    if parent:
+        os.makedirs(parent, exist_ok=True)
+    try:
+        os.mkdir(folder, 0o700)
+    except FileExistsError:
+        pass
+    nofollow = getattr(os, "O_NOFOLLOW", 0)
+    cloexec = getattr(os, "O_CLOEXEC", 0)
+    try:
+        dfd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | nofollow | cloexec)
+    except OSError as e:
+        kind = _what_is(folder)
+        if kind not in (None, "a folder"):
+            raise NotRecorded(_refused(folder, kind, "a folder"))
+        raise NotRecorded("cannot open %s: %s" % (folder, e.strerror or e))
+    try:
+        _check_owned(os.fstat(dfd), folder)
+        flags = (os.O_WRONLY | os.O_APPEND | os.O_CREAT | nofollow | getattr(os, "O_NONBLOCK", 0) | cloexec
+                 | getattr(os, "O_NOCTTY", 0))
+        try:
+            fd = os.open(name, flags, 0o644, dir_fd=dfd)
+        except OSError as e:
+            kind = _what_is(name, dfd)
+            if kind not in (None, "a file"):
+                raise NotRecorded(_refused(target, kind, "a regular file"))
+            raise NotRecorded("cannot open %s: %s" % (target, e.strerror or e))
+    finally:
+        os.close(dfd)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise NotRecorded(_refused(target, kg_common.file_kind(st.st_mode), "a regular file"))
+        _check_owned(st, target)
+        if st.st_nlink != 1:
+            raise NotRecorded("%s has %d hard links (another name may be another file of yours): not written to"
+                              % (target, st.st_nlink))
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+# ------------------------------------------------------------------------------------------------ the record
+
 def record(run_dir, timeout, command, home=False):
     started = time.time()
     deadline = Deadline(timeout)
@@ -246,11 +534,28 @@ def record(run_dir, timeout, command, home=False):
         t.start()
         return t
 
+    errors = []
+    truncated = []
     threads = {
         "packages": fact("packages", collect_packages),
         "git": fact("git", collect_git, git_dir, deadline),
         "gpus": fact("gpus", collect_gpus, deadline),
     }
+    try:
+        accel = launch_sources.accelerate_config_path(command, os.environ)
+    except Exception as e:  # the config is one fact: failing to find it costs it only
+        accel = None
+        errors.append({"fact": "accelerate", "message": "%s: %s" % (type(e).__name__, e)})
+    if accel is not None:
+        threads["accelerate"] = fact("accelerate", collect_accelerate, accel)
+    argv, argv_note = bounded_argv(command)
+    if argv_note:
+        truncated.append({"fact": "argv", "message": argv_note})
+    env, env_error, env_note = collect_env(deadline)
+    if env_error:
+        errors.append({"fact": "env", "message": env_error})
+    if env_note:
+        truncated.append({"fact": "env", "message": env_note})
     doc = {
         "schema": SCHEMA,
         "kind": "launch",
@@ -259,46 +564,41 @@ def record(run_dir, timeout, command, home=False):
         "pid": os.getpid(),
         "run": os.path.realpath(run_dir),
         "host": os.uname()[1] if hasattr(os, "uname") else None,
-        "argv": kg_redact.redact_argv(command),
+        "argv": argv,
         "cwd": os.getcwd(),
         "script": script,
         "executable": command_executable(command),
         "python": {"executable": sys.executable, "version": sys.version.replace("\n", " "),
                    "prefix": sys.prefix},
-        "env": collect_env(),
-        "errors": [],
+        "env": env,
+        "errors": errors,
+        "truncated": truncated,
     }
-    try:
-        accel = launch_sources.accelerate_config_path(command, os.environ)
-        if accel is not None:
-            doc["accelerate"] = launch_sources.accelerate_config(accel)
-    except Exception as e:  # the config is one fact: failing to read it costs it only
-        doc["errors"].append({"fact": "accelerate", "message": "%s: %s" % (type(e).__name__, e)})
-    for name, t in threads.items():
+
+    def settle(name, t):
         t.join(deadline.left())
-        value, error = facts.get(name, (None, "not done within %.1f s" % timeout))
+        value, error = facts.get(name, (None, None))
         if t.is_alive():
-            error = "not done within %.1f s" % timeout
+            value, error = None, "not done within %s s (--timeout)" % timeout
         doc[name] = value
         if error:
-            doc["errors"].append({"fact": name, "message": kg_redact.redact_text(error)})
+            errors.append({"fact": name, "message": kg_redact.redact_text(error)})
+
+    for name, t in threads.items():
+        settle(name, t)
     pk = doc.get("packages") or {}
-    try:
-        doc["torch"] = env_python.collect_torch(pk.get("packages")) if pk else env_python.collect_torch(None)
-    except BaseException as e:
-        doc["torch"] = None
-        doc["errors"].append({"fact": "torch", "message": "%s: %s" % (type(e).__name__, e)})
+    # torch is looked for after the packages (its version there) and under the same deadline: a sys.path entry on a
+    # hung mount costs this fact only
+    settle("torch", fact("torch", collect_torch, pk.get("packages") if pk else None))
     doc["tookMs"] = round((time.time() - started) * 1000, 1)
-    line = json.dumps(doc, sort_keys=True, default=str, allow_nan=False)
-    if len(line) > MAX_RECORD_BYTES and doc.get("packages"):
-        doc["packages"] = {"count": pk.get("count"), "packages": None, "truncated": "record over %d bytes"
-                           % MAX_RECORD_BYTES}
-        line = json.dumps(doc, sort_keys=True, default=str, allow_nan=False)
+    line = fit(doc)
     target = launch_sources.home_records(run_dir) if home else os.path.join(run_dir, ".known-good", "launches.jsonl")
-    os.makedirs(os.path.dirname(target), exist_ok=True)
-    fd = os.open(target, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    fd = open_record(target)
     try:
-        os.write(fd, (line + "\n").encode("utf-8"))  # one write: launches of parallel ranks never interleave
+        data = (line + "\n").encode("utf-8")
+        wrote = os.write(fd, data)  # one write: launches of parallel ranks never interleave
+        if wrote != len(data):
+            raise NotRecorded("%s: %d of %d bytes written (disk full?)" % (target, wrote, len(data)))
     finally:
         os.close(fd)
     return doc
@@ -308,6 +608,8 @@ def main(argv):
     run_dir, timeout, command, home = parse_argv(argv)
     try:
         record(run_dir, timeout, command, home)
+    except NotRecorded as e:
+        sys.stderr.write("kg_record.py: launch not recorded: %s (the command runs as usual)\n" % e)
     except BaseException as e:  # the launch matters more than its record
         sys.stderr.write("kg_record.py: launch not recorded (%s: %s)\n" % (type(e).__name__, e))
     sys.stderr.flush()

@@ -12,7 +12,11 @@ import re
 _SECRET_WORDS = frozenset((
     "token", "tokens", "key", "keys", "secret", "secrets", "password", "passwords", "passwd", "pass", "passphrase",
     "credential", "credentials", "auth", "authorization", "pat", "apikey", "privatekey", "accesskey", "secretkey",
-    "sig", "signature", "bearer", "cookie", "cookies"))
+    "sig", "signature", "bearer", "cookie", "cookies",
+    # `--pwd`, `MYSQL_PWD`, `db_pwd`: but not the shell's own `PWD` (the working folder, _NOT_SECRET)
+    "pwd"))
+# Names that hold a secret word and are known to hold none: the shell's working folder.
+_NOT_SECRET = frozenset(("PWD", "OLDPWD"))
 # One-word compounds: `hftoken`, `dbpassword`, `clientsecret`.
 _SECRET_SUFFIXES = ("token", "password", "passwd", "secret", "apikey")
 # Harmless names that hold a secret word: a tokenizer's `pad_token`, a dataset's `text_key`.
@@ -28,6 +32,13 @@ _HARMLESS_BEFORE = {
                       "message", "messages", "reward", "sample", "group", "partition", "lookup", "hash", "dict")),
 }
 _HARMLESS_BEFORE["tokens"] = _HARMLESS_BEFORE["token"]
+# `-p` in a command line given as words (argv): mysql's `-pSECRET`, sshpass's `-p SECRET`, 7z's and rar's `-pSECRET`.
+# It is also ssh's, docker's and many servers' port flag, so a separate word that is a port or a port mapping
+# (`-p 2222`, `-p 8080:80`, `-p 127.0.0.1:8888:8888`, `-p 8000-8010/udp`) is kept; anything else after `-p` is held
+# (srun's partition, pytest's plugin: a hash costs little there, a password in clear costs much). Joined to the flag
+# (`-pVALUE`) it is always held: mysql reads a password only that way, a port is rarely written so. Only argv: in free
+# text `-p` is too common (`mkdir -p out`, prose) to be read as a password.
+_PORTS = re.compile(r"[0-9][0-9.:\-]*(?:/(?:tcp|udp|sctp))?")
 _HARMLESS_BEFORE["keys"] = _HARMLESS_BEFORE["key"]
 _WORD = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
 _REDACTED = re.compile(r"<redacted sha256:[0-9a-f]{12}>")
@@ -56,8 +67,8 @@ _PLAIN_VALUE = re.compile(r"(?:[+\-]?[0-9][0-9_.eE+\-]*|true|false|none|null|Tru
 _secret_names = {}
 # Whatever any rule above could redact holds one of these (lower-cased): a cheap test that lets a metrics line skip
 # the walk (substring tests: a regex of alternatives is three times slower here).
-_MAYBE = ("=", "token", "key", "pass", "secret", "auth", "credential", "pat", "sig", "bearer", "cookie", "://", "hf_",
-          "gh", "xox", "sk-", "akia")
+_MAYBE = ("=", "token", "key", "pass", "pwd", "secret", "auth", "credential", "pat", "sig", "bearer", "cookie", "://",
+          "hf_", "gh", "xox", "sk-", "akia", "-p")
 _MAYBE_BYTES = tuple(w.encode("ascii") for w in _MAYBE)
 
 
@@ -81,6 +92,8 @@ def is_secret_name(name):
     hit = _secret_names.get(name)
     if hit is None:
         hit = False
+        if name in _NOT_SECRET:
+            return False
         words = [w.lower() for w in _WORD.findall(name)]
         for i, w in enumerate(words):
             if w in _SECRET_WORDS:
@@ -171,13 +184,25 @@ def redact_text(text):
     return text
 
 
+def _secret_after(flag, value):
+    """Whether `value`, the argv word after the flag word `flag`, is a secret: a secret-named flag's (``--token X``),
+    or ``-p``'s unless it is a port (_PORTS)."""
+    if not value or not flag.startswith("-") or "=" in flag:
+        return False
+    if flag == "-p":
+        return not value.startswith("-") and not _PORTS.fullmatch(value)
+    return is_secret_name(flag.lstrip("-"))
+
+
 def redact_argv(argv):
-    """A command line with secrets hidden: a secret-named flag's next word (``--token X``) and secrets inside words."""
+    """A command line with secrets hidden: a secret flag's next word (``--token X``, ``-p X``: _secret_after), the
+    password joined to ``-p`` (``-pX``) and secrets inside words."""
     out = []
     for i, a in enumerate(argv):
-        prev = argv[i - 1] if i > 0 else ""
-        if prev.startswith("-") and "=" not in prev and is_secret_name(prev.lstrip("-")) and a:
-            out.append(redact_secret(a))
+        if i > 0 and _secret_after(argv[i - 1], a):
+            out.append(_secret_string(a))
+        elif a.startswith("-p") and len(a) > 2 and not _REDACTED.fullmatch(a[2:]):
+            out.append("-p" + redact_secret(a[2:]))
         else:
             out.append(redact_text(a))
     return out
@@ -234,7 +259,7 @@ def redact_tree(obj, name=None, by_name=True, secret=False):
             flag, value = obj[i], obj[i + 1]
             if (isinstance(flag, str) and isinstance(value, str) and _FLAG_ITEM.match(flag)
                     and not value.startswith("-") and not _PLAIN_VALUE.match(value)
-                    and is_secret_name(flag.lstrip("-"))):
+                    and _secret_after(flag, value)):
                 out[i + 1] = _secret_string(value)
         return out
     return obj

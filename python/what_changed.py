@@ -185,16 +185,7 @@ def _fingerprint(path):
 #   the account's own git setup either.  Status takes no index lock (GIT_OPTIONAL_LOCKS=0): a training job's own
 #   git calls are never blocked, and no index write can fire a post-index-change hook.
 # docs/what-changed.md "Git on untrusted checkouts" states this for users; test_what_changed tests each key.
-_GIT_SAFE = [
-    "core.fsmonitor=false", "core.untrackedCache=false", "core.hooksPath=/dev/null", "core.pager=cat",
-    "core.sshCommand=false", "core.askPass=false", "core.gitProxy=false", "core.editor=false",
-    "core.alternateRefsCommand=false",
-    "log.showSignature=false", "gpg.program=false", "gpg.openpgp.program=false", "gpg.x509.program=false",
-    "gpg.ssh.program=false", "gpg.ssh.defaultKeyCommand=false",
-    "diff.external=false", "diff.ignoreSubmodules=all", "status.submoduleSummary=false", "submodule.recurse=false",
-    "credential.helper=", "protocol.allow=never", "uploadpack.packObjectsHook=false",
-    "pager.log=false", "pager.status=false", "pager.config=false", "safe.bareRepository=explicit",
-]
+_GIT_SAFE = kg_common.GIT_SAFE_CONFIG
 _GIT_ENV = dict(os.environ, GIT_OPTIONAL_LOCKS="0", GIT_TERMINAL_PROMPT="0", GIT_CONFIG_NOSYSTEM="1",
                 GIT_CONFIG_GLOBAL=os.devnull, GIT_PAGER="cat", PAGER="cat",
                 GIT_SSH_COMMAND="false", GIT_ASKPASS="false", SSH_ASKPASS="false")
@@ -236,7 +227,8 @@ def _git(cwd, *args):
     if over:
         return text[:text.rfind("\n") + 1]
     if p.returncode != 0:
-        raise RuntimeError((text.strip().splitlines() or ["git failed"])[-1])
+        # git's advice to trust a repository another user owns is never shown: the plain fact is
+        raise RuntimeError(kg_common.git_refusal(text) or (text.strip().splitlines() or ["git failed"])[-1])
     return text
 
 

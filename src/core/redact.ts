@@ -35,7 +35,11 @@ const SECRET_WORDS = new Set([
   'bearer',
   'cookie',
   'cookies',
+  // `--pwd`, `MYSQL_PWD`, `db_pwd`: but not the shell's own `PWD` (the working folder, NOT_SECRET)
+  'pwd',
 ]);
+/** Names that hold a secret word and are known to hold none: the shell's working folder. */
+const NOT_SECRET = new Set(['PWD', 'OLDPWD']);
 /** One-word compounds: `hftoken`, `dbpassword`, `clientsecret`. */
 const SECRET_SUFFIXES = ['token', 'password', 'passwd', 'secret', 'apikey'];
 const HARMLESS_BEFORE_TOKEN = new Set(
@@ -83,6 +87,15 @@ const QUOTED = /(["'])([A-Za-z_][A-Za-z0-9_.-]*)\1(\s*[:=]\s*)(["'])([^"'<>]+)\4
 const AUTH_HEADER =
   /((?:proxy-)?authorization\s*:\s*(?:(?:bearer|basic|token)\s+|(?!(?:bearer|basic|token)\b)))([^\s"'<>]+)/gi;
 const PLAIN_VALUE = /^(?:[+-]?[0-9][0-9_.eE+-]*|true|false|none|null|True|False|None)$/;
+/**
+ * `-p` in a command line given as words (argv): mysql's `-pSECRET`, sshpass's `-p SECRET`, 7z's and rar's `-pSECRET`.
+ * It is also ssh's, docker's and many servers' port flag, so a separate word that is a port or a port mapping
+ * (`-p 2222`, `-p 8080:80`, `-p 127.0.0.1:8888:8888`, `-p 8000-8010/udp`) is kept; anything else after `-p` is held
+ * (srun's partition, pytest's plugin: a hash costs little there, a password in clear costs much). Joined to the flag
+ * (`-pVALUE`) it is always held: mysql reads a password only that way, a port is rarely written so. Only argv: in free
+ * text `-p` is too common (`mkdir -p out`, prose) to be read as a password.
+ */
+const PORTS = /^[0-9][0-9.:-]*(?:\/(?:tcp|udp|sctp))?$/;
 
 const secretNames = new Map<string, boolean>();
 
@@ -93,6 +106,7 @@ export function redactSecret(value: string): string {
 
 /** Whether a variable, argument or query parameter named `name` holds a secret (by whole words of the name). */
 export function isSecretName(name: string): boolean {
+  if (NOT_SECRET.has(name)) return false;
   let hit = secretNames.get(name);
   if (hit !== undefined) return hit;
   hit = false;
@@ -182,9 +196,31 @@ export function redactText(text: string): string {
   return text;
 }
 
+/**
+ * Whether `value`, the argv word after the flag word `flag`, is a secret: a secret-named flag's (`--token X`), or
+ * `-p`'s unless it is a port (PORTS).
+ */
+function secretAfter(flag: string, value: string): boolean {
+  if (value === '' || !flag.startsWith('-') || flag.includes('=')) return false;
+  if (flag === '-p') return !value.startsWith('-') && !PORTS.test(value);
+  return isSecretName(flag.replace(/^-+/, ''));
+}
+
+/**
+ * A command line with secrets hidden: a secret flag's next word (`--token X`, `-p X`: secretAfter), the password
+ * joined to `-p` (`-pX`) and secrets inside words.
+ */
+export function redactArgv(argv: readonly string[]): string[] {
+  return argv.map((a, i) => {
+    if (i > 0 && secretAfter(argv[i - 1]!, a)) return secretString(a);
+    if (a.startsWith('-p') && a.length > 2 && !isRedacted(a.slice(2))) return '-p' + redactSecret(a.slice(2));
+    return redactText(a);
+  });
+}
+
 /** A string value of a variable or argument named `name`: all of it if the name is secret, else its text. */
 export function redactValue(name: string | undefined, value: string): string {
-  if (name !== undefined && value !== '' && isSecretName(name) && !(REDACTED.test(value) && value.length === 30)) {
+  if (name !== undefined && value !== '' && isSecretName(name) && !isRedacted(value)) {
     return redactSecret(value);
   }
   return redactText(value);
@@ -212,8 +248,12 @@ function holdsSecrets(name: string): boolean {
   return words.length > 0 && HOLDER_WORDS.has(words[words.length - 1]!.toLowerCase()) && isSecretName(name);
 }
 
+function isRedacted(value: string): boolean {
+  return REDACTED.test(value) && value.length === 30;
+}
+
 function secretString(value: string): string {
-  return value !== '' && !(REDACTED.test(value) && value.length === 30) ? redactSecret(value) : value;
+  return value !== '' && !isRedacted(value) ? redactSecret(value) : value;
 }
 
 /**
@@ -243,7 +283,7 @@ function walk(value: unknown, name: string | undefined, byName: boolean, secret:
         FLAG_ITEM.test(flag) &&
         !next.startsWith('-') &&
         !PLAIN_VALUE.test(next) &&
-        isSecretName(flag.replace(/^-+/, ''))
+        secretAfter(flag, next)
       ) {
         out[i + 1] = secretString(next);
       }

@@ -1,17 +1,24 @@
 """kg_record.py: one launch record appended, then the command itself runs in the same process (exec)."""
 import json
 import os
+import re
 import stat
 import subprocess
 import sys
 import tempfile
+import threading
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-RECORD = os.path.join(HERE, "..", "..", "python", "kg_record.py")
+PYTHON_DIR = os.path.join(HERE, "..", "..", "python")
+RECORD = os.path.join(PYTHON_DIR, "kg_record.py")
 sys.path.insert(0, HERE)
+sys.path.insert(0, PYTHON_DIR)
 
+import kg_record  # noqa: E402
 from kg_test_env import needs_git  # noqa: E402
+
+NOBODY = 65534
 
 FAKE_TOKEN = "hf_FAKErecordTOKEN000000000000000000000"
 
@@ -178,6 +185,209 @@ class KgRecord(unittest.TestCase):
         self.assertIn(b"launch not recorded", r.stderr)
 
 
+class KgRecordSharedFolder(unittest.TestCase):
+    """A run folder may be shared: whatever another user planted as .known-good or launches.jsonl, the record goes
+    only to a regular file of the user's own, nothing else is written to, and the command runs all the same."""
+
+    def setUp(self):
+        self.d = tempfile.mkdtemp()
+        self.folder = os.path.join(self.d, ".known-good")
+        self.path = os.path.join(self.folder, "launches.jsonl")
+        os.mkdir(self.folder, 0o700)
+
+    def launch(self):
+        r = subprocess.run([sys.executable, RECORD, "--run", self.d, "--", sys.executable, "-c", "print('ran')"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+        self.assertEqual((r.returncode, r.stdout), (0, b"ran\n"), r.stderr)
+        self.assertEqual(r.stderr.count(b"launch not recorded"), 1, r.stderr)
+        return r.stderr.decode()
+
+    def other_file(self, uid=None):
+        fd, path = tempfile.mkstemp()
+        os.write(fd, b"before\n")
+        os.close(fd)
+        if uid is not None:
+            os.chown(path, uid, uid)
+        return path
+
+    def unchanged(self, path):
+        with open(path, "rb") as f:
+            self.assertEqual(f.read(), b"before\n")
+
+    def test_a_link_planted_as_launches_jsonl_is_not_followed(self):
+        target = self.other_file()
+        os.symlink(target, self.path)
+        self.assertIn("is a symbolic link: not followed", self.launch())
+        self.unchanged(target)
+        self.assertTrue(os.path.islink(self.path))
+
+    @unittest.skipUnless(os.geteuid() == 0, "needs root to make a file of another user (CI runs as root)")
+    def test_a_link_to_another_users_file_is_not_followed(self):
+        # root can write anywhere: a link another user planted must not lead root's record into their file (nor into
+        # a root-only one: the previous test's file is root's own when run as root)
+        target = self.other_file(NOBODY)
+        os.chmod(target, 0o600)
+        os.symlink(target, self.path)
+        self.assertIn("symbolic link", self.launch())
+        self.unchanged(target)
+
+    def test_a_link_planted_as_the_known_good_folder_is_not_followed(self):
+        elsewhere = tempfile.mkdtemp()
+        os.rmdir(self.folder)
+        os.symlink(elsewhere, self.folder)
+        self.assertIn(".known-good is a symbolic link: not followed", self.launch())
+        self.assertEqual(os.listdir(elsewhere), [])
+
+    def test_a_fifo_held_open_by_a_reader_gets_nothing(self):
+        os.mkfifo(self.path)
+        # The test holds the read end: a writer's open succeeds, so only the check of the opened descriptor keeps the
+        # record out (and keeps the launch from blocking on a pipe nobody drains).
+        fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK)
+        got = []
+
+        def drain():
+            os.set_blocking(fd, True)
+            while True:
+                chunk = os.read(fd, 65536)
+                if not chunk:
+                    return
+                got.append(chunk)
+
+        try:
+            self.assertIn("is a FIFO (named pipe), not a regular file", self.launch())
+            # every writer is gone: what the FIFO holds is all it will ever get (EOF after it)
+            reader = threading.Thread(target=drain)
+            reader.start()
+            reader.join()
+        finally:
+            os.close(fd)
+        self.assertEqual(b"".join(got), b"")
+
+    def test_a_fifo_nobody_reads_does_not_block_the_launch(self):
+        os.mkfifo(self.path)
+        self.assertIn("FIFO", self.launch())  # before: open() waited forever for a reader
+
+    def test_a_folder_named_launches_jsonl_is_named(self):
+        os.mkdir(self.path)
+        self.assertIn("launches.jsonl is a folder, not a regular file", self.launch())
+
+    @unittest.skipUnless(os.geteuid() == 0, "needs root to make a file of another user (CI runs as root)")
+    def test_a_file_of_another_user_is_not_appended_to(self):
+        with open(self.path, "wb") as f:
+            f.write(b"before\n")
+        os.chown(self.path, NOBODY, NOBODY)
+        self.assertIn("belongs to another user (uid %d)" % NOBODY, self.launch())
+        self.unchanged(self.path)
+
+    def test_a_hard_linked_file_is_not_appended_to(self):
+        # a second name for the file: it may be any file of the user's (a ~/.bashrc linked in by someone where
+        # protected_hardlinks is off)
+        target = self.other_file()
+        os.link(target, self.path)
+        self.assertIn("has 2 hard links", self.launch())
+        self.unchanged(target)
+
+    def test_the_folder_is_made_private_and_the_record_appended_to_a_file_of_ones_own(self):
+        os.rmdir(self.folder)
+        r = subprocess.run([sys.executable, RECORD, "--run", self.d, "--", "true"], stderr=subprocess.PIPE,
+                           timeout=60)
+        self.assertEqual((r.returncode, r.stderr), (0, b""))
+        self.assertEqual(stat.S_IMODE(os.lstat(self.folder).st_mode), 0o700)
+        st = os.lstat(self.path)
+        self.assertTrue(stat.S_ISREG(st.st_mode))
+        self.assertEqual(st.st_uid, os.geteuid())
+        self.assertEqual(len(launches(self.d)), 1)
+
+
+# In-process, as the issue measured it: 2,000 variables of 1 MiB (one exec cannot carry that much: the test replaces
+# os.environ and os.environb with mappings that share one 1 MiB value), then kg_record.main as a launch runs it.
+HUGE_ENV = r"""
+import os, sys
+sys.path.insert(0, sys.argv[1])
+import kg_record
+big = "x" * (1 << 20)
+names = ["KG_HUGE_%04d" % i for i in range(2000)]
+os.environ = dict(((n, big) for n in names), PATH=os.environ["PATH"], CUDA_VISIBLE_DEVICES="0,1")
+bigb = big.encode()
+os.environb = dict(((n.encode(), bigb) for n in names), PATH=os.environ["PATH"].encode(), CUDA_VISIBLE_DEVICES=b"0,1")
+kg_record.main(["--run", sys.argv[2], "--timeout", sys.argv[3], "--", "sh", "-c", "echo ran"])
+"""
+
+
+class KgRecordBounds(unittest.TestCase):
+    def setUp(self):
+        self.d = tempfile.mkdtemp()
+
+    def lines(self):
+        with open(os.path.join(self.d, ".known-good", "launches.jsonl"), "rb") as f:
+            return f.read().splitlines()
+
+    def test_the_cap_holds_the_whole_record_with_the_environment(self):
+        # 300 variables of 4,000 characters: a 1.2 MB line before. Speed variables are read first and kept.
+        env = {"PATH": os.environ["PATH"], "CUDA_VISIBLE_DEVICES": "0,1", "NCCL_DEBUG": "INFO"}
+        env.update(("KG_FILL_%03d" % i, "v" * 4000) for i in range(300))
+        r = subprocess.run([sys.executable, RECORD, "--run", self.d, "--", "sh", "-c", "echo ran"], env=env,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+        self.assertEqual((r.returncode, r.stdout, r.stderr), (0, b"ran\n", b""))
+        line, = self.lines()
+        self.assertLessEqual(len(line) + 1, kg_record.MAX_RECORD_BYTES)
+        rec = json.loads(line)
+        self.assertEqual((rec["env"]["CUDA_VISIBLE_DEVICES"], rec["env"]["NCCL_DEBUG"]), ("0,1", "INFO"))
+        kept = [k for k in rec["env"] if k.startswith("KG_FILL_")]
+        self.assertLess(len(kept), 300)
+        env_cut = [t["message"] for t in rec["truncated"] if t["fact"] == "env"]
+        self.assertEqual(len(env_cut), 1, rec["truncated"])
+        # (Python may add LC_CTYPE to the environment it runs in: counted, not named here)
+        m = re.match(r"(\d+) of (\d+) variables left out at the environment's share of the record \(%d bytes\): "
+                     r"KG_FILL_%03d, " % (kg_record.MAX_ENV_BYTES, len(kept)), env_cut[0])
+        self.assertTrue(m, env_cut[0])
+        self.assertEqual(int(m.group(1)) + len(rec["env"]), int(m.group(2)))
+
+    def test_the_timeout_bounds_the_reading_of_a_huge_environment(self):
+        # --timeout 0: the deadline is spent before the first variable, so the record says where it stopped, whatever
+        # the machine's speed; the launch still runs.
+        r = subprocess.run([sys.executable, "-c", HUGE_ENV, PYTHON_DIR, self.d, "0"], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, timeout=600)
+        self.assertEqual((r.returncode, r.stdout, r.stderr), (0, b"ran\n", b""))
+        line, = self.lines()
+        self.assertLessEqual(len(line) + 1, kg_record.MAX_RECORD_BYTES)
+        rec = json.loads(line)
+        env_error = [e["message"] for e in rec["errors"] if e["fact"] == "env"]
+        self.assertEqual(env_error, ["stopped at the 0.0 s limit (--timeout) after 0 of 2002 variables; left out: "
+                                     "CUDA_VISIBLE_DEVICES, PATH, KG_HUGE_0000, KG_HUGE_0001, KG_HUGE_0002, "
+                                     "KG_HUGE_0003, KG_HUGE_0004, KG_HUGE_0005, KG_HUGE_0006, KG_HUGE_0007, "
+                                     "KG_HUGE_0008, KG_HUGE_0009, KG_HUGE_0010, KG_HUGE_0011, KG_HUGE_0012, "
+                                     "KG_HUGE_0013, KG_HUGE_0014, KG_HUGE_0015, KG_HUGE_0016, KG_HUGE_0017, …"])
+        self.assertEqual(rec["env"], {})
+
+    def test_a_huge_environment_is_read_to_its_share_of_the_record(self):
+        r = subprocess.run([sys.executable, "-c", HUGE_ENV, PYTHON_DIR, self.d, "60"], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, timeout=600)
+        self.assertEqual((r.returncode, r.stdout, r.stderr), (0, b"ran\n", b""))
+        line, = self.lines()
+        self.assertLessEqual(len(line) + 1, kg_record.MAX_RECORD_BYTES)
+        rec = json.loads(line)
+        self.assertEqual(rec["env"]["CUDA_VISIBLE_DEVICES"], "0,1")
+        self.assertTrue(all(len(v) <= kg_record.MAX_VALUE_CHARS + 1 for v in rec["env"].values()))
+        self.assertNotIn("env", [e["fact"] for e in rec["errors"]])
+        notes = " ".join(t["message"] for t in rec["truncated"] if t["fact"] == "env")
+        self.assertIn("of 2002 variables left out at the environment's share of the record", notes)
+
+    def test_fit_leaves_out_the_least_useful_first_and_says_what(self):
+        doc = {"schema": 1, "kind": "launch", "argv": ["python3", "train.py", "--lr", "1"],
+               "env": dict([("CUDA_VISIBLE_DEVICES", "0")] + [("X%04d" % i, "y" * 200) for i in range(2000)]),
+               "packages": {"count": 20000, "packages": dict(("pkg%05d" % i, "1.0.%d" % i) for i in range(20000))},
+               "errors": [], "truncated": []}
+        line = kg_record.fit(doc)
+        self.assertLessEqual(len(line), kg_record.MAX_RECORD_BYTES)
+        rec = json.loads(line)
+        self.assertEqual(rec["packages"]["count"], 20000)
+        self.assertIsNone(rec["packages"]["packages"])
+        self.assertEqual(rec["argv"], ["python3", "train.py", "--lr", "1"])
+        self.assertEqual(rec["env"]["CUDA_VISIBLE_DEVICES"], "0")
+        self.assertEqual([t["fact"] for t in rec["truncated"]], ["packages"])
+
+
 @needs_git
 class KgRecordGit(unittest.TestCase):
     def setUp(self):
@@ -194,10 +404,10 @@ class KgRecordGit(unittest.TestCase):
         self.head = subprocess.run(["git", "-C", self.repo, "rev-parse", "HEAD"], stdout=subprocess.PIPE,
                                    check=True).stdout.decode().strip()
 
-    def launch(self):
-        r = subprocess.run([sys.executable, RECORD, "--run", self.run_dir, "--", sys.executable,
+    def launch(self, timeout="1", env=None):
+        r = subprocess.run([sys.executable, RECORD, "--run", self.run_dir, "--timeout", timeout, "--", sys.executable,
                             os.path.join(self.repo, "train.py")], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                           timeout=60, cwd=self.run_dir)
+                           timeout=120, cwd=self.run_dir, env=env)
         self.assertEqual(r.stdout, b"train\n", r.stderr)
         return launches(self.run_dir)[-1]
 
@@ -227,6 +437,64 @@ class KgRecordGit(unittest.TestCase):
         rec = self.launch()
         self.assertFalse(os.path.exists(marker), "a program named by the repository's config ran")
         self.assertTrue(rec["git"]["dirty"])
+
+
+    def git(self, cwd, *args):
+        subprocess.run(["git", "-C", cwd] + list(args), check=True, env=self.env, stdout=subprocess.DEVNULL)
+
+    def test_a_submodules_own_config_and_a_signed_head_run_nothing(self):
+        # A submodule's config is its own (the -c overrides cannot name its filters): `git diff HEAD` looked into it
+        # and ran its clean filter. A signed HEAD with log.showSignature would run gpg.program.
+        marker = self.run_dir + "-PWNED"
+        self.addCleanup(lambda: os.path.exists(marker) and os.remove(marker))
+        prog = self.run_dir + "-prog.sh"
+        with open(prog, "w") as f:
+            f.write("#!/bin/sh\necho \"$0 $*\" >> %s\ncat\n" % marker)
+        os.chmod(prog, 0o755)
+        sub = os.path.join(self.repo, "sub")
+        os.mkdir(sub)
+        self.git(sub, "init", "-q")
+        with open(os.path.join(sub, ".gitattributes"), "w") as f:
+            f.write("* filter=subevil\n")
+        with open(os.path.join(sub, "x.py"), "w") as f:
+            f.write("x\n")
+        self.git(sub, "add", ".")
+        self.git(sub, "commit", "-q", "-m", "sub")
+        self.git(sub, "config", "filter.subevil.clean", prog)
+        self.git(sub, "config", "core.fsmonitor", prog)
+        self.git(self.repo, "-c", "protocol.file.allow=always", "submodule", "add", "-q", "./sub", "sub")
+        self.git(self.repo, "commit", "-q", "-m", "with sub")
+        out = subprocess.run(["git", "-C", self.repo, "cat-file", "commit", "HEAD"], stdout=subprocess.PIPE,
+                             check=True).stdout.decode()
+        head, _, message = out.partition("\n\n")
+        signature = "gpgsig -----BEGIN PGP SIGNATURE-----\n \n iQEzBAABCAAdFiEE\n -----END PGP SIGNATURE-----"
+        signed = head + "\n" + signature + "\n\n" + message
+        sha = subprocess.run(["git", "-C", self.repo, "hash-object", "-t", "commit", "-w", "--stdin"],
+                             input=signed.encode(), stdout=subprocess.PIPE, check=True).stdout.decode().strip()
+        self.git(self.repo, "update-ref", "HEAD", sha)
+        for key in ("log.showSignature", "gpg.program", "pager.diff", "pager.log"):
+            self.git(self.repo, "config", key, "true" if key == "log.showSignature" else prog)
+        with open(os.path.join(sub, "x.py"), "a") as f:
+            f.write("dirty, so that the submodule's status would clean it\n")
+        os.utime(os.path.join(sub, "x.py"), (1, 1))
+        rec = self.launch(timeout="60")
+        self.assertFalse(os.path.exists(marker), open(marker).read() if os.path.exists(marker) else "")
+        self.assertEqual(rec["git"]["head"], sha)
+        self.assertEqual(rec["errors"], [])
+
+    @unittest.skipUnless(os.geteuid() == 0, "needs root to make a repository of another user (CI runs as root)")
+    def test_a_repository_of_another_user_is_a_plain_fact_never_the_advice_to_trust_it(self):
+        for top, dirs, files in os.walk(self.repo):
+            for n in dirs + files + ["."]:
+                os.lchown(os.path.join(top, n), NOBODY, NOBODY)
+        home = tempfile.mkdtemp()  # no safe.directory of the machine's account lets git read it
+        rec = self.launch(timeout="60", env=dict(os.environ, HOME=home))
+        self.assertIsNone(rec["git"])
+        message = [e["message"] for e in rec["errors"] if e["fact"] == "git"][0]
+        self.assertRegex(message, r"the repository at \S*%s is owned by another user \((nobody, )?uid %d\): git "
+                         r"refuses to read it, and Known Good does not override that$" % (re.escape(self.repo), NOBODY))
+        with open(os.path.join(self.run_dir, ".known-good", "launches.jsonl")) as f:
+            self.assertNotIn("safe.directory", f.read())
 
 
 if __name__ == "__main__":

@@ -46,6 +46,12 @@ class SharedVectorsTest(unittest.TestCase):
             self.assertEqual(got, expand(c["expect"]), c["text"])
             self.assertEqual(kg_redact.redact_text(got), got, "redacting twice changes nothing: " + c["text"])
 
+    def test_argvs(self):
+        for c in CASES["argvs"]:
+            got = kg_redact.redact_argv(expand(c["argv"]))
+            self.assertEqual(got, expand(c["expect"]), c["argv"])
+            self.assertEqual(kg_redact.redact_argv(got), got, "redacting twice changes nothing: %r" % c["argv"])
+
     def test_trees(self):
         for c in CASES["trees"]:
             got = kg_redact.redact_tree(c["tree"])

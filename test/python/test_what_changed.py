@@ -1,6 +1,7 @@
 """python/what_changed.py run by hand: data fingerprints, git state and stats, every failure named."""
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -334,6 +335,26 @@ class Git(unittest.TestCase):
         self.assertEqual(g["branch"], "main")
         self.assertIsNone(g["error"])
         self.assertEqual(g["commitsSince"], 3, g)
+
+    @unittest.skipUnless(os.geteuid() == 0, "needs root to make a repository of another user (CI runs as root)")
+    def test_a_repository_of_another_user_is_a_plain_fact_never_the_advice_to_trust_it(self):
+        # git refuses a checkout another user owns ("dubious ownership", root included) and advises `git config
+        # --global --add safe.directory …`: that advice, to trust a repository that may be hostile, was the error
+        # shown. HOME is an empty folder: no safe.directory of the machine's account can let git read it.
+        train = self.first_commit("print(1)\n")
+        for top, dirs, files in os.walk(self.d):
+            for n in dirs + files + ["."]:
+                os.lchown(os.path.join(top, n), 65534, 65534)
+        home = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, home, True)
+        r = subprocess.run([sys.executable, PROBE, "--git", train], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           env=dict(os.environ, HOME=home), timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertNotIn(b"safe.directory", r.stdout + r.stderr)
+        g = json.loads(r.stdout.decode())["git"][0]
+        self.assertRegex(g["error"], r"^the repository at \S*%s is owned by another user \((nobody, )?uid 65534\): "
+                         r"git refuses to read it, and Known Good does not override that$" % re.escape(self.d))
+        self.assertIsNone(g["head"])
 
     def test_outside_a_checkout_and_without_git_the_reason_is_given(self):
         g = run("--git", self.d)["git"][0]

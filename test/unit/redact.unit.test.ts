@@ -11,13 +11,14 @@ import { diffArgs } from '../../src/core/args/diff';
 import { changedArgs, renderArgsDocument } from '../../src/core/args/render';
 import { parseEnvSnapshot } from '../../src/core/baselines/envProbe';
 import { BaselineStore } from '../../src/core/baselines/store';
-import { isSecretName, redactText, redactTree, redactValue } from '../../src/core/redact';
+import { isSecretName, redactArgv, redactText, redactTree, redactValue } from '../../src/core/redact';
 
 interface Cases {
   secretNames: string[];
   harmlessNames: string[];
   values: { name: string; value: string; expect: string }[];
   texts: { text: string; expect: string }[];
+  argvs: { argv: string[]; expect: string[] }[];
   trees: { tree: unknown; expect: unknown }[];
 }
 
@@ -54,6 +55,14 @@ void describe('redaction (the vectors shared with kg_redact.py)', () => {
       const got = redactText(expand(c.text) as string);
       assert.equal(got, expand(c.expect), c.text);
       assert.equal(redactText(got), got, `twice: ${c.text}`);
+    }
+  });
+
+  void it('redacts a command line given as words: secret flags, -p unless a port, -pVALUE', () => {
+    for (const c of CASES.argvs) {
+      const got = redactArgv(expand(c.argv) as string[]);
+      assert.deepEqual(got, expand(c.expect), c.argv.join(' '));
+      assert.deepEqual(redactArgv(got), got, `twice: ${c.argv.join(' ')}`);
     }
   });
 

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { defineProbe } from '../probes/probe';
+import { redactArgv } from '../redact';
 
 /* python/what_changed.py: the facts no other probe gathers (data fingerprints, git state, file times). */
 
@@ -99,7 +100,11 @@ export const launchRecordSchema = z.looseObject({
   /** Another tool's configuration of the launch, flat (dotted keys, values as text). */
   config: z.record(z.string(), z.string()).default({}),
   time: num,
-  argv: z.array(z.string()).default([]),
+  /** Redacted again here: a record an older kg_record.py wrote may hold what its rules let through (`-p SECRET`). */
+  argv: z
+    .array(z.string())
+    .default([])
+    .transform((a) => redactArgv(a)),
   cwd: str,
   env: z.record(z.string(), z.string()).default({}),
   interpreter: str,
