@@ -1,7 +1,7 @@
 import { posix } from 'node:path';
 import type { EnvSnapshot } from '../baselines/envProbe';
 import { KnownGoodError } from '../errors';
-import { shellJoin, shellQuote } from '../quote';
+import { shellQuote } from '../quote';
 import { checkDriver, type DriverCheck } from './driver';
 import { isTorchFamily, normalizeName, packageUnits } from './units';
 import {

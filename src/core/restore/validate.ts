@@ -76,13 +76,13 @@ export const checkPythonVersion: Check = (v) =>
 export const checkToolkitVersion: Check = (v) =>
   common(v) ?? (TOOLKIT_VERSION_RE.test(v) ? null : 'is not a version (like 13.0)');
 
-/** An interpreter or the prefix it lives in: an absolute path, one line. */
-export const checkAbsolutePath: Check = (v) => common(v) ?? (v.startsWith('/') ? null : 'is not an absolute path');
+/** An interpreter or the prefix it lives in: an absolute path, one word (pip's own paths hold no whitespace either). */
+export const checkAbsolutePath: Check = (v) =>
+  common(v) ?? (!v.startsWith('/') ? 'is not an absolute path' : /\s/.test(v) ? 'holds whitespace' : null);
 
 /** An interpreter given by the user: an absolute path, or a bare command name found on PATH (`python3.12`). */
 export const checkInterpreter: Check = (v) =>
-  common(v) ??
-  (v.startsWith('/') || /^[A-Za-z0-9._+-]+$/.test(v) ? null : 'is neither an absolute path nor a command name');
+  /^[A-Za-z0-9._+-]+$/.test(v) && !v.startsWith('-') ? null : checkAbsolutePath(v);
 
 const MAX_SHOWN = 120;
 
