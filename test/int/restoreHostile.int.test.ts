@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -370,3 +371,58 @@ hostileSuite(
     rmSync(sshDir, { recursive: true, force: true });
   },
 );
+
+void describe('the refusals where a person reads them', () => {
+  let home: string;
+  before(() => {
+    home = mkdtempSync(join(tmpdir(), 'kg-hostile-cli-'));
+  });
+  after(() => rmSync(home, { recursive: true, force: true }));
+  const cli = (...argv: string[]) =>
+    spawnSync(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...argv], {
+      encoding: 'utf8',
+      env: { ...process.env, HOME: home },
+    });
+
+  void it('known-good restore prints them in the plan, --json carries them, --run says them before it starts', () => {
+    const file = join(HOSTILE, 'package-index-url.json');
+    const text = cli('restore', 'local', file);
+    assert.equal(text.status, 1, text.stderr);
+    assert.match(text.stdout, /^Refused: 1 value\(s\) in the baseline that are not what their field holds/m);
+    assert.match(
+      text.stdout,
+      /^ {2}packages\.packages "--index-url=http:\/\/127\.0\.0\.1:9\/" is refused: it starts with '-', so pip would read it as an option; not installed$/m,
+    );
+    assert.match(text.stdout, /^# REFUSED: packages\.packages "--index-url=/m);
+    const json = cli('restore', 'local', file, '--json');
+    const plan = (JSON.parse(json.stdout) as { plan: RestorePlan }).plan;
+    assert.deepEqual(
+      plan.notes.filter((n) => n.kind === 'refused').map((n) => [n.field, n.value, n.severity]),
+      [['packages.packages', '--index-url=http://127.0.0.1:9/', 'blocker']],
+    );
+    // The env folder is there already: the script's first step stops it, after the refusals were said.
+    mkdirSync(plan.envDir, { recursive: true });
+    const run = cli('restore', 'local', file, '--run');
+    assert.equal(run.status, 1);
+    const lines = run.stderr.split('\n');
+    const said = lines.findIndex((l) => l.startsWith('refused: packages.packages "--index-url='));
+    const started = lines.findIndex((l) => l.startsWith('== 1/'));
+    assert.ok(said >= 0 && started > said, run.stderr);
+    assert.match(run.stderr, /the restore script stopped \(exit 3\)/);
+  });
+
+  void it('pip reads options inside a requirements file: why every line the plan writes is a checked name==version', () => {
+    // The premise, shown with the real pip: a line `-r FILE` in a requirements file is obeyed (pip opens FILE).
+    const dir = mkdtempSync(join(home, 'req-'));
+    writeFileSync(join(dir, 'evil.txt'), `-r ${join(dir, 'never-there.txt')}\n`);
+    const pip = spawnSync(
+      'python3',
+      ['-m', 'pip', 'install', '--dry-run', '--no-index', '--no-deps', '-r', join(dir, 'evil.txt')],
+      {
+        encoding: 'utf8',
+      },
+    );
+    assert.notEqual(pip.status, 0);
+    assert.match(pip.stderr + pip.stdout, /never-there\.txt/);
+  });
+});
