@@ -43,12 +43,14 @@ export function registerRestoreCommand(
         notes: plan.notes.map((n) => `[${n.severity}] ${n.message}`),
         document: editor.document.uri.toString(),
       };
+      const refused = plan.notes.filter((n) => n.kind === 'refused').length;
       const run =
         (call.extra as { run?: unknown } | undefined)?.run === true
           ? 'Run'
           : await showInfo(
               `Restore ${baseline.label}: ${plan.pins.length} packages into ${plan.envDir}` +
-                (plan.notes.length ? ` (${plan.notes.length} note(s) in the plan)` : ''),
+                (plan.notes.length ? ` (${plan.notes.length} note(s) in the plan)` : '') +
+                (refused ? `; ${refused} value(s) of the baseline refused, listed in the plan` : ''),
               'Run',
             );
       if (run !== 'Run') return outcome;

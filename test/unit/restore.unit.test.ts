@@ -39,8 +39,14 @@ void describe('restore plan', () => {
     // nvidia-ml-py is PyPI's NVML binding, not a CUDA wheel of PyTorch's index
     assert.ok(!torchUnit.pins.some((p) => p.name === 'nvidia-ml-py'));
     const torchStep = plan.steps.find((s) => s.title.startsWith('the torch family'))!;
-    assert.match(torchStep.command, /--index-url https:\/\/download\.pytorch\.org\/whl\/cu130 .*torch==2\.11\.0/);
-    assert.ok(!/nvidia-ml-py/.test(torchStep.command));
+    // the packages reach pip through a requirements file of `name==version` lines; the options are ours
+    assert.match(
+      torchStep.command,
+      /--no-deps .*--index-url https:\/\/download\.pytorch\.org\/whl\/cu130 -r "\$ENV_DIR"\/known-good-requirements-1\.txt$/,
+    );
+    assert.ok(torchStep.requirements!.lines.includes('torch==2.11.0'));
+    assert.ok(!torchStep.requirements!.lines.some((l) => l.startsWith('nvidia-ml-py')));
+    assert.ok(!plan.steps.some((st) => /\S==\S/.test(st.command)), 'no requirement as an argument');
     // the wheel's metadata says 2.11.0, torch/version.py +cu130: said, not hidden
     assert.ok(plan.notes.some((n) => n.kind === 'torch-build' && /2\.11\.0\+cu130/.test(n.message)));
     assert.ok(!plan.notes.some((n) => n.severity === 'blocker'));

@@ -4,7 +4,7 @@ import { bisectEventLine, bisectHeadline } from '../../core/bisect/render';
 import { KnownGoodError } from '../../core/errors';
 import type { HostSession } from '../../core/registry';
 import { bisectPackagesOfBaseline } from '../../core/restore/packageBisect';
-import { envLabelOf, planDocument, planScript } from '../../core/restore/plan';
+import { envLabelOf, planDocument, planScript, refusedLines } from '../../core/restore/plan';
 import { compareFreeze, freezeComparisonText, freezeOf, planOnHost, runScript } from '../../core/restore/run';
 import { restoredSpeeds, restoredSpeedsText } from '../../core/restore/speeds';
 import type { CliOptions } from '../main';
@@ -38,7 +38,7 @@ function benchOf(options: CliOptions): { command: string; regex: string; lastN: 
 /**
  * `known-good restore HOST BASELINE [--run] [--bench CMD --regex RE] [--json]`: the plan that rebuilds the
  * baseline's Python environment in `~/.known-good/envs/<label>` (printed; nothing is installed), or with `--run` the
- * plan run with its progress on stderr, then `pip freeze` of the restored env against the baseline, and with
+ * plan run with its progress on stderr (after the values of the baseline it refused), then `pip freeze` of the restored env against the baseline, and with
  * `--bench` the benchmark in the restored env and now. Exit 0 when restored identical (or, without --run, when the
  * plan has no blocker), 1 otherwise.
  */
@@ -58,6 +58,8 @@ export const restoreCommand: CliCommand = {
       );
       return blockers.length ? 1 : 0;
     }
+    // What the baseline held that the plan will not use is said before the install starts, not only in --json.
+    for (const line of refusedLines(plan)) err.write(printable(line) + '\n');
     const exitCode = await runScript(
       session.transport,
       planScript(plan, title(baseline)),

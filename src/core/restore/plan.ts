@@ -1,15 +1,35 @@
 import { posix } from 'node:path';
 import type { EnvSnapshot } from '../baselines/envProbe';
 import { KnownGoodError } from '../errors';
-import { shellJoin, shellQuote } from '../quote';
+import { shellQuote } from '../quote';
 import { checkDriver, type DriverCheck } from './driver';
 import { isTorchFamily, normalizeName, packageUnits } from './units';
+import {
+  checkAbsolutePath,
+  checkFindLinks,
+  checkIndexUrl,
+  checkInterpreter,
+  checkPackageName,
+  checkPythonVersion,
+  checkToolkitVersion,
+  checkVersion,
+  commentLine,
+  oneLine,
+  requirementLine,
+  shownValue,
+  type Check,
+} from './validate';
 
 /*
  * Restore Known Good (issue 26): from a baseline's recorded environment, the exact commands that rebuild it in a
  * fresh venv on its host. Pure: what the host has (uv, the indexes that answer, the versions a wheel folder holds)
  * comes in as facts, and everything the plan cannot do is named in `notes` — an editable install, a package no
  * source has, an index that does not answer — never guessed and never left out in silence.
+ *
+ * What the baseline says reaches pip, uv and sh only as data (issue 31): every name, version, URL and path is checked
+ * (validate.ts) before it is used, and one that is not what it claims to be is refused — a `refused` note with the
+ * field, the value shown escaped and why — while the rest proceeds. Packages reach the installer through a
+ * requirements file of checked `name==version` lines, never as arguments; the installer's options are ours alone.
  */
 
 export const TORCH_WHEEL_ROOT = 'https://download.pytorch.org/whl';
@@ -49,20 +69,35 @@ export type NoteKind =
   | 'unversioned'
   | 'torch-build'
   | 'python'
-  | 'packages';
+  | 'packages'
+  /** A value in the baseline that is not what its field holds (a name, a version, a URL): not used. */
+  | 'refused';
 
 export interface PlanNote {
   kind: NoteKind;
   /** `blocker`: the plan cannot rebuild the baseline as recorded; `warning`: it can, with this caveat. */
   severity: 'blocker' | 'warning' | 'info';
   name?: string;
+  /** `refused`: where in the snapshot the value was (`packages.indexes.indexUrl`, `packages.packages["torch"]`). */
+  field?: string;
+  /** `refused`: the value as read, escaped onto one line and cut (`shownValue`). */
+  value?: string;
   message: string;
+}
+
+/** A requirements file a step writes into the env folder first: checked `name==version` lines only. */
+export interface RequirementsFile {
+  /** Its name in the env folder. */
+  file: string;
+  lines: string[];
 }
 
 export interface PlanStep {
   title: string;
   /** One shell command line (POSIX sh; `$ENV_DIR` is the restored env). */
   command: string;
+  /** Written before `command` runs (which reads it with `-r`). */
+  requirements?: RequirementsFile;
 }
 
 export interface RestorePlan {
@@ -104,6 +139,8 @@ export interface RestoreOptions {
 }
 
 const LABEL_RE = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
+/** The local builds PyTorch publishes indexes for: the tag becomes part of an index URL. */
+const BUILD_RE = /^(cu\d+|cpu|rocm[\d.]+|xpu)$/;
 
 /** A label for a venv folder: the baseline's label made a safe folder name. */
 export function envLabelOf(label: string): string {
@@ -116,28 +153,68 @@ export function envLabelOf(label: string): string {
   return s || 'baseline';
 }
 
-/** The local build of torch: `cu130`, `cpu`, `rocm6.4`; from torch/version.py's version, else its CUDA/HIP. */
+/**
+ * The local build of torch: `cu130`, `cpu`, `rocm6.4`; from torch/version.py's version, else its CUDA/HIP. A CUDA or
+ * HIP version that is not a version leaves the build unknown (null), never guessed from what is left of it.
+ */
 export function torchBuildOf(s: EnvSnapshot): { build: string; cuda: string | null } | null {
   if (!s.packages.packages['torch'] && !s.torch.found) return null;
   const v = s.torch.versionPy ?? s.torch.version ?? s.packages.packages['torch'] ?? '';
   const local = /\+([A-Za-z0-9.]+)$/.exec(v)?.[1] ?? null;
-  const cuda = s.torch.cuda;
-  if (local && /^(cu\d+|cpu|rocm[\d.]+|xpu)$/.test(local)) return { build: local, cuda };
+  const cuda = s.torch.cuda !== null && checkToolkitVersion(s.torch.cuda) === null ? s.torch.cuda : null;
+  if (local && BUILD_RE.test(local)) return { build: local, cuda };
+  if (s.torch.cuda !== null && cuda === null) return null;
   if (cuda) return { build: `cu${cuda.replace(/\./g, '').slice(0, 3)}`, cuda };
-  if (s.torch.hip) return { build: `rocm${/^\d+\.\d+/.exec(s.torch.hip)?.[0] ?? s.torch.hip}`, cuda: null };
+  if (s.torch.hip) {
+    if (checkToolkitVersion(s.torch.hip) !== null) return null;
+    return { build: `rocm${/^\d+\.\d+/.exec(s.torch.hip)![0]}`, cuda: null };
+  }
   return { build: 'cpu', cuda: null };
 }
 
-function recordedSource(s: EnvSnapshot): PackageSource {
+/** Checks a value before the plan uses it: true when it passes, else false and a `refused` note saying why. */
+type Refuse = (field: string, value: string, check: Check, outcome: string, name?: string) => boolean;
+
+function refuser(notes: PlanNote[]): Refuse {
+  return (field, value, check, outcome, name) => {
+    const why = check(value);
+    if (why === null) return true;
+    const shown = shownValue(value);
+    notes.push({
+      kind: 'refused',
+      severity: 'blocker',
+      field,
+      value: shown,
+      ...(name !== undefined ? { name } : {}),
+      message: `${field} "${shown}" is refused: it ${why}; ${outcome}`,
+    });
+    return false;
+  };
+}
+
+/** A source's URLs, each checked (`field` names where they came from); a refused one is left out. */
+function checkedSource(src: Omit<PackageSource, 'why'>, field: string, refuse: Refuse): Omit<PackageSource, 'why'> {
+  return {
+    indexUrl:
+      src.indexUrl !== null &&
+      refuse(`${field}.indexUrl`, src.indexUrl, checkIndexUrl, "not used: pip's default index is used instead")
+        ? src.indexUrl
+        : null,
+    extraIndexUrls: src.extraIndexUrls.filter((u, i) =>
+      refuse(`${field}.extraIndexUrls[${i}]`, u, checkIndexUrl, 'not used'),
+    ),
+    findLinks: src.findLinks.filter((u, i) => refuse(`${field}.findLinks[${i}]`, u, checkFindLinks, 'not used')),
+    noIndex: src.noIndex,
+  };
+}
+
+function recordedSource(s: EnvSnapshot, refuse: Refuse): PackageSource {
   const ix = s.packages.indexes;
   if (!ix || ix.error)
     return { indexUrl: null, extraIndexUrls: [], findLinks: [], noIndex: false, why: "pip's default index" };
   const set = ix.indexUrl !== null || ix.extraIndexUrls.length > 0 || ix.findLinks.length > 0 || ix.noIndex;
   return {
-    indexUrl: ix.indexUrl,
-    extraIndexUrls: [...ix.extraIndexUrls],
-    findLinks: [...ix.findLinks],
-    noIndex: ix.noIndex,
+    ...checkedSource(ix, 'packages.indexes', refuse),
     why: set ? `the host's pip configuration (${ix.sources.join(', ') || 'recorded'})` : "pip's default index",
   };
 }
@@ -164,7 +241,7 @@ function torchSource(build: string, recorded: PackageSource): PackageSource {
   };
 }
 
-/** pip's (and uv's) options for a source: the flags are our own words, each value goes through the quoting. */
+/** pip's (and uv's) options for a source: the flags are our own words, each (checked) value a quoted word after one. */
 function sourceArgs(src: PackageSource): string {
   const a: string[] = [];
   if (src.noIndex) a.push('--no-index');
@@ -174,11 +251,15 @@ function sourceArgs(src: PackageSource): string {
   return a.join(' ');
 }
 
-function pythonCommand(s: EnvSnapshot, override?: string): string {
-  if (override) return override;
-  const mm = /^(\d+\.\d+)/.exec(s.python.version ?? '')?.[1];
+/** The baseline's interpreter (its base prefix's `python3.X`), from checked parts only. */
+function pythonCommand(s: EnvSnapshot, version: string | null, refuse: Refuse): string {
+  const mm = /^(\d+\.\d+)/.exec(version ?? '')?.[1];
   const exe = mm ? `python${mm}` : 'python3';
-  return s.python.basePrefix ? posix.join(s.python.basePrefix, 'bin', exe) : exe;
+  const prefix = s.python.basePrefix;
+  if (prefix === null) return exe;
+  return refuse('python.basePrefix', prefix, checkAbsolutePath, `not used: ${exe} is looked up on PATH instead`)
+    ? posix.join(prefix, 'bin', exe)
+    : exe;
 }
 
 /** `"$ENV_DIR"/bin/python`: the shell expands the variable, the rest is quoted by the one quoting function. */
@@ -186,12 +267,35 @@ function inEnv(rel: string): string {
   return `"$ENV_DIR"/${shellQuote(rel)}`;
 }
 
+/** The snapshot's packages, each name and version checked: the valid ones, in the order recorded. */
+function checkedPackages(s: EnvSnapshot, refuse: Refuse): Map<string, string | null> {
+  const out = new Map<string, string | null>();
+  for (const [name, version] of Object.entries(s.packages.packages)) {
+    if (!refuse('packages.packages', name, checkPackageName, 'not installed', name)) continue;
+    if (
+      version !== null &&
+      !refuse(`packages.packages[${JSON.stringify(name)}]`, version, checkVersion, `${name} is not installed`, name)
+    )
+      continue;
+    out.set(name, version);
+  }
+  return out;
+}
+
 export function restorePlan(s: EnvSnapshot, opts: RestoreOptions): RestorePlan {
   if (!LABEL_RE.test(opts.label))
-    throw new KnownGoodError('usage', `restore: "${opts.label}" is no folder name (letters, digits, . _ -)`);
+    throw new KnownGoodError(
+      'usage',
+      `restore: "${shownValue(opts.label)}" is no folder name (letters, digits, . _ -)`,
+    );
+  if (opts.python !== undefined) {
+    const why = checkInterpreter(opts.python);
+    if (why) throw new KnownGoodError('usage', `restore: the interpreter "${shownValue(opts.python)}" ${why}`);
+  }
   const notes: PlanNote[] = [];
-  const packages = s.packages.packages;
-  if (s.packages.error || Object.keys(packages).length === 0)
+  const refuse = refuser(notes);
+  const packages = checkedPackages(s, refuse);
+  if (s.packages.error || Object.keys(s.packages.packages).length === 0)
     notes.push({
       kind: 'packages',
       severity: 'blocker',
@@ -199,7 +303,12 @@ export function restorePlan(s: EnvSnapshot, opts: RestoreOptions): RestorePlan {
     });
   const envDir = opts.home ? posix.join(opts.home, RESTORED_ENVS, opts.label) : `$HOME/${RESTORED_ENVS}/${opts.label}`;
   const tool: 'uv' | 'pip' = (opts.useUv ?? Boolean(s.toolchain['uv'])) ? 'uv' : 'pip';
-  const python = { command: pythonCommand(s, opts.python), version: s.python.version };
+  const version =
+    s.python.version !== null &&
+    refuse('python.version', s.python.version, checkPythonVersion, "not used: the interpreter's version is not checked")
+      ? s.python.version
+      : null;
+  const python = { command: opts.python ?? pythonCommand(s, version, refuse), version };
   if (s.python.conda || s.packages.conda)
     notes.push({
       kind: 'conda',
@@ -217,7 +326,7 @@ export function restorePlan(s: EnvSnapshot, opts: RestoreOptions): RestorePlan {
       kind: 'editable',
       severity: 'warning',
       name,
-      message: `${name} ${packages[name] ?? ''} is an editable install from ${where}: not restored (reinstall it from its source: pip install -e ${where})`,
+      message: `${name} ${packages.get(name) ?? ''} is an editable install from ${where}: not restored (reinstall it from its source: pip install -e ${where})`,
     });
   }
   for (const [name, du] of Object.entries(s.packages.directUrls)) {
@@ -233,11 +342,11 @@ export function restorePlan(s: EnvSnapshot, opts: RestoreOptions): RestorePlan {
       kind: 'direct',
       severity: 'warning',
       name,
-      message: `${name} ${packages[name] ?? ''} was installed from ${how}, not an index: not restored by the plan`,
+      message: `${name} ${packages.get(name) ?? ''} was installed from ${how}, not an index: not restored by the plan`,
     });
   }
   const pins: Pin[] = [];
-  for (const [name, version] of Object.entries(packages)) {
+  for (const [name, version] of packages) {
     if (excluded.has(name)) continue;
     if (!version) {
       notes.push({
@@ -251,19 +360,37 @@ export function restorePlan(s: EnvSnapshot, opts: RestoreOptions): RestorePlan {
     pins.push({ name, version });
   }
 
-  const recorded = recordedSource(s);
+  const recorded = recordedSource(s, refuse);
   const override: PackageSource | null = opts.source
     ? {
-        indexUrl: opts.source.indexUrl ?? null,
-        extraIndexUrls: opts.source.extraIndexUrls ?? [],
-        findLinks: opts.source.findLinks ?? [],
-        noIndex: opts.source.noIndex ?? false,
+        ...checkedSource(
+          {
+            indexUrl: opts.source.indexUrl ?? null,
+            extraIndexUrls: opts.source.extraIndexUrls ?? [],
+            findLinks: opts.source.findLinks ?? [],
+            noIndex: opts.source.noIndex ?? false,
+          },
+          'source',
+          refuse,
+        ),
         why: opts.source.why ?? 'the source given',
       }
     : null;
   const build = torchBuildOf(s);
+  const hasTorch = pins.some((p) => isTorchFamily(p.name));
+  if (hasTorch)
+    for (const f of ['cuda', 'hip'] as const) {
+      const v = s.torch[f];
+      if (v !== null)
+        refuse(
+          `torch.${f}`,
+          v,
+          checkToolkitVersion,
+          "not used: the torch build is read from torch's own version, else the torch family comes from the other packages' source",
+        );
+    }
   let torch: RestorePlan['torch'] = null;
-  if (build && pins.some((p) => isTorchFamily(p.name))) {
+  if (build && hasTorch) {
     const driverVersion = s.gpus.gpus[0]?.driver_version ?? null;
     const driver = build.cuda ? checkDriver(build.cuda, driverVersion) : null;
     torch = { build: build.build, cuda: build.cuda, source: override ?? torchSource(build.build, recorded), driver };
@@ -273,7 +400,7 @@ export function restorePlan(s: EnvSnapshot, opts: RestoreOptions): RestorePlan {
         severity: driver.status === 'too-old' ? 'blocker' : 'warning',
         message: driver.message,
       });
-    const dist = packages['torch'];
+    const dist = packages.get('torch');
     const local = s.torch.versionPy ?? s.torch.version;
     if (dist && local && dist !== local && !dist.includes('+'))
       notes.push({
@@ -347,7 +474,8 @@ export function restorePlan(s: EnvSnapshot, opts: RestoreOptions): RestorePlan {
         ? `uv venv --seed --python ${shellQuote(python.command)} "$ENV_DIR"`
         : `${shellQuote(python.command)} -m venv "$ENV_DIR"`,
   });
-  // --no-deps: every package is pinned as recorded, so no resolver may pick another version of anything.
+  // --no-deps: every package is pinned as recorded, so no resolver may pick another version of anything. The
+  // packages go in through a requirements file (`-r`), never as arguments: the options before it are all ours.
   const install =
     tool === 'uv'
       ? `uv pip install --python ${venvPython} --no-deps`
@@ -362,33 +490,79 @@ export function restorePlan(s: EnvSnapshot, opts: RestoreOptions): RestorePlan {
       e.labels.push(u.label);
     } else bySource.set(key, { source: u.source, pins: [...u.pins], labels: [u.label] });
   }
+  let n = 0;
   for (const [key, e] of bySource) {
     const isTorch = key.endsWith('#torch');
+    const file = `known-good-requirements-${++n}.txt`;
     steps.push({
       title: isTorch
         ? `the torch family as one unit from ${e.source.why}`
         : `${e.pins.length} package${e.pins.length === 1 ? '' : 's'} pinned as recorded, from ${e.source.why}`,
-      command: [install, sourceArgs(e.source), shellJoin(e.pins.map((p) => `${p.name}==${p.version}`))]
-        .filter(Boolean)
-        .join(' '),
+      command: [install, sourceArgs(e.source), `-r ${inEnv(file)}`].filter(Boolean).join(' '),
+      requirements: { file, lines: e.pins.map((p) => checkedRequirement(p.name, p.version)) },
     });
   }
   steps.push({
     title: 'what the restored env holds (compared with the baseline after the run)',
     command: tool === 'uv' ? `uv pip freeze --python ${venvPython}` : `${venvPython} -m pip freeze --all`,
   });
-  return { label: opts.label, envDir, python, tool, torch, units, pins: installable, notes, steps };
+  // Every text a person reads (a note, a title) on one line: a line break in a recorded path cannot forge another.
+  return {
+    label: opts.label,
+    envDir,
+    python,
+    tool,
+    torch,
+    units,
+    pins: installable,
+    notes: notes.map((x) => ({ ...x, message: oneLine(x.message) })),
+    steps: steps.map((st) => ({ ...st, title: oneLine(st.title) })),
+  };
 }
 
-/** The plan as a shell script the user can read, copy or run: notes first, then each step with its title. */
+function checkedRequirement(name: string, version: string): string {
+  const line = requirementLine(name, version);
+  if (line === null)
+    throw new KnownGoodError('internal', `restore: ${shownValue(`${name}==${version}`)} reached a requirements file`);
+  return line;
+}
+
+/** The here-document's end marker: no requirements line (`name==version`) can be this word. */
+const REQUIREMENTS_END = 'KNOWN_GOOD_REQUIREMENTS';
+
+/**
+ * `cat > FILE <<'END'`: the quoted marker makes the body literal to sh (no `$`, backtick or backslash is read), and
+ * each body line is checked again here, so the body is requirement lines and nothing else.
+ */
+function requirementsHeredoc(r: RequirementsFile): string[] {
+  for (const line of r.lines) {
+    const [name = '', version = '', ...rest] = line.split('==');
+    if (rest.length || requirementLine(name, version) !== line)
+      throw new KnownGoodError('internal', `restore: "${shownValue(line)}" is no requirement line`);
+  }
+  return [`cat > ${inEnv(r.file)} <<'${REQUIREMENTS_END}'`, ...r.lines, REQUIREMENTS_END];
+}
+
+/**
+ * The plan as a shell script the user can read, copy or run: notes first, then each step with its title. Text
+ * enters it in two ways only: comment lines (`commentLine`, every line break escaped) and words quoted by
+ * `shellQuote`; the requirement lines of a here-document are checked `name==version` lines.
+ */
 export function planScript(plan: RestorePlan, title: string): string {
-  const lines = ['#!/bin/sh', `# Known Good — restore ${title}`, `# into ${plan.envDir} with ${plan.tool}`];
+  const lines = [
+    '#!/bin/sh',
+    commentLine(`Known Good — restore ${title}`),
+    commentLine(`into ${plan.envDir} with ${plan.tool}`),
+  ];
   if (plan.torch)
     lines.push(
-      `# torch build ${plan.torch.build} from ${plan.torch.source.indexUrl ?? plan.torch.source.why}` +
-        (plan.torch.driver ? `; ${plan.torch.driver.message}` : ''),
+      commentLine(
+        `torch build ${plan.torch.build} from ${plan.torch.source.indexUrl ?? plan.torch.source.why}` +
+          (plan.torch.driver ? `; ${plan.torch.driver.message}` : ''),
+      ),
     );
-  for (const n of plan.notes) lines.push(`# ${n.severity.toUpperCase()}: ${n.message.replace(/\n/g, ' ')}`);
+  for (const n of plan.notes)
+    lines.push(commentLine(`${n.kind === 'refused' ? 'REFUSED' : n.severity.toUpperCase()}: ${n.message}`));
   lines.push('set -eu');
   const dir = plan.envDir.startsWith('$HOME/')
     ? `"$HOME"/${shellQuote(plan.envDir.slice('$HOME/'.length))}`
@@ -397,35 +571,49 @@ export function planScript(plan: RestorePlan, title: string): string {
   plan.steps.forEach((st, i) => {
     lines.push(
       '',
-      `# ${i + 1}. ${st.title}`,
-      `echo ${shellQuote(`== ${i + 1}/${plan.steps.length} ${st.title}`)}`,
+      commentLine(`${i + 1}. ${st.title}`),
+      `echo ${shellQuote(oneLine(`== ${i + 1}/${plan.steps.length} ${st.title}`))}`,
+      ...(st.requirements ? requirementsHeredoc(st.requirements) : []),
       st.command,
     );
   });
   const blockers = plan.notes.filter((n) => n.severity === 'blocker' && n.kind !== 'driver').length;
   lines.push(
     '',
-    `echo ${shellQuote(`== restored into ${plan.envDir}${blockers ? `; ${blockers} thing(s) not restored, named above` : ''}`)}`,
+    `echo ${shellQuote(oneLine(`== restored into ${plan.envDir}${blockers ? `; ${blockers} thing(s) not restored, named above` : ''}`))}`,
     '',
   );
   return lines.join('\n');
 }
 
-/** The plan as text for a document or a terminal: sources, units, notes, then the script. */
+/** The refused values of a plan, one line each (the CLI prints them before a run). */
+export function refusedLines(plan: RestorePlan): string[] {
+  return plan.notes.filter((n) => n.kind === 'refused').map((n) => `refused: ${oneLine(n.message)}`);
+}
+
+/** The plan as text for a document or a terminal: sources, units, refused values, notes, then the script. */
 export function planDocument(plan: RestorePlan, title: string): string {
-  const out = [`Restore ${title}`, ''];
-  out.push(`Into: ${plan.envDir} (${plan.tool}, ${plan.python.command})`);
+  const out = [oneLine(`Restore ${title}`), ''];
+  out.push(oneLine(`Into: ${plan.envDir} (${plan.tool}, ${plan.python.command})`));
   if (plan.torch)
     out.push(
-      `torch family: build ${plan.torch.build} from ${plan.torch.source.indexUrl ?? plan.torch.source.why}` +
-        (plan.torch.driver ? ` — ${plan.torch.driver.message}` : ''),
+      oneLine(
+        `torch family: build ${plan.torch.build} from ${plan.torch.source.indexUrl ?? plan.torch.source.why}` +
+          (plan.torch.driver ? ` — ${plan.torch.driver.message}` : ''),
+      ),
     );
   out.push(`Packages pinned: ${plan.pins.length} in ${plan.units.length} unit(s)`);
   for (const u of plan.units.filter((x) => x.pins.length > 1))
     out.push(`  unit ${u.label}: ${u.pins.map((p) => p.name).join(', ')}`);
-  if (plan.notes.length) {
+  const refused = plan.notes.filter((n) => n.kind === 'refused');
+  if (refused.length) {
+    out.push('', `Refused: ${refused.length} value(s) in the baseline that are not what their field holds (not used):`);
+    for (const n of refused) out.push(`  ${oneLine(n.message)}`);
+  }
+  const others = plan.notes.filter((n) => n.kind !== 'refused');
+  if (others.length) {
     out.push('', 'Not restored as recorded, or to know:');
-    for (const n of plan.notes) out.push(`  [${n.severity}] ${n.message}`);
+    for (const n of others) out.push(`  [${n.severity}] ${oneLine(n.message)}`);
   }
   out.push('', '--- the script (copy it, or run it with Restore) ---', planScript(plan, title));
   return out.join('\n');
