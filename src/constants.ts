@@ -79,3 +79,5 @@ export const WalkthroughCommands = {
   getStarted: 'knownGood.getStarted',
 } as const;
 export const WALKTHROUGH_ID = 'knownGood.start';
+/** VS Code's own Workspace Trust editor (offered when Restricted Mode is why a command cannot run). */
+export const MANAGE_WORKSPACE_TRUST = 'workbench.trust.manage';

@@ -154,6 +154,7 @@ export class Container implements vscode.Disposable {
       resolve: (t) => listings.resolve(t),
       log: this.log,
       track: (d) => this.track(d),
+      restrictedMode: () => this.settings.current.restrictedMode,
     });
     command(Commands.showLog, null, () => this.log.show());
 
@@ -272,6 +273,10 @@ export class Container implements vscode.Disposable {
     // the config's own hosts are listed too (resolveHosts).
     const ssh = parseSshConfig(readUserSshConfig());
     const hosts = resolveHosts(current, ssh, current.localRoots);
+    for (const r of current.restrictedHosts)
+      this.log.info(
+        `Restricted Mode: host "${r.name}" of the folder's settings is used without its ${r.ignored.join(', ')}`,
+      );
     if (current.localPython) hosts[0] = { ...hosts[0]!, python: current.localPython };
     this.registry.setHosts(hosts);
   }

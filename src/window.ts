@@ -22,6 +22,10 @@ export const withProgress = <R>(
   ) => Thenable<R>,
 ) => vscode.window.withProgress(options, task);
 export const getConfiguration = (section: string) => vscode.workspace.getConfiguration(section);
+/** False in Restricted Mode (the person has not trusted the folder's authors). */
+export const isWorkspaceTrusted = () => vscode.workspace.isTrusted;
+export const onDidGrantWorkspaceTrust = (listener: () => unknown) =>
+  vscode.workspace.onDidGrantWorkspaceTrust(listener);
 export const createWebviewPanel = (
   viewType: string,
   title: string,

@@ -110,6 +110,12 @@ export interface ServerOptions {
   env?: Record<string, string>;
   /** Fixed port (the demo's --port); default: a free one. */
   port?: number;
+  /**
+   * Workspace trust on, as in a VS Code as installed: the folder, never trusted in this fresh state, opens in
+   * Restricted Mode (without the startup dialog; trust is granted in the Workspace Trust editor). Default: off
+   * (`--disable-workspace-trust`), which every scenario but the trust one wants.
+   */
+  workspaceTrust?: boolean;
   log?: Log;
 }
 
@@ -234,9 +240,12 @@ export async function startServer(opts: ServerOptions = {}): Promise<VsCodeServe
     mkdirSync(join(home, '.ssh'), { recursive: true, mode: 0o700 });
     writeFileSync(join(home, '.ssh', 'config'), opts.sshConfig, { mode: 0o600 });
   }
+  const trust = opts.workspaceTrust
+    ? { 'security.workspace.trust.enabled': true, 'security.workspace.trust.startupPrompt': 'never' }
+    : {};
   writeFileSync(
     join(stateDir, 'user-data', 'User', 'settings.json'),
-    JSON.stringify({ ...defaultSettings, ...opts.settings }, null, 2) + '\n',
+    JSON.stringify({ ...defaultSettings, ...trust, ...opts.settings }, null, 2) + '\n',
   );
   // The browser workbench takes its window settings (the color theme above all) from the server's remote settings,
   // <user-data-dir>/Machine/settings.json, not from User/settings.json: without this the window opens in the web's
@@ -246,7 +255,9 @@ export async function startServer(opts: ServerOptions = {}): Promise<VsCodeServe
   writeFileSync(
     join(stateDir, 'user-data', 'Machine', 'settings.json'),
     JSON.stringify(
-      Object.fromEntries(Object.entries(defaultSettings).filter(([k]) => !(opts.settings && k in opts.settings))),
+      Object.fromEntries(
+        Object.entries(defaultSettings).filter(([k]) => !(k in trust) && !(opts.settings && k in opts.settings)),
+      ),
       null,
       2,
     ) + '\n',
@@ -274,7 +285,7 @@ export async function startServer(opts: ServerOptions = {}): Promise<VsCodeServe
         join(stateDir, 'extensions'),
         '--disable-telemetry',
         '--disable-update-check',
-        '--disable-workspace-trust',
+        ...(opts.workspaceTrust ? [] : ['--disable-workspace-trust']),
         '--disable-getting-started-override',
         '--ignore-last-opened',
         workspace,

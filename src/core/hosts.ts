@@ -25,6 +25,11 @@ export interface HostSpec {
   roots: string[];
   /** Set when the host is a Slurm login node. */
   slurm?: SlurmSettings;
+  /**
+   * Restricted Mode: the fields of the workspace's entry for this host that are not used (they run code:
+   * CODE_RUNNING_HOST_FIELDS in core/settings.ts).
+   */
+  restricted?: readonly string[];
 }
 
 export const LOCAL_HOST_ID = 'local';
@@ -75,6 +80,7 @@ export function resolveEndpoint(
 }
 
 export function hostFromSettings(h: HostSettings, settings: KnownGoodSettings, sshConfig: ParsedSshConfig): HostSpec {
+  const restricted = settings.restrictedHosts.find((r) => r.name === h.name)?.ignored;
   return {
     id: `settings:${h.name}`,
     name: h.name,
@@ -89,6 +95,7 @@ export function hostFromSettings(h: HostSettings, settings: KnownGoodSettings, s
     ...(h.slurm ? { slurm: h.slurm } : {}),
     python: h.python ?? 'python3',
     roots: h.roots?.length ? h.roots : settings.defaultRoots,
+    ...(restricted?.length ? { restricted } : {}),
   };
 }
 

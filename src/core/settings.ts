@@ -69,6 +69,188 @@ const rootsSchema = z.array(z.string().min(1));
 /** Where checkpoints are looked for when a host names no roots (`knownGood.defaultRoots`'s default). */
 export const DEFAULT_ROOTS: readonly string[] = ['/workspace/checkpoints'];
 
+/*
+ * Workspace trust. A folder's `.vscode/settings.json` is written by whoever wrote the repository: in a workspace the
+ * person has not trusted (VS Code's Restricted Mode), no value from it may choose a program Known Good runs, an
+ * argument word of one, the machine it runs on, or whether code inside a file is executed. Every `knownGood.*`
+ * setting is in exactly one of the two tables below (test/unit/trust.unit.test.ts checks them against package.json,
+ * whose `capabilities.untrustedWorkspaces.restrictedConfigurations` must list exactly CODE_RUNNING_SETTINGS), so a
+ * new setting cannot arrive without this decision.
+ */
+
+/** How far a setting is shared: package.json's `scope` (absent there means `window`). */
+export type SettingScope = 'application' | 'machine' | 'machine-overridable' | 'window' | 'resource';
+
+export interface CodeRunningSetting {
+  key: string;
+  /**
+   * `application`: only the person's own user settings, never a workspace's (nor a remote machine's: Known Good
+   * prefers to run in the local extension host, `extensionKind: ["ui", …]`, and VS Code reads `machine` and
+   * `machine-overridable` settings of a remote window from the remote's settings only). `window`: a trusted
+   * workspace may set it (a team's benchmark command is normal).
+   */
+  scope: SettingScope;
+  /** Why its value runs code. */
+  why: string;
+}
+
+/**
+ * Settings whose value becomes a program, an argument of one, the machine commands run on, or the decision to
+ * execute code inside a file. package.json lists them in `restrictedConfigurations`: in Restricted Mode VS Code hands
+ * the extension only the user's own value of each.
+ */
+export const CODE_RUNNING_SETTINGS: readonly CodeRunningSetting[] = [
+  {
+    key: 'knownGood.benchmark.command',
+    scope: 'window',
+    why: "run by the host's sh -c (Run My Benchmark Command, bisects, a restored env's speed)",
+  },
+  {
+    key: 'knownGood.localPython',
+    scope: 'application',
+    why: 'the program every probe of "This machine" runs as',
+  },
+  {
+    key: 'knownGood.allowTorchLoad',
+    scope: 'application',
+    why: "turns on torch.load of checkpoints: the person's consent to unpickling files on their hosts",
+  },
+  {
+    key: 'knownGood.knownHostsFile',
+    scope: 'application',
+    why: 'decides which host keys are accepted, so which machine receives the commands (and is appended to)',
+  },
+];
+
+/**
+ * The code-running setting a failure is about (a KnownGoodError's `detail.setting`), if any: in Restricted Mode the
+ * workspace's value of it was withheld, which may be why it is missing.
+ */
+export function codeRunningSettingOf(detail: Record<string, unknown> | undefined): string | undefined {
+  const key = detail?.['setting'];
+  return CODE_RUNNING_SETTINGS.find((s) => s.key === key)?.key;
+}
+
+/**
+ * Settings a workspace may set in any mode: each is data that reaches a process only as a validated argument word
+ * (`--cache-dir=…`), a path that is listed or read, a number or a switch of what is shown.
+ */
+export const DATA_SETTINGS: readonly string[] = [
+  // a regular expression over the command's output, a jsonl path read and a key in it
+  'knownGood.benchmark.throughputRegex',
+  'knownGood.benchmark.throughputJsonl',
+  'knownGood.benchmark.throughputKey',
+  // a baseline copy written only to ~/.known-good/baselines/ on the host
+  'knownGood.baselines.copyToRemote',
+  // globs, variable names and folders a probe receives as `--flag=value` words
+  'knownGood.env.scriptGlobs',
+  'knownGood.env.extraVariables',
+  'knownGood.env.cacheDirs',
+  // a team's host list is normal in a repository; its code-running fields are CODE_RUNNING_HOST_FIELDS
+  'knownGood.hosts',
+  // folders listed
+  'knownGood.defaultRoots',
+  'knownGood.localRoots',
+  // limits and display
+  'knownGood.connectTimeoutSeconds',
+  'knownGood.commandTimeoutSeconds',
+  'knownGood.includeSshConfigHosts',
+  'knownGood.sortSteps',
+  'knownGood.maxEntries',
+  'knownGood.maxOpenBytes',
+  'knownGood.autoRefreshSeconds',
+];
+
+/**
+ * Fields of a `knownGood.hosts` entry that run code: `python` is the program of every probe, `container` the prefix
+ * of every command (`custom` a program of its own; the others choose where everything runs), `slurm.binDir` holds
+ * the srun/squeue that are run, `slurm.conf` can name plugins srun loads, `slurm.allowNodesOutsideJobs` starts
+ * allocations on nodes outside the person's jobs. A host list can only be restricted whole by VS Code, and a team's
+ * list is worth keeping: in Restricted Mode the entries a workspace provides lose these fields instead (taking them
+ * from the user's own entry of the same name and host, if there is one).
+ */
+export const CODE_RUNNING_HOST_FIELDS = [
+  'python',
+  'container',
+  'slurm.binDir',
+  'slurm.conf',
+  'slurm.allowNodesOutsideJobs',
+] as const;
+export type CodeRunningHostField = (typeof CODE_RUNNING_HOST_FIELDS)[number];
+
+/** The other fields of a host entry: where to connect and what to list (tested: every schema field is in one). */
+export const DATA_HOST_FIELDS: readonly string[] = [
+  'name',
+  'host',
+  'port',
+  'user',
+  // a key file read here; only a signature leaves this machine
+  'identityFile',
+  // a hop whose host key is checked like any other
+  'proxyJump',
+  'roots',
+  'slurm.partition',
+  'slurm.maxNodesPerStep',
+  'slurm.concurrency',
+  'slurm.nodeTimeoutS',
+];
+
+/** What the extension knows of workspace trust when it reads the settings (the VS Code layer fills it in). */
+export interface SettingsTrust {
+  /** vscode.workspace.isTrusted. */
+  trusted: boolean;
+  /** The effective `knownGood.hosts` is the workspace's (or a folder's), not the user's. */
+  hostsFromWorkspace: boolean;
+  /** `knownGood.hosts` in the user's own settings (inspect().globalValue). */
+  userHosts: unknown;
+}
+
+/** A host entry of the workspace whose code-running fields are not used in Restricted Mode. */
+export interface RestrictedHost {
+  name: string;
+  ignored: CodeRunningHostField[];
+}
+
+type Entry = Record<string, unknown>;
+const isEntry = (v: unknown): v is Entry => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/**
+ * The workspace's host entries as Restricted Mode uses them: each code-running field is taken from the user's own
+ * entry with the same name and host, or left out; the entries, their order and every other field are kept. Works on
+ * the raw setting (before parsing), so a field is dropped whatever its value.
+ */
+export function restrictWorkspaceHosts(
+  workspaceHosts: unknown,
+  userHosts: unknown,
+): { hosts: unknown; restricted: RestrictedHost[] } {
+  if (!Array.isArray(workspaceHosts)) return { hosts: workspaceHosts, restricted: [] };
+  const own = (Array.isArray(userHosts) ? userHosts : []).filter(isEntry);
+  const restricted: RestrictedHost[] = [];
+  const hosts = workspaceHosts.map((entry: unknown) => {
+    if (!isEntry(entry)) return entry;
+    const mine = own.find((u) => u['name'] === entry['name'] && u['host'] === entry['host']);
+    const out: Entry = { ...entry, ...(isEntry(entry['slurm']) ? { slurm: { ...entry['slurm'] } } : {}) };
+    const ignored: CodeRunningHostField[] = [];
+    for (const field of CODE_RUNNING_HOST_FIELDS) {
+      const [top, sub] = field.split('.') as [string, string | undefined];
+      const key = sub ?? top;
+      // `slurm.conf` lives in the entry's `slurm` object (already a copy in `out`), `python` in the entry itself
+      const holder = sub === undefined ? out : isEntry(out[top]) ? out[top] : undefined;
+      if (holder?.[key] === undefined) continue;
+      const mineHolder = sub === undefined ? mine : isEntry(mine?.[top]) ? mine[top] : undefined;
+      const theirs = mineHolder?.[key];
+      // the same value in the user's own entry is the user's choice, not the workspace's
+      if (theirs !== undefined && JSON.stringify(theirs) === JSON.stringify(holder[key])) continue;
+      if (theirs === undefined) delete holder[key];
+      else holder[key] = theirs;
+      ignored.push(field);
+    }
+    if (ignored.length) restricted.push({ name: typeof entry['name'] === 'string' ? entry['name'] : '?', ignored });
+    return out;
+  });
+  return { hosts, restricted };
+}
+
 /** `knownGood.benchmark.*` as typed (trimmed, empty → undefined); core/bench validates it when a run needs it. */
 export interface BenchmarkSettings {
   command: string | undefined;
@@ -102,10 +284,24 @@ export interface KnownGoodSettings {
   baselines: Omit<BaselineSettings, 'problems'>;
   benchmark: BenchmarkSettings;
   problems: string[];
+  /** The workspace is not trusted (VS Code's Restricted Mode). */
+  restrictedMode: boolean;
+  /** In Restricted Mode: the workspace's host entries whose code-running fields are not used. */
+  restrictedHosts: RestrictedHost[];
 }
 
-export function parseSettings(get: (key: string) => unknown): KnownGoodSettings {
-  const parsed = parseHostsSetting(get('hosts'));
+/**
+ * `trust` absent: a trusted workspace (the CLI, tests). Untrusted, with the host list from the workspace: the
+ * entries lose their code-running fields (restrictWorkspaceHosts); VS Code itself already withholds the workspace's
+ * values of CODE_RUNNING_SETTINGS.
+ */
+export function parseSettings(get: (key: string) => unknown, trust?: SettingsTrust): KnownGoodSettings {
+  const restrictedMode = trust !== undefined && !trust.trusted;
+  const restriction =
+    restrictedMode && trust.hostsFromWorkspace
+      ? restrictWorkspaceHosts(get('hosts'), trust.userHosts)
+      : { hosts: get('hosts'), restricted: [] };
+  const parsed = parseHostsSetting(restriction.hosts);
   const problems = [...parsed.problems];
   const num = (key: string, dflt: number, min = Number.MIN_VALUE, what = 'a positive number of seconds'): number => {
     const v = get(key);
@@ -147,6 +343,8 @@ export function parseSettings(get: (key: string) => unknown): KnownGoodSettings 
       throughputKey: text('benchmark.throughputKey') ?? 'tok_per_s',
     },
     problems,
+    restrictedMode,
+    restrictedHosts: restriction.restricted,
   };
   problems.push(...baselineProblems);
   return settings;

@@ -1,5 +1,6 @@
 import * as vscode from 'vscode';
 import { KnownGoodError, messageOf, presentationOf } from '../core/errors';
+import { codeRunningSettingOf } from '../core/settings';
 import { EDIT_HOST, isHostSettingsFailure } from '../core/transport/sshErrors';
 import type { ResolvedTarget } from '../core/runs/listings';
 import {
@@ -10,8 +11,8 @@ import {
   type TargetKind,
   type TargetOf,
 } from '../core/runs/targets';
-import { Commands } from '../constants';
-import { showError, showInfo } from '../window';
+import { Commands, MANAGE_WORKSPACE_TRUST } from '../constants';
+import { executeCommand, showError, showInfo } from '../window';
 import type { Hosts } from './hosts';
 
 /** What a handler gets besides its target: the raw call, for the few that need more than the target. */
@@ -54,6 +55,8 @@ export interface CommandHostDeps {
   resolve(target: CommandTarget): ResolvedTarget | undefined;
   log: Pick<vscode.LogOutputChannel, 'info' | 'warn' | 'error' | 'show'>;
   track(d: vscode.Disposable): void;
+  /** The workspace is not trusted: a missing code-running setting may be the workspace's, withheld. */
+  restrictedMode(): boolean;
 }
 
 /** Decodes a call's arguments into a CommandCall (exported for the unit tests of the decoding). */
@@ -119,6 +122,11 @@ export function commandRegistrar(deps: CommandHostDeps): RegisterCommand {
       showHostFailure(deps.log, `${id}: ${message}`, e, hostId, retry);
       return;
     }
+    const setting = e instanceof KnownGoodError ? codeRunningSettingOf(e.detail) : undefined;
+    if (setting && deps.restrictedMode()) {
+      showRestrictedMode(deps.log, `${id}: ${message}`, setting);
+      return;
+    }
     if (how === 'silent') {
       deps.log.info(`${id}: ${message}`);
       return;
@@ -140,6 +148,22 @@ export function commandRegistrar(deps: CommandHostDeps): RegisterCommand {
   };
 
   return register as RegisterCommand;
+}
+
+/**
+ * A command needs a code-running setting that is not set, in Restricted Mode: the folder's own value of it (if it has
+ * one) is withheld, and only trusting the folder, or setting it in the user's own settings, changes that.
+ */
+function showRestrictedMode(log: Pick<vscode.LogOutputChannel, 'error'>, logLine: string, setting: string): void {
+  log.error(`${logLine} (Restricted Mode)`);
+  const manage = 'Manage Workspace Trust';
+  void showError(
+    `This folder is in Restricted Mode: Known Good does not take ${setting} from the folder's settings, and your ` +
+      `user settings do not set it. Trust the folder to use its value, or set your own.`,
+    manage,
+  ).then((choice) => {
+    if (choice === manage) void executeCommand(MANAGE_WORKSPACE_TRUST);
+  });
 }
 
 /**

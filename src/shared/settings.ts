@@ -1,5 +1,6 @@
 import * as vscode from 'vscode';
 import { parseSettings, type HostSettings, type KnownGoodSettings } from '../core/settings';
+import { isWorkspaceTrusted, onDidGrantWorkspaceTrust } from '../window';
 
 /** The `knownGood` section, as the container hands it over (getConfiguration is called only there). */
 export type ConfigSection = () => Pick<vscode.WorkspaceConfiguration, 'get' | 'inspect' | 'update'>;
@@ -18,11 +19,14 @@ export interface SettingsAccess {
 /**
  * The one reader of `knownGood.*`: parses the section with the core's parseSettings when the extension starts and
  * again on each change that affects it, then tells its listeners (the container applies hosts and timeouts first).
+ * It also reads workspace trust: in Restricted Mode the workspace's host entries lose their code-running fields
+ * (VS Code withholds the workspace's values of the restricted settings itself), and when the person grants trust
+ * the settings are read again (VS Code fires a configuration change only when a restricted value changes).
  */
 export class SettingsService implements SettingsAccess, vscode.Disposable {
   private readonly changed = new vscode.EventEmitter<KnownGoodSettings>();
   readonly onDidChange = this.changed.event;
-  private readonly sub: vscode.Disposable;
+  private readonly subs: vscode.Disposable[];
   current: KnownGoodSettings;
 
   constructor(
@@ -30,16 +34,26 @@ export class SettingsService implements SettingsAccess, vscode.Disposable {
     private readonly reportProblems: (problems: readonly string[]) => void,
   ) {
     this.current = this.read();
-    this.sub = vscode.workspace.onDidChangeConfiguration((e) => {
-      if (!e.affectsConfiguration('knownGood')) return;
+    const reread = () => {
       this.current = this.read();
       this.changed.fire(this.current);
-    });
+    };
+    this.subs = [
+      vscode.workspace.onDidChangeConfiguration((e) => {
+        if (e.affectsConfiguration('knownGood')) reread();
+      }),
+      onDidGrantWorkspaceTrust(reread),
+    ];
   }
 
   private read(): KnownGoodSettings {
     const cfg = this.section();
-    const s = parseSettings((k) => cfg.get(k));
+    const hosts = cfg.inspect<unknown>('hosts');
+    const s = parseSettings((k) => cfg.get(k), {
+      trusted: isWorkspaceTrusted(),
+      hostsFromWorkspace: hosts?.workspaceValue !== undefined || hosts?.workspaceFolderValue !== undefined,
+      userHosts: hosts?.globalValue,
+    });
     this.reportProblems(s.problems);
     return s;
   }
@@ -59,7 +73,7 @@ export class SettingsService implements SettingsAccess, vscode.Disposable {
   }
 
   dispose(): void {
-    this.sub.dispose();
+    for (const sub of this.subs) sub.dispose();
     this.changed.dispose();
   }
 }

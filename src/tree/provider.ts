@@ -126,13 +126,19 @@ export class RemoteRunsProvider implements vscode.TreeDataProvider<TreeNode>, vs
         ? 'container'
         : `${host.container.kind} ${host.container.id}`
       : undefined;
+    // What runs code in the workspace's entry for this host is not used until the folder is trusted: say so here,
+    // where the person sees the host behave differently from what the entry says.
+    const restricted = host.restricted?.length
+      ? `Restricted Mode: the folder's ${host.restricted.join(', ')} not used`
+      : undefined;
+    const detail = [where, container, restricted].filter(Boolean).join(' · ');
     return {
       id: host.id,
       label: host.name,
       state: st?.state ?? 'disconnected',
       // Nothing to connect to (this machine, a local container): never "not connected".
       ...(host.ssh ? {} : { local: true }),
-      ...(where || container ? { detail: [where, container].filter(Boolean).join(' · ') } : {}),
+      ...(detail ? { detail } : {}),
       ...(st?.error ? { error: st.error } : {}),
       ...(st?.errorCode ? { errorCode: st.errorCode } : {}),
     };

@@ -39,15 +39,25 @@ export interface ScenarioOptions {
     | boolean
     | {
         roots?: string[];
-        /** More keys of the test host's settings entry (e.g. `slurm`). */
-        entry?: Record<string, unknown>;
-        /** false: start the sshd only (a scenario adds the host itself). */
-        inSettings?: false;
+        /** More keys of the test host's settings entry (e.g. `slurm`), or a function of the scenario's temp folder. */
+        entry?: Record<string, unknown> | ((tmp: string) => Record<string, unknown>);
+        /**
+         * false: start the sshd only (a scenario adds the host itself). 'workspace': the entry goes into the opened
+         * folder's `.vscode/settings.json` (the known_hosts file stays in the user's settings).
+         */
+        inSettings?: false | 'workspace';
         /** Its name in knownGood.hosts (default `test-sshd`). */
         name?: string;
       };
   /** Folder the window opens (default: an empty one). */
   workspace?: string;
+  /**
+   * The opened folder's `.vscode/settings.json`, made from the scenario's temp folder and sshd (the folder is made
+   * in that temp folder unless `workspace` names one).
+   */
+  workspaceSettings?: (ctx: { tmp: string; sshd: TestSshd | undefined }) => Record<string, unknown>;
+  /** Workspace trust on and the folder not trusted: the window opens in Restricted Mode (default: trust off). */
+  restrictedMode?: boolean;
   /** Per-scenario time limit (default 120 s). */
   timeoutMs?: number;
 }
@@ -185,6 +195,7 @@ export function scenario(name: string, options: ScenarioOptions, body: (vs: Work
     const consoleLines: string[] = [];
     try {
       const settings: Record<string, unknown> = { 'knownGood.includeSshConfigHosts': false, ...options.settings };
+      const folderSettings: Record<string, unknown> = {};
       if (options.localRoots) settings['knownGood.localRoots'] = options.localRoots;
       if (options.sshHost) {
         const started = await startSshd();
@@ -197,26 +208,38 @@ export function scenario(name: string, options: ScenarioOptions, body: (vs: Work
           roots = [join(tmp, 'ssh-runs')];
           mkdirSync(roots[0]!, { recursive: true });
         }
-        const inSettings = typeof options.sshHost !== 'object' || options.sshHost.inSettings !== false;
-        const hosts = Array.isArray(settings['knownGood.hosts']) ? (settings['knownGood.hosts'] as unknown[]) : [];
-        if (inSettings)
-          settings['knownGood.hosts'] = [
-            ...hosts,
-            {
-              name: given?.name ?? TEST_SSH_HOST,
-              host: '127.0.0.1',
-              port: sshd.port,
-              user: sshd.user,
-              identityFile: sshd.identityFile,
-              roots,
-              ...given?.entry,
-            },
-          ];
-        if (inSettings) settings['knownGood.knownHostsFile'] = sshd.knownHostsFile;
+        const where = typeof options.sshHost !== 'object' ? 'user' : (options.sshHost.inSettings ?? 'user');
+        const entry = {
+          name: given?.name ?? TEST_SSH_HOST,
+          host: '127.0.0.1',
+          port: sshd.port,
+          user: sshd.user,
+          identityFile: sshd.identityFile,
+          roots,
+          ...(typeof given?.entry === 'function' ? given.entry(tmp) : given?.entry),
+        };
+        const into = where === 'workspace' ? folderSettings : where === 'user' ? settings : undefined;
+        if (into) {
+          const hosts = Array.isArray(into['knownGood.hosts']) ? (into['knownGood.hosts'] as unknown[]) : [];
+          into['knownGood.hosts'] = [...hosts, entry];
+          settings['knownGood.knownHostsFile'] = sshd.knownHostsFile;
+        }
+      }
+      const own = options.workspaceSettings?.({ tmp, sshd }) ?? {};
+      const ownHosts = Array.isArray(own['knownGood.hosts']) ? (own['knownGood.hosts'] as unknown[]) : [];
+      const sshdHosts = Array.isArray(folderSettings['knownGood.hosts']) ? folderSettings['knownGood.hosts'] : [];
+      Object.assign(folderSettings, own);
+      if (ownHosts.length || sshdHosts.length) folderSettings['knownGood.hosts'] = [...ownHosts, ...sshdHosts];
+      let workspace = options.workspace;
+      if (Object.keys(folderSettings).length) {
+        workspace ??= join(tmp, 'workspace');
+        mkdirSync(join(workspace, '.vscode'), { recursive: true });
+        writeFileSync(join(workspace, '.vscode', 'settings.json'), JSON.stringify(folderSettings, null, 2) + '\n');
       }
       server = await startServer({
         settings,
-        ...(options.workspace ? { workspace: options.workspace } : {}),
+        ...(workspace ? { workspace } : {}),
+        ...(options.restrictedMode ? { workspaceTrust: true } : {}),
         log: () => undefined,
       });
       browser = await launchBrowser({ headless: process.env['KG_UI_HEADED'] !== '1' });

@@ -33,6 +33,7 @@ export function customBenchmarkOf(settings: BenchmarkSettings): CustomBenchmark 
     throw new KnownGoodError(
       'settings',
       'set knownGood.benchmark.command first (e.g. cd /workspace && python train.py --max-steps 30)',
+      { setting: 'knownGood.benchmark.command' },
     );
   const r = customBenchmarkSchema.safeParse({
     command,
