@@ -69,6 +69,14 @@ const rootsSchema = z.array(z.string().min(1));
 /** Where checkpoints are looked for when a host names no roots (`knownGood.defaultRoots`'s default). */
 export const DEFAULT_ROOTS: readonly string[] = ['/workspace/checkpoints'];
 
+/**
+ * `knownGood.helper.spares`: children the resident helper keeps forked ahead of need on a host once idle (kg_pool
+ * MAX_SPARES is the same 8). Each is a process in the host's ps holding ~2 MB of its own (docs/architecture.md "What
+ * runs on a host"); 4 serve a burst after a pause nearly as fast as the 24 the helper once kept.
+ */
+export const DEFAULT_HELPER_SPARES = 4;
+export const helperSparesSchema = z.number().int().min(1).max(8);
+
 /** `knownGood.benchmark.*` as typed (trimmed, empty → undefined); core/bench validates it when a run needs it. */
 export interface BenchmarkSettings {
   command: string | undefined;
@@ -99,6 +107,8 @@ export interface KnownGoodSettings {
   /** 0: off. */
   autoRefreshSeconds: number;
   allowTorchLoad: boolean;
+  /** `knownGood.helper.spares` (applies when a host's helper next starts). */
+  helperSpares: number;
   baselines: Omit<BaselineSettings, 'problems'>;
   benchmark: BenchmarkSettings;
   problems: string[];
@@ -125,6 +135,11 @@ export function parseSettings(get: (key: string) => unknown): KnownGoodSettings 
   const localRoots =
     Array.isArray(local) && local.length && local.every((x) => typeof x === 'string') ? local : undefined;
   const { problems: baselineProblems, ...baselines } = parseBaselineSettings(get);
+  const sparesRaw = get('helper.spares');
+  const spares = helperSparesSchema.safeParse(sparesRaw ?? DEFAULT_HELPER_SPARES);
+  if (!spares.success) {
+    problems.push(`knownGood.helper.spares: expected a whole number from 1 to 8, got ${JSON.stringify(sparesRaw)}`);
+  }
   const settings: KnownGoodSettings = {
     hosts: parsed.hosts,
     defaultRoots: roots.success ? roots.data : [...DEFAULT_ROOTS],
@@ -139,6 +154,7 @@ export function parseSettings(get: (key: string) => unknown): KnownGoodSettings 
     maxOpenBytes: num('maxOpenBytes', 4 * 1024 * 1024, 1, 'a positive number of bytes'),
     autoRefreshSeconds: num('autoRefreshSeconds', 0, 0, 'a number of seconds (0: off)'),
     allowTorchLoad: get('allowTorchLoad') === true,
+    helperSpares: spares.success ? spares.data : DEFAULT_HELPER_SPARES,
     baselines,
     benchmark: {
       command: text('benchmark.command'),
