@@ -32,11 +32,11 @@ that dies without answering (SIGXCPU at the CPU limit, the OOM killer) is
 answered with the signal named.
 
 Small requests at the cost of two process wake-ups: a request is served by a
-child forked before it arrived (two of them wait while requests run, the client's
-``--spares`` once the helper has been idle a moment, one once it has been idle
-SHRINK_S: kg_pool), which has already
-executed the last request's probe module and its modules (compiled once, here)
-and applied its limits (python/kg_spare.py).  On Linux the children are forked
+child forked before it arrived (the client's ``--spares`` of them once the helper
+has been idle a moment, one once it has been idle SHRINK_S; while requests run a
+spare taken is replaced when none is left: kg_pool), which has already executed
+the last request's probe module and its modules (compiled once, here) and
+applied its limits (python/kg_spare.py).  On Linux the children are forked
 by a zygote (python/kg_zygote.py), so this process never forks after start and
 never pays the copy-on-write faults a fork leaves behind.  Asked ("timing":
 true), an answer says where its time went (kg_frame.timing): npm run bench
@@ -583,7 +583,7 @@ class Helper(SparePool):
         except Exception:  # noqa: BLE001
             pass
         self.prctl = kg_spare.prctl_fn()
-        kg_spare.init_title(self.prctl)
+        kg_spare.init_title()
         kg_spare.set_title("known-good helper", b"kg-helper")
         wake_r, wake_w = os.pipe()
         os.set_blocking(wake_r, False)

@@ -431,14 +431,20 @@ void test('idle past its time (a minute; none here), the helper keeps one spare,
     await burst(own);
     const { pid } = await own.helperStatus();
     // Counted as ps shows them: the zygote and one spare, both asleep, nothing else (the old helper kept 24 for good).
-    const procs = await belowWhen(
+    await belowWhen(
       pid,
       (ps) => ps.size === 2 && [...ps.values()].every((p) => p.states[0] === 'S'),
       'not the zygote and one spare',
     );
     const st = await statusWhen(own, (s) => s.atRest);
     assert.deepEqual([st.target, st.spares.length], [1, 1]);
-    assert.deepEqual(new Set(procs.keys()), new Set([st.zygote, ...st.spares]));
+    // A spare asked for during the burst may have come after that count: the helper ends it, the zygote reaps it.
+    const kept = new Set([st.zygote!, ...st.spares]);
+    await belowWhen(
+      pid,
+      (ps) => ps.size === kept.size && [...ps.keys()].every((p) => kept.has(p)),
+      'not the zygote and the spare the helper kept',
+    );
     const next = await own.run(hostInfoProbe(), { timing: true });
     assert.deepEqual([next.value.pid, next.timing?.how], [st.spares[0], 'prepared']);
   } finally {
