@@ -273,7 +273,7 @@ export async function probeWorkMs(
 export const IDLE_PAUSE_MS = 200;
 
 /** Untimed, before each request a case times: the pause the user's clicks and the dashboard's polls leave, in which
- * the resident helper makes its pool of spares (kg_helper POOL, IDLE_S 50 ms). */
+ * the resident helper makes its spares (knownGood.helper.spares, kg_pool IDLE_S 50 ms). */
 export function idlePause(ms = IDLE_PAUSE_MS): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
 }

@@ -7,7 +7,9 @@ on stdin, each answered with host_info's envelope on stdout, by the least code t
 
 No deadlines, no cancel, no limits, no state, no framing beyond the line: what is left is the processes, pipes and
 wake-ups the design needs, and the probe's own work (kg_common.call_probe of host_info, as the helper's child runs
-it). Spares are made as the helper makes them: POOL of them once no request has come for IDLE_S.
+it). Spares are made ahead as the helper once made them: POOL of them once no request has come for IDLE_S, one for
+each request of a burst (the helper now keeps knownGood.helper.spares, 4 by default): the floor of a child forked
+ahead of every request.
 """
 import gc
 import json

@@ -1,6 +1,7 @@
 """Known Good resident helper (stdlib only, Python 3.8+, Linux/macOS).
 
-Started once per host connection as ``python3 -u -c <loader>``; the loader reads
+Started once per host connection as ``python3 -u -c <loader> --spares N --shrink-after-ms M`` (kg_pool
+pool_options; it then names itself "known-good helper" in ps, kg_spare.set_title); the loader reads
 kg_modules, kg_common and this source as the first stdin line (JSON) and executes them.  The
 client sends nothing else until the ready line.  Then it answers JSON-line
 requests on the same channel:
@@ -10,6 +11,7 @@ requests on the same channel:
   <- {"id": 1, "ok": false, "error": {"message": "...", "code": "..."}}
   -> {"op": "cancel", "id": 1}          (kills request 1; answered with code "cancelled")
   -> {"id": 2, "op": "ping"}
+  -> {"id": 3, "op": "status"}          (the pool of spares: kg_pool.SparePool.pool_status)
 
 ``src`` is sent only the first time a probe (by hash) is used; afterwards the
 client sends the hash alone, and an unknown hash is answered with code
@@ -30,10 +32,11 @@ that dies without answering (SIGXCPU at the CPU limit, the OOM killer) is
 answered with the signal named.
 
 Small requests at the cost of two process wake-ups: a request is served by a
-child forked before it arrived (SPARES of them wait, POOL once the helper has
-been idle a moment, so that a burst never waits for a fork), which has already
-executed the last request's probe module and its modules (compiled once, here)
-and applied its limits (python/kg_spare.py).  On Linux the children are forked
+child forked before it arrived (the client's ``--spares`` of them once the helper
+has been idle a moment, one once it has been idle SHRINK_S; while requests run a
+spare taken is replaced when none is left: kg_pool), which has already executed
+the last request's probe module and its modules (compiled once, here) and
+applied its limits (python/kg_spare.py).  On Linux the children are forked
 by a zygote (python/kg_zygote.py), so this process never forks after start and
 never pays the copy-on-write faults a fork leaves behind.  Asked ("timing":
 true), an answer says where its time went (kg_frame.timing): npm run bench
@@ -60,7 +63,7 @@ from collections import deque
 import kg_common
 import kg_spare
 import kg_zygote
-from kg_pool import IDLE_S, POOL, SparePool  # noqa: F401 (POOL, IDLE_S: the tests and docs read them here)
+from kg_pool import IDLE_S, SparePool, UsageError, pool_options  # noqa: F401 (IDLE_S: the docs read it here)
 from kg_frame import (GROUP_AT_REAP, HEAD, PIPE_BUF, STATE_HEAD, STATE_BYTES, Job, answered_directly, died,
                       direct_channel, exited,
                       kill_group, merge_state, same_file, secs, timing, write_all)
@@ -121,8 +124,9 @@ class Helper(SparePool):
         self.direct = False
         self.locked = False  # the channel's lock, held while a line is part-way out
         self.compile_s = 0.0
-        self.t_active = 0.0  # when a request was last running or waiting (time.monotonic): POOL waits IDLE_S past it
+        self.t_active = 0.0  # when a request was last running or waiting (time.monotonic): kg_pool's clock
         self.retry_at = 0.0  # no spare is asked for before then (time.monotonic): the zygote's last fork failed
+        self.max_spares, self.shrink_s = pool_options(())  # the client's, from serve()
 
     # ------------------------------------------------------------------------------------------------ output
     def send(self, doc):
@@ -243,6 +247,10 @@ class Helper(SparePool):
         try:
             if op == "ping":
                 self.send({"id": rid, "ok": True, "result": "pong", "python": kg_common.interpreter()})
+            elif op == "status":
+                # Not a request: it does not count as activity (kg_pool's idle clock), so asking does not keep the
+                # pool from shrinking.
+                self.send({"id": rid, "ok": True, "result": self.pool_status()})
             elif op == "cancel":
                 self.cancel(rid)
             elif op == "probe":
@@ -546,16 +554,21 @@ class Helper(SparePool):
         now = time.monotonic()
         pending = [j.deadline - now for j in self.by_id.values() if not j.answered]
         pending += [j.deadline + STATE_GRACE_S - now for j in self.running.values() if j.killed is None]
-        if self.zygote is not None and len(self.spares) < POOL and not (self.zygote.asked or self.by_id or self.queue):
-            # The pool is made once the helper is idle (and not before a failed fork's retry).
-            pending.append(max(self.idle_for(), self.retry_at - now))
+        pool = self.pool_timeout()
+        if pool is not None:
+            pending.append(pool)
         if not pending:
             return None
         return max(0.0, min(pending))
 
     # ------------------------------------------------------------------------------------------------ the loop
-    def serve(self):
+    def serve(self, argv=()):
         self.max_out = kg_common.LIMITS.get("output") or (1 << 30)
+        try:
+            self.max_spares, self.shrink_s = pool_options(argv)
+        except UsageError as e:
+            sys.stderr.write("kg_helper: %s\n" % (e,))
+            sys.exit(2)
         for name in PRELOAD:
             try:
                 __import__(name)
@@ -570,6 +583,8 @@ class Helper(SparePool):
         except Exception:  # noqa: BLE001
             pass
         self.prctl = kg_spare.prctl_fn()
+        kg_spare.init_title()
+        kg_spare.set_title("known-good helper", b"kg-helper")
         wake_r, wake_w = os.pipe()
         os.set_blocking(wake_r, False)
         os.set_blocking(wake_w, False)
@@ -580,6 +595,8 @@ class Helper(SparePool):
             signal.signal(sig, self._on_stop_signal)
         signal.signal(signal.SIGCHLD, lambda *_: None)
         self.direct = direct_channel()
+        # A fresh helper counts as busy: its first requests come now (a host's tree expanding).
+        self.t_active = time.monotonic()
         # Before the ready line: a client (or a test) that sees it finds the zygote there.
         self.zygote = kg_zygote.Zygote.start(self)
         self.send({"ready": self.nonce, "python": kg_common.interpreter()})
@@ -645,4 +662,4 @@ class Helper(SparePool):
 
 
 def serve(nonce):
-    Helper(nonce).serve()
+    Helper(nonce).serve(sys.argv[1:])

@@ -6,6 +6,7 @@ file of its own size. Shipped with the helper (src/core/probes/sources.ts HELPER
 """
 import gc
 import os
+import re
 import signal
 import time
 from typing import Any  # noqa: F401 (type comments)
@@ -13,17 +14,47 @@ from typing import Any  # noqa: F401 (type comments)
 import kg_spare
 from kg_frame import kill_group
 
-# Children forked ahead of need, idle until a request comes: two where the zygote forks them, so that requests back
-# to back (a poll, a burst of clicks) do not wait for the next one to be made; one where this process forks them.
-SPARES = 2
-# Where the zygote forks them: the spares made once no request has run or waited for IDLE_S, so that a burst after a
-# pause (a host's tree expanding, a dashboard opening) finds each request's child forked and its probe's module
-# executed, and none of them waits for a fork or competes with one. One is asked for at a time (the next once the
-# zygote says it forked the last), and none while a request runs. Their cost: an idle spare holds 1.5-1.9 MB of
-# memory of its own (USS; PSS 4.3-4.5 MB, from /proc/PID/smaps_rollup, python 3.11 here), ~45 MB for POOL of them.
-POOL = 24
+# How many children wait, forked ahead of need, is the client's to say (knownGood.helper.spares, passed as
+# ``--spares N``): at most MAX_SPARES (no more requests run at once), SPARES_DEFAULT without a word from it (a helper
+# run by hand). Each idle spare holds memory of its own and is one more process in the host owner's ps: see
+# docs/architecture.md "What runs on a host" for what each holds.
+MAX_SPARES = 8
+SPARES_DEFAULT = 4
+# While requests run, a spare taken is replaced only once fewer than BUSY_SPARES are left (where the zygote forks
+# them; one where this process forks them): a burst no longer than the pool makes no process while it runs (each
+# costs ~2.5 ms of CPU, 500 page faults, on the request's time on a small host: 4 requests back to back 8.4 ms with
+# two kept, 5.7 with one, 4.8 with 24 made ahead), and a longer one finds the next spare on its way.
+BUSY_SPARES = 1
+# Once no request has run or waited for IDLE_S, the zygote is asked for the rest up to the client's number, one at a
+# time (the next once it says it forked the last) and none while a request runs, so that a burst after a pause (a
+# host's tree expanding, a dashboard opening) finds its first requests' children forked and their probe's module
+# executed.
 IDLE_S = 0.05
+# Once idle SHRINK_S (the client's ``--shrink-after-ms``), all but one go: a host nobody is looking at keeps the
+# helper, its zygote and one spare. The next request finds that one; the pool grows back once idle again.
+SHRINK_S = 60.0
 FORK_RETRY_S = 5.0
+
+
+class UsageError(ValueError):
+    pass
+
+
+def pool_options(argv):
+    """The client's words after the loader (core/probes/runner.ts helperArgv): (spares, shrink-after seconds).
+    Anything else is refused: these words are data, validated, never passed on."""
+    spares, shrink_s = SPARES_DEFAULT, SHRINK_S
+    words = list(argv)
+    while words:
+        opt = words.pop(0)
+        val = words.pop(0) if words else ""
+        if opt == "--spares" and re.match(r"[0-9]{1,2}\Z", val) and 1 <= int(val) <= MAX_SPARES:
+            spares = int(val)
+        elif opt == "--shrink-after-ms" and re.match(r"[0-9]{1,9}\Z", val):
+            shrink_s = int(val) / 1000.0
+        else:
+            raise UsageError("expected --spares 1-%d or --shrink-after-ms MS, got %r %r" % (MAX_SPARES, opt, val))
+    return spares, shrink_s
 
 
 class SparePool(object):
@@ -37,6 +68,9 @@ class SparePool(object):
     spares = None  # type: Any
     prep = None  # type: Any
     t_active = 0.0
+    retry_at = 0.0
+    max_spares = SPARES_DEFAULT
+    shrink_s = SHRINK_S
     ended = None  # type: Any
     on_child_output = None  # type: Any
     _settle = None  # type: Any
@@ -46,11 +80,17 @@ class SparePool(object):
         the zygote where there is one (then this process never forks, see kg_zygote), else forked here."""
         zygote = self.zygote
         if zygote is not None:
+            idle = self.idle_s()
+            if idle >= self.shrink_s:
+                # Idle long enough: one spare stays (asked ones on their way go when they come).
+                self.drop_spares(keep=1)
             if time.monotonic() < self.retry_at:
                 return
-            more = SPARES - len(self.spares) - len(zygote.asked)
-            if more <= 0 and not zygote.asked and len(self.spares) < POOL and self.idle_for() <= 0:
-                more = 1
+            have = len(self.spares) + len(zygote.asked)
+            more = self.spare_target(idle) - have
+            if idle >= IDLE_S and idle < self.shrink_s:
+                # Idle: the rest one at a time, above what a request needs at once.
+                more = max(min(BUSY_SPARES, self.max_spares) - have, 1 if more > 0 and not zygote.asked else 0)
             for _ in range(more):
                 if not zygote.ask(self.prep):
                     self.zygote_later.append(None)  # stopped from the loop (this may run inside a start)
@@ -78,11 +118,55 @@ class SparePool(object):
             pass
         self.spares.append((pid, ctl_w, rfd, self.prep[0] if self.prep is not None else None))
 
-    def idle_for(self):
-        """Seconds until the helper counts as idle (no request running or waiting for IDLE_S): <= 0 once it is."""
+    def idle_s(self):
+        """Seconds since a request last ran or waited (0 while one does)."""
         if self.by_id or self.queue:
-            return IDLE_S
-        return self.t_active + IDLE_S - time.monotonic()
+            return 0.0
+        return max(0.0, time.monotonic() - self.t_active)
+
+    def spare_target(self, idle):
+        """How many spares the pool holds after ``idle`` seconds without a request."""
+        if idle >= self.shrink_s:
+            return 1
+        if idle >= IDLE_S:
+            return self.max_spares
+        return min(BUSY_SPARES, self.max_spares)
+
+    def pool_timeout(self):
+        """Seconds until the pool changes by itself (grows once idle, shrinks after SHRINK_S), or None."""
+        zygote = self.zygote
+        if zygote is None or zygote.asked or self.by_id or self.queue:
+            return None
+        idle = self.idle_s()
+        waits = []
+        if len(self.spares) < self.max_spares and idle < IDLE_S:
+            waits.append(IDLE_S - idle)
+        if len(self.spares) < self.spare_target(idle):
+            waits.append(max(0.0, self.retry_at - time.monotonic()))
+        if len(self.spares) > 1 and idle < self.shrink_s:
+            waits.append(self.shrink_s - idle)
+        return min(waits) if waits else None
+
+    def pool_status(self):
+        """What the "status" op answers: the spares (their pids), how many are on their way, what the pool is
+        heading for, and whether it is at rest (nothing running, asked or missing: it changes only by itself)."""
+        zygote = self.zygote
+        idle = self.idle_s()
+        asked = len(zygote.asked) if zygote is not None else 0
+        target = self.spare_target(idle) if zygote is not None else 1
+        return {
+            "spares": [sp[0] for sp in self.spares],
+            "asked": asked,
+            "target": target,
+            "max": self.max_spares,
+            "shrinkAfterS": self.shrink_s,
+            "idleS": round(idle, 3),
+            "running": len(self.running),
+            "pid": os.getpid(),
+            "zygote": zygote.pid if zygote is not None else None,
+            "atRest": (not self.running and not self.by_id and not self.queue and not asked and idle >= IDLE_S
+                       and len(self.spares) == target),
+        }
 
     def on_zygote(self, wait_s=0.0):
         """Takes what the zygote said: a spare it forked, a child of it that ended. Waiting (from fork, while a
@@ -139,8 +223,14 @@ class SparePool(object):
                 self.on_child_output(job)
             self._settle(job)
 
-    def drop_spares(self):
-        while self.spares:
+    def drop_spares(self, keep=0):
+        """Ends the spares but ``keep`` of them (those prepared for the last request's probe stay first)."""
+        if len(self.spares) <= keep:
+            return
+        last = self.prep[0] if self.prep is not None else None
+        # Kept: those prepared for the last probe, the oldest first (ready the longest); the others go first.
+        self.spares.sort(key=lambda sp: sp[3] != last)
+        while len(self.spares) > keep:
             pid, ctl, rfd, _ = self.spares.pop()
             os.close(ctl)
             os.close(rfd)

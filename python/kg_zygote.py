@@ -172,6 +172,7 @@ def _zygote(helper, sock, theirs):
     """The zygote's loop: forks a spare per request of the helper and reports how each ended; never returns."""
     try:
         chan = kg_spare.child_setup(helper, [theirs.fileno()])
+        kg_spare.set_title("known-good zygote", b"kg-zygote")
         prctl, zpid = helper.prctl, os.getpid()
         wake_r, wake_w = os.pipe()
         os.set_blocking(wake_r, False)

@@ -66,7 +66,11 @@ export class Container implements vscode.Disposable {
       prompts: vscodePrompts(context.secrets),
       log: (line) => this.log.info(line),
     };
-    this.registry = new HostRegistry({ commandTimeoutMs: current.commandTimeoutMs, ssh: this.sshOptions });
+    this.registry = new HostRegistry({
+      commandTimeoutMs: current.commandTimeoutMs,
+      helperSpares: current.helperSpares,
+      ssh: this.sshOptions,
+    });
     this.track({ dispose: () => this.registry.dispose() });
     this.applyHosts();
     this.hosts = hostsOf(this.registry);
@@ -139,6 +143,7 @@ export class Container implements vscode.Disposable {
     this.track(
       this.settings.onDidChange((s) => {
         this.registry.setCommandTimeout(s.commandTimeoutMs);
+        this.registry.setHelperSpares(s.helperSpares);
         const before = this.hostKeys();
         this.applyHosts();
         // Only the hosts whose settings changed are listed again: the others keep their listing and their expanded

@@ -19,6 +19,8 @@ export interface HostSession {
 export interface RegistryOptions {
   ssh: SshOptions;
   commandTimeoutMs: number;
+  /** `knownGood.helper.spares` (undefined: the runner's default). */
+  helperSpares?: number;
 }
 
 /**
@@ -54,6 +56,12 @@ export class HostRegistry {
     for (const s of this.sessions.values()) s.session.probes.timeoutMs = ms;
   }
 
+  /** `knownGood.helper.spares` changed: each host's helper keeps that many from its next start (a reconnect). */
+  setHelperSpares(n: number): void {
+    this.options.helperSpares = n;
+    for (const s of this.sessions.values()) s.session.probes.spares = n;
+  }
+
   hosts(): readonly HostSpec[] {
     return this.specs;
   }
@@ -81,7 +89,11 @@ export class HostRegistry {
     if (spec.ssh) transport = pool.transport(spec.ssh, spec.name);
     else transport = new LocalTransport(spec.name);
     if (spec.container) transport = new ContainerTransport(transport, spec.container, spec.name);
-    const probes = new ProbeRunner(transport, { python: spec.python, timeoutMs: this.options.commandTimeoutMs });
+    const probes = new ProbeRunner(transport, {
+      python: spec.python,
+      timeoutMs: this.options.commandTimeoutMs,
+      ...(this.options.helperSpares !== undefined ? { spares: this.options.helperSpares } : {}),
+    });
     const endpoint = spec.ssh;
     return {
       spec,

@@ -136,6 +136,8 @@ export function codeRunningSettingOf(detail: Record<string, unknown> | undefined
  * (`--cache-dir=…`), a path that is listed or read, a number or a switch of what is shown.
  */
 export const DATA_SETTINGS: readonly string[] = [
+  // how many spare processes the resident helper keeps: a number from 1 to 8
+  'knownGood.helper.spares',
   // a regular expression over the command's output, a jsonl path read and a key in it
   'knownGood.benchmark.throughputRegex',
   'knownGood.benchmark.throughputJsonl',
@@ -250,6 +252,13 @@ export function restrictWorkspaceHosts(
   });
   return { hosts, restricted };
 }
+/**
+ * `knownGood.helper.spares`: children the resident helper keeps forked ahead of need on a host once idle (kg_pool
+ * MAX_SPARES is the same 8). Each is a process in the host's ps holding ~2 MB of its own (docs/architecture.md "What
+ * runs on a host"); 4 serve a burst after a pause nearly as fast as the 24 the helper once kept.
+ */
+export const DEFAULT_HELPER_SPARES = 4;
+export const helperSparesSchema = z.number().int().min(1).max(8);
 
 /** `knownGood.benchmark.*` as typed (trimmed, empty → undefined); core/bench validates it when a run needs it. */
 export interface BenchmarkSettings {
@@ -281,6 +290,8 @@ export interface KnownGoodSettings {
   /** 0: off. */
   autoRefreshSeconds: number;
   allowTorchLoad: boolean;
+  /** `knownGood.helper.spares` (applies when a host's helper next starts). */
+  helperSpares: number;
   baselines: Omit<BaselineSettings, 'problems'>;
   benchmark: BenchmarkSettings;
   problems: string[];
@@ -321,6 +332,11 @@ export function parseSettings(get: (key: string) => unknown, trust?: SettingsTru
   const localRoots =
     Array.isArray(local) && local.length && local.every((x) => typeof x === 'string') ? local : undefined;
   const { problems: baselineProblems, ...baselines } = parseBaselineSettings(get);
+  const sparesRaw = get('helper.spares');
+  const spares = helperSparesSchema.safeParse(sparesRaw ?? DEFAULT_HELPER_SPARES);
+  if (!spares.success) {
+    problems.push(`knownGood.helper.spares: expected a whole number from 1 to 8, got ${JSON.stringify(sparesRaw)}`);
+  }
   const settings: KnownGoodSettings = {
     hosts: parsed.hosts,
     defaultRoots: roots.success ? roots.data : [...DEFAULT_ROOTS],
@@ -335,6 +351,7 @@ export function parseSettings(get: (key: string) => unknown, trust?: SettingsTru
     maxOpenBytes: num('maxOpenBytes', 4 * 1024 * 1024, 1, 'a positive number of bytes'),
     autoRefreshSeconds: num('autoRefreshSeconds', 0, 0, 'a number of seconds (0: off)'),
     allowTorchLoad: get('allowTorchLoad') === true,
+    helperSpares: spares.success ? spares.data : DEFAULT_HELPER_SPARES,
     baselines,
     benchmark: {
       command: text('benchmark.command'),

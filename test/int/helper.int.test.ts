@@ -19,7 +19,8 @@ import { metricsReduceProbe } from '../../src/core/metrics/metricsProbe';
 import { readFileProbe } from '../../src/core/remote/readFile';
 import { hostInfoProbe } from '../../src/core/probes/hostProbes';
 import { defineProbe } from '../../src/core/probes/probe';
-import { ProbeRunner } from '../../src/core/probes/runner';
+import { ProbeRunner, type HelperStatus } from '../../src/core/probes/runner';
+import { DEFAULT_HELPER_SPARES } from '../../src/core/settings';
 import { setProbeSource } from '../../src/core/probes/sources';
 import type { Transport } from '../../src/core/transport/types';
 import { z } from 'zod';
@@ -32,8 +33,8 @@ import { waitUntil } from '../support/process';
 // The resident helper over a real sshd: each request runs in its own child on the host, which is killed at its
 // deadline or on cancel (with the workers it forked), so nothing keeps running; large answers stream in linear time.
 
-/** kg_helper.py POOL: the most children it keeps forked ahead of need, idle (made while it is idle). */
-const POOL = 24;
+/** knownGood.helper.spares's default: the most children the helper keeps forked ahead of need, idle. */
+const SPARES = DEFAULT_HELPER_SPARES;
 
 let sshd: TestSshd;
 let pool: SshPool;
@@ -108,7 +109,7 @@ function processesUnderSshd(): Proc[] {
 }
 
 /**
- * The processes of the helper's requests, its children or its zygote's (up to POOL, idle, are forked ahead for
+ * The processes of the helper's requests, its children or its zygote's (up to SPARES, idle, are forked ahead for
  * the next requests), and whether anything below sshd is burning CPU or left a zombie.
  */
 function helperState(): {
@@ -118,7 +119,8 @@ function helperState(): {
   workers: number[];
 } {
   const procs = processesUnderSshd();
-  const helpers = new Set(procs.filter((p) => p.cmd.includes('kg_helper')).map((p) => p.pid));
+  // What ps shows of the helper (kg_spare.set_title).
+  const helpers = new Set(procs.filter((p) => p.cmd.trim() === 'known-good helper').map((p) => p.pid));
   const topHelpers = [...helpers].filter((pid) => !helpers.has(procs.find((p) => p.pid === pid)!.ppid));
   const zygotes = procs.filter((p) => topHelpers.includes(p.ppid) && p.comm === 'kg-zygote').map((p) => p.pid);
   const children = procs.filter(
@@ -152,7 +154,7 @@ async function settled(): Promise<boolean> {
   return waitUntil(() => {
     const s = helperState();
     // A held worker (stopped) stays until killed: the certain sign, with a pool of any size, that a request was not.
-    return s.children <= POOL && s.running.length === 0 && s.workers.length === 0;
+    return s.children <= SPARES && s.running.length === 0 && s.workers.length === 0;
   }, 30_000);
 }
 
@@ -324,6 +326,127 @@ void test("a probe's modules travel with it: sent when the helper lacks them, by
     assert.equal(sentWith('WHO = \\"a1\\"'), 1, 'the unchanged one stayed home');
     // One-shot over the same connection carries them all in its program.
     assert.equal((await own.runOnce(probe())).value.got, 'a1+b2');
+  } finally {
+    own.dispose();
+  }
+});
+
+/** Every process below `root` on this machine (where the test sshd runs the helper), from /proc. */
+function below(root: number): Map<number, Proc> {
+  const all = new Map<number, Proc>();
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const { ppid, state } = stat(`/proc/${name}/stat`);
+      const cmd = readFileSync(`/proc/${name}/cmdline`, 'utf8').replace(/\0/g, ' ').trim();
+      const comm = readFileSync(`/proc/${name}/comm`, 'utf8').trim();
+      all.set(Number(name), { pid: Number(name), ppid, states: [state], cmd, comm });
+    } catch {
+      /* gone meanwhile */
+    }
+  }
+  const out = new Map<number, Proc>();
+  const seen = new Set([root]);
+  let grew = true;
+  while (grew) {
+    grew = false;
+    for (const p of all.values()) {
+      if (!seen.has(p.pid) && seen.has(p.ppid)) {
+        seen.add(p.pid);
+        out.set(p.pid, p);
+        grew = true;
+      }
+    }
+  }
+  return out;
+}
+
+/** The helper's status once `done` says so (asked again until then; the guard only ends a pool that never gets there). */
+async function statusWhen(r: ProbeRunner, done: (s: HelperStatus) => boolean): Promise<HelperStatus> {
+  let last: HelperStatus | undefined;
+  const reached = await waitUntilAsync(async () => done((last = await r.helperStatus())), 60_000);
+  assert.ok(reached, `the helper's pool never got there: ${JSON.stringify(last)}`);
+  return last!;
+}
+
+async function waitUntilAsync(check: () => Promise<boolean>, ms: number): Promise<boolean> {
+  const until = Date.now() + ms;
+  while (Date.now() < until) {
+    if (await check()) return true;
+    await new Promise((res) => setTimeout(res, 20));
+  }
+  return check();
+}
+
+/** The processes below the helper once `done` holds of them (looked at again until then). */
+async function belowWhen(pid: number, done: (ps: Map<number, Proc>) => boolean, what: string) {
+  let ps = below(pid);
+  const reached = await waitUntil(() => done((ps = below(pid))), 60_000, 20);
+  assert.ok(reached, `${what}: ${ps.size} processes below the helper: ${JSON.stringify([...ps.values()])}`);
+  return ps;
+}
+
+/** Requests as a tree's expand sends them: 20 one after the other, then 20 in flight at once. */
+async function burst(r: ProbeRunner): Promise<void> {
+  for (let i = 0; i < 20; i++) await r.run(hostInfoProbe());
+  await Promise.all(Array.from({ length: 20 }, () => r.run(hostInfoProbe())));
+}
+
+void test('idle after a burst, the host holds the helper, its zygote and the spares knownGood.helper.spares asks for, named in ps', async () => {
+  const own = new ProbeRunner(pool.transport(endpointOf(sshd), 'test-sshd'), {
+    python: 'python3',
+    timeoutMs: 60_000,
+    spares: 3,
+  });
+  try {
+    await burst(own);
+    const st = await statusWhen(own, (s) => s.atRest);
+    assert.deepEqual([st.spares.length, st.max], [3, 3]);
+    // The requests' children gone (reaped by the zygote): what is left is what the helper keeps while idle.
+    const kept = new Set([st.zygote!, ...st.spares]);
+    const procs = await belowWhen(
+      st.pid,
+      (ps) => ps.size === kept.size && [...ps.keys()].every((p) => kept.has(p)),
+      'not only the zygote and the spares',
+    );
+    // The helper, its zygote and 3 spares: the helper once kept 24 spares (26 processes in all).
+    assert.ok(procs.size + 1 <= 3 + 2, `${procs.size + 1} processes`);
+    assert.equal(readFileSync(`/proc/${st.pid}/cmdline`, 'utf8').replace(/\0+$/, ''), 'known-good helper');
+    assert.deepEqual([procs.get(st.zygote!)?.comm, procs.get(st.zygote!)?.cmd], ['kg-zygote', 'known-good zygote']);
+    for (const pid of st.spares)
+      assert.deepEqual([procs.get(pid)?.comm, procs.get(pid)?.cmd], ['kg-spare', 'known-good spare']);
+  } finally {
+    own.dispose();
+  }
+});
+
+void test('idle past its time (a minute; none here), the helper keeps one spare, and the next request takes it', async () => {
+  const own = new ProbeRunner(pool.transport(endpointOf(sshd), 'test-sshd'), {
+    python: 'python3',
+    timeoutMs: 60_000,
+    spares: 4,
+    shrinkAfterMs: 0,
+  });
+  try {
+    await burst(own);
+    const { pid } = await own.helperStatus();
+    // Counted as ps shows them: the zygote and one spare, both asleep, nothing else (the old helper kept 24 for good).
+    await belowWhen(
+      pid,
+      (ps) => ps.size === 2 && [...ps.values()].every((p) => p.states[0] === 'S'),
+      'not the zygote and one spare',
+    );
+    const st = await statusWhen(own, (s) => s.atRest);
+    assert.deepEqual([st.target, st.spares.length], [1, 1]);
+    // A spare asked for during the burst may have come after that count: the helper ends it, the zygote reaps it.
+    const kept = new Set([st.zygote!, ...st.spares]);
+    await belowWhen(
+      pid,
+      (ps) => ps.size === kept.size && [...ps.keys()].every((p) => kept.has(p)),
+      'not the zygote and the spare the helper kept',
+    );
+    const next = await own.run(hostInfoProbe(), { timing: true });
+    assert.deepEqual([next.value.pid, next.timing?.how], [st.spares[0], 'prepared']);
   } finally {
     own.dispose();
   }

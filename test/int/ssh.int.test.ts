@@ -29,6 +29,16 @@ const NASTY = [
 
 const remoteProcessAlive = processAlive;
 
+/** Is process `pid` (on this machine, where the test sshd runs it) alive, a zombie not counted? */
+function pidAlive(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
+  } catch {
+    return false;
+  }
+}
+
 /** Does the ssh-agent at `sock` answer (with or without identities)? */
 function agentAnswers(sock: string): boolean {
   const r = spawnSync('ssh-add', ['-l'], { env: { ...process.env, SSH_AUTH_SOCK: sock }, stdio: 'ignore' });
@@ -366,12 +376,10 @@ describe('SSH transport against a real OpenSSH sshd', () => {
     const quickP = runner.run(quick);
     await assert.rejects(slowP, (e: unknown) => isKnownGoodError(e, 'timeout'));
     assert.ok((await quickP).value.current.executable);
-    // Kill the helper from outside: the next request starts a new one.
-    execFileSync('pkill', ['-f', 'sys.modules\\["kg_helper"\\]']);
-    assert.ok(
-      await waitUntil(() => !remoteProcessAlive('sys.modules\\["kg_helper"\\]'), 30_000),
-      'the helper outlived pkill',
-    );
+    // Kill the helper from outside (this one, by its pid: the host may run others): the next request starts a new one.
+    const { pid } = await runner.helperStatus();
+    process.kill(pid, 'SIGTERM');
+    assert.ok(await waitUntil(() => !pidAlive(pid), 30_000), 'the helper outlived SIGTERM');
     const after = await runner.run(quick).catch(async (e: unknown) => {
       // The request in flight when it died may fail with connection-lost; the one after must work.
       assert.ok(e instanceof KnownGoodError);

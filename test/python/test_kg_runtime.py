@@ -11,8 +11,8 @@ import time
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-# kg_helper.POOL: the most children it keeps forked ahead of need, idle (made while it is idle; SPARES while busy).
-POOL = 24
+# kg_pool.SPARES_DEFAULT: the most children a helper started without --spares keeps forked ahead of need, idle.
+SPARES = 4
 PY_DIR = os.path.join(HERE, "..", "..", "python")
 # src/core/probes/sources.ts HELPER_MODULES: the order the loader executes them in.
 HELPER_MODULES = ("kg_modules", "kg_common", "kg_frame", "kg_spare", "kg_zygote", "kg_pool", "kg_helper")
@@ -50,9 +50,12 @@ class ProbeByHand(unittest.TestCase):
 
 
 class HelperCase(unittest.TestCase):
+    # The client's words after the loader (kg_pool.pool_options): none, the helper's defaults.
+    ARGS = ()  # type: tuple
+
     def setUp(self):
         self.p = subprocess.Popen(
-            [sys.executable, "-u", "-c", LOADER],
+            [sys.executable, "-u", "-c", LOADER] + list(self.ARGS),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -206,6 +209,22 @@ def main(argv):
 """
 
 
+def wait_status(case, done, guard_s=60):
+    """The helper's "status" answer (its pool of spares) once ``done`` says so: asked again until then. The guard
+    only ends a helper that never gets there."""
+    end = time.monotonic() + guard_s
+    rid = 10 ** 6
+    while True:
+        rid += 1
+        r = case.ask({"id": rid, "op": "status"})
+        case.assertTrue(r.get("ok"), r)
+        if done(r["result"]):
+            return r["result"]
+        if time.monotonic() >= end:
+            case.fail("the helper's pool never got there: %s" % (r["result"],))
+        time.sleep(0.02)
+
+
 def alive(pid):
     """Running (a zombie is not): what ps would show burning CPU."""
     try:
@@ -247,7 +266,7 @@ class Isolation(HelperCase):
         """The processes of the helper's requests but those forked ahead, idle (sleeping): zombies count too."""
         out = self.helper_children()
         idle = [c for c in out if c[1] == "S"]
-        return [c for c in out if c[1] != "S"] + idle[POOL:]
+        return [c for c in out if c[1] != "S"] + idle[SPARES:]
 
     def lingering_children(self):
         """Children still there once things settle: the helper's spare, forked after a request ends, runs ('R')
@@ -366,20 +385,24 @@ class Isolation(HelperCase):
         self.assertIn("prepared", [r["timing"]["how"] for r in answers[1:]])
 
     def test_once_idle_the_helper_makes_its_pool_and_a_burst_is_served_from_it(self):
-        # On Linux (a zygote). The pool is made once the helper has been idle: waited for by counting the idle
-        # children (the wait is a guard: it only ends a helper that never makes its pool), then 20 requests back to
-        # back are each served by a spare forked ahead that had already executed this probe's module.
+        # On Linux (a zygote). The pool is made once the helper has been idle: waited for by asking the helper until
+        # it says its pool is at rest (the wait is a guard: it only ends a helper that never makes its pool), then
+        # the first requests of a burst are each served by one of those spares; the rest by spares forked meanwhile,
+        # a process each.
         if not sys.platform.startswith("linux"):
             self.skipTest("the zygote and its pool are Linux's")
         req = {"op": "probe", "name": "host_info", "hash": "hi", "src": src("host_info"), "args": [], "timing": True}
         self.assertTrue(self.ask(dict(req, id=1))["ok"])
-        end = time.monotonic() + 30
-        while self.idle_children() < POOL and time.monotonic() < end:
-            time.sleep(0.05)
-        self.assertEqual(self.idle_children(), POOL, "the pool was never made")
+        pool = wait_status(self, lambda st: st["atRest"])
+        self.assertEqual(len(pool["spares"]), SPARES, pool)
         req.pop("src")
         answers = [self.ask(dict(req, id=i)) for i in range(2, 22)]
-        self.assertEqual([r["timing"]["how"] for r in answers], ["prepared"] * 20, answers)
+        # The spares made once the first request had come prepared its probe, and are taken first (one made at
+        # start, before any request, had no probe to prepare: it waits for a request no prepared spare is left for).
+        self.assertIn(answers[0]["result"]["pid"], pool["spares"])
+        self.assertEqual(answers[0]["timing"]["how"], "prepared", answers[0])
+        for r in answers:
+            self.assertIn(r["timing"]["how"], ("prepared", "spare", "fork"))
         pids = set(r["result"]["pid"] for r in answers)
         self.assertEqual(len(pids), 20, "a spare served two requests")
 

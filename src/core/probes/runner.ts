@@ -7,6 +7,7 @@ import { interpreterSchema, type Interpreter, type ProbeCall, type ProbeOutcome,
 import { z } from 'zod';
 import { probeErrorCode } from './codes';
 import { whyFailed } from '../transport/collect';
+import { DEFAULT_HELPER_SPARES, helperSparesSchema } from '../settings';
 
 /** What the probe's process took of the host (kg_common.footprint): peak RSS and CPU seconds. */
 const footprintSchema = z.object({ maxRssKb: z.number(), cpuS: z.number() });
@@ -94,7 +95,45 @@ export interface ProbeRunnerOptions {
   timeoutMs: number;
   /** Set false to run every probe one-shot (no resident helper). */
   resident?: boolean;
+  /** Children the helper keeps forked ahead of need once idle (`knownGood.helper.spares`; 1-8, default 4). */
+  spares?: number;
+  /** Idle time after which the helper keeps one spare only (default a minute; tests pass less). */
+  shrinkAfterMs?: number;
 }
+
+/** How long the resident helper keeps its spares once idle before it keeps one only (kg_pool.SHRINK_S). */
+export const HELPER_SHRINK_AFTER_MS = 60_000;
+
+/**
+ * The resident helper's command line: the loader, then the pool's words (python/kg_pool.py pool_options). Numbers
+ * only, validated here and there: a bad one is this program's mistake, refused before anything starts.
+ */
+export function helperArgv(python: string, spares = DEFAULT_HELPER_SPARES, shrinkAfterMs = HELPER_SHRINK_AFTER_MS) {
+  const n = helperSparesSchema.safeParse(spares);
+  if (!n.success || !Number.isInteger(shrinkAfterMs) || shrinkAfterMs < 0 || shrinkAfterMs > 999_999_999) {
+    throw new KnownGoodError(
+      'internal',
+      `the helper's spares must be an integer from 1 to 8 and its shrink time whole milliseconds (got ${spares}, ${shrinkAfterMs})`,
+    );
+  }
+  return [python, '-u', '-c', HELPER_LOADER, '--spares', String(n.data), '--shrink-after-ms', String(shrinkAfterMs)];
+}
+
+/** The helper's pool of spares as its "status" op tells it (kg_pool.SparePool.pool_status). */
+export const helperStatusSchema = z.object({
+  spares: z.array(z.number().int()),
+  asked: z.number().int(),
+  target: z.number().int(),
+  max: z.number().int(),
+  shrinkAfterS: z.number(),
+  idleS: z.number(),
+  running: z.number().int(),
+  /** The helper's own process id on the host. */
+  pid: z.number().int(),
+  zygote: z.number().int().nullable(),
+  atRest: z.boolean(),
+});
+export type HelperStatus = z.infer<typeof helperStatusSchema>;
 
 /**
  * Runs the Python probes of one host. Probes go through a resident helper (one long-lived interpreter per
@@ -128,10 +167,7 @@ export class ProbeRunner implements ProbeRunnerLike {
 
   async run<R>(call: ProbeCall<R>, options: RunOptions = {}): Promise<ProbeOutcome<R>> {
     if (this.options.resident === false) return this.runOnce(call, options);
-    if (!this.helper || this.helper.dead) {
-      this.helper = new ResidentHelper(this.transport, this.options.python);
-    }
-    const helper = this.helper;
+    const helper = this.residentHelper();
     const raw = await helper.request(
       call,
       options.timeoutMs ?? this.options.timeoutMs,
@@ -169,8 +205,33 @@ export class ProbeRunner implements ProbeRunnerLike {
 
   /** The interpreter the resident helper runs (starting it if needed). */
   async interpreter(options: RunOptions = {}): Promise<Interpreter> {
-    if (!this.helper || this.helper.dead) this.helper = new ResidentHelper(this.transport, this.options.python);
-    return this.helper.ready(options.timeoutMs ?? this.options.timeoutMs);
+    return this.residentHelper().ready(options.timeoutMs ?? this.options.timeoutMs);
+  }
+
+  /** `knownGood.helper.spares` changed: the next helper started (a reconnect) keeps that many. */
+  set spares(n: number) {
+    this.options.spares = n;
+  }
+
+  /** The resident helper's pool of spares (starting it if needed): what runs on the host besides requests. */
+  async helperStatus(options: RunOptions = {}): Promise<HelperStatus> {
+    const timeoutMs = options.timeoutMs ?? this.options.timeoutMs;
+    const doc = await this.residentHelper().ask(timeoutMs, 'the helper status', options.signal, () => ({
+      op: 'status',
+    }));
+    const status = z.object({ ok: z.literal(true), result: helperStatusSchema }).safeParse(doc);
+    if (!status.success) {
+      throw new KnownGoodError('bad-output', `the Known Good helper on ${this.transport.label} gave no status`);
+    }
+    return status.data.result;
+  }
+
+  private residentHelper(): ResidentHelper {
+    if (!this.helper || this.helper.dead) {
+      const argv = helperArgv(this.options.python, this.options.spares, this.options.shrinkAfterMs);
+      this.helper = new ResidentHelper(this.transport, this.options.python, argv);
+    }
+    return this.helper;
   }
 
   dispose(): void {
@@ -212,6 +273,7 @@ class ResidentHelper {
   constructor(
     private readonly transport: Transport,
     private readonly python: string,
+    private readonly argv: string[],
   ) {
     this.started = this.start();
     this.started.catch(() => {
@@ -239,7 +301,7 @@ class ResidentHelper {
     const nonce = newNonce();
     let handle: ProcessHandle;
     try {
-      handle = await this.transport.spawn([this.python, '-u', '-c', HELPER_LOADER]);
+      handle = await this.transport.spawn(this.argv);
     } catch (e) {
       if (isKnownGoodError(e, 'command-not-found')) throw pythonNotFound(this.python, this.transport.label);
       throw e;
@@ -332,68 +394,82 @@ class ResidentHelper {
 
   async request<R>(call: ProbeCall<R>, timeoutMs: number, signal?: AbortSignal, timing = false): Promise<unknown> {
     if (signal?.aborted) throw new KnownGoodError('cancelled', `${call.probe} was cancelled`);
-    const { handle } = await withTimeout(this.started, timeoutMs, () => this.startTimeout(timeoutMs));
     const src = probeSource(call.probe);
     // kg_common came with the helper; the others travel by hash like the probe's own source.
     const modules = call.modules.filter((m) => m !== 'kg_common').map(probeSource);
-    const send = (withSource: boolean): Promise<unknown> => {
-      const id = this.nextId++;
-      // The helper kills the request at timeoutMs itself (and on cancel), so nothing of it keeps running.
-      const req: Record<string, unknown> = {
-        id,
-        op: 'probe',
-        name: call.probe,
-        hash: src.hash,
-        args: call.args,
-        timeoutMs,
-      };
-      if (withSource || !this.sent.has(src.hash)) req['src'] = src.source;
-      if (timing) req['timing'] = true;
-      if (modules.length) {
-        req['modules'] = modules.map((m) =>
-          withSource || !this.sent.has(m.hash) ? [m.name, m.hash, m.source] : [m.name, m.hash],
-        );
-      }
-      const cancel = () => {
-        if (!this.dead) handle.stdin.write(asciiJson({ op: 'cancel', id }) + '\n');
-      };
-      return new Promise<unknown>((resolve, reject) => {
-        const onAbort = () => {
-          this.pending.get(id)?.cleanup();
-          this.pending.delete(id);
-          cancel();
-          reject(new KnownGoodError('cancelled', `${call.probe} on ${this.transport.label} was cancelled`));
+    // The helper kills the request at timeoutMs itself (and on cancel), so nothing of it keeps running.
+    const send = (withSource: boolean): Promise<unknown> =>
+      this.ask(timeoutMs, call.probe, signal, () => {
+        const req: Record<string, unknown> = {
+          op: 'probe',
+          name: call.probe,
+          hash: src.hash,
+          args: call.args,
+          timeoutMs,
         };
-        const p: Pending = {
-          resolve,
-          reject,
-          cleanup: () => {
-            if (p.timer) clearTimeout(p.timer);
-            signal?.removeEventListener('abort', onAbort);
-          },
-        };
-        p.timer = setTimeout(() => {
-          this.pending.delete(id);
-          p.cleanup();
-          cancel();
-          reject(
-            new KnownGoodError(
-              'timeout',
-              `${call.probe} on ${this.transport.label} timed out after ${Math.round(timeoutMs / 100) / 10} s`,
-            ),
+        if (withSource || !this.sent.has(src.hash)) req['src'] = src.source;
+        if (timing) req['timing'] = true;
+        if (modules.length) {
+          req['modules'] = modules.map((m) =>
+            withSource || !this.sent.has(m.hash) ? [m.name, m.hash, m.source] : [m.name, m.hash],
           );
-        }, timeoutMs);
-        signal?.addEventListener('abort', onAbort, { once: true });
-        this.pending.set(id, p);
+        }
         this.sent.add(src.hash);
         for (const m of modules) this.sent.add(m.hash);
-        handle.stdin.write(asciiJson(req) + '\n');
+        return req;
       });
-    };
     let doc = (await send(false)) as { ok?: boolean; error?: { code?: string } };
     if (doc.ok === false && doc.error?.code !== undefined && probeErrorCode(doc.error.code) === 'need-source')
       doc = (await send(true)) as typeof doc;
     return doc;
+  }
+
+  /**
+   * One exchange with the helper once it is up: the line `build` makes (called then, so that what it says of the
+   * sources sent is true when it is written) with a new id, answered by the line of that id, cancelled on abort and
+   * at `timeoutMs`.
+   */
+  async ask(
+    timeoutMs: number,
+    what: string,
+    signal: AbortSignal | undefined,
+    build: () => Record<string, unknown>,
+  ): Promise<unknown> {
+    const { handle } = await withTimeout(this.started, timeoutMs, () => this.startTimeout(timeoutMs));
+    const id = this.nextId++;
+    const cancel = () => {
+      if (!this.dead) handle.stdin.write(asciiJson({ op: 'cancel', id }) + '\n');
+    };
+    return new Promise<unknown>((resolve, reject) => {
+      const onAbort = () => {
+        this.pending.get(id)?.cleanup();
+        this.pending.delete(id);
+        cancel();
+        reject(new KnownGoodError('cancelled', `${what} on ${this.transport.label} was cancelled`));
+      };
+      const p: Pending = {
+        resolve,
+        reject,
+        cleanup: () => {
+          if (p.timer) clearTimeout(p.timer);
+          signal?.removeEventListener('abort', onAbort);
+        },
+      };
+      p.timer = setTimeout(() => {
+        this.pending.delete(id);
+        p.cleanup();
+        cancel();
+        reject(
+          new KnownGoodError(
+            'timeout',
+            `${what} on ${this.transport.label} timed out after ${Math.round(timeoutMs / 100) / 10} s`,
+          ),
+        );
+      }, timeoutMs);
+      signal?.addEventListener('abort', onAbort, { once: true });
+      this.pending.set(id, p);
+      handle.stdin.write(asciiJson({ id, ...build() }) + '\n');
+    });
   }
 
   close(): void {
