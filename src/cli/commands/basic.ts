@@ -3,12 +3,14 @@ import { z } from 'zod';
 import { KnownGoodError } from '../../core/errors';
 import { defineProbe } from '../../core/probes/probe';
 import { importedModules } from '../../core/probes/sources';
+import { jsonOption } from '../options';
 import type { CliCommand } from './types';
 
 export const execCommand: CliCommand = {
   name: 'exec',
   usage: 'exec HOST [options] -- CMD [ARG…]',
   summary: 'run a command (no shell; each word arrives as is)',
+  options: [],
   async run({ session, positional, rest, options, out, err }) {
     const cmd = rest.length ? rest : positional;
     if (cmd.length === 0) throw new KnownGoodError('settings', 'exec: no command given (known-good exec HOST -- CMD…)');
@@ -22,8 +24,9 @@ export const execCommand: CliCommand = {
 
 export const probeCommand: CliCommand = {
   name: 'probe',
-  usage: 'probe HOST [options] NAME [ARG…]',
+  usage: 'probe HOST [options] NAME [ARG…] [-- ARG…]',
   summary: 'run python/NAME.py there and print its JSON result',
+  options: [jsonOption('print { result, python }: the result and the interpreter that gave it')],
   async run({ session, positional, rest, options, out }) {
     const [name, ...args] = positional;
     if (!name) throw new KnownGoodError('settings', 'probe: NAME is missing');
