@@ -16,7 +16,7 @@ import { dirname, join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
 import { envCommand } from '../../src/cli/commands/env';
-import { parseArgs } from '../../src/cli/main';
+import { parseCommandLine } from '../../src/cli/options';
 import {
   archivesOf,
   backupCaches,
@@ -297,7 +297,7 @@ void describe('environment baselines through a real sshd', () => {
     };
     registry.setHosts([spec]);
     const run = async (words: string[]) => {
-      const { options } = parseArgs(['host', ...words]);
+      const { options } = parseCommandLine(envCommand, ['host', ...words]);
       const out = new PassThrough();
       const err = new PassThrough();
       let text = '';

@@ -13,7 +13,8 @@ import { parseUserHostPort, resolveEndpoint, resolveHosts } from '../../src/core
 import { appendKnownHost, checkHostKey, fingerprint, parseKnownHosts, patternsMatch } from '../../src/core/knownHosts';
 import { splitWords, containerPrefix } from '../../src/core/transport/container';
 import { collect, whyFailed } from '../../src/core/transport/collect';
-import { parseArgs, parseContainer } from '../../src/cli/main';
+import { execCommand } from '../../src/cli/commands/basic';
+import { parseCommandLine, parseContainer } from '../../src/cli/options';
 
 test('settings: a bad host entry gives one message naming the setting and field; the others load', () => {
   const r = parseHostsSetting([
@@ -207,7 +208,17 @@ test('container prefixes and custom command words', () => {
 });
 
 test('CLI argument parsing', () => {
-  const r = parseArgs(['gpu', '--container', 'pct:200', '--identity', '/k', '--', 'echo', '--container', 'x']);
+  const r = parseCommandLine(execCommand, [
+    'gpu',
+    '--container',
+    'pct:200',
+    '--identity',
+    '/k',
+    '--',
+    'echo',
+    '--container',
+    'x',
+  ]);
   assert.deepEqual(r.positional, ['gpu']);
   assert.deepEqual(r.rest, ['echo', '--container', 'x']);
   assert.deepEqual(r.options.container, { kind: 'pct', id: '200' });

@@ -4,6 +4,7 @@ import { changedArgs, checkpointLabel, renderArgsDocument } from '../../core/arg
 import { KnownGoodError, messageOf } from '../../core/errors';
 import type { HostSession } from '../../core/registry';
 import type { CliCommand, CliContext } from './types';
+import { jsonOption, valued, type CliOption } from '../options';
 import { printable, printableLines, printableTree } from '../output';
 
 async function readArgs(session: HostSession, path: string, ctx: CliContext): Promise<CkptArgs> {
@@ -21,10 +22,16 @@ export function jsonOut(value: unknown): string {
   return text.replace(/"\\u0000(NaN|Infinity|-Infinity)\\u0000"/g, '$1');
 }
 
+const argsOptions: readonly CliOption[] = [
+  valued('key', 'KEY', 'the key(s) to show (repeatable; a.b reaches inside)', (o, v) => (o.keys ??= []).push(v)),
+  jsonOption('JSON, NaN and Infinity kept as Python writes them'),
+];
+
 export const argsCommand: CliCommand = {
   name: 'args',
   usage: 'args HOST:PATH [--key K]… [--json]',
   summary: "a checkpoint's args, read safely (no torch, no weights, nothing run)",
+  options: argsOptions,
   async run(ctx) {
     const { session, path, out } = ctx;
     if (!path) throw new KnownGoodError('settings', 'args: give the checkpoint as HOST:/path/to/checkpoint');
@@ -39,6 +46,7 @@ export const diffCommand: CliCommand = {
   name: 'diff',
   usage: 'diff HOST:A HOST:B [--key K]… [--json]',
   summary: 'the args that differ between two checkpoints (exit 0 same, 1 differ, 2 trouble)',
+  options: argsOptions,
   async run(ctx) {
     const { session, path, positional, out, err } = ctx;
     const second = positional[0];

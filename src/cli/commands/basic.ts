@@ -1,29 +1,35 @@
-import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { KnownGoodError } from '../../core/errors';
 import { defineProbe } from '../../core/probes/probe';
 import { importedModules } from '../../core/probes/sources';
+import { jsonOption } from '../options';
+import { execRaw } from '../rawExec';
 import type { CliCommand } from './types';
 
 export const execCommand: CliCommand = {
   name: 'exec',
   usage: 'exec HOST [options] -- CMD [ARG…]',
-  summary: 'run a command (no shell; each word arrives as is)',
+  summary: 'run a command (no shell; each word arrives as is; bytes in, bytes out; its exit status)',
+  options: [],
   async run({ session, positional, rest, options, out, err }) {
     const cmd = rest.length ? rest : positional;
     if (cmd.length === 0) throw new KnownGoodError('settings', 'exec: no command given (known-good exec HOST -- CMD…)');
-    const stdin = process.stdin.isTTY ? undefined : readFileSync(0);
-    const r = await session.transport.exec(cmd, { timeoutMs: options.timeoutMs, ...(stdin ? { stdin } : {}) });
-    out.write(r.stdout);
-    err.write(r.stderr);
+    const r = await execRaw(session.transport, cmd, {
+      timeoutMs: options.timeoutMs,
+      // a terminal is not input: the command gets none (and a prompt for the host key may need the terminal)
+      ...(process.stdin.isTTY ? {} : { stdin: process.stdin }),
+      stdout: out,
+      stderr: err,
+    });
     return r.exitCode ?? 255;
   },
 };
 
 export const probeCommand: CliCommand = {
   name: 'probe',
-  usage: 'probe HOST [options] NAME [ARG…]',
+  usage: 'probe HOST [options] NAME [ARG…] [-- ARG…]',
   summary: 'run python/NAME.py there and print its JSON result',
+  options: [jsonOption('print { result, python }: the result and the interpreter that gave it')],
   async run({ session, positional, rest, options, out }) {
     const [name, ...args] = positional;
     if (!name) throw new KnownGoodError('settings', 'probe: NAME is missing');

@@ -1,6 +1,7 @@
 import { benchSummary, parseBenchConfig } from '../../core/bench/records';
 import { benchProcess } from '../../core/bench/run';
 import type { CliCommand } from './types';
+import { flag, jsonOption, valued } from '../options';
 import { printableTree } from '../output';
 
 /**
@@ -10,8 +11,13 @@ import { printableTree } from '../output';
  */
 export const benchCommand: CliCommand = {
   name: 'bench',
-  usage: 'bench HOST [--config tiny|gpu|JSON] [--compile]',
+  usage: 'bench HOST [--config tiny|gpu|JSON] [--compile] [--json]',
   summary: 'run the throughput benchmark there (progress on stderr, result JSON on stdout)',
+  options: [
+    valued('config', 'tiny|gpu|JSON', 'the benchmark shape (default tiny on CPU)', (o, v) => (o.config = v)),
+    flag('compile', 'torch.compile the model (compile time reported on its own)', (o) => (o.compile = true)),
+    jsonOption('print { result, python }: the result and the interpreter that gave it'),
+  ],
   async run({ session, options, signal, out, err }) {
     const config =
       options.config !== undefined

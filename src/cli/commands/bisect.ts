@@ -6,11 +6,18 @@ import { bisectEventLine } from '../../core/bisect/render';
 import { envBisect, type BisectBenchmark } from '../../core/bisect/envBisect';
 import { KnownGoodError } from '../../core/errors';
 import { describeIssues } from '../../core/util/zod';
-import type { CliOptions } from '../main';
+import { flag, jsonOption, valued, type CliOptions } from '../options';
 import { printable, printableLines } from '../output';
 import { cliBaselineDir } from './env';
-import { packageBisectCli } from './restore';
+import { packageBisectCli, regexOption } from './restore';
 import type { CliCommand } from './types';
+
+function parseRepeats(v: string): number {
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 3 || n > 50)
+    throw new KnownGoodError('settings', `--repeats ${v}: a whole number 3–50`);
+  return n;
+}
 
 function benchmarkOf(options: CliOptions): BisectBenchmark {
   if (options.bench === undefined) {
@@ -51,6 +58,40 @@ export const bisectCommand: CliCommand = {
   name: 'bisect',
   usage: 'bisect HOST BASELINE [--bench CMD] [--packages] [--json]',
   summary: 'which environment difference from a baseline costs the speed (benchmark runs)',
+  options: [
+    valued(
+      'bench',
+      'CMD',
+      'your own benchmark command instead of the built-in one (with --regex or --jsonl)',
+      (o, v) => (o.bench = v),
+    ),
+    regexOption,
+    valued(
+      'jsonl',
+      'PATH:KEY',
+      'with --bench: the speed is KEY in the jsonl file PATH the command writes',
+      (o, v) => (o.jsonl = v),
+    ),
+    valued(
+      'repeats',
+      'N',
+      'runs of each state per round (at least 3, default 3)',
+      (o, v) => (o.repeats = parseRepeats(v)),
+    ),
+    flag(
+      'cpu-clock',
+      "the built-in benchmark's speed per CPU-second of its process, not wall time\n" +
+        '(a shared CPU host; blind to changes that only cost waiting, e.g. fewer threads)',
+      (o) => (o.cpuClock = true),
+    ),
+    valued('config', 'tiny|gpu|JSON', "the built-in benchmark's shape (default tiny on CPU)", (o, v) => (o.config = v)),
+    flag(
+      'packages',
+      'the packages that differ from the restored env (known-good restore, its plan run, first; needs --bench, --regex)',
+      (o) => (o.packages = true),
+    ),
+    jsonOption('the report as JSON instead of Markdown'),
+  ],
   async run(ctx) {
     if (ctx.options.packages) return packageBisectCli(ctx);
     const { session, positional, options, out, err } = ctx;

@@ -6,6 +6,7 @@ import type { EnvSnapshot } from '../../core/baselines/envProbe';
 import { findBaseline } from '../../core/baselines/lookup';
 import { BaselineStore } from '../../core/baselines/store';
 import type { CliCommand } from './types';
+import { flag, jsonOption, valued } from '../options';
 import { printable, printableTree } from '../output';
 
 /** The CLI's own baselines: `~/.known-good/baselines/<host>/` (the extension keeps its own in global storage). */
@@ -20,8 +21,24 @@ export function cliBaselineDir(): string {
  */
 export const envCommand: CliCommand = {
   name: 'env',
-  usage: 'env HOST [--save LABEL] [--diff BASELINE] [--deep]',
+  usage: 'env HOST [--save LABEL] [--diff BASELINE] [--deep] [--json]',
   summary: 'environment snapshot; keep it as a baseline, or diff against one',
+  options: [
+    valued(
+      'save',
+      'LABEL',
+      'keep this snapshot as a baseline (~/.known-good/baselines/<host>/)',
+      (o, v) => (o.save = v),
+    ),
+    valued(
+      'diff',
+      'BASELINE',
+      'compare with a baseline (file, id or label); exit 1 when drifted',
+      (o, v) => (o.diff = v),
+    ),
+    flag('deep', 'also import torch (cuDNN and NCCL as loaded, devices; seconds)', (o) => (o.deep = true)),
+    jsonOption(),
+  ],
   async run({ session, options, signal, out, err }) {
     const store = new BaselineStore(cliBaselineDir());
     const hostKey = session.transport.id;

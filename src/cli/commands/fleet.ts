@@ -14,6 +14,7 @@ import { defineProbe } from '../../core/probes/probe';
 import { importedModules } from '../../core/probes/sources';
 import { parseBenchConfig } from '../../core/bench/records';
 import type { CliCommand, CliContext } from './types';
+import { flag, jsonOption, valued } from '../options';
 import { printable, printableTree } from '../output';
 
 /** The CLI's fleet baselines: `~/.known-good/fleet-baselines/<host>/`. */
@@ -48,6 +49,31 @@ export const fleetCommand: CliCommand = {
   name: 'fleet',
   usage: 'fleet HOST --job J env|bench|probe NAME [--json]',
   summary: 'every node of a Slurm job: compare environments, benchmark, or run a probe',
+  options: [
+    valued('job', 'JOBID', 'the Slurm job whose nodes to use', (o, v) => (o.job = v)),
+    valued(
+      'nodes',
+      'LIST',
+      'only these nodes (n[1-4],gpu7); without --job, nodes outside jobs (srun -w)',
+      (o, v) => (o.nodes = v),
+    ),
+    valued('slurm-conf', 'FILE', 'SLURM_CONF on the login node', (o, v) => (o.slurmConf = v)),
+    valued(
+      'save',
+      'LABEL',
+      'env: keep the snapshots as a fleet baseline (~/.known-good/fleet-baselines/<host>/)',
+      (o, v) => (o.save = v),
+    ),
+    valued(
+      'diff',
+      'BASELINE',
+      'env: which node drifted since a fleet baseline (exit 1 when any)',
+      (o, v) => (o.diff = v),
+    ),
+    valued('config', 'tiny|gpu|JSON', 'bench: the benchmark shape (default tiny on CPU)', (o, v) => (o.config = v)),
+    flag('compile', 'bench: torch.compile the model', (o) => (o.compile = true)),
+    jsonOption(),
+  ],
   async run(ctx) {
     const { positional, options, out, err } = ctx;
     const [what, ...args] = positional;

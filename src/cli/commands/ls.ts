@@ -1,12 +1,14 @@
 import { listRunsProbe } from '../../core/runs/listRuns';
 import { renderTextTree } from '../../core/runs/textTree';
 import type { CliCommand } from './types';
+import { jsonOption } from '../options';
 import { printable, printableTree } from '../output';
 
 export const lsCommand: CliCommand = {
   name: 'ls',
   usage: 'ls HOST[:ROOT] [options] [ROOT…] [--json]',
   summary: 'list checkpoint roots as the Remote Runs tree shows them',
+  options: [jsonOption('the listing as JSON (with the interpreter that made it)')],
   async run({ session, path, positional, options, out }) {
     const roots = [...(path ? [path] : []), ...positional];
     if (roots.length === 0) roots.push('/workspace/checkpoints');

@@ -7,7 +7,7 @@ import { bisectPackagesOfBaseline } from '../../core/restore/packageBisect';
 import { envLabelOf, planDocument, planScript, refusedLines } from '../../core/restore/plan';
 import { compareFreeze, freezeComparisonText, freezeOf, planOnHost, runScript } from '../../core/restore/run';
 import { restoredSpeeds, restoredSpeedsText } from '../../core/restore/speeds';
-import type { CliOptions } from '../main';
+import { flag, jsonOption, valued, type CliOption, type CliOptions } from '../options';
 import { printable, printableLines } from '../output';
 import { cliBaselineDir } from './env';
 import type { CliCommand, CliContext } from './types';
@@ -27,6 +27,14 @@ function title(b: Baseline): string {
   return `baseline "${b.label}" (${b.capturedAt})`;
 }
 
+/** `--regex RE`, which restore and bisect read alike. */
+export const regexOption: CliOption = valued(
+  'regex',
+  'RE',
+  "with --bench: the speed is the first group of RE in the command's output",
+  (o, v) => (o.regex = v),
+);
+
 /** The user's benchmark with `--bench CMD --regex RE`; the speed is the first group of RE in its output. */
 function benchOf(options: CliOptions): { command: string; regex: string; lastN: number } | undefined {
   if (options.bench === undefined) return undefined;
@@ -44,8 +52,19 @@ function benchOf(options: CliOptions): { command: string; regex: string; lastN: 
  */
 export const restoreCommand: CliCommand = {
   name: 'restore',
-  usage: 'restore HOST BASELINE [--run] [--json]',
+  usage: 'restore HOST BASELINE [--run [--bench CMD --regex RE]] [--json]',
   summary: "rebuild a baseline's Python environment in a fresh venv (the plan; --run runs it)",
+  options: [
+    flag('run', 'run the plan (without it the plan is only printed)', (o) => (o.run = true)),
+    valued(
+      'bench',
+      'CMD',
+      'with --run: your benchmark, run in the restored env and now (with --regex)',
+      (o, v) => (o.bench = v),
+    ),
+    regexOption,
+    jsonOption(),
+  ],
   async run({ session, positional, options, signal, out, err }) {
     const baseline = await baselineOf(session, positional[0], 'restore');
     const plan = await planOnHost(session, baseline.snapshot, { label: envLabelOf(baseline.label) });

@@ -1,5 +1,5 @@
 import type { HostRegistry, HostSession } from '../../core/registry';
-import type { CliOptions } from '../main';
+import type { CliOption, CliOptions } from '../options';
 
 export interface CliContext {
   session: HostSession;
@@ -25,5 +25,7 @@ export interface CliCommand {
   /** e.g. `exec HOST [options] -- CMD [ARG…]` */
   usage: string;
   summary: string;
+  /** Its own options (the host options and --help are every command's): the parser and --help both read this. */
+  options: readonly CliOption[];
   run(ctx: CliContext): Promise<number>;
 }

@@ -3,6 +3,7 @@ import { BaselineStore } from '../../core/baselines/store';
 import { KnownGoodError } from '../../core/errors';
 import { whatChanged } from '../../core/whatChanged/gather';
 import { renderWhatChangedMarkdown } from '../../core/whatChanged/render';
+import { jsonOption } from '../options';
 import { printableTree } from '../output';
 import { jsonOut } from './args';
 import { cliBaselineDir } from './env';
@@ -19,6 +20,7 @@ export const whyCommand: CliCommand = {
   name: 'why',
   usage: 'why HOST [RUN [BASELINE]] [--json]',
   summary: 'what changed: the ranked causes of a regression (exit 1 regression, 0 none, 3 unknown)',
+  options: [jsonOption('the report model as JSON instead of Markdown')],
   async run({ session, path, positional, options, out }) {
     // no RUN: the host alone (environment and benchmarks)
     const run = path ?? positional[0] ?? null;
