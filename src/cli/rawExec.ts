@@ -4,6 +4,8 @@ import type { ExecResult, ProcessHandle, Transport } from '../core/transport/typ
 
 export interface RawExecOptions {
   timeoutMs: number;
+  /** Aborting stops the command (TERM to its group), as the timeout does. */
+  signal?: AbortSignal;
   /** Piped to the command's stdin, which ends with it; without it the command's stdin is closed at once. */
   stdin?: Readable;
   stdout: NodeJS.WritableStream;
@@ -37,7 +39,7 @@ export async function execRaw(
         out.discard();
         err.discard();
       }),
-      { timeoutMs: o.timeoutMs },
+      { timeoutMs: o.timeoutMs, ...(o.signal ? { signal: o.signal } : {}) },
       () => `${argv[0]} on ${transport.label}`,
     );
     // Ended: what it wrote is on its way (a wrapping stream, such as the container's PID filter, may end a little

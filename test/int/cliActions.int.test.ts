@@ -80,25 +80,27 @@ for (const where of ['local', 'ssh'] as const) {
 
     /** Starts a bisect whose benchmark says its PIDs on a FIFO, ignores TERM and waits; resolves with them. */
     async function startBisect(timeoutS: number) {
+      return startCli(
+        (script) => ['bisect', ...hostWords, 'good', '--bench', script, '--regex', 'speed (\\d+)'],
+        timeoutS,
+      );
+    }
+
+    /** `known-good exec HOST -- sh -c SCRIPT`, the script the same stubborn one. */
+    async function startExec(timeoutS: number) {
+      return startCli((script) => ['exec', ...hostWords, '--', 'sh', '-c', script], timeoutS);
+    }
+
+    async function startCli(words: (script: string) => string[], timeoutS: number) {
       const fifo = join(dir, `ready-${n++}`);
       execFileSync('mkfifo', [fifo]);
-      const bench = `trap "" TERM; sleep 1000 & echo $$ $! > ${shellQuote(fifo)}; wait; echo speed 1`;
-      const child = spawn(
-        process.execPath,
-        [
-          ...CLI,
-          'bisect',
-          ...hostWords,
-          'good',
-          '--bench',
-          bench,
-          '--regex',
-          'speed (\\d+)',
-          '--timeout',
-          `${timeoutS}`,
-        ],
-        { env: env('bad'), stdio: ['ignore', 'pipe', 'pipe'] },
-      );
+      const script = `trap "" TERM; sleep 1000 & echo $$ $! > ${shellQuote(fifo)}; wait; echo speed 1`;
+      // --timeout before the command's words: after `--` it would be the command's own
+      const [first, ...more] = words(script);
+      const child = spawn(process.execPath, [...CLI, first!, '--timeout', `${timeoutS}`, ...more], {
+        env: env('bad'),
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
       let stderr = '';
       child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
       child.stdout.resume();
@@ -142,6 +144,28 @@ for (const where of ['local', 'ssh'] as const) {
 
     void it('the CLI killed with SIGKILL: the run and what it started stop on the host', async () => {
       const b = await startBisect(600);
+      b.child.kill('SIGKILL');
+      await b.exited;
+      assert.ok(await gone(b.pids), `left running after the CLI died: ${b.pids.filter(alive).join(', ')}`);
+    });
+
+    void it('exec: a command that ignores TERM gets KILL after the grace when the CLI is stopped (it was alive 17 s after "KILL follows")', async () => {
+      const b = await startExec(600);
+      b.child.kill('SIGINT');
+      const code = await unlessHung(b.exited, 'the CLI after SIGINT', PATIENCE_MS);
+      assert.equal(code, 130, b.stderr());
+      assert.ok(await gone(b.pids), `left running: ${b.pids.filter(alive).join(', ')}`);
+    });
+
+    void it('exec: --timeout is enforced on the host', async () => {
+      const b = await startExec(5);
+      await unlessHung(b.exited, 'the CLI', PATIENCE_MS);
+      assert.match(b.stderr(), /stopped at its 5 s limit: SIGTERM/);
+      assert.ok(await gone(b.pids), `left running: ${b.pids.filter(alive).join(', ')}`);
+    });
+
+    void it('exec: the CLI killed with SIGKILL: the command stops on the host', async () => {
+      const b = await startExec(600);
       b.child.kill('SIGKILL');
       await b.exited;
       assert.ok(await gone(b.pids), `left running after the CLI died: ${b.pids.filter(alive).join(', ')}`);

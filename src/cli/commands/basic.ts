@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { DEFAULT_GRACE_MS, guardedCommand } from '../../core/actions/guard';
 import { KnownGoodError } from '../../core/errors';
 import { defineProbe } from '../../core/probes/probe';
 import { importedModules } from '../../core/probes/sources';
@@ -11,11 +12,16 @@ export const execCommand: CliCommand = {
   usage: 'exec HOST [options] -- CMD [ARG…]',
   summary: 'run a command (no shell; each word arrives as is; bytes in, bytes out; its exit status)',
   options: [],
-  async run({ session, positional, rest, options, out, err }) {
+  async run({ session, positional, rest, options, signal, out, err }) {
     const cmd = rest.length ? rest : positional;
     if (cmd.length === 0) throw new KnownGoodError('settings', 'exec: no command given (known-good exec HOST -- CMD…)');
-    const r = await execRaw(session.transport, cmd, {
-      timeoutMs: options.timeoutMs,
+    // Under the guard (core/actions/guard.ts), writing straight to the channel (byte-exact): the limit is enforced on
+    // the host (TERM, then KILL after the grace), and the command stops there when this CLI goes, even by SIGKILL.
+    const guarded = guardedCommand(options.python, cmd, { timeoutMs: options.timeoutMs });
+    const r = await execRaw(session.transport, guarded.argv, {
+      // the guard's own limit ends it; this one only gives up on a host that stopped answering
+      timeoutMs: options.timeoutMs + DEFAULT_GRACE_MS + 30_000,
+      signal,
       // a terminal is not input: the command gets none (and a prompt for the host key may need the terminal)
       ...(process.stdin.isTTY ? {} : { stdin: process.stdin }),
       stdout: out,
