@@ -1,3 +1,4 @@
+import { packageChanges } from '../../src/core/restore/packageBisect';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
@@ -196,5 +197,28 @@ void describe("the baseline's kept speed beside a restore", () => {
       restoredSpeedLine({ restored: 284_000, baseline: 285_000, now: 190_000 }, 'tok/s'),
       'restored: 284K tok/s vs 285K at baseline, 190K now',
     );
+  });
+});
+
+void describe('package bisect: what pip freeze printed is checked before pip sees it', () => {
+  void it('a name or version that could be an option is refused and named; the rest are changes', () => {
+    const good = new Map([
+      ['numpy', '1.26.4'],
+      ['--index-url=http://127.0.0.1:9/', '1.0'],
+      ['-e', 'git+file:///tmp/x'],
+      ['kg-evil', '--target=/tmp/x'],
+    ]);
+    const bad = new Map([
+      ['numpy', '2.0.0'],
+      ['--index-url=http://127.0.0.1:9/', '2.0'],
+      ['kg-evil', '1.0'],
+    ]);
+    const r = packageChanges(good, bad);
+    assert.deepEqual(
+      r.changes.map((c) => c.id),
+      ['numpy'],
+    );
+    assert.deepEqual(r.refused.map((x) => x.name).sort(), ['--index-url=http://127.0.0.1:9/', '-e', 'kg-evil']);
+    for (const x of r.refused) assert.match(x.why, /refused$/);
   });
 });

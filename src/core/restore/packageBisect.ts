@@ -8,6 +8,7 @@ import { shellJoin, shellQuote } from '../quote';
 import type { Transport } from '../transport/types';
 import { actionFailure, runAction, type ActionResult } from '../actions/runner';
 import { envLabelOf, type PackageSource } from './plan';
+import { checkPackageName, checkVersion, requirementLine, shownValue } from './validate';
 import { throughputFromOutput, type CustomBenchmark } from '../bench/customBenchmark';
 import { inVenvCommand, parseFreeze, planOnHost, type RestoreHost } from './run';
 import { isTorchFamily, packageUnits } from './units';
@@ -56,6 +57,8 @@ export interface PackageBisectResult {
   report: BisectReport;
   /** Packages left out: installed from a URL or a folder, not a wheel either env can be rebuilt from. */
   skipped: string[];
+  /** Names or versions that are not what pip freeze writes (checked as the restore plan checks them): not used. */
+  refused: RefusedPackage[];
   wheelhouse: string;
   /** Wheel switches made (each a pip call with `--no-index`). */
   switches: number;
@@ -102,10 +105,22 @@ export function packageChanges(
   good: ReadonlyMap<string, string>,
   bad: ReadonlyMap<string, string>,
   pins: Readonly<Record<string, readonly string[]>> = {},
-): { changes: PackageChange[]; skipped: string[] } {
+): { changes: PackageChange[]; skipped: string[]; refused: RefusedPackage[] } {
   const names = [...new Set([...good.keys(), ...bad.keys()])].filter((n) => good.get(n) !== bad.get(n));
   const skipped = names.filter((n) => good.get(n)?.startsWith('@') || bad.get(n)?.startsWith('@'));
-  const usable = names.filter((n) => !skipped.includes(n));
+  // What pip freeze printed reaches pip only as a checked `name==version` (a name such as `--index-url=…` is refused)
+  const refused: RefusedPackage[] = [];
+  const refusedNames = new Set<string>();
+  for (const n of names) {
+    if (skipped.includes(n)) continue;
+    const why =
+      checkPackageName(n) ??
+      [good.get(n), bad.get(n)].map((v) => (v === undefined ? null : checkVersion(v))).find((x) => x !== null);
+    if (!why) continue;
+    refused.push({ name: shownValue(n), why: `${why}: refused` });
+    refusedNames.add(n);
+  }
+  const usable = names.filter((n) => !skipped.includes(n) && !refusedNames.has(n));
   const changes = packageUnits(usable, pins).map((unit): PackageChange => {
     const packages = Object.fromEntries(unit.map((n) => [n, [good.get(n) ?? null, bad.get(n) ?? null] as const]));
     const text = unit.map((n) => `${n} ${good.get(n) ?? '(none)'} → ${bad.get(n) ?? '(none)'}`).join(', ');
@@ -117,7 +132,13 @@ export function packageChanges(
       packages,
     };
   });
-  return { changes, skipped };
+  return { changes, skipped, refused };
+}
+
+export interface RefusedPackage {
+  /** As shown (control characters escaped). */
+  name: string;
+  why: string;
 }
 
 export async function packageBisect(transport: Transport, o: PackageBisectOptions): Promise<PackageBisectResult> {
@@ -141,16 +162,20 @@ export async function packageBisect(transport: Transport, o: PackageBisectOption
     );
   const good = await freeze(o.goodPython);
   const bad = await freeze(o.badPython);
-  const { changes, skipped } = packageChanges(good, bad, o.pins);
+  const { changes, skipped, refused } = packageChanges(good, bad, o.pins);
   if (changes.length === 0) throw new KnownGoodError('usage', 'the two envs hold the same packages: nothing to bisect');
   say(`${changes.length} package change(s) between ${o.goodPython} and ${o.badPython}`);
   for (const s of skipped) say(`  left out (installed from a URL, not a wheel): ${s}`);
+  for (const r of refused) say(`  left out: ${r.name} ${r.why}`);
 
   const wheels = `${o.workDir}/wheels`;
   const env = `${o.workDir}/env`;
   const envPy = `${env}/bin/python`;
   // Each wheel once: pip download skips a file the folder already holds.
-  const goodPins = [...good].filter(([, v]) => !v.startsWith('@')).map(([n, v]) => `${n}==${v}`);
+  const goodPins = [...good]
+    .filter(([, v]) => !v.startsWith('@'))
+    .map(([n, v]) => requirementLine(n, v))
+    .filter((l): l is string => l !== null);
   const badPins = changes.flatMap((c) =>
     Object.entries(c.packages)
       .filter(([, [, b]]) => b !== null)
@@ -253,7 +278,7 @@ export async function packageBisect(transport: Transport, o: PackageBisectOption
     ...(o.signal ? { signal: o.signal } : {}),
     ...(o.onEvent ? { onEvent: (e: BisectEvent) => o.onEvent!(e, changes) } : {}),
   });
-  return { changes, report, skipped, wheelhouse: wheels, switches };
+  return { changes, report, skipped, refused, wheelhouse: wheels, switches };
 }
 
 export interface BaselinePackageBisect extends PackageBisectResult {
@@ -301,6 +326,7 @@ export async function bisectPackagesOfBaseline(
     ...(r.skipped.length
       ? ['', 'Left out (installed from a URL, not a wheel):', ...r.skipped.map((s) => `- ${s}`)]
       : []),
+    ...(r.refused.length ? ['', 'Refused:', ...r.refused.map((x) => `- ${x.name} ${x.why}`)] : []),
     '',
   ];
   const lines = md.split('\n');
