@@ -21,7 +21,6 @@ stdlib only, never imports torch.  Every fact that cannot be gathered says why (
 """
 import hashlib
 import os
-import select
 import stat
 import subprocess
 import time
@@ -29,6 +28,7 @@ import time
 import code_diff
 import data_shape
 import kg_common
+import kg_git
 import launch_sources
 import live_process
 
@@ -38,10 +38,6 @@ MAX_LISTED = 200
 MAX_LINE = 200
 # How deep a data folder is walked: below it, the fingerprint says so (truncated) rather than spend the probe on it.
 MAX_DEPTH = 256
-GIT_TIMEOUT_S = 10.0
-# What one git command may answer: beyond it, the command is stopped and only whole lines read so far count (a
-# `git log --name-only` over years of a big repository would otherwise be read whole into memory).
-GIT_MAX_OUTPUT = 8 * MiB
 # Files of the commits since the reference compared token by token (code_diff), each read up to this size.
 MAX_COMPARED = 20
 MAX_COMPARED_BYTES = MiB
@@ -173,72 +169,9 @@ def _fingerprint(path):
     return out
 
 
-# Policy for a checkout that may be anyone's (a run folder on a shared filesystem): reading it never runs a program it
-# names.  git cannot be told to skip a repository's own config (and include/includeIf are followed), so instead:
-# - only read-only plumbing-like commands run (rev-parse, log without patches or signatures, status, config --get);
-#   none of them fetches, signs, diffs content, pages or runs hooks;
-# - every key that names a program is overridden on the command line (-c wins over every config file), and the
-#   features that would consult one are switched off (signatures, external diff, textconv, submodule recursion);
-# - clean/process filters, whose names are the repository's own and so cannot be overridden one by one, are looked
-#   for first: with any, status is not run at all (see git_state);
-# - system and global config are not read (GIT_CONFIG_NOSYSTEM, GIT_CONFIG_GLOBAL): the answer does not depend on
-#   the account's own git setup either.  Status takes no index lock (GIT_OPTIONAL_LOCKS=0): a training job's own
-#   git calls are never blocked, and no index write can fire a post-index-change hook.
-# docs/what-changed.md "Git on untrusted checkouts" states this for users; test_what_changed tests each key.
-_GIT_SAFE = kg_common.GIT_SAFE_CONFIG
-_GIT_ENV = dict(os.environ, GIT_OPTIONAL_LOCKS="0", GIT_TERMINAL_PROMPT="0", GIT_CONFIG_NOSYSTEM="1",
-                GIT_CONFIG_GLOBAL=os.devnull, GIT_PAGER="cat", PAGER="cat",
-                GIT_SSH_COMMAND="false", GIT_ASKPASS="false", SSH_ASKPASS="false")
-for _k in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_CONFIG", "GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT",
-           "GIT_EXTERNAL_DIFF"):
-    _GIT_ENV.pop(_k, None)
-
-
-def _git(cwd, *args):
-    """git's answer, read at most GIT_MAX_OUTPUT bytes and GIT_TIMEOUT_S seconds (TimeoutExpired past it)."""
-    cmd = ["git", "--no-pager"]
-    for kv in _GIT_SAFE:
-        cmd += ["-c", kv]
-    cmd += ["-C", cwd] + list(args)
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=_GIT_ENV)
-    deadline = time.monotonic() + GIT_TIMEOUT_S
-    chunks, size, over = [], 0, False
-    try:
-        fd = p.stdout.fileno()  # type: ignore[union-attr]
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0 or not select.select([fd], [], [], left)[0]:
-                raise subprocess.TimeoutExpired(cmd, GIT_TIMEOUT_S)
-            b = os.read(fd, 1 << 16)
-            if not b:
-                break
-            size += len(b)
-            if size > GIT_MAX_OUTPUT:
-                chunks.append(b[:len(b) - (size - GIT_MAX_OUTPUT)])
-                over = True
-                break
-            chunks.append(b)
-    finally:
-        if p.poll() is None:
-            p.kill()
-        p.wait()
-        p.stdout.close()  # type: ignore[union-attr]
-    text = b"".join(chunks).decode("utf-8", "replace")
-    if over:
-        return text[:text.rfind("\n") + 1]
-    if p.returncode != 0:
-        # git's advice to trust a repository another user owns is never shown: the plain fact is
-        raise RuntimeError(kg_common.git_refusal(text) or (text.strip().splitlines() or ["git failed"])[-1])
-    return text
-
-
-def _git_filters(top):
-    """Content filters the repository's configuration names (their commands would run on status)."""
-    try:
-        text = _git(top, "config", "--get-regexp", r"^filter\..*\.(clean|process)$")
-    except RuntimeError:
-        return []  # exit 1: no such key
-    return [line.split(" ", 1)[0] for line in text.splitlines() if line.strip()]
+# Reading a checkout never runs a program it names: the policy and the one runner are python/kg_git.py.
+_git = kg_git.git
+_git_filters = kg_git.filters
 
 
 def git_state(path, since):

@@ -238,13 +238,13 @@ class Git(unittest.TestCase):
         git(self.d, "add", ".")
         git(self.d, "commit", "-q", "-m", "many")
         sys.path.insert(0, PYDIR)
-        import what_changed
-        saved = what_changed.GIT_MAX_OUTPUT
-        what_changed.GIT_MAX_OUTPUT = 4096
+        import kg_git
+        saved = kg_git.MAX_OUTPUT
+        kg_git.MAX_OUTPUT = 4096
         try:
-            out = what_changed._git(self.d, "log", "--format=@%H", "--name-only")
+            out = kg_git.git(self.d, "log", "--format=@%H", "--name-only")
         finally:
-            what_changed.GIT_MAX_OUTPUT = saved
+            kg_git.MAX_OUTPUT = saved
         self.assertLessEqual(len(out.encode()), 4096)
         self.assertTrue(out.endswith("\n"))
         lines = out.splitlines()

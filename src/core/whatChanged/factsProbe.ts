@@ -193,5 +193,5 @@ export const whatChangedProbe = defineProbe(
       args.push(`--live=${l.run}`, `--live-log=${l.log ?? ''}`, `--live-seen=${l.seen ?? ''}`);
     return args;
   },
-  { modules: ['code_diff', 'data_columnar', 'data_shape', 'kg_redact', 'launch_sources', 'live_process'] },
+  { modules: ['code_diff', 'data_columnar', 'data_shape', 'kg_git', 'kg_redact', 'launch_sources', 'live_process'] },
 );
