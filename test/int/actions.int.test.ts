@@ -84,18 +84,19 @@ for (const where of ['This machine', 'a real sshd'] as const) {
     void it('a cancelled command that ignores TERM gets KILL after the grace, with what it started', async () => {
       const f = fifo();
       const ac = new AbortController();
-      const run = runAction(transport, { argv: stubborn(f), timeoutMs: 600_000, graceMs: 300 }, {
-        python: PY,
-        signal: ac.signal,
-      });
+      const run = runAction(
+        transport,
+        { argv: stubborn(f), timeoutMs: 600_000, graceMs: 300 },
+        {
+          python: PY,
+          signal: ac.signal,
+        },
+      );
       const pids = await ready(f);
       ac.abort();
       const r = await unlessHung(run, 'the cancelled action', PATIENCE_MS);
       assert.equal(r.ended, 'cancelled');
-      assert.deepEqual(
-        r.report?.stops.map((s) => s.signal).slice(0, 2),
-        ['TERM', 'KILL'],
-      );
+      assert.deepEqual(r.report?.stops.map((s) => s.signal).slice(0, 2), ['TERM', 'KILL']);
       assert.match(r.message, /SIGTERM, then SIGKILL 0\.3 s later/);
       assert.ok(await allGone(pids), `left running: ${pids.filter(alive).join(', ')}`);
     });

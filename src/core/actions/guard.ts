@@ -114,8 +114,7 @@ export function guardEndText(r: GuardEnded): string {
     : sent.length
       ? `SIG${sent[0]}; it ended within the ${r.graceS} s grace`
       : '';
-  const how =
-    r.exitCode !== null ? `exit code ${r.exitCode}` : r.signal ? `SIG${r.signal}` : 'no exit status';
+  const how = r.exitCode !== null ? `exit code ${r.exitCode}` : r.signal ? `SIG${r.signal}` : 'no exit status';
   const left = r.leftover ? `; ${r.leftover} process(es) it left running were stopped` : '';
   switch (r.ended) {
     case 'timeout':
