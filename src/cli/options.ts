@@ -42,6 +42,22 @@ export interface CliOptions {
   nodes?: string;
   /** fleet: SLURM_CONF on the login node. */
   slurmConf?: string;
+  /** replay: only these change ids (`--change`, repeatable). */
+  changes?: string[];
+  /** replay: optimizer steps a run makes past the reference checkpoint. */
+  steps?: number;
+  /** replay: the checkpoint to resume from (label or path). */
+  reference?: string;
+  /** replay: the key of the speed in the run's jsonl log. */
+  speedKey?: string;
+  /** replay: the script's own flag for a role (`--resume-flag --ckpt`). */
+  resumeFlag?: string;
+  outputFlag?: string;
+  stepsFlag?: string;
+  /** replay: print the plan, run nothing. */
+  dryRun?: boolean;
+  /** replay/bisect: the smallest relative difference that counts. */
+  threshold?: number;
 }
 
 /**

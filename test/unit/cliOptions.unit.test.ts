@@ -15,7 +15,13 @@ const everyOption = [...new Set(cliCommands.flatMap((c) => optionsOf(c).map((o) 
 /** A word the option takes: valid for its parser. */
 function sampleValue(o: CliOption): string[] {
   if (o.kind === 'flag') return [`--${o.name}`];
-  const value: Record<string, string> = { container: 'docker:trainer', timeout: '7', repeats: '5' };
+  const value: Record<string, string> = {
+    container: 'docker:trainer',
+    timeout: '7',
+    repeats: '5',
+    steps: '40',
+    threshold: '0.2',
+  };
   return [`--${o.name}`, value[o.name] ?? `v-${o.name}`];
 }
 
@@ -70,6 +76,8 @@ void describe('every command has its own options table', () => {
       if (own.includes('slurm-conf')) assert.equal(r.options.slurmConf, 'v-slurm-conf');
       if (own.includes('cpu-clock')) assert.equal(r.options.cpuClock, true);
       if (own.includes('key')) assert.deepEqual(r.options.keys, ['v-key']);
+      if (own.includes('change')) assert.deepEqual(r.options.changes, ['v-change']);
+      if (own.includes('steps')) assert.equal(r.options.steps, 40);
     });
   }
 });

@@ -7,6 +7,7 @@ import { whyCommand } from './why';
 import { fleetCommand } from './fleet';
 import { bisectCommand } from './bisect';
 import { restoreCommand } from './restore';
+import { replayCommand } from './replay';
 import type { CliCommand } from './types';
 
 /** Every `known-good` subcommand; a feature adds its own file and one entry here. */
@@ -22,4 +23,5 @@ export const cliCommands: CliCommand[] = [
   fleetCommand,
   bisectCommand,
   restoreCommand,
+  replayCommand,
 ];

@@ -1,6 +1,6 @@
 import { envNameProblem, envValueProblem, type EnvMap } from '../actions/envMap';
 import type { BisectChange } from '../bisect/engine';
-import { argCategory } from '../whatChanged/categories';
+import { argCategory, envCategory } from '../whatChanged/categories';
 import { flagsOf, withFlag, withoutFlag, withOverride } from './argv';
 import { STACKS, type OverrideRole, type Stack } from './stacks';
 
@@ -41,6 +41,11 @@ export interface LaunchWords {
 }
 
 const REDACTED = /<redacted sha256:[0-9a-f]+>/;
+/** What a launch record keeps of a value (python/what_changed.py MAX_LINE): a value this long may have been cut. */
+export const RECORDED_MAX = 200;
+/** A login session's own variables: they differ between any two launches and move nothing. */
+const SESSION_VAR =
+  /^(SSH_\w*|PWD|OLDPWD|SHLVL|_|TERM|TERM_\w+|COLORTERM|DISPLAY|XDG_SESSION_\w+|XDG_RUNTIME_DIR|LS_COLORS|MAIL|MOTD_SHOWN|TMUX\w*|STY|WINDOW|KG_REPLAY_STATE)$/;
 const PATHISH = /data|dataset|corpus|tokeni[sz]er|vocab|shard|train_file|val_file|eval_file|path|dir|root/i;
 const MAX_SHOWN = 60;
 
@@ -94,18 +99,35 @@ export function launchChanges(
     const data = PATHISH.test(key.split('.').pop() ?? key) && argCategory(key, a, b) !== 'cosmetic';
     changes.push({ id, kind: data ? 'data' : 'arg', flag, good: a, now: b, label: data ? `data ${label}` : label });
   }
+  let session = 0;
   for (const name of [...new Set([...Object.keys(good.env), ...Object.keys(now.env)])].sort()) {
     const a = good.env[name] ?? null;
     const b = now.env[name] ?? null;
     if (a === b) continue;
+    if (SESSION_VAR.test(name) || envCategory(name) === 'cosmetic') {
+      session++;
+      continue;
+    }
     const id = `env:${name}`;
     const label = `${name}: ${shown(a)} → ${shown(b)}`;
     const bad = envNameProblem(name) ?? [a, b].map((v) => (v === null ? undefined : envValueProblem(v))).find(Boolean);
     if (bad) skipped.push({ id, label: JSON.stringify(name), why: `refused: ${bad}` });
     else if ((a !== null && REDACTED.test(a)) || (b !== null && REDACTED.test(b)))
       skipped.push({ id, label: name, why: 'only a hash of its value was recorded (a secret): it cannot be replayed' });
+    else if ([a, b].some((v) => v !== null && v.length >= RECORDED_MAX))
+      skipped.push({
+        id,
+        label,
+        why: `its recorded value was cut at ${RECORDED_MAX} characters: it cannot be replayed`,
+      });
     else changes.push({ id, kind: 'env', name, good: a, now: b, label });
   }
+  if (session)
+    skipped.push({
+      id: 'env:session',
+      label: `${session} variable(s) of the login session or that do not move speed (SSH_*, PWD, TERM, WANDB_*…)`,
+      why: 'as the host has them now in every state',
+    });
   return { changes, skipped };
 }
 

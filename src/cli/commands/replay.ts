@@ -1,0 +1,135 @@
+import { bisectEventLine } from '../../core/bisect/render';
+import { KnownGoodError } from '../../core/errors';
+import { setupFromFacts } from '../../core/replay/fromFacts';
+import { planReplay, runReplay } from '../../core/replay/replay';
+import { analyze } from '../../core/whatChanged/analyze';
+import { gatherFacts } from '../../core/whatChanged/gather';
+import { BaselineStore } from '../../core/baselines/store';
+import { flag, jsonOption, valued } from '../options';
+import { printable, printableLines } from '../output';
+import { cliBaselineDir } from './env';
+import type { CliCommand } from './types';
+
+function positiveInt(name: string, v: string, max: number): number {
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 1 || n > max)
+    throw new KnownGoodError('settings', `${name} ${v}: a whole number 1–${max}`);
+  return n;
+}
+
+/**
+ * `known-good replay HOST RUN [--change ID…] [--steps N] [--json]`: the run resumed from its known-good checkpoint in
+ * the known-good launch, in the current one and in states between, interleaved, until one change is left and
+ * confirmed (docs/replay.md). The plan first on stderr, each run and decision as they come; the report on stdout.
+ * Exit 0 when a culprit is found and confirmed, 1 otherwise.
+ */
+export const replayCommand: CliCommand = {
+  name: 'replay',
+  usage: 'replay HOST RUN [--change ID…] [--steps N] [--dry-run] [--json]',
+  summary: 'prove which change costs the speed by resuming the run from its known-good checkpoint',
+  options: [
+    valued('change', 'ID', 'bisect only this change (repeatable; the plan lists the ids)', (o, v) =>
+      (o.changes ??= []).push(v),
+    ),
+    valued(
+      'steps',
+      'N',
+      'optimizer steps each run makes past the checkpoint (default: ten logging intervals)',
+      (o, v) => (o.steps = positiveInt('--steps', v, 1_000_000)),
+    ),
+    valued(
+      'reference',
+      'CKPT',
+      'resume from this checkpoint (label or path; default: the last before the restart)',
+      (o, v) => (o.reference = v),
+    ),
+    valued(
+      'speed-key',
+      'KEY',
+      "the speed's key in the run's jsonl log (default: the report's)",
+      (o, v) => (o.speedKey = v),
+    ),
+    valued(
+      'regex',
+      'RE',
+      'the speed is the first group of RE in what each run prints (instead of its jsonl log)',
+      (o, v) => (o.regex = v),
+    ),
+    valued(
+      'resume-flag',
+      'FLAG',
+      "the script's own flag for the checkpoint to resume from",
+      (o, v) => (o.resumeFlag = v),
+    ),
+    valued('output-flag', 'FLAG', "the script's own flag for its output folder", (o, v) => (o.outputFlag = v)),
+    valued('steps-flag', 'FLAG', "the script's own flag for the step count", (o, v) => (o.stepsFlag = v)),
+    valued('repeats', 'N', 'runs of each state per round (at least 3, default 3)', (o, v) => {
+      o.repeats = positiveInt('--repeats', v, 50);
+      if (o.repeats < 3) throw new KnownGoodError('settings', '--repeats: at least 3');
+    }),
+    valued('threshold', 'F', 'the smallest relative difference that counts (default 0.05)', (o, v) => {
+      const f = Number(v);
+      if (!(f > 0 && f < 1)) throw new KnownGoodError('settings', `--threshold ${v}: a fraction between 0 and 1`);
+      o.threshold = f;
+    }),
+    flag('dry-run', 'print the plan (launches, overrides, changes), run nothing', (o) => (o.dryRun = true)),
+    jsonOption('the outcome as JSON'),
+  ],
+  async run({ session, path, positional, options, signal, out, err }) {
+    const run = path ?? positional[0];
+    if (!run || !run.startsWith('/'))
+      throw new KnownGoodError(
+        'settings',
+        `replay: RUN must be an absolute path on the host${run ? `, got ${run}` : ''}`,
+      );
+    const host = { id: session.transport.id, label: session.label, probes: session.probes };
+    const facts = await gatherFacts(host, run, {
+      store: new BaselineStore(cliBaselineDir()),
+      timeoutMs: options.timeoutMs,
+      signal,
+    });
+    const report = analyze(facts);
+    const names = {
+      ...(options.resumeFlag ? { resume: options.resumeFlag } : {}),
+      ...(options.outputFlag ? { output: options.outputFlag } : {}),
+      ...(options.stepsFlag ? { steps: options.stepsFlag } : {}),
+    };
+    const setup = setupFromFacts(facts, report, {
+      ...(options.steps !== undefined ? { steps: options.steps } : {}),
+      ...(Object.keys(names).length ? { names } : {}),
+      ...(options.changes ? { only: options.changes } : {}),
+      ...(options.reference !== undefined ? { reference: options.reference } : {}),
+      ...(options.speedKey !== undefined ? { key: options.speedKey } : {}),
+      ...(options.regex !== undefined ? { regex: options.regex } : {}),
+      ...(options.repeats !== undefined ? { repeats: options.repeats } : {}),
+      ...(options.threshold !== undefined ? { threshold: options.threshold } : {}),
+      runTimeoutMs: Math.max(options.timeoutMs, 60_000),
+    });
+    const replayHost = {
+      transport: session.transport,
+      probes: session.probes,
+      label: session.label,
+      python: session.spec.python,
+    };
+    const plan = await planReplay(replayHost, setup, signal);
+    if (options.dryRun) {
+      out.write(options.json ? JSON.stringify({ plan, setup }, null, 2) + '\n' : printableLines(plan.text) + '\n');
+      return 0;
+    }
+    const t0 = Date.now();
+    const o = await runReplay(replayHost, plan, setup, {
+      signal,
+      onText: (t) => err.write(t.replace(/\n$/, '').split('\n').map(printable).join('\n') + '\n'),
+      onEvent: (e, changes) => {
+        if (e.kind === 'done') return;
+        const line = bisectEventLine(e, changes, {});
+        if (line !== undefined) err.write(printableLines(line) + '\n');
+      },
+    });
+    const wallS = (Date.now() - t0) / 1000;
+    err.write(`${printableLines(o.headline)}\n${o.runs.length} runs, ${wallS.toFixed(0)} s\n`);
+    if (options.json) out.write(JSON.stringify({ ...o, markdown: undefined, wallS }, null, 2) + '\n');
+    else out.write(printableLines(o.markdown) + '\n');
+    return o.report?.verdict.kind === 'culprit' && o.report.confirmation?.confirmed ? 0 : 1;
+  },
+};

@@ -1,0 +1,433 @@
+import { createHash } from 'node:crypto';
+import { posix } from 'node:path';
+import { actionFailure, runAction } from '../actions/runner';
+import { bisect, budgetRounds, budgetRuns, type BisectEvent, type BisectReport } from '../bisect/engine';
+import { bisectHeadline, renderBisectMarkdown } from '../bisect/render';
+import { throughputFromOutput, throughputValuesFromJsonl } from '../bench/customBenchmark';
+import { KnownGoodError } from '../errors';
+import type { ProbeRunnerLike } from '../probes/probe';
+import { redactText } from '../redact';
+import { remoteHome } from '../restore/run';
+import type { Transport } from '../transport/types';
+import { flagValue, overrideValue } from './argv';
+import { codeChanges, launchChanges, stateOf, type LaunchWords, type ReplayChange, type Skipped } from './changes';
+import { replayCleanProbe, replayInspectProbe, replayStateProbe, type ReplayInspect } from './prep';
+import { applyOverrides, overridesFor, STACKS, stackOf, type OverrideRole, type Stack } from './stacks';
+
+/*
+ * Replay (issue 33): the user's own run, resumed from its known-good checkpoint for a short window, in the known-good
+ * launch and in the current one and in states between, interleaved, with the bisect engine's trust rules. Every kind
+ * of change is one of the engine's changes (core/replay/changes.ts); a state's run is the launch as recorded with the
+ * changes not applied taken back, three overrides of the stack's table (resume, output, steps:
+ * core/replay/stacks.ts), its code folder a copy of the checkout with the known-good version of the files not
+ * applied (python/replay_prep.py), run under the guard (core/actions) in ~/.known-good/replays/<run>/<id>/ — never in
+ * the run folder. Its speed is read from the run's own log in the replay's output folder, or its stdout.
+ */
+
+export interface ReplayHost {
+  readonly transport: Transport;
+  readonly probes: ProbeRunnerLike;
+  readonly label: string;
+  /** The host's interpreter: it runs the guard and the probes. */
+  readonly python: string;
+}
+
+export interface ReplayLaunch extends LaunchWords {
+  readonly cwd: string;
+  readonly gitHead: string | null;
+}
+
+/** Where a run's speed is read: a key of its jsonl log (path relative to the run's output folder or its cwd), or a
+ * regex over what it prints. */
+export type SpeedSource =
+  | { readonly kind: 'jsonl'; readonly rel: string; readonly key: string }
+  | { readonly kind: 'regex'; readonly regex: string };
+
+export interface ReplaySetup {
+  readonly run: string;
+  readonly good: ReplayLaunch;
+  readonly now: ReplayLaunch;
+  /** The known-good checkpoint both sides resume from. */
+  readonly reference: { readonly path: string; readonly step: number; readonly label: string };
+  /** Optimizer steps each run makes after the reference. */
+  readonly steps: number;
+  readonly speed: SpeedSource;
+  /** Flag names the person gave for a role (a plain script's own `--ckpt`). */
+  readonly names?: Partial<Record<OverrideRole, string>>;
+  readonly stack?: Stack;
+  /** Only these change ids are bisected (`--change`); the rest stay as now. */
+  readonly only?: readonly string[];
+  readonly runTimeoutMs?: number;
+  readonly repeats?: number;
+  readonly threshold?: number;
+  /** The run's own speed before the restart, for the restart-itself comparison. */
+  readonly before?: { readonly level: number; readonly key: string };
+}
+
+export interface ReplayPlan {
+  readonly id: string;
+  /** ~/.known-good/replays/<run>/<id> on the host. */
+  readonly dir: string;
+  readonly stack: Stack;
+  readonly overrides: readonly string[];
+  /** Roles whose flag name the launch does not show: the table's usual one is used (the plan says so). */
+  readonly guessed: readonly OverrideRole[];
+  readonly changes: readonly ReplayChange[];
+  readonly skipped: readonly Skipped[];
+  readonly checkout: { readonly repo: string | null; readonly cwdRel: string; readonly good: string | null };
+  /** What the person reads before the first run. */
+  readonly text: string;
+}
+
+export interface ReplayRun {
+  readonly state: readonly string[];
+  readonly speed: number;
+  readonly outDir: string;
+  readonly message: string;
+}
+
+export interface ReplayOutcome {
+  readonly plan: ReplayPlan;
+  readonly report?: BisectReport;
+  readonly runs: readonly ReplayRun[];
+  /** The restart itself: the known-good launch resumed with nothing changed, against the log's level before. */
+  readonly restart?: {
+    readonly replayed: number;
+    readonly before: number;
+    readonly change: number;
+    readonly text: string;
+  };
+  readonly headline: string;
+  readonly markdown: string;
+}
+
+/** A folder name for a run on the host: its last part and a hash of its path. */
+export function runKey(run: string): string {
+  const base =
+    posix
+      .basename(run.replace(/\/+$/, ''))
+      .replace(/[^A-Za-z0-9._-]+/g, '-')
+      .slice(0, 40) || 'run';
+  return `${base}-${createHash('sha256').update(run).digest('hex').slice(0, 8)}`;
+}
+
+function newId(now = new Date()): string {
+  return now.toISOString().replace(/[-:]/g, '').replace(/\..*$/, '').replace('T', '-');
+}
+
+const absolute = (cwd: string, p: string) => (p.startsWith('/') ? posix.normalize(p) : posix.join(cwd, p));
+
+/** Words of a launch that may be paths relative to its folder (positionals and flag values, not flags). */
+function relativeWords(argv: readonly string[]): string[] {
+  return argv.slice(1).filter((w) => !w.startsWith('-') && !w.startsWith('/') && !w.includes('=') && /[\w.]/.test(w));
+}
+
+/**
+ * The plan: which stack, the overrides, the changes of every kind (data whose old path is gone, and the replay's own
+ * flags, left out with why), the checkout. Reads the host once (its home, and the checkout through replay_prep).
+ */
+export async function planReplay(host: ReplayHost, s: ReplaySetup, signal?: AbortSignal): Promise<ReplayPlan> {
+  const stack = s.stack ?? stackOf(s.now.argv);
+  const table = STACKS[stack];
+  const { changes: launch, skipped } = launchChanges(s.good, s.now, stack);
+  const goodData = launch.filter((c) => c.kind === 'data' && c.good !== null);
+  const candidates = relativeWords(s.now.argv).map((w) => absolute(s.now.cwd, w));
+  const opts = signal ? { signal, timeoutMs: 120_000 } : { timeoutMs: 120_000 };
+  const [home, inspect] = await Promise.all([
+    remoteHome(host.transport, signal),
+    host.probes
+      .run(
+        replayInspectProbe({
+          cwd: s.now.cwd,
+          good: s.good.gitHead,
+          paths: [
+            ...goodData.map((c) => absolute(s.good.cwd, (c as { good: string }).good)),
+            ...candidates,
+            s.reference.path,
+          ],
+        }),
+        opts,
+      )
+      .then((o) => o.value),
+  ]);
+  const exists = new Map(inspect.paths.map((p) => [p.path, p]));
+  if (!exists.get(s.reference.path)?.exists)
+    throw new KnownGoodError('not-found', `the reference checkpoint ${s.reference.path} is not on ${host.label}`);
+  const changes: ReplayChange[] = [];
+  for (const c of launch) {
+    if (c.kind === 'data' && c.good !== null && !exists.get(absolute(s.good.cwd, c.good))?.exists) {
+      skipped.push({
+        id: c.id,
+        label: c.label,
+        why: `the old data is gone: ${c.good} is no longer on ${host.label}, so it cannot be replayed`,
+      });
+      continue;
+    }
+    changes.push(c);
+  }
+  const code = codeOf(inspect, s);
+  changes.push(...code.changes);
+  skipped.push(...code.skipped);
+  const chosen = s.only?.length ? changes.filter((c) => s.only!.includes(c.id)) : changes;
+  for (const id of s.only ?? [])
+    if (!changes.some((c) => c.id === id))
+      throw new KnownGoodError(
+        'usage',
+        `replay: no change ${id} (the plan's changes: ${changes.map((c) => c.id).join(', ') || 'none'})`,
+      );
+  const dir = `${home}/.known-good/replays/${runKey(s.run)}/${newId()}`;
+  const { overrides, guessed } = overridesFor(
+    table,
+    s.now.argv,
+    {
+      resume: s.reference.path,
+      output: `${dir}/runs/N`,
+      steps: String(s.reference.step + s.steps),
+    },
+    s.names,
+  );
+  const plan: Omit<ReplayPlan, 'text'> = {
+    id: posix.basename(dir),
+    dir,
+    stack,
+    overrides: overrides.map((o) => o.text),
+    guessed,
+    changes: chosen,
+    skipped: [
+      ...skipped,
+      ...changes
+        .filter((c) => !chosen.includes(c))
+        .map((c) => ({ id: c.id, label: c.label, why: 'not asked for (--change): kept as now in every state' })),
+    ],
+    checkout: { repo: inspect.repo, cwdRel: inspect.cwdRel ?? '', good: inspect.good },
+  };
+  return { ...plan, text: planText(plan, s, table.title) };
+}
+
+function codeOf(inspect: ReplayInspect, s: ReplaySetup): { changes: ReplayChange[]; skipped: Skipped[] } {
+  if (inspect.repo === null)
+    return {
+      changes: [],
+      skipped: [{ id: 'code', label: 'the code', why: `not replayed: ${inspect.error ?? 'no git checkout'}` }],
+    };
+  const skipped: Skipped[] = [];
+  if (s.good.gitHead === null)
+    skipped.push({ id: 'code', label: 'committed code', why: 'the known-good launch recorded no git commit' });
+  else if (inspect.good === null)
+    skipped.push({ id: 'code', label: 'committed code', why: inspect.error ?? `commit ${s.good.gitHead} not found` });
+  if (inspect.error && inspect.good !== null)
+    skipped.push({ id: 'code', label: 'uncommitted edits', why: inspect.error });
+  return { changes: codeChanges(inspect.files), skipped };
+}
+
+function planText(p: Omit<ReplayPlan, 'text'>, s: ReplaySetup, title: string): string {
+  const lines = [
+    `Replay of ${s.run} from ${s.reference.label} (step ${s.reference.step}), ${s.steps} steps a run, in ${p.dir}`,
+    `Launch: ${title}; overrides:`,
+    ...p.overrides.map((o) => `  ${o}`),
+  ];
+  if (p.guessed.length)
+    lines.push(
+      `  (the launch shows no ${p.guessed.join(', ')} flag: the table's usual name is used; give the script's own if it differs)`,
+    );
+  lines.push(
+    `Speed: ${s.speed.kind === 'jsonl' ? `${s.speed.key} in ${s.speed.rel}` : `regex ${s.speed.regex} over its output`}`,
+    `Changes (${p.changes.length}):`,
+    ...p.changes.map((c) => `  ${c.id}  ${c.label}`),
+    ...p.skipped.map((c) => `  left out: ${c.label}: ${c.why}`),
+  );
+  if (p.changes.length)
+    lines.push(
+      `Budget: ${budgetRounds(p.changes.length)} rounds (⌈log₂ ${p.changes.length}⌉ + 2), at most ` +
+        `${budgetRuns(p.changes.length, s.repeats ?? 3)} runs (${s.repeats ?? 3} of each state per round, interleaved)`,
+    );
+  return redactText(lines.join('\n')) + '\n';
+}
+
+export interface ReplayOptions {
+  readonly signal?: AbortSignal;
+  readonly onEvent?: (e: BisectEvent, changes: readonly ReplayChange[]) => void;
+  /** Free text for the live view: the plan, each run's state, its output's last lines. */
+  readonly onText?: (text: string) => void;
+}
+
+/** Runs the plan: the states interleaved under the engine, each a real resumed run; then its checkpoints removed. */
+export async function runReplay(
+  host: ReplayHost,
+  plan: ReplayPlan,
+  s: ReplaySetup,
+  o: ReplayOptions = {},
+): Promise<ReplayOutcome> {
+  const runs: ReplayRun[] = [];
+  const table = STACKS[plan.stack];
+  const codeDirs = new Map<string, Promise<string>>();
+  let n = 0;
+  const codeDir = (goodFiles: readonly string[]) => {
+    const key = [...goodFiles].sort().join('\n');
+    let dir = codeDirs.get(key);
+    if (!dir) {
+      const name = createHash('sha256').update(key).digest('hex').slice(0, 12);
+      dir = host.probes
+        .run(
+          replayStateProbe({
+            replay: plan.dir,
+            name,
+            repo: plan.checkout.repo!,
+            good: plan.checkout.good,
+            goodFiles,
+          }),
+          { timeoutMs: 300_000, ...(o.signal ? { signal: o.signal } : {}) },
+        )
+        .then((r) => r.value.dir);
+      codeDirs.set(key, dir);
+    }
+    return dir;
+  };
+  const measure = async (applied: ReadonlySet<string>, signal?: AbortSignal): Promise<number> => {
+    const state = stateOf(s.now, plan.changes, applied, plan.stack);
+    const out = `${plan.dir}/runs/${++n}`;
+    const { overrides } = overridesFor(
+      table,
+      state.argv,
+      { resume: s.reference.path, output: out, steps: String(s.reference.step + s.steps) },
+      s.names,
+    );
+    let argv = applyOverrides(table, state.argv, overrides);
+    let cwd = s.now.cwd;
+    if (plan.checkout.repo !== null) {
+      const dir = await codeDir(state.goodFiles);
+      cwd = plan.checkout.cwdRel ? `${dir}/${plan.checkout.cwdRel}` : dir;
+      argv = absolutizeData(argv, s.now.cwd, plan.checkout.repo);
+    }
+    const names = applied.size ? [...applied].join(', ') : 'known-good';
+    o.onText?.(`run ${n}: ${names}\n`);
+    const r = await runAction(
+      host.transport,
+      { argv, env: state.env, cwd, timeoutMs: s.runTimeoutMs ?? 30 * 60_000, tailBytes: 256 * 1024 },
+      { python: host.python, ...(signal ? { signal } : {}) },
+    );
+    const failed = actionFailure(r, `replay run ${n}`, host.label);
+    if (failed) throw failed;
+    const speed = await speedOf(host, s.speed, out, cwd, r.stdout + r.stderr, signal);
+    if (speed === undefined)
+      throw new KnownGoodError(
+        'bad-output',
+        `replay run ${n} gave no speed (${s.speed.kind === 'jsonl' ? `no ${s.speed.key} in ${out}/${s.speed.rel}` : `nothing matched ${s.speed.regex}`}): ${r.stdout.trim().split('\n').slice(-3).join(' | ')}`,
+      );
+    runs.push({ state: [...applied], speed, outDir: out, message: r.message });
+    o.onText?.(`run ${n}: ${names}: ${speed.toPrecision(4)}\n`);
+    return speed;
+  };
+  o.onText?.(plan.text);
+  try {
+    if (plan.changes.length === 0) {
+      const headline = 'Nothing to replay: the known-good launch and now differ in nothing a replay can take back';
+      return { plan, runs, headline, markdown: `# Replay\n\n**${headline}**\n\n${plan.text}` };
+    }
+    const report = await bisect(plan.changes, measure, {
+      ...(s.repeats !== undefined ? { repeats: s.repeats } : {}),
+      ...(s.threshold !== undefined ? { threshold: s.threshold } : {}),
+      ...(o.signal ? { signal: o.signal } : {}),
+      onEvent: (e) => o.onEvent?.(e, plan.changes),
+    });
+    const restart = s.before ? restartCheck(report, s.before) : undefined;
+    const headline = replayHeadline(report);
+    const md = [
+      renderBisectMarkdown(report, { subject: `replay of ${s.run} from ${s.reference.label}` }),
+      ...(restart ? ['', '## The restart itself', '', restart.text] : []),
+      '',
+      '## The plan',
+      '',
+      '```',
+      plan.text.trimEnd(),
+      '```',
+      '',
+    ].join('\n');
+    return { plan, report, runs, ...(restart ? { restart } : {}), headline, markdown: md };
+  } finally {
+    await host.probes.run(replayCleanProbe({ replay: plan.dir }), { timeoutMs: 120_000 }).catch(() => undefined);
+  }
+}
+
+/** The headline: never "no single change explains it" for a difference that was not reproduced. */
+export function replayHeadline(report: BisectReport): string {
+  if (report.verdict.kind === 'not-reproduced') return `Not reproduced by replay: ${report.verdict.why}`;
+  return bisectHeadline(report);
+}
+
+/**
+ * The known-good launch resumed from the reference with nothing changed, against the run's own level before the
+ * restart: a replayed good state as slow as now says the restart itself (the resume path) costs the speed. Not an
+ * interleaved comparison (the level before is history): said so.
+ */
+function restartCheck(report: BisectReport, before: { level: number; key: string }): ReplayOutcome['restart'] {
+  const replayed = report.good;
+  const change = (replayed - before.level) / before.level;
+  const pct = `${change >= 0 ? '+' : '−'}${Math.abs(change * 100).toFixed(1)} %`;
+  const slower = change <= -report.threshold;
+  const text = slower
+    ? `The known-good launch, resumed from the reference with nothing changed, ran ${pct} against the run's own ${before.key} before the restart (${replayed.toPrecision(4)} vs ${before.level.toPrecision(4)}): the restart itself (how the run resumes) reproduces a drop. This compares a replay with the run's history, not two interleaved states.`
+    : `The known-good launch, resumed from the reference with nothing changed, ran ${pct} against the run's own ${before.key} before the restart: resuming alone does not cost the speed.`;
+  return { replayed, before: before.level, change, text };
+}
+
+/** A relative word that names something outside the checkout's tracked files (data) made absolute: the run's cwd is
+ * a copy of the code, not the run folder. The checkout's own files stay relative (they are in the copy). */
+function absolutizeData(argv: readonly string[], cwd: string, repo: string): string[] {
+  return argv.map((w, i) => {
+    if (i === 0 || w.startsWith('-') || w.startsWith('/') || w.includes('=') || !/^[\w.][\w./-]*$/.test(w)) return w;
+    const abs = absolute(cwd, w);
+    return abs.startsWith(`${repo}/`) && !/(^|\/)(data|datasets?)(\/|$)/.test(w) ? w : abs;
+  });
+}
+
+async function speedOf(
+  host: ReplayHost,
+  speed: SpeedSource,
+  out: string,
+  cwd: string,
+  printed: string,
+  signal?: AbortSignal,
+): Promise<number | undefined> {
+  if (speed.kind === 'regex') {
+    const all = throughputFromOutput(printed, speed.regex, 1_000_000);
+    if (!all) return undefined;
+    return throughputFromOutput(printed, speed.regex, laterHalf(all.found))?.tokensPerSec;
+  }
+  for (const base of [out, cwd]) {
+    const r = await host.transport.exec(['tail', '-c', '4194304', '--', `${base}/${speed.rel}`], {
+      timeoutMs: 60_000,
+      ...(signal ? { signal } : {}),
+    });
+    if (r.exitCode !== 0) continue;
+    const values = throughputValuesFromJsonl(r.stdout, speed.key);
+    if (values.length === 0) continue;
+    return median(values.slice(values.length - laterHalf(values.length)));
+  }
+  return undefined;
+}
+
+/** The points a run's speed is read from: its later half (the first half is the resume's warm-up), at least one. */
+function laterHalf(found: number): number {
+  return Math.max(1, Math.floor(found / 2));
+}
+
+function median(v: readonly number[]): number {
+  const s = [...v].sort((a, b) => a - b);
+  const m = Math.floor(s.length / 2);
+  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+}
+
+/** The flag value a launch gives its output folder, for reading where its log is. */
+export function outputOf(
+  stack: Stack,
+  argv: readonly string[],
+  names?: Partial<Record<OverrideRole, string>>,
+): string | undefined {
+  const t = STACKS[stack];
+  const name =
+    names?.output ??
+    t.names.output.find((x) => (t.style === 'override' ? overrideValue(argv, x) : flagValue(argv, x)) !== undefined);
+  if (!name) return undefined;
+  return t.style === 'override' ? overrideValue(argv, name) : flagValue(argv, name);
+}
