@@ -9,9 +9,7 @@ import { restartsFromTimes, type Restart } from '../metrics/restarts';
 import { pointTimes, withDerivedSpeed } from '../metrics/speedFromTime';
 import {
   argCategory,
-  CATEGORY_TEXT,
   CATEGORY_WEIGHT,
-  CATEGORY_WHY,
   isBookkeepingArg,
   envCategory,
   packageCategory,
@@ -23,25 +21,22 @@ import type { DataFingerprint, GitState, LaunchRecord, LaunchRecords } from './f
 import type { ArgsFact, CheckpointFact, WhatChangedFacts } from './facts';
 import type {
   ChangeTime,
-  CheckpointLink,
   CosmeticChange,
   EvidenceLink,
   ReferencePoint,
   SeriesChangepoints,
   Suspect,
   SuspectCategory,
-  SuspectSource,
   ThroughputSummary,
   UnknownFact,
   WhatChangedReport,
 } from './model';
 import { restoredEnvProbePath } from '../restore/plan';
+import { epochOf, isoOf, link, type Draft } from './causes/draft';
+import { atShift, formatLevel, formatRatio, scoreOf, windowOf } from './scoring';
 
 /** A throughput this much lower (or less) than the reference is a drop. */
 export const DROP_RATIO = 0.9;
-/** Points for a change that lands where a metric shifted, and against one known to come after the shift. */
-export const COINCIDES_POINTS = 50;
-export const AFTER_SHIFT_POINTS = -25;
 /** Series shorter than this are not searched for changepoints. */
 const MIN_POINTS = 20;
 
@@ -130,19 +125,6 @@ export function mainChangepoint(series: readonly SeriesChangepoints[]): { key: s
 }
 
 // ------------------------------------------------------------------------------------------------ reference
-
-function link(c: CheckpointFact): CheckpointLink {
-  return { label: c.label, path: c.argsPath, step: c.step };
-}
-
-function isoOf(epoch: number | null): string {
-  return epoch === null ? 'unknown time' : new Date(epoch * 1000).toISOString().replace(/\.\d{3}Z$/, 'Z');
-}
-
-function epochOf(iso: string): number | null {
-  const t = Date.parse(iso);
-  return Number.isNaN(t) ? null : t / 1000;
-}
 
 /** The checkpoint of a time: the last saved by then, else (a reference older than every checkpoint) the earliest. */
 function lastCheckpointAtOrBefore(cks: readonly CheckpointFact[], time: number): CheckpointFact | undefined {
@@ -275,116 +257,6 @@ export function dataPathsOf(args: ArgValue | null): Map<string, string> {
 }
 
 // ------------------------------------------------------------------------------------------------ analysis
-
-interface Window {
-  steps: { from: number; to: number };
-  time: { from: number; to: number } | null;
-}
-
-/** Where (in steps) and when (in remote time) a changepoint happened, as the checkpoints and the log tell. */
-function windowOf(cp: Changepoint, cks: readonly CheckpointFact[], series: ReducedSeries | undefined): Window {
-  const a = [...cks].reverse().find((c) => c.step <= cp.at);
-  const b = cks.find((c) => c.step >= cp.firstAfter);
-  let from = a?.mtime ?? null;
-  let to = b?.mtime ?? null;
-  if (series?.t) {
-    const i = series.x.indexOf(cp.at);
-    const j = series.x.indexOf(cp.firstAfter);
-    const ta = i >= 0 ? series.t[i] : undefined;
-    const tb = j >= 0 ? series.t[j] : undefined;
-    if (ta !== undefined) from = from === null ? ta : Math.min(from, ta);
-    if (tb !== undefined) to = to === null ? tb : Math.max(to, tb);
-  }
-  return {
-    steps: { from: a?.step ?? cp.at, to: b?.step ?? cp.firstAfter },
-    time: from !== null && to !== null ? { from, to } : null,
-  };
-}
-
-/**
- * A change somewhere in steps (from, to] lands on the shift: the shift lies in (at, firstAfter], or in the bucket
- * before when that bucket mixed both levels, so the two intervals overlap.
- */
-function atShift(from: number, to: number, cp: Changepoint): boolean {
-  return from < cp.firstAfter && to > cp.at - (cp.firstAfter - cp.at);
-}
-
-interface Draft {
-  source: SuspectSource;
-  category: SuspectCategory | 'cosmetic';
-  title: string;
-  detail: string;
-  when: ChangeTime;
-  evidence: EvidenceLink[];
-  cosmeticWhy?: string;
-}
-
-function scoreOf(
-  d: Draft,
-  main: { key: string; cp: Changepoint } | undefined,
-  win: Window | undefined,
-): Pick<Suspect, 'score' | 'reasons' | 'coincides' | 'ruledOut'> {
-  const cat = d.category as SuspectCategory;
-  const reasons = [
-    {
-      points: CATEGORY_WEIGHT[cat],
-      why: `${CATEGORY_TEXT[cat]} (known to move throughput: weight ${CATEGORY_WEIGHT[cat]}): ${CATEGORY_WHY[cat]}`,
-    },
-  ];
-  if (cat === 'other') reasons[0]!.why = `${CATEGORY_TEXT[cat]} (weight ${CATEGORY_WEIGHT[cat]}): ${CATEGORY_WHY[cat]}`;
-  let coincides = false;
-  let ruledOut = false;
-  const timingRulesOut = (why: string) => {
-    ruledOut = true;
-    reasons.push({ points: AFTER_SHIFT_POINTS, why });
-  };
-  if (main && win) {
-    const at = `${main.key} shifted at step ${main.cp.at} (${formatLevel(main.cp.before)} → ${formatLevel(main.cp.after)})`;
-    const s = d.when.steps;
-    const t = d.when.time;
-    if (s) {
-      const lo = main.cp.at - (main.cp.firstAfter - main.cp.at);
-      if (atShift(s.from, s.to, main.cp)) {
-        coincides = true;
-        reasons.push({ points: COINCIDES_POINTS, why: `changed between steps ${s.from} and ${s.to}, where ${at}` });
-      } else if (s.from >= main.cp.firstAfter) {
-        timingRulesOut(`changed after the shift (from step ${s.from} on; ${at})`);
-      } else if (s.to <= lo) {
-        timingRulesOut(`changed before the shift and the level held (${at})`);
-      }
-    } else if (t && win.time) {
-      // a window of a second is a point: a commit's time is whole seconds
-      const point = t.to - t.from <= 1;
-      if (point && t.to > win.time.from && t.from <= win.time.to) {
-        coincides = true;
-        reasons.push({
-          points: COINCIDES_POINTS,
-          why: `changed at ${isoOf(t.from)}, between ${isoOf(win.time.from)} and ${isoOf(win.time.to)}, where ${at}`,
-        });
-      } else if (t.from > win.time.to) {
-        timingRulesOut(`changed after the shift (${isoOf(t.from)}; ${at})`);
-      } else if (point && t.to <= win.time.from) {
-        reasons.push({
-          points: AFTER_SHIFT_POINTS,
-          why: `changed before the shift and the level held (${isoOf(t.to)})`,
-        });
-      } else {
-        reasons.push({ points: 0, why: `when it changed is not known closer than ${d.when.text}` });
-      }
-    } else {
-      reasons.push({ points: 0, why: 'when it changed is not known' });
-    }
-  }
-  return { score: reasons.reduce((n, r) => n + r.points, 0), reasons, coincides, ruledOut };
-}
-
-function formatLevel(n: number): string {
-  return Math.abs(n) >= 1000 ? formatRate(n) : Number(n.toPrecision(3)).toString();
-}
-
-export function formatRatio(r: number): string {
-  return r >= 10 ? r.toFixed(1) : r.toFixed(2);
-}
 
 function argsDrafts(
   facts: WhatChangedFacts,
