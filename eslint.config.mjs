@@ -51,10 +51,12 @@ const noContainer = {
 };
 
 /** What src/core may import (a later block for the same files replaces the rule, so it repeats these). */
-const coreImports = (...more) => ({
+const coreImports = (...more) => coreImportsAt('../../', ...more);
+/** The same for a file `up` below src/ (`../../../` in a folder of a core feature, e.g. whatChanged/causes/). */
+const coreImportsAt = (up, ...more) => ({
   paths: [{ name: 'vscode', message: 'src/core must not import vscode: put VS Code code in the adapter layer.' }],
   patterns: [
-    { group: ['../../*', '!../../core/**'], message: 'src/core imports only src/core (and packages).' },
+    { group: [`${up}*`, `!${up}core/**`], message: 'src/core imports only src/core (and packages).' },
     ...more,
   ],
 });
@@ -113,6 +115,11 @@ function layers() {
         'no-restricted-imports': ['error', coreImports()],
         'no-restricted-syntax': ['error', NAMED_EXPORTS, NO_PLAIN_ERROR],
       },
+    },
+    {
+      // A folder inside a core feature (whatChanged/causes/): the same rule, one level deeper.
+      files: ['src/core/*/*/**/*.ts'],
+      rules: { 'no-restricted-imports': ['error', coreImportsAt('../../../')] },
     },
     {
       // The probe machinery (defineProbe, the runner, the Run Probe catalogue) is what features build on: it knows

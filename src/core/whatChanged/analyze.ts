@@ -1,6 +1,4 @@
 import { envChangeId, PYTHON_CHANGE_ID } from '../bisect/env';
-import type { ArgValue } from '../args/argsProbe';
-import { diffFlat, flattenArgs, inlineJson, sameArg } from '../args/diff';
 import { computeDrift, buildChange, type Drift } from '../baselines/drift';
 import type { Baseline } from '../baselines/store';
 import { formatRate } from '../bench/compare';
@@ -16,8 +14,8 @@ import {
   throughputRank,
 } from './categories';
 import { findChangepoints, medianOf, type Changepoint } from './changepoints';
-import type { DataFingerprint, GitState, LaunchRecord, LaunchRecords } from './factsProbe';
-import type { ArgsFact, CheckpointFact, WhatChangedFacts } from './facts';
+import type { GitState, LaunchRecord, LaunchRecords } from './factsProbe';
+import type { WhatChangedFacts } from './facts';
 import type {
   ChangeTime,
   CosmeticChange,
@@ -31,6 +29,8 @@ import type {
 } from './model';
 import { restoredEnvProbePath } from '../restore/plan';
 import { epochOf, isoOf, link, type Draft } from './causes/draft';
+import { argsDrafts, changedDataPaths } from './causes/args';
+import { dataDrafts } from './causes/data';
 import { pickBaseline, pickReference } from './reference';
 import {
   benchOf,
@@ -43,179 +43,9 @@ import {
   slowdownOf,
   speedRatioOf,
 } from './throughput';
-import { atShift, formatLevel, formatRatio, scoreOf, windowOf } from './scoring';
-
-// ------------------------------------------------------------------------------------------------ args
-
-export function showValue(v: ArgValue | undefined): string {
-  if (v === undefined) return '(absent)';
-  if (typeof v === 'string') return v.length > 80 ? `${v.slice(0, 77)}…` : v;
-  // as Compare Args writes it: NaN as NaN (JSON.stringify would say null)
-  const s = inlineJson(v);
-  return s.length > 80 ? `${s.slice(0, 77)}…` : s;
-}
-
-/** `a/b/openwebtext-10k` → `openwebtext-10k` when both sides are paths that differ in their last part. */
-function showPair(a: ArgValue | undefined, b: ArgValue | undefined): [string, string] {
-  if (typeof a === 'string' && typeof b === 'string' && a.includes('/') && b.includes('/')) {
-    const ba = a.split('/').filter(Boolean).pop() ?? a;
-    const bb = b.split('/').filter(Boolean).pop() ?? b;
-    if (ba !== bb) return [ba, bb];
-  }
-  return [showValue(a), showValue(b)];
-}
-
-const PATHISH_KEY = /data|dataset|corpus|tokeni[sz]er|vocab|shard|train_file|val_file|eval_file|path|dir|root/i;
-const DIR_KEY = /^(data_?(dir|root|path)|dataset_?(dir|root)|root)$/i;
-
-/** Remote paths the args name (absolute, or a name inside data_dir), for fingerprints. */
-export function dataPathsOf(args: ArgValue | null): Map<string, string> {
-  const flat = args === null ? new Map<string, ArgValue>() : flattenArgs(args);
-  const base = [...flat].find(([k, v]) => DIR_KEY.test(k.split('.').pop() ?? k) && typeof v === 'string');
-  const out = new Map<string, string>();
-  for (const [k, v] of flat) {
-    if (typeof v !== 'string' || !PATHISH_KEY.test(k.split('.').pop() ?? k)) continue;
-    if (argCategory(k, null, null) === 'cosmetic') continue; // by its key: data in /tmp is still data
-    if (v.startsWith('/')) out.set(k, v);
-    else if (base && /^[\w.-]+(\/[\w.-]+)*$/.test(v) && !v.includes('..') && typeof base[1] === 'string') {
-      out.set(k, `${base[1].replace(/\/+$/, '')}/${v}`);
-    }
-  }
-  return out;
-}
+import { formatLevel, formatRatio, scoreOf, windowOf } from './scoring';
 
 // ------------------------------------------------------------------------------------------------ analysis
-
-function argsDrafts(
-  facts: WhatChangedFacts,
-  ref: CheckpointFact | undefined,
-  now: CheckpointFact | undefined,
-  main: { key: string; cp: Changepoint } | undefined,
-  fingerprints: Map<string, DataFingerprint>,
-  unknown: UnknownFact[],
-): Draft[] {
-  if (!ref || !now || ref === now) return [];
-  const byLabel = new Map(facts.args.map((a) => [a.label, a]));
-  const ra = byLabel.get(ref.label);
-  const na = byLabel.get(now.label);
-  if (!ra?.args || !na?.args) {
-    const missing = [ra, na].find((a) => !a?.args);
-    unknown.push({
-      fact: `args of ${missing?.label ?? (ra ? now.label : ref.label)}`,
-      why: missing?.error ?? 'not read',
-    });
-    return [];
-  }
-  const fa = flattenArgs(ra.args);
-  const fb = flattenArgs(na.args);
-  const readable = facts.args.filter((a): a is ArgsFact & { args: ArgValue } => a.args !== null);
-  const flats = readable.map((a) => ({ fact: a, flat: flattenArgs(a.args) }));
-  const out: Draft[] = [];
-  const ckByLabel = new Map(facts.checkpoints.map((c) => [c.label, c]));
-  const nowPaths = dataPathsOf(na.args);
-  const refPaths = dataPathsOf(ra.args);
-  // the diff Compare Args shows (the evidence link opens it), on the values as read: data paths are looked up by them
-  const d = diffFlat(fa, fb);
-  const keys = [...d.changed, ...d.added, ...d.removed].map((c) => c.key).sort();
-  for (const key of keys) {
-    const va = fa.get(key);
-    const vb = fb.get(key);
-    // every step where the value changed between two checkpoints read; the one at the shift, else the last
-    const transitions: { from: ArgsFact; to: ArgsFact }[] = [];
-    for (let i = 1; i < flats.length; i++) {
-      if (!sameArg(flats[i - 1]!.flat.get(key), flats[i]!.flat.get(key)))
-        transitions.push({ from: flats[i - 1]!.fact, to: flats[i]!.fact });
-    }
-    const at =
-      (main && transitions.find((t) => atShift(t.from.step, t.to.step, main.cp))) ??
-      transitions[transitions.length - 1];
-    const [sa, sb] = showPair(va, vb);
-    const title = `${key} ${sa} → ${sb}`;
-    const ca = at ? ckByLabel.get(at.from.label) : ref;
-    const cb = at ? ckByLabel.get(at.to.label) : now;
-    const when: ChangeTime = at
-      ? {
-          text: `${at.from.label} → ${at.to.label}`,
-          steps: { from: at.from.step, to: at.to.step },
-          ...(ca?.mtime != null && cb?.mtime != null ? { time: { from: ca.mtime, to: cb.mtime } } : {}),
-        }
-      : { text: `${ref.label} → ${now.label}`, steps: { from: ref.step, to: now.step } };
-    const evidence: EvidenceLink[] = [
-      {
-        kind: 'args-diff',
-        title: `args ${ca?.label ?? ref.label} → ${cb?.label ?? now.label}`,
-        hostId: facts.host.id,
-        a: link(ca ?? ref),
-        b: link(cb ?? now),
-      },
-    ];
-    const detailBits = [`${key} was ${showValue(va)} at ${ref.label} and is ${showValue(vb)} at ${now.label}`];
-    if (transitions.length > 1) detailBits.push(`it changed ${transitions.length} times between the checkpoints read`);
-    for (const p of [nowPaths.get(key)]) {
-      const path = p !== undefined ? fingerprints.get(p) : undefined;
-      if (path) {
-        evidence.push({ kind: 'file', title: path.path, hostId: facts.host.id, path: path.path });
-        detailBits.push(describeFingerprint(path));
-      }
-    }
-    // what the data holds on both sides: rows and the length of a sample (padding shows as a shorter real length)
-    const before = refPaths.get(key);
-    const fpBefore = before !== undefined ? fingerprints.get(before) : undefined;
-    const fpNow = nowPaths.get(key) !== undefined ? fingerprints.get(nowPaths.get(key)!) : undefined;
-    const shapes = [fpBefore, fpNow].map((f) => (f ? describeSamples(f) : null));
-    if (shapes[0] || shapes[1]) detailBits.push(`samples: ${shapes[0] ?? 'not read'} → ${shapes[1] ?? 'not read'}`);
-    const category = argCategory(key, va, vb);
-    out.push({
-      source: 'args',
-      category,
-      title,
-      detail: detailBits.join('; '),
-      when,
-      evidence,
-      ...(category === 'cosmetic'
-        ? {
-            cosmeticWhy: isBookkeepingArg(key)
-              ? 'resume bookkeeping: where a launch starts, ends, resumes from and writes'
-              : 'names, places or times of the run itself',
-          }
-        : {}),
-    });
-  }
-  return out;
-}
-
-/** A data path's files as rows × length of a sample (the first file that says): `128 rows of 129, real 53.4 (padded)`. */
-export function describeSamples(f: DataFingerprint): string | null {
-  for (const s of f.samples ?? []) {
-    if (typeof s.rows === 'number' && typeof s.rowLength === 'number') {
-      const real =
-        typeof s.meanLength === 'number' && s.meanLength < s.rowLength ? `, real ${s.meanLength} (padded)` : '';
-      return `${s.file}: ${s.rows} rows of ${s.rowLength}${real}`;
-    }
-    // a token file's sequences (Megatron .idx): how long a sample is, which is what moves tokens a step
-    if (typeof s.rows === 'number' && typeof s.meanLength === 'number')
-      return `${s.file}: ${s.rows} sequences, ${s.meanLength} tokens on average${typeof s.medianLength === 'number' ? ` (median ${s.medianLength})` : ''}`;
-    if (typeof s.rows === 'number')
-      return `${s.file}: ${s.rows} rows${typeof s.meanLineBytes === 'number' ? ` of ${s.meanLineBytes} bytes` : ''}${columnsOf(s)}`;
-    if (typeof s.tokensIfUint16 === 'number') return `${s.file}: ${s.tokensIfUint16} tokens (as uint16)`;
-  }
-  return null;
-}
-
-/** A parquet or Arrow file's columns, the first few with their types: ` (input_ids list<int32>, text string, …)`. */
-function columnsOf(s: { columns?: string[] | undefined; types?: string[] | undefined }): string {
-  if (!s.columns?.length) return '';
-  const shown = s.columns.slice(0, 4).map((c, i) => (s.types?.[i] ? `${c} ${s.types[i]}` : c));
-  return ` (${shown.join(', ')}${s.columns.length > 4 ? `, … ${s.columns.length} columns` : ''})`;
-}
-
-function describeFingerprint(f: DataFingerprint): string {
-  if (!f.exists) return `${f.path}: ${f.error ?? 'not found'}`;
-  const bits = [f.kind === 'dir' ? `${f.files ?? '?'} files` : `${f.size ?? '?'} bytes`];
-  const m = f.kind === 'dir' ? (f.newestMtime ?? f.mtime) : f.mtime;
-  if (m !== null) bits.push(`modified ${isoOf(m)}`);
-  return `${f.path} now: ${bits.join(', ')}`;
-}
 
 /** A package suspect's bisect change id: `package:<name>` (the package bisect, against the restored env). */
 const PACKAGE_CHANGE = 'package:';
@@ -796,51 +626,6 @@ function codeDraft(facts: WhatChangedFacts, g: GitState, gitLink: Extract<Eviden
   };
 }
 
-function dataDrafts(
-  facts: WhatChangedFacts,
-  refTime: number | null,
-  changedValues: Set<string>,
-  unknown: UnknownFact[],
-): Draft[] {
-  const out: Draft[] = [];
-  const before = refTime === null ? [] : facts.dataHistory.filter((r) => r.at <= refTime).sort((a, b) => b.at - a.at);
-  for (const f of facts.probe?.paths ?? []) {
-    if (!f.exists || (f.truncated && f.error)) {
-      // Walked in part only (a folder nested past the probe's depth bound): not comparable, and why is the fact
-      unknown.push({ fact: `data ${f.path}`, why: f.error ?? 'not found' });
-      continue;
-    }
-    if (changedValues.has(f.path)) continue; // the args change names it, with this fingerprint as evidence
-    const m = f.kind === 'dir' ? (f.newestMtime ?? f.mtime) : f.mtime;
-    const old = before.map((r) => r.paths.find((p) => p.path === f.path)).find((p) => p !== undefined);
-    const fileLink: EvidenceLink = { kind: 'file', title: f.path, hostId: facts.host.id, path: f.path };
-    const when: ChangeTime =
-      m !== null ? { text: `modified ${isoOf(m)}`, time: { from: m, to: m } } : { text: 'not known' };
-    if (old?.exists) {
-      if (old.hash !== f.hash || old.size !== f.size || old.files !== f.files) {
-        out.push({
-          source: 'data',
-          category: 'dataset',
-          title: `data ${f.path} changed`,
-          detail: `at the reference: ${old.files ?? '?'} files, ${old.size ?? '?'} bytes, hash ${old.hash ?? '?'}; now: ${f.files ?? '?'} files, ${f.size ?? '?'} bytes, hash ${f.hash ?? '?'}`,
-          when,
-          evidence: [fileLink],
-        });
-      }
-    } else if (m !== null && refTime !== null && m > refTime) {
-      out.push({
-        source: 'data',
-        category: 'dataset',
-        title: `data ${f.path} modified after the reference`,
-        detail: `${describeFingerprint(f)} (no fingerprint kept from the reference: its modification time is the evidence)`,
-        when,
-        evidence: [fileLink],
-      });
-    }
-  }
-  return out;
-}
-
 /** The report, from the facts: pure, no I/O. */
 export function analyze(facts: WhatChangedFacts, generatedAt = new Date()): WhatChangedReport {
   const unknown: UnknownFact[] = [...facts.unknown];
@@ -938,16 +723,7 @@ export function analyze(facts: WhatChangedFacts, generatedAt = new Date()): What
       fact: 'command line and process environment of each launch',
       why: `not recorded for this run: launch it through kg_record.py (python3 kg_record.py --run ${facts.run ?? 'RUN'} -- CMD …) to see them next time`,
     });
-  const changedValues = new Set<string>();
-  if (refCk && nowCk) {
-    const ra = facts.args.find((a) => a.label === refCk.label)?.args ?? null;
-    const na = facts.args.find((a) => a.label === nowCk.label)?.args ?? null;
-    const pa = dataPathsOf(ra);
-    const pb = dataPathsOf(na);
-    for (const [k, p] of pb) if (pa.get(k) !== p) changedValues.add(p);
-    for (const [k, p] of pa) if (pb.get(k) !== p) changedValues.add(p);
-  }
-  drafts.push(...dataDrafts(facts, ref0.time, changedValues, unknown));
+  drafts.push(...dataDrafts(facts, ref0.time, changedDataPaths(facts, refCk, nowCk), unknown));
 
   const evidencePlot: EvidenceLink[] =
     main && facts.log
