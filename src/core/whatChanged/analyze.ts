@@ -1,6 +1,4 @@
-import { envChangeId, PYTHON_CHANGE_ID } from '../bisect/env';
-import { computeDrift, buildChange, type Drift } from '../baselines/drift';
-import type { Baseline } from '../baselines/store';
+import { computeDrift } from '../baselines/drift';
 import { formatRate } from '../bench/compare';
 import type { ReducedSeries } from '../metrics/metricsProbe';
 import { restartsFromTimes, type Restart } from '../metrics/restarts';
@@ -27,10 +25,10 @@ import type {
   UnknownFact,
   WhatChangedReport,
 } from './model';
-import { restoredEnvProbePath } from '../restore/plan';
-import { epochOf, isoOf, link, type Draft } from './causes/draft';
+import { isoOf, link, type Draft } from './causes/draft';
 import { argsDrafts, changedDataPaths } from './causes/args';
 import { gitDrafts } from './causes/code';
+import { envDrafts } from './causes/environment';
 import { dataDrafts } from './causes/data';
 import { pickBaseline, pickReference } from './reference';
 import {
@@ -47,183 +45,6 @@ import {
 import { formatLevel, formatRatio, scoreOf, windowOf } from './scoring';
 
 // ------------------------------------------------------------------------------------------------ analysis
-
-/** A package suspect's bisect change id: `package:<name>` (the package bisect, against the restored env). */
-const PACKAGE_CHANGE = 'package:';
-
-function envDrafts(
-  facts: WhatChangedFacts,
-  base: { baseline: Baseline; why: string },
-  drift: Drift,
-  unknown: UnknownFact[],
-): Draft[] {
-  const now = facts.env.now!;
-  const b = base.baseline;
-  const bTime = epochOf(b.capturedAt);
-  const nTime = epochOf(now.capturedAt);
-  const title = `baseline ${JSON.stringify(b.label)}`;
-  const sinceBaseline: ChangeTime = {
-    text: `between ${title} (${b.capturedAt}) and now`,
-    ...(bTime !== null && nTime !== null ? { time: { from: bTime, to: nTime } } : {}),
-  };
-  const envLink: EvidenceLink = {
-    kind: 'env-diff',
-    title: `environment now vs ${title}`,
-    hostId: facts.host.id,
-    baselineId: b.id,
-  };
-  const restored = facts.probe?.stats.some((s) => s.exists && s.path === restoredEnvProbePath(b.label)) ?? false;
-  const out: Draft[] = [];
-  const add = (
-    category: Draft['category'],
-    t: string,
-    detail: string,
-    when: ChangeTime = sinceBaseline,
-    cosmeticWhy?: string,
-    bisectChange?: string,
-  ) =>
-    out.push({
-      source: 'env',
-      category,
-      title: t,
-      detail,
-      when,
-      // an env variable or the interpreter can be put back one at a time: the bisect measures whether it matters
-      evidence: bisectChange
-        ? [
-            envLink,
-            {
-              kind: 'bisect',
-              title: 'Confirm by bisect',
-              hostId: facts.host.id,
-              baselineId: b.id,
-              change: bisectChange,
-              ...(bisectChange.startsWith(PACKAGE_CHANGE) ? { packages: true } : {}),
-            },
-          ]
-        : [envLink],
-      ...(cosmeticWhy ? { cosmeticWhy } : {}),
-    });
-  const tv = drift.torch.version;
-  if (tv || drift.torch.cuda || drift.torch.gitVersion) {
-    const build = tv ? buildChange(tv.from, tv.to) : undefined;
-    const text = tv
-      ? `torch ${tv.from ?? 'none'} → ${tv.to ?? 'none'}${build ? ` (build ${build})` : ''}`
-      : 'torch build';
-    const bits = Object.entries(drift.torch).map(([k, c]) => `${k} ${c.from ?? 'none'} → ${c.to ?? 'none'}`);
-    const stat = facts.probe?.stats.find((s) => now.torch.location && s.path === `${now.torch.location}/version.py`);
-    const when: ChangeTime =
-      stat?.mtime != null && (bTime === null || stat.mtime > bTime)
-        ? { text: `torch installed ${isoOf(stat.mtime)}`, time: { from: stat.mtime, to: stat.mtime } }
-        : sinceBaseline;
-    add('torch-build', text, bits.join('; '), when);
-  }
-  for (const list of [drift.packages.changed, drift.packages.added, drift.packages.removed]) {
-    const others: string[] = [];
-    for (const p of list) {
-      if (p.name === 'torch') continue;
-      const cat = packageCategory(p.name);
-      const t = `${p.name} ${p.from ?? '(absent)'} → ${p.to ?? '(absent)'}`;
-      if (cat === 'other') others.push(t);
-      // a package can be bisected once the baseline's env was restored (Restore Known Good… → Run)
-      else add(cat, t, `package ${t}`, sinceBaseline, undefined, restored ? `${PACKAGE_CHANGE}${p.name}` : undefined);
-    }
-    if (others.length)
-      add(
-        'other',
-        `${others.length} other package${others.length === 1 ? '' : 's'} changed`,
-        others.slice(0, 12).join(', '),
-      );
-  }
-  if (drift.cuda.driver)
-    add(
-      'driver',
-      `driver ${drift.cuda.driver.from ?? 'none'} → ${drift.cuda.driver.to ?? 'none'}`,
-      'GPU driver version',
-    );
-  if (drift.cuda.nvcc)
-    add('torch-build', `nvcc ${drift.cuda.nvcc.from ?? 'none'} → ${drift.cuda.nvcc.to ?? 'none'}`, 'CUDA toolkit');
-  if (drift.gpus.count || drift.gpus.changed.length) {
-    const bits = drift.gpus.changed
-      .filter((g) => g.field !== 'driver_version')
-      .map((g) => `GPU ${g.index} ${g.field} ${g.from ?? 'none'} → ${g.to ?? 'none'}`);
-    if (drift.gpus.count) bits.unshift(`${drift.gpus.count.from} → ${drift.gpus.count.to} GPUs`);
-    if (bits.length) add('hardware', bits[0]!, bits.join('; '));
-  }
-  for (const e of drift.env) {
-    const cat = envCategory(e.name);
-    const t = e.redacted
-      ? `${e.name} ${e.kind} (secret)`
-      : e.kind === 'added'
-        ? `${e.name}=${e.to ?? ''} added`
-        : e.kind === 'removed'
-          ? `${e.name} removed (was ${e.from ?? ''})`
-          : `${e.name} ${e.from ?? ''} → ${e.to ?? ''}`;
-    add(
-      cat,
-      t,
-      `environment variable ${t}`,
-      sinceBaseline,
-      cat === 'cosmetic' ? 'a variable that does not change speed' : undefined,
-      cat === 'cosmetic' ? undefined : envChangeId(e.name),
-    );
-  }
-  const scripts = new Map(now.scripts.files.map((f) => [f.path, f]));
-  for (const [kind, list] of [
-    ['edited', drift.scripts.changed],
-    ['new', drift.scripts.added],
-    ['gone', drift.scripts.removed],
-  ] as const) {
-    for (const p of list) {
-      const m = scripts.get(p)?.mtime ?? null;
-      const when: ChangeTime =
-        m !== null && kind !== 'gone' ? { text: `file modified ${isoOf(m)}`, time: { from: m, to: m } } : sinceBaseline;
-      out.push({
-        source: 'code',
-        category: 'code',
-        title: `${p} ${kind}`,
-        detail: `training script ${p} ${kind === 'edited' ? 'has another hash than at the baseline' : kind}`,
-        when,
-        evidence: [envLink, { kind: 'file', title: p, hostId: facts.host.id, path: p }],
-      });
-    }
-  }
-  const measured = new Set(now.caches.map((c) => c.name));
-  for (const c of drift.caches) {
-    // a cache the baseline had and this snapshot did not look at is not known to be lost
-    if (!measured.has(c.name)) {
-      unknown.push({
-        fact: `compile cache ${c.name} (${c.path})`,
-        why: 'not measured now (not among the cache folders given)',
-      });
-      continue;
-    }
-    const lost = c.change === 'emptied' || c.change === 'disappeared' || c.change === 'moved';
-    out.push({
-      source: 'caches',
-      category: lost ? 'compile-cache' : 'cosmetic',
-      title: `${c.name} compile cache ${c.change} (${c.files.from ?? 'none'} → ${c.files.to ?? 'none'} files)`,
-      detail: `${c.path}: ${c.change}`,
-      when: sinceBaseline,
-      evidence: [envLink],
-      ...(lost ? {} : { cosmeticWhy: 'a cache that grew is in use' }),
-    });
-  }
-  if (drift.python.version || drift.python.executable)
-    add(
-      'python',
-      `python ${drift.python.version?.from ?? ''} → ${drift.python.version?.to ?? ''}`.trim(),
-      Object.entries(drift.python)
-        .map(([k, c]) => `${k} ${c.from ?? ''} → ${c.to ?? ''}`)
-        .join('; '),
-      sinceBaseline,
-      undefined,
-      drift.python.executable ? PYTHON_CHANGE_ID : undefined,
-    );
-  const hostBits = Object.entries(drift.host).map(([k, c]) => `${k} ${c.from ?? 'none'} → ${c.to ?? 'none'}`);
-  if (hostBits.length) add('host', hostBits[0]!, hostBits.join('; '));
-  return out;
-}
 
 /** `--key value`, `--key=value` and bare `--flag` of a command line; the program and positionals left out. */
 export function flagsOf(argv: readonly string[]): Map<string, string> {
