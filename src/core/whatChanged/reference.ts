@@ -99,3 +99,16 @@ export function pickBaseline(
     why: 'the oldest there is (captured after the reference: changes before it are not seen)',
   };
 }
+
+/** The reference as the report gives it: with the environment baseline of its time. */
+export function withBaseline(
+  ref: Omit<ReferencePoint, 'baseline'>,
+  base: { baseline: Baseline; why: string } | undefined,
+): ReferencePoint {
+  return {
+    ...ref,
+    baseline: base
+      ? { id: base.baseline.id, label: base.baseline.label, capturedAt: base.baseline.capturedAt, why: base.why }
+      : null,
+  };
+}

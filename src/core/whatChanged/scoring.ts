@@ -3,8 +3,15 @@ import type { ReducedSeries } from '../metrics/metricsProbe';
 import { CATEGORY_TEXT, CATEGORY_WEIGHT, CATEGORY_WHY } from './categories';
 import type { Changepoint } from './changepoints';
 import { isoOf, type Draft } from './causes/draft';
-import type { CheckpointFact } from './facts';
-import type { Suspect, SuspectCategory } from './model';
+import type { CheckpointFact, WhatChangedFacts } from './facts';
+import type {
+  CosmeticChange,
+  EvidenceLink,
+  Suspect,
+  SuspectCategory,
+  ThroughputSummary,
+  WhatChangedReport,
+} from './model';
 
 /*
  * How a draft is scored against the shift: its category's weight, and whether it changed where the metric shifted
@@ -113,4 +120,100 @@ export function formatLevel(n: number): string {
 
 export function formatRatio(r: number): string {
   return r >= 10 ? r.toFixed(1) : r.toFixed(2);
+}
+
+/** The evidence the shift lends: its plot (to a suspect that coincides with it), the benchmark pair (to the build). */
+export interface ShiftEvidence {
+  plot: EvidenceLink[];
+  bench: EvidenceLink[];
+}
+
+export function shiftEvidence(
+  facts: WhatChangedFacts,
+  main: { key: string; cp: Changepoint } | undefined,
+  tpSeries: ReducedSeries | undefined,
+  bench: ThroughputSummary['bench'],
+): ShiftEvidence {
+  const plot: EvidenceLink[] =
+    main && facts.log
+      ? [
+          {
+            kind: 'plot',
+            title: `${main.key} zoomed at step ${main.cp.at}`,
+            hostId: facts.host.id,
+            log: facts.log.path,
+            series: main.key,
+            window: zoom(main.cp, tpSeries),
+            marks: [main.cp.at],
+          },
+        ]
+      : [];
+  const benchLink: EvidenceLink[] =
+    bench?.reference && bench.now
+      ? [
+          {
+            kind: 'bench-compare',
+            title: 'benchmark now vs reference',
+            hostId: facts.host.id,
+            referenceId: bench.reference.id,
+            nowId: bench.now.id,
+          },
+        ]
+      : [];
+  return { plot, bench: benchLink };
+}
+
+/** The plot's window around the shift: a tenth of the series either side, at least the shift's own bucket. */
+function zoom(cp: Changepoint, s: ReducedSeries | undefined): { from: number; to: number } {
+  const lo = s?.x[0] ?? cp.segmentBefore[0];
+  const hi = s?.x[s.x.length - 1] ?? cp.segmentAfter[1];
+  const span = Math.max((hi - lo) * 0.1, cp.firstAfter - cp.at);
+  return { from: Math.max(lo, Math.floor(cp.at - span)), to: Math.min(hi, Math.ceil(cp.firstAfter + span)) };
+}
+
+/**
+ * The drafts as the report lists them: cosmetic ones unranked; the others scored, and ranked when the verdict is a
+ * regression (not ruled out first, then by score and category weight), else listed unranked.
+ */
+export function rankDrafts(
+  drafts: readonly Draft[],
+  main: { key: string; cp: Changepoint } | undefined,
+  win: Window | undefined,
+  verdict: WhatChangedReport['verdict'],
+  shift: ShiftEvidence,
+): { suspects: Suspect[]; unranked: (CosmeticChange | Suspect)[] } {
+  const suspects: Suspect[] = [];
+  const unranked: (CosmeticChange | Suspect)[] = [];
+  let n = 0;
+  for (const d of drafts) {
+    if (d.category === 'cosmetic') {
+      unranked.push({ source: d.source, title: d.title, why: d.cosmeticWhy ?? 'cosmetic' });
+      continue;
+    }
+    const s = scoreOf(d, main, win);
+    const evidence = [...d.evidence];
+    if (s.coincides) evidence.push(...shift.plot);
+    if (d.category === 'torch-build' || d.category === 'driver' || d.category === 'hardware')
+      evidence.push(...shift.bench);
+    const suspect: Suspect = {
+      id: `s${++n}`,
+      source: d.source,
+      category: d.category,
+      title: d.title,
+      detail: d.detail,
+      when: d.when,
+      evidence,
+      ...s,
+    };
+    if (verdict === 'regression') suspects.push(suspect);
+    else unranked.push(suspect);
+  }
+  suspects.sort(
+    (a, b) =>
+      Number(a.ruledOut) - Number(b.ruledOut) ||
+      b.score - a.score ||
+      CATEGORY_WEIGHT[b.category] - CATEGORY_WEIGHT[a.category] ||
+      a.id.localeCompare(b.id),
+  );
+  return { suspects, unranked };
 }

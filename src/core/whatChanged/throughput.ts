@@ -3,10 +3,10 @@ import type { ReducedSeries } from '../metrics/metricsProbe';
 import { restartsFromTimes } from '../metrics/restarts';
 import { pointTimes, withDerivedSpeed } from '../metrics/speedFromTime';
 import { speedDirection, throughputRank } from './categories';
-import { findChangepoints, type Changepoint } from './changepoints';
+import { findChangepoints, medianOf, type Changepoint } from './changepoints';
 import { epochOf } from './causes/draft';
-import type { WhatChangedFacts } from './facts';
-import type { SeriesChangepoints, ThroughputSummary } from './model';
+import type { CheckpointFact, WhatChangedFacts } from './facts';
+import type { SeriesChangepoints, ThroughputSummary, WhatChangedReport } from './model';
 
 /*
  * The run's speed: the changepoints of its log's series, the shift that defines "the" slowdown, and the benchmark
@@ -122,4 +122,90 @@ export function benchOf(facts: WhatChangedFacts, refTime: number | null): Throug
   const latest = valid[valid.length - 1]!;
   const now = reference && latest.id === reference.id ? null : pick(latest);
   return { reference, now, ratio: reference && now ? now.tokensPerSec / reference.tokensPerSec : null };
+}
+
+/**
+ * The log's throughput at the reference and now: the levels either side of its changepoints, or, for a restarted run,
+ * its latest launch against the one before.
+ */
+export function logThroughput(
+  facts: WhatChangedFacts,
+  logSeries: readonly ReducedSeries[],
+  series: readonly SeriesChangepoints[],
+  main: { key: string; cp: Changepoint } | undefined,
+  refCk: CheckpointFact | undefined,
+): ThroughputSummary['log'] {
+  const tp = series.find((s) => s.throughput);
+  if (!tp || !facts.log) return null;
+  const raw = logSeries.find((s) => s.key === tp.key)!;
+  const rawTimes = pointTimes(raw, logSeries);
+  const levelAt = (step: number): number => {
+    const cps = tp.changepoints;
+    const idx = cps.findIndex((c) => step <= c.at);
+    if (idx >= 0) return cps[idx]!.before;
+    if (cps.length) return cps[cps.length - 1]!.after;
+    return (
+      findChangepoints(raw.x, raw.last, {
+        launches: restartsFromTimes(raw.x, raw.t).map((r) => r.step),
+        ...(rawTimes ? { times: rawTimes } : {}),
+      }).lastLevel ?? NaN
+    );
+  };
+  const refStep = refCk?.step ?? (main ? main.cp.at : raw.x[0]!);
+  const reference = levelAt(refStep);
+  const nowLevel = levelAt(Infinity);
+  return (
+    byLaunch(facts.log, raw, tp) ?? {
+      key: tp.key,
+      reference,
+      now: nowLevel,
+      ratio: reference ? nowLevel / reference : null,
+    }
+  );
+}
+
+/**
+ * A restarted run: is it slower in its latest launch than in the one before (their medians, warm-up left out), or did
+ * it slow down inside its latest launch? A shift inside an earlier launch that the latest kept is the level the run
+ * settled at, not a change to explain (the real steady loop ran 18% faster for its first 200 steps). Null when the
+ * launches do not decide it.
+ */
+function byLaunch(
+  log: NonNullable<WhatChangedFacts['log']>,
+  raw: ReducedSeries,
+  tp: SeriesChangepoints,
+): ThroughputSummary['log'] {
+  const launches = [...new Set([...launchesOf(log), ...restartsFromTimes(raw.x, raw.t).map((r) => r.step)])]
+    .filter((l) => l > raw.x[0]!)
+    .sort((a, b) => a - b);
+  const latest = launches[launches.length - 1];
+  if (latest === undefined) return null;
+  const prevStart = launches.length > 1 ? launches[launches.length - 2]! : -Infinity;
+  const launchLevel = (lo: number, hi: number) =>
+    medianOf(raw.last.filter((v, i) => raw.x[i]! >= lo && raw.x[i]! < hi && Number.isFinite(v)).slice(2));
+  const inLatest = tp.changepoints.filter((c) => c.at >= latest && slowdownOf(tp.key, c) > 1 / DROP_RATIO);
+  const prev = launchLevel(prevStart, latest);
+  const last = launchLevel(latest, Infinity);
+  if (!inLatest.length && Number.isFinite(prev) && Number.isFinite(last))
+    return { key: tp.key, reference: prev, now: last, ratio: prev ? last / prev : null, byLaunch: true };
+  return null;
+}
+
+/**
+ * A regression is a slowdown: throughput down, or step time up, by DROP_RATIO at least; a rise or a shift of the loss
+ * is no regression to explain.
+ */
+export function verdictOf(
+  log: ThroughputSummary['log'],
+  bench: ThroughputSummary['bench'],
+  series: readonly SeriesChangepoints[],
+): { dropped: boolean; verdict: WhatChangedReport['verdict'] } {
+  const dropped =
+    (log !== null && speedRatioOf(log) < DROP_RATIO) || (bench?.ratio != null && bench.ratio < DROP_RATIO);
+  const verdict: WhatChangedReport['verdict'] = dropped
+    ? 'regression'
+    : log === null && bench?.ratio == null && !series.length
+      ? 'unknown'
+      : 'steady';
+  return { dropped, verdict };
 }

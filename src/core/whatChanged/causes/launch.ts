@@ -2,7 +2,7 @@ import type { Restart } from '../../metrics/restarts';
 import { argCategory, envCategory, isBookkeepingArg, packageCategory } from '../categories';
 import type { WhatChangedFacts } from '../facts';
 import type { LaunchRecord, LaunchRecords } from '../factsProbe';
-import type { ChangeTime, EvidenceLink, SuspectCategory } from '../model';
+import type { ChangeTime, EvidenceLink, SuspectCategory, WhatChangedReport } from '../model';
 import { isoOf, type Draft } from './draft';
 
 /*
@@ -106,7 +106,7 @@ export function launchDrafts(
 }
 
 /** A live process as the report lists it: `PID 1234: python3 train.py --lr 3e-4 (libcudnn.so.9.1.0 9.1.0, …)`. */
-export function runningOf(r: LaunchRecord): {
+function runningOf(r: LaunchRecord): {
   pid: number | null;
   command: string;
   libs: string[];
@@ -118,6 +118,20 @@ export function runningOf(r: LaunchRecord): {
     libs: Object.entries(r.libs).map(([k, v]) => `${k} ${v}`),
     started: r.time,
   };
+}
+
+/** The report's summary of the launch records: where they are, how many, and the training process running now. */
+export function launchSummaryOf(launches: LaunchRecords | undefined): Pick<WhatChangedReport, 'launches'> {
+  return launches
+    ? {
+        launches: {
+          recorded: launches.exists,
+          path: launches.path,
+          records: launches.records.length,
+          ...(launches.live?.records.length ? { running: launches.live.records.map(runningOf) } : {}),
+        },
+      }
+    : {};
 }
 
 /** A process's mapped libraries by library (`libcudnn`), each with its versions (a path when its name says none). */
