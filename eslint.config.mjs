@@ -171,6 +171,12 @@ export default tseslint.config(
   },
   ...layers(),
   {
+    // What Changed? grew one 1,485-line analyze.ts; it is one module per kind of cause now (docs/what-changed.md,
+    // "Where the code is"). A file that reaches the limit is split, not let grow. No exceptions today.
+    files: ['src/core/whatChanged/**/*.ts'],
+    rules: { 'max-lines': ['error', { max: 500 }] },
+  },
+  {
     files: ['test/**/*.ts', 'bench/**/*.ts'],
     rules: {
       '@typescript-eslint/no-unsafe-assignment': 'off',
