@@ -5,7 +5,7 @@ import { metricsReduceProbe } from '../../src/core/metrics/metricsProbe';
 import { withDerivedSpeed } from '../../src/core/metrics/speedFromTime';
 import type { ProbeRunner } from '../../src/core/probes/runner';
 import { listRunsProbe } from '../../src/core/runs/listRuns';
-import { seriesChangepoints } from '../../src/core/whatChanged/analyze';
+import { seriesChangepoints } from '../../src/core/whatChanged/throughput';
 import type { Changepoint } from '../../src/core/whatChanged/changepoints';
 import { materializeRealRuns, realRunNames, type RealRunSet } from './realRuns';
 

@@ -6,7 +6,9 @@ import { join } from 'node:path';
 import { parseEnvSnapshot, type EnvSnapshotInput } from '../../src/core/baselines/envProbe';
 import { BaselineStore, type Baseline } from '../../src/core/baselines/store';
 import type { MetricsReduction } from '../../src/core/metrics/metricsProbe';
-import { analyze, dataPathsOf, describeSamples } from '../../src/core/whatChanged/analyze';
+import { analyze } from '../../src/core/whatChanged/analyze';
+import { dataPathsOf } from '../../src/core/whatChanged/causes/args';
+import { describeSamples } from '../../src/core/whatChanged/causes/data';
 import { diffArgs, flattenArgs } from '../../src/core/args/diff';
 import type { ArgValue } from '../../src/core/args/argsProbe';
 import {

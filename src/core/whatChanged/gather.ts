@@ -9,15 +9,10 @@ import { metricsReduceProbe, type MetricsReduction } from '../metrics/metricsPro
 import type { ProbeCall, ProbeRunnerLike } from '../probes/probe';
 import { listRunsProbe, type RunEntry, type RunsListing } from '../runs/listRuns';
 import { trainingStep } from '../runs/model';
-import {
-  analyze,
-  dataPathsOf,
-  launchesOf,
-  logSeriesOf,
-  mainChangepoint,
-  pickReference,
-  seriesChangepoints,
-} from './analyze';
+import { analyze } from './analyze';
+import { dataPathsOf } from './causes/args';
+import { pickReference } from './reference';
+import { launchesOf, logSeriesOf, mainChangepoint, seriesChangepoints } from './throughput';
 import type { ArgsFact, CheckpointFact, DataRecord, KnownGoodMarks, WhatChangedFacts } from './facts';
 import { whatChangedProbe, type LaunchRecord, type WhatChangedProbeResult } from './factsProbe';
 import type { UnknownFact, WhatChangedReport } from './model';

@@ -1,7 +1,7 @@
 import { formatRate } from '../bench/compare';
 import { KnownGoodError } from '../errors';
 import { escapeHtml, webviewCsp } from '../util/html';
-import { formatRatio } from './analyze';
+import { formatRatio } from './scoring';
 import { evidenceText, firstRuledOut, RULED_OUT_HEADING } from './render';
 import type { Suspect, WhatChangedReport } from './model';
 

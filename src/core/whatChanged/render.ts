@@ -1,5 +1,5 @@
 import { formatRate } from '../bench/compare';
-import { formatRatio } from './analyze';
+import { formatRatio } from './scoring';
 import type { EvidenceLink, Suspect, WhatChangedReport } from './model';
 
 /*
