@@ -77,17 +77,26 @@ torch.save(adamw.state_dict(), os.path.join(acc, "optimizer.bin"))
 torch.save({"step": 500}, os.path.join(acc, "random_states_0.pkl"))
 torch.save(m.state_dict(), os.path.join(acc, "pytorch_model.bin"))
 
-# The same AdamW state with its step counters tagged cuda:0 (last: the tagger stays registered in this process).
+# The same AdamW state with chosen storages tagged cuda:0 (last: the tagger stays registered in this process).
 def ptr(t):
     return (t.untyped_storage() if hasattr(t, "untyped_storage") else t.storage()).data_ptr()
 steps = set(ptr(s["step"]) for s in adamw.state.values())
+on_gpu = set(ptr(t) for t in m.state_dict().values()) | set(ptr(v) for s in adamw.state.values() for v in s.values())
+tag = {"cuda:0": set()}
 def tagger(storage):
-    return "cuda:0" if storage.data_ptr() in steps else None
+    return "cuda:0" if storage.data_ptr() in tag["cuda:0"] else None
 def deserializer(storage, location):
     return None
 torch.serialization.register_package(0, tagger, deserializer)
+tag["cuda:0"] = steps
 torch.save(ck, path("adamw-step-cuda.pt"))
 torch.save(ck, path("adamw-step-cuda-legacy.pt"), _use_new_zipfile_serialization=False)
+# A GPU run as the GPU box writes it: weights and moments on cuda:0, AdamW's step counters on the host (before a
+# restart), then everything on cuda:0 after a resume with torch.load(..., map_location="cuda").
+tag["cuda:0"] = on_gpu - steps
+torch.save(ck, path("gpu-before.pt"))
+tag["cuda:0"] = on_gpu
+torch.save(dict(ck, step=600), path("gpu-after.pt"))
 '''
 
 # Loads the tagged file as a resume does, to show it is a real checkpoint that names a CUDA device.
@@ -169,6 +178,18 @@ class RealCheckpoints(unittest.TestCase):
             self.assertEqual(_where(opt["state"]["exp_avg"]), [("cpu", "float32", N_PARAMS)], name)
             self.assertEqual(_where(opt["state"]["exp_avg_sq"]), [("cpu", "float32", N_PARAMS)], name)
             self.assertEqual(doc["weights"][0]["where"], [{"location": "cpu", "dtype": "float32", "count": N_PARAMS}])
+
+    def test_a_gpu_run_resumed_onto_the_gpu_differs_in_its_step_counters_only(self):
+        before, after = self.read("gpu-before.pt"), self.read("gpu-after.pt")
+        gpu = [("cuda:0", "float32", N_PARAMS)]
+        self.assertEqual(_where(before["optimizers"][0]["state"]["step"]), [("cpu", "float32", N_PARAMS)])
+        self.assertEqual(_where(after["optimizers"][0]["state"]["step"]), gpu)
+        for doc in (before, after):
+            self.assertEqual(_where(doc["optimizers"][0]["state"]["exp_avg"]), gpu)
+            self.assertEqual(doc["weights"][0]["where"], [{"location": "cuda:0", "dtype": "float32", "count": 4}])
+        # the RNG state torch.get_rng_state() returns stays a CPU tensor in both, and is not taken for weights
+        self.assertEqual(before["rng"], ["rng_state"])
+        self.assertEqual(len(before["weights"]), 1)
 
     def test_legacy_format_reads_the_same_facts(self):
         zipped, legacy = self.read("adamw.pt"), self.read("adamw-legacy.pt")
