@@ -110,7 +110,8 @@ class _Storage(object):
         self.itemsize = _DTYPES.get(dtype, (dtype, 1))[1]
         self.numel = numel if isinstance(numel, int) and 0 <= numel < 1 << 63 else 0
         self.key = key
-        self.location = location
+        # a location is a short word ("cpu", "cuda:0", "mps"); anything else a file says is shown cut, never used
+        self.location = location if isinstance(location, str) and len(location) <= 64 else _short_repr(location)
 
     @property
     def nbytes(self):
@@ -130,11 +131,14 @@ def _shape(shape):
 
 
 class _Tensor(object):
-    """What a tensor or parameter is shown as: dtype, shape and bytes (numel * itemsize), never its values."""
-    __slots__ = ("dtype", "shape", "nbytes")
+    """What a tensor or parameter is shown as: dtype, shape and bytes (numel * itemsize), never its values.
+    ``location``: where torch.save found its storage (``cpu``, ``cuda:0``; the pickle's own text, as torch.load reads
+    it before any map_location), None when the pickle does not say (a meta or wrapper tensor, DCP metadata)."""
+    __slots__ = ("dtype", "shape", "nbytes", "location")
 
-    def __init__(self, dtype, shape):
+    def __init__(self, dtype, shape, location=None):
         self.dtype = dtype
+        self.location = location
         self.shape = _shape(shape)
         numel = 1
         for d in self.shape:

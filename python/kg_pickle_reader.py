@@ -202,27 +202,31 @@ class _Reader(object):
     def _known_globals(self):
         k = {}
 
-        def tensor(dtype, size):
+        def tensor(dtype, size, location=None):
             self.tensor_count += 1
-            return _Tensor(dtype, size)
+            return _Tensor(dtype, size, location)
 
         def storage_dtype(st):
             return st.dtype if isinstance(st, _Storage) else "uint8"
 
+        def where(st):
+            return st.location if isinstance(st, _Storage) else None
+
         def rebuild_tensor(storage, _offset=0, size=(), *_rest):
-            return tensor(storage_dtype(storage), size)
+            return tensor(storage_dtype(storage), size, where(storage))
 
         def rebuild_tensor_v3(storage, _offset, size, _stride, _rg, _hooks, dtype=None, *_rest):
-            return tensor(dtype.text[6:] if isinstance(dtype, _Name) else storage_dtype(storage), size)
+            return tensor(dtype.text[6:] if isinstance(dtype, _Name) else storage_dtype(storage), size,
+                          where(storage))
 
         def rebuild_parameter(data, *_rest):
             return data if isinstance(data, _Tensor) else tensor("?", ())
 
         def rebuild_qtensor(storage, _offset, size, *_rest):
-            return tensor(storage_dtype(storage), size)
+            return tensor(storage_dtype(storage), size, where(storage))
 
         def rebuild_meta(dtype, size, *_rest):
-            return tensor(dtype.text[6:] if isinstance(dtype, _Name) else "?", size)
+            return tensor(dtype.text[6:] if isinstance(dtype, _Name) else "?", size, "meta")
 
         def rebuild_wrapper(_cls, dtype, size, *_rest):
             return tensor(dtype.text[6:] if isinstance(dtype, _Name) else "?", size)
