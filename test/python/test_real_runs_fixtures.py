@@ -42,6 +42,10 @@ def all_runs():
 
 
 class Truth(unittest.TestCase):
+    def test_every_set_under_the_real_fixtures_is_one_these_tests_check(self):
+        sets = sorted(n for n in os.listdir(fx.REAL) if os.path.isfile(os.path.join(fx.REAL, n, "mtimes.json")))
+        self.assertEqual(sets, sorted(fx.SETS))
+
     def test_every_run_has_its_truth(self):
         for s in fx.SETS:
             d = fx.set_dir(s)
