@@ -26,16 +26,10 @@ import { newNonce } from '../core/util/nonce';
 import { renderWhatChangedMarkdown } from '../core/whatChanged/render';
 import { WhatChangedStore } from '../core/whatChanged/store';
 import type { RegisterCommand } from '../shared/commands';
-import type { Documents } from '../shared/documents';
+import { registerReadonlyDocuments, type Documents } from '../shared/documents';
 import type { Hosts } from '../shared/hosts';
 import type { SettingsAccess } from '../shared/settings';
-import {
-  executeCommand,
-  registerTextDocumentContentProvider,
-  registerWebviewPanelSerializer,
-  showInfo,
-  showTextDocument,
-} from '../window';
+import { executeCommand, registerWebviewPanelSerializer, showInfo, showTextDocument } from '../window';
 import { withCancellableProgress } from '../shared/progress';
 import { WhatChangedPanel } from './panel';
 import { registerRecordLaunches } from './recordLaunches';
@@ -157,25 +151,17 @@ export function registerWhatChanged(d: WhatChangedDeps): void {
     return report;
   };
 
-  // A data path as evidence: its listing and fingerprint as they are now, read again whenever VS Code asks (a
-  // restored editor after a reload too). The other text evidence is kept with the workspace (d.documents).
+  // A data path as evidence: its listing and fingerprint as they are now, read again whenever VS Code reads the
+  // document (a restored editor after a reload too). The other text evidence is kept with the workspace (d.documents).
   d.track(
-    registerTextDocumentContentProvider(EVIDENCE_SCHEME, {
-      provideTextDocumentContent: async (uri, token) => {
-        const ref = fromEvidenceUri(uri);
-        if (!ref)
-          return 'This is not a What Changed? evidence document this version can read: open it again from the report.\n';
-        const host = d.hosts.find(ref.hostId);
-        if (!host) return `${ref.path}\n\nHost ${ref.hostId} is no longer configured: its data cannot be read.\n`;
-        const ac = new AbortController();
-        token.onCancellationRequested(() => ac.abort());
-        try {
-          const probes = d.hosts.session(host).probes;
-          return renderDataEvidence(await readDataEvidence({ label: host.name, probes }, ref.path, ac.signal));
-        } catch (e) {
-          return `${ref.path}\n\nnot read on ${host.name}: ${messageOf(e)}\n`;
-        }
-      },
+    registerReadonlyDocuments(EVIDENCE_SCHEME, async (uri) => {
+      const ref = fromEvidenceUri(uri);
+      if (!ref)
+        return 'This is not a What Changed? evidence document this version can read: open it again from the report.\n';
+      const host = d.hosts.find(ref.hostId);
+      if (!host) return `${ref.path}\n\nHost ${ref.hostId} is no longer configured: its data cannot be read.\n`;
+      const probes = d.hosts.session(host).probes;
+      return renderDataEvidence(await readDataEvidence({ label: host.name, probes }, ref.path));
     }),
   );
   const showReadOnly = (name: string, content: string) => d.documents.show(name, content, { preview: true });
