@@ -207,7 +207,14 @@ export class Container implements vscode.Disposable {
       live,
     });
     registerProbes({ ...common, baselines });
-    registerBench({ ...common, store, storeKeyOf, view: treeView, resolve: (t) => listings.resolve(t) });
+    registerBench({
+      ...common,
+      documents,
+      store,
+      storeKeyOf,
+      view: treeView,
+      resolve: (t) => listings.resolve(t),
+    });
     registerBisect({ ...common, documents, store, storeKeyOf });
     registerWhatChanged({
       ...common,

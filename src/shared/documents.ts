@@ -30,14 +30,13 @@ export function registerReadonlyDocuments(
       size: 0,
       permissions: vscode.FilePermission.Readonly,
     }),
+    // a failure fails the open (openTextDocument rejects with its message): the caller decides what to show
     readFile: async (uri) => {
-      let text: string;
       try {
-        text = await read(uri);
+        return Buffer.from(await read(uri), 'utf8');
       } catch (e) {
-        text = `${messageOf(e)}\n`;
+        throw vscode.FileSystemError.Unavailable(messageOf(e));
       }
-      return Buffer.from(text, 'utf8');
     },
     readDirectory: (uri) => {
       throw vscode.FileSystemError.FileNotADirectory(uri);

@@ -160,8 +160,12 @@ export function registerWhatChanged(d: WhatChangedDeps): void {
         return 'This is not a What Changed? evidence document this version can read: open it again from the report.\n';
       const host = d.hosts.find(ref.hostId);
       if (!host) return `${ref.path}\n\nHost ${ref.hostId} is no longer configured: its data cannot be read.\n`;
-      const probes = d.hosts.session(host).probes;
-      return renderDataEvidence(await readDataEvidence({ label: host.name, probes }, ref.path));
+      try {
+        const probes = d.hosts.session(host).probes;
+        return renderDataEvidence(await readDataEvidence({ label: host.name, probes }, ref.path));
+      } catch (e) {
+        return `${ref.path}\n\nnot read on ${host.name}: ${messageOf(e)}\n`;
+      }
     }),
   );
   const showReadOnly = (name: string, content: string) => d.documents.show(name, content, { preview: true });

@@ -4,7 +4,6 @@ import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { ARGS_SCHEME } from '../../src/core/args/uri';
 import { ENV_SCHEME } from '../../src/core/baselines/uri';
-import { benchDocUri } from '../../src/core/bench/compare';
 import { FLEET_SCHEME } from '../../src/core/fleet/documents';
 import { REMOTE_FILE_SCHEME } from '../../src/core/remote/readFile';
 import type { UriParts } from '../../src/core/util/docUri';
@@ -182,14 +181,6 @@ void it('VS Code activates Known Good for every document scheme it restores afte
   const pkg = JSON.parse(readFileSync(join(__dirname, '..', '..', 'package.json'), 'utf8')) as {
     activationEvents: string[];
   };
-  for (const scheme of [
-    ARGS_SCHEME,
-    ENV_SCHEME,
-    REMOTE_FILE_SCHEME,
-    benchDocUri.scheme,
-    FLEET_SCHEME,
-    KEPT_DOC_SCHEME,
-    EVIDENCE_SCHEME,
-  ])
+  for (const scheme of [ARGS_SCHEME, ENV_SCHEME, REMOTE_FILE_SCHEME, FLEET_SCHEME, KEPT_DOC_SCHEME, EVIDENCE_SCHEME])
     assert.ok(pkg.activationEvents.includes(`onFileSystem:${scheme}`), scheme);
 });
