@@ -60,7 +60,10 @@ void describe('data evidence: a folder opens as its listing and fingerprint', ()
     const text = renderDataEvidence(await readDataEvidence(host(), path));
     const lines = text.split('\n');
     assert.equal(lines[0], path);
-    assert.match(lines[1]!, /^a data folder on gpu-box, as it is now \(read \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ\)$/);
+    assert.match(
+      lines[1]!,
+      /^a data folder on gpu-box, as it is now \(read \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ by the host's clock\)$/,
+    );
     for (const name of ['train.npy', 'val.npy']) {
       const file = join(path, name);
       const line = lines.find((l) => l.endsWith(`  ${name}`));

@@ -50,6 +50,8 @@ export interface DataEvidence {
   host: string;
   path: string;
   listing: Outcome<RootListing | undefined>;
+  /** Epoch seconds on the host's clock when it listed (its mtimes are on that clock too); null: not listed. */
+  readAt: number | null;
   fingerprint: Outcome<DataFingerprint | undefined>;
 }
 
@@ -67,13 +69,17 @@ export async function readDataEvidence(
     );
   const [listing, fingerprint] = await Promise.all([
     settle(
-      host.probes
-        .run(listRunsProbe([path], { depth: 1, maxEntries: DATA_LISTING_MAX }), opts)
-        .then((o) => o.value.roots[0]),
+      host.probes.run(listRunsProbe([path], { depth: 1, maxEntries: DATA_LISTING_MAX }), opts).then((o) => o.value),
     ),
     settle(host.probes.run(whatChangedProbe({ paths: [path] }), opts).then((o) => o.value.paths[0])),
   ]);
-  return { host: host.label, path, listing, fingerprint };
+  return {
+    host: host.label,
+    path,
+    listing: listing.ok ? { ok: true, value: listing.value.roots[0] } : listing,
+    readAt: listing.ok ? listing.value.now : null,
+    fingerprint,
+  };
 }
 
 /** Epoch seconds (the host's clock) as the report writes them. */
@@ -146,8 +152,10 @@ function listingLines(l: RootListing): string[] {
   const children = e.children ?? [];
   const more = e.omitted ?? 0;
   const total = children.length + more;
+  // reading a folder stops at the probe's item limit: there may be more than it counted
+  const atLeast = e.scanStopped ? 'at least ' : '';
   const out = [
-    `  ${total === 0 ? 'empty' : `${num(total)}${e.scanStopped ? ' or more' : ''} entries${more ? `, ${num(children.length)} listed` : ''}`}` +
+    `  ${total === 0 ? 'empty' : `${atLeast}${num(total)} entries${more ? `, ${num(children.length)} listed` : ''}`}` +
       ' (folders are not walked here: the fingerprint counts what is below them)',
     '',
     `  ${'modified'.padEnd(22)}${'size'.padStart(10)}  name`,
@@ -156,18 +164,18 @@ function listingLines(l: RootListing): string[] {
   if (more)
     out.push(
       '',
-      `  … and ${num(more)}${e.scanStopped ? ' or more' : ''} more not listed (the listing keeps ${DATA_LISTING_MAX}: the first names in order, and the highest steps of names that carry one)`,
+      `  … and ${atLeast}${num(more)} more not listed (the listing keeps ${DATA_LISTING_MAX}: the first names in order, and the highest steps of names that carry one)`,
     );
   return out;
 }
 
 /** The document: what the path is, its fingerprint, a folder's listing; a part that could not be read says why. */
-export function renderDataEvidence(d: DataEvidence, readAt: Date = new Date()): string {
+export function renderDataEvidence(d: DataEvidence): string {
   const fp = d.fingerprint.ok ? d.fingerprint.value : undefined;
   const what = fp?.kind === 'dir' ? 'a data folder' : fp?.kind === 'file' ? 'a data file' : 'a data path';
   const out = [
     d.path,
-    `${what} on ${d.host}, as it is now (read ${iso(readAt.getTime() / 1000)})`,
+    `${what} on ${d.host}, as it is now${d.readAt !== null ? ` (read ${iso(d.readAt)} by the host's clock)` : ''}`,
     '',
     'Fingerprint (what What Changed? compares with the one kept at the reference)',
     ...(!d.fingerprint.ok
