@@ -22,6 +22,7 @@ import { vscodePrompts } from './hosts/prompts';
 import { registerProbes } from './probes/register';
 import { registerRuns } from './runs/register';
 import { commandRegistrar, showHostFailure, type RegisterCommand } from './shared/commands';
+import { registerDocuments } from './shared/documents';
 import { hostsOf, type Hosts } from './shared/hosts';
 import { SettingsService } from './shared/settings';
 import { AgeTicker, AutoRefresh } from './tree/autoRefresh';
@@ -164,6 +165,8 @@ export class Container implements vscode.Disposable {
     command(Commands.showLog, null, () => this.log.show());
 
     const track = <T extends vscode.Disposable>(d: T) => this.track(d);
+    // Text Known Good writes for people (evidence, plans, reports): read-only, kept with the workspace for a reload.
+    const documents = this.track(registerDocuments(context.workspaceState, this.log));
     const common = { command, track, hosts: this.hosts, log: this.log, settings: this.settings };
 
     // Feature registrations: each feature lives in its own folder (src/<feature>/register.ts) and sees only its deps.
@@ -180,6 +183,7 @@ export class Container implements vscode.Disposable {
     });
     const baselines = registerBaselines({
       ...common,
+      documents,
       store,
       storeKeyOf,
       registerSection: (s) => this.tree.registerSection(s),
@@ -203,13 +207,21 @@ export class Container implements vscode.Disposable {
       live,
     });
     registerProbes({ ...common, baselines });
-    registerBench({ ...common, store, storeKeyOf, view: treeView, resolve: (t) => listings.resolve(t) });
-    registerBisect({ ...common, store, storeKeyOf });
+    registerBench({
+      ...common,
+      documents,
+      store,
+      storeKeyOf,
+      view: treeView,
+      resolve: (t) => listings.resolve(t),
+    });
+    registerBisect({ ...common, documents, store, storeKeyOf });
     registerWhatChanged({
       ...common,
       store,
       storeKeyOf,
       kept: context.workspaceState,
+      documents,
       // each kind of evidence opens in the view that owns it
       evidence: {
         openArgsDiff: (a, b) => args.openDiff(a, b),

@@ -43,8 +43,7 @@ export const showTextDocument = async (uri: vscode.Uri, options?: vscode.TextDoc
   vscode.window.showTextDocument(await vscode.workspace.openTextDocument(uri), options);
 export const registerTextDocumentContentProvider = (scheme: string, provider: vscode.TextDocumentContentProvider) =>
   vscode.workspace.registerTextDocumentContentProvider(scheme, provider);
-/** An untitled document with `content` (a plan to read or copy), shown in an editor of its own. */
-export const showUntitled = async (content: string, language: string) =>
-  vscode.window.showTextDocument(await vscode.workspace.openTextDocument({ content, language }), { preview: false });
+export const registerReadonlyFileSystemProvider = (scheme: string, provider: vscode.FileSystemProvider) =>
+  vscode.workspace.registerFileSystemProvider(scheme, provider, { isCaseSensitive: true, isReadonly: true });
 export const activeEditorUri = (): vscode.Uri | undefined => vscode.window.activeTextEditor?.document.uri;
 export const showOpenDialog = (options: vscode.OpenDialogOptions) => vscode.window.showOpenDialog(options);

@@ -2,6 +2,7 @@ import * as vscode from 'vscode';
 import type { BaselineStore } from '../core/baselines/store';
 import type { HostSpec } from '../core/hosts';
 import type { RegisterCommand } from '../shared/commands';
+import type { Documents } from '../shared/documents';
 import type { Hosts } from '../shared/hosts';
 import type { SettingsAccess } from '../shared/settings';
 import type { TreeSection } from '../shared/treeSection';
@@ -22,6 +23,8 @@ export interface BaselinesDeps {
   registerSection(section: TreeSection): vscode.Disposable;
   /** Re-renders a node of Remote Runs (no remote call); the whole tree without one. */
   refresh(node?: unknown): void;
+  /** Plans and reports open as read-only documents kept with the workspace (back after a reload). */
+  documents: Pick<Documents, 'show'>;
 }
 
 /** What the baselines commands share: the deps and what registerBaselines built once. */

@@ -9,7 +9,7 @@ import { restoredSpeeds, restoredSpeedsText, type RestoredSpeeds } from '../core
 import { TerminalRunner } from '../core/terminal/runner';
 import { pickBenchmark } from '../shared/benchmark';
 import { withCancellableProgress } from '../shared/progress';
-import { showInfo, showUntitled } from '../window';
+import { showInfo } from '../window';
 import { showInTerminal } from '../shared/terminal';
 import type { HostBaseline } from './commands';
 import type { BaselinesFeature } from './common';
@@ -36,7 +36,9 @@ export function registerRestoreCommand(
       );
       if (!plan) return undefined;
       const title = `baseline "${baseline.label}" on ${b.spec.name}`;
-      const editor = await showUntitled(planDocument(plan, title), 'shellscript');
+      const editor = await f.documents.show(`restore ${envLabelOf(baseline.label)}.sh`, planDocument(plan, title), {
+        preview: false,
+      });
       const outcome: RestoreOutcome = {
         envDir: plan.envDir,
         pins: plan.pins.length,
@@ -100,7 +102,11 @@ export function registerRestoreCommand(
       const report =
         freeze === undefined
           ? undefined
-          : await showUntitled(restoreReport(title, plan.envDir, freeze, speeds), 'markdown');
+          : await f.documents.show(
+              `restore ${envLabelOf(baseline.label)} report.md`,
+              restoreReport(title, plan.envDir, freeze, speeds),
+              { preview: false },
+            );
       return {
         ...outcome,
         exitCode: exit.exitCode,

@@ -3,7 +3,7 @@ import type { BenchRunOutcome } from '../api';
 import { BenchCommands } from '../constants';
 import type { BenchConfig, BenchResult } from '../core/bench/benchProbe';
 import { benchProcess } from '../core/bench/run';
-import { benchDocUri, comparisonChoice, formatRate } from '../core/bench/compare';
+import { comparisonChoice, formatRate } from '../core/bench/compare';
 import {
   customBenchmarkOf,
   throughputFromJsonl,
@@ -28,34 +28,15 @@ import { shellTerminalCommand } from '../core/terminal/command';
 import type { RunnerExit } from '../core/terminal/runner';
 import { terminalName } from '../core/probes/catalogue';
 import { runInTerminal, showInTerminal } from '../shared/terminal';
-import {
-  registerTextDocumentContentProvider,
-  showInfo,
-  showInputBox,
-  showQuickPick,
-  showTextDocument,
-} from '../window';
+import { showInfo, showInputBox, showQuickPick } from '../window';
 import { registerLiveThroughput } from './live';
 import { benchReferences, keepResult, type BenchReference } from '../core/bench/references';
 import type { CustomBenchmark } from '../core/bench/customBenchmark';
 import type { RegisterCommand } from '../shared/commands';
+import type { Documents } from '../shared/documents';
 import type { Hosts } from '../shared/hosts';
 import type { SettingsAccess } from '../shared/settings';
 import { whyFailed } from '../core/transport/collect';
-
-/** Read-only comparison documents, by URI. */
-class ComparisonDocuments implements vscode.TextDocumentContentProvider {
-  private readonly docs = new Map<string, string>();
-  private readonly changed = new vscode.EventEmitter<vscode.Uri>();
-  readonly onDidChange = this.changed.event;
-  put(uri: vscode.Uri, text: string): void {
-    this.docs.set(uri.toString(), text);
-    this.changed.fire(uri);
-  }
-  provideTextDocumentContent(uri: vscode.Uri): string {
-    return this.docs.get(uri.toString()) ?? '(this comparison is no longer open: run Compare with Baseline again)';
-  }
-}
 
 /** Optional arguments (tests, other commands): `{ config: 'tiny' | {...}, label, compile }`. */
 interface BenchArgs {
@@ -83,11 +64,11 @@ export interface BenchDeps {
   resolve(target: CommandTarget): ResolvedTarget | undefined;
   /** Remote Runs: live throughput follows its selection while it is visible. */
   view: Pick<vscode.TreeView<unknown>, 'selection' | 'visible' | 'onDidChangeSelection' | 'onDidChangeVisibility'>;
+  /** Comparisons open as read-only documents kept with the workspace (back after a reload). */
+  documents: Pick<Documents, 'show'>;
 }
 
 export function registerBench(d: BenchDeps): void {
-  const docs = new ComparisonDocuments();
-  d.track(registerTextDocumentContentProvider(benchDocUri.scheme, docs));
   const on = (placeHolder: string) => ({ kinds: ['host'], pick: placeHolder }) as const;
   d.command(BenchCommands.run, on('Run the throughput benchmark on which host?'), (t, call) =>
     runBench(d, d.hosts.get(t.hostId), argsOf(call.extra)),
@@ -98,7 +79,7 @@ export function registerBench(d: BenchDeps): void {
     return host && runCustom(d, bench, host, argsOf(call.extra));
   });
   d.command(BenchCommands.compare, on('Compare the throughput of which host?'), (t, call) =>
-    compare(d, docs, d.hosts.get(t.hostId), argsOf(call.extra)),
+    compare(d, d.hosts.get(t.hostId), argsOf(call.extra)),
   );
   registerLiveThroughput(d);
 }
@@ -278,7 +259,6 @@ async function runCustom(
 /** Opens the comparison of the newest result with a reference as a read-only document; resolves to its text. */
 async function compare(
   d: BenchDeps,
-  docs: ComparisonDocuments,
   host: HostSpec,
   args: BenchArgs,
 ): Promise<{ uri: string; text: string } | undefined> {
@@ -306,8 +286,8 @@ async function compare(
   }
   if (!ref) return undefined;
   const text = comparisonDocument(newest, ref, host.name);
-  const uri = vscode.Uri.from(benchDocUri.to({ title: `${host.name} throughput vs ${ref.label}` }));
-  docs.put(uri, text);
-  await showTextDocument(uri, { preview: true });
-  return { uri: uri.toString(), text };
+  // labels such as `12.8K tok/s …` hold slashes: the name is one path segment, so the tab shows all of it
+  const name = `${host.name} throughput vs ${ref.label}`.replace(/[\\/:*?"<>|]/g, '_');
+  const editor = await d.documents.show(`${name}.md`, text, { preview: true });
+  return { uri: editor.document.uri.toString(), text };
 }

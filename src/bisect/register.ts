@@ -11,9 +11,10 @@ import type { TargetOf } from '../core/runs/targets';
 import { BisectCommands } from '../constants';
 import { pickBenchmark } from '../shared/benchmark';
 import type { RegisterCommand } from '../shared/commands';
+import type { Documents } from '../shared/documents';
 import type { Hosts } from '../shared/hosts';
 import type { SettingsAccess } from '../shared/settings';
-import { createTerminal, registerTextDocumentContentProvider, showQuickPick, showTextDocument } from '../window';
+import { createTerminal, showQuickPick } from '../window';
 
 /** What the environment bisect needs from the extension. */
 export interface BisectDeps {
@@ -24,6 +25,8 @@ export interface BisectDeps {
   settings: SettingsAccess;
   store: BaselineStore;
   storeKeyOf(host: HostSpec): string;
+  /** Reports open as read-only documents kept with the workspace (back after a reload). */
+  documents: Pick<Documents, 'show'>;
 }
 
 /** What tests read of a finished package bisect (the command's result). */
@@ -41,28 +44,6 @@ export interface BisectRunOutcome {
   uri: string;
   outcome: EnvBisectOutcome;
   screen: string;
-}
-
-const SCHEME = 'knownGood-bisect';
-
-/** Reports as read-only documents: `knownGood-bisect:/<host> bisect.md?<n>`. */
-class Reports implements vscode.TextDocumentContentProvider {
-  private readonly texts = new Map<string, string>();
-  private n = 0;
-  add(name: string, text: string): vscode.Uri {
-    const uri = vscode.Uri.from({
-      scheme: SCHEME,
-      path: `/${name.replace(/[/\\]/g, '_')}.md`,
-      query: String(++this.n),
-    });
-    this.texts.set(uri.toString(), text);
-    return uri;
-  }
-  provideTextDocumentContent(uri: vscode.Uri): string {
-    return (
-      this.texts.get(uri.toString()) ?? 'This bisect report is gone (the window was reloaded): run the bisect again.'
-    );
-  }
 }
 
 /**
@@ -119,8 +100,6 @@ async function chooseBaseline(d: BisectDeps, t: TargetOf<'host' | 'baseline'>, w
 }
 
 export function registerBisect(d: BisectDeps): void {
-  const reports = new Reports();
-  d.track(registerTextDocumentContentProvider(SCHEME, reports));
   d.command(
     BisectCommands.environment,
     { kinds: ['host', 'baseline'], pick: 'Bisect the environment of which host?' },
@@ -129,7 +108,7 @@ export function registerBisect(d: BisectDeps): void {
       if (!chosen) return undefined;
       const benchmark = await pickBenchmark(d.settings);
       if (!benchmark) return undefined;
-      return run(d, reports, chosen.host, chosen.baseline, benchmark);
+      return run(d, chosen.host, chosen.baseline, benchmark);
     },
   );
   d.command(
@@ -146,7 +125,7 @@ export function registerBisect(d: BisectDeps): void {
           'Bisect Packages runs your benchmark command in each state: set knownGood.benchmark.command and ' +
             'knownGood.benchmark.throughputRegex (the speed is read from its output)',
         );
-      return runPackages(d, reports, chosen.host, chosen.baseline, benchmark.bench);
+      return runPackages(d, chosen.host, chosen.baseline, benchmark.bench);
     },
   );
 }
@@ -171,7 +150,6 @@ function eventWriter(pty: BisectTerminal, unit: string, samples = true) {
 
 async function runPackages(
   d: BisectDeps,
-  reports: Reports,
   host: HostSpec,
   baseline: Baseline,
   bench: CustomBenchmark,
@@ -190,8 +168,8 @@ async function runPackages(
       onLine: (l) => pty.write(`${l}\n`),
       onEvent: eventWriter(pty, '', false),
     });
-    const uri = reports.add(`${host.name} packages bisect`, r.markdown);
-    await showTextDocument(uri, { preview: false });
+    const uri = (await d.documents.show(`${host.name} packages bisect.md`, r.markdown, { preview: false })).document
+      .uri;
     d.log.info(`package bisect ${host.name} vs ${baseline.label}: ${r.headline}`);
     const { markdown: _md, ...rest } = r;
     return { terminalName: name, uri: uri.toString(), markdown: r.markdown, result: rest, screen: pty.screen };
@@ -205,7 +183,6 @@ async function runPackages(
 
 async function run(
   d: BisectDeps,
-  reports: Reports,
   host: HostSpec,
   baseline: Parameters<typeof envBisect>[1],
   benchmark: BisectBenchmark,
@@ -224,8 +201,7 @@ async function run(
       onEvent: eventWriter(pty, unit),
     });
     if (!outcome.report) pty.write(`${outcome.headline}\n`);
-    const uri = reports.add(`${host.name} bisect`, outcome.markdown);
-    await showTextDocument(uri, { preview: false });
+    const uri = (await d.documents.show(`${host.name} bisect.md`, outcome.markdown, { preview: false })).document.uri;
     d.log.info(`bisect ${host.name} vs ${baseline.label}: ${outcome.headline}`);
     return { terminalName: name, uri: uri.toString(), outcome, screen: pty.screen };
   } catch (e) {

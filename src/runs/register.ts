@@ -7,6 +7,7 @@ import { newestCheckpoint } from '../core/runs/model';
 import type { HostSettings } from '../core/settings';
 import { Commands } from '../constants';
 import type { RegisterCommand } from '../shared/commands';
+import { registerReadonlyDocuments } from '../shared/documents';
 import type { Hosts } from '../shared/hosts';
 import type { SettingsAccess } from '../shared/settings';
 import { showInfo, showInputBox, showQuickPick, showWarning } from '../window';
@@ -35,7 +36,8 @@ export interface RunsDeps {
 export function registerRuns(d: RunsDeps): void {
   const { command, tree, hosts, settings } = d;
   const updateHosts = (change: (hosts: HostSettings[]) => HostSettings[]) => settings.updateHosts(change);
-  d.track(vscode.workspace.registerTextDocumentContentProvider(REMOTE_FILE_SCHEME, new RemoteFileProvider(hosts)));
+  const remoteFiles = new RemoteFileProvider(hosts);
+  d.track(registerReadonlyDocuments(REMOTE_FILE_SCHEME, (uri) => remoteFiles.read(uri)));
 
   const any = { kinds: ['host'] } as const;
   command(Commands.refresh, any, (t) => tree.relist(t?.hostId));

@@ -14,20 +14,18 @@ export function remoteFileUri(ref: RemoteFileRef): vscode.Uri {
 }
 
 /**
- * Read-only documents of remote logs, jsonl and configs: only the last `maxBytes` cross the wire, with a header that
- * says how much was left out; "Load More" reopens with twice as much.
+ * Read-only documents of remote logs, jsonl and configs (a read-only file system: shared/documents.ts): only the
+ * last `maxBytes` cross the wire, with a header that says how much was left out; "Load More" reopens with four times
+ * as much. A file that cannot be read fails the open with why (a folder: `not-regular`).
  */
-export class RemoteFileProvider implements vscode.TextDocumentContentProvider {
+export class RemoteFileProvider {
   constructor(private readonly registry: { session(hostId: string): HostSession }) {}
 
-  async provideTextDocumentContent(uri: vscode.Uri, token: vscode.CancellationToken): Promise<string> {
+  async read(uri: vscode.Uri): Promise<string> {
     const ref = fromRemoteFileUri(uri);
     const session = this.registry.session(ref.hostId);
-    const ac = new AbortController();
-    token.onCancellationRequested(() => ac.abort());
     const r = await session.probes.run(
       readFileProbe({ text: ref.path, ...(ref.pathB64 ? { b64: ref.pathB64 } : {}) }, { maxBytes: ref.maxBytes }),
-      { signal: ac.signal },
     );
     return renderFileText(r.value, 'Run "Known Good: Load More of Remote File" to see more.');
   }

@@ -7,6 +7,13 @@ import type { BaselineStore } from '../core/baselines/store';
 import { KnownGoodError, messageOf } from '../core/errors';
 import type { HostSpec } from '../core/hosts';
 import { toRemoteFileUri } from '../core/remote/readFile';
+import {
+  EVIDENCE_SCHEME,
+  fromEvidenceUri,
+  readDataEvidence,
+  renderDataEvidence,
+  toEvidenceUri,
+} from '../core/whatChanged/dataEvidence';
 import type { TargetOf } from '../core/runs/targets';
 import { whatChanged, type WhatChangedOptions } from '../core/whatChanged/gather';
 import type { CheckpointLink, EvidenceLink, WhatChangedReport } from '../core/whatChanged/model';
@@ -19,15 +26,13 @@ import { newNonce } from '../core/util/nonce';
 import { renderWhatChangedMarkdown } from '../core/whatChanged/render';
 import { WhatChangedStore } from '../core/whatChanged/store';
 import type { RegisterCommand } from '../shared/commands';
+import { registerReadonlyDocuments, type Documents } from '../shared/documents';
 import type { Hosts } from '../shared/hosts';
 import type { SettingsAccess } from '../shared/settings';
-import { registerTextDocumentContentProvider, registerWebviewPanelSerializer, showInfo } from '../window';
+import { executeCommand, registerWebviewPanelSerializer, showInfo, showTextDocument } from '../window';
 import { withCancellableProgress } from '../shared/progress';
 import { WhatChangedPanel } from './panel';
 import { registerRecordLaunches } from './recordLaunches';
-
-/** Read-only evidence documents of a report (a commit's message and diff). */
-const EVIDENCE_SCHEME = 'knownGood-evidence';
 
 /** What "What Changed?" needs: hosts, settings, the shared store and its key, and how to open each kind of evidence. */
 export interface WhatChangedDeps {
@@ -41,6 +46,8 @@ export interface WhatChangedDeps {
   storeKeyOf(host: HostSpec): string;
   /** The workspace's storage (ExtensionContext.workspaceState): report panels kept for a restore after a reload. */
   kept: Pick<vscode.Memento, 'get' | 'update'>;
+  /** Read-only documents kept across a reload: the evidence that is text (a commit's diff, launch records). */
+  documents: Pick<Documents, 'show' | 'uri'>;
   /** Other features' views, passed on by the container (ids are settings host ids). */
   evidence: {
     openArgsDiff(a: ArgsCheckpoint, b: ArgsCheckpoint): Promise<unknown>;
@@ -144,33 +151,26 @@ export function registerWhatChanged(d: WhatChangedDeps): void {
     return report;
   };
 
-  // Evidence documents (a commit's message and diff): read-only, served from memory by their number, newest 50 kept.
-  const evidenceDocs = new Map<string, string>();
-  let evidenceSeq = 0;
+  // A data path as evidence: its listing and fingerprint as they are now, read again whenever VS Code reads the
+  // document (a restored editor after a reload too). The other text evidence is kept with the workspace (d.documents).
   d.track(
-    registerTextDocumentContentProvider(EVIDENCE_SCHEME, {
-      provideTextDocumentContent: (uri) =>
-        evidenceDocs.get(new URLSearchParams(uri.query).get('n') ?? '') ??
-        '# this evidence is no longer kept: open it again from the report\n',
+    registerReadonlyDocuments(EVIDENCE_SCHEME, async (uri) => {
+      const ref = fromEvidenceUri(uri);
+      if (!ref)
+        return 'This is not a What Changed? evidence document this version can read: open it again from the report.\n';
+      const host = d.hosts.find(ref.hostId);
+      if (!host) return `${ref.path}\n\nHost ${ref.hostId} is no longer configured: its data cannot be read.\n`;
+      try {
+        const probes = d.hosts.session(host).probes;
+        return renderDataEvidence(await readDataEvidence({ label: host.name, probes }, ref.path));
+      } catch (e) {
+        return `${ref.path}\n\nnot read on ${host.name}: ${messageOf(e)}\n`;
+      }
     }),
   );
-  const evidenceUri = (name: string, content: string) => {
-    const n = String(++evidenceSeq);
-    evidenceDocs.set(n, content);
-    for (const k of [...evidenceDocs.keys()].slice(0, Math.max(0, evidenceDocs.size - 50))) evidenceDocs.delete(k);
-    return vscode.Uri.from({ scheme: EVIDENCE_SCHEME, path: `/${name}`, query: `n=${n}` });
-  };
-  const showReadOnly = async (name: string, content: string) =>
-    vscode.window.showTextDocument(await vscode.workspace.openTextDocument(evidenceUri(name, content)), {
-      preview: true,
-    });
+  const showReadOnly = (name: string, content: string) => d.documents.show(name, content, { preview: true });
 
   registerRecordLaunches({ command: d.command, hosts: d.hosts, showReadOnly });
-
-  const showText = async (content: string) =>
-    vscode.window.showTextDocument(await vscode.workspace.openTextDocument({ content, language: 'plaintext' }), {
-      preview: true,
-    });
 
   const argsRef = (hostId: string, c: CheckpointLink): ArgsCheckpoint => ({ hostId, path: c.path, label: c.label });
 
@@ -188,28 +188,30 @@ export function registerWhatChanged(d: WhatChangedDeps): void {
       case 'bench-compare':
         return d.evidence.compareBench(hostId, link.referenceId);
       case 'file': {
-        // a file opens as the read-only remote document; a folder (a dataset) cannot, so its facts are shown instead
+        // a file opens as the read-only remote document; a folder (a dataset) is no file, and a file that cannot be
+        // read says why: both open as the path's listing and fingerprint
         const uri = vscode.Uri.from(
           toRemoteFileUri({ hostId, path: link.path, maxBytes: d.settings.current.maxOpenBytes }),
         );
         try {
-          return await vscode.window.showTextDocument(await vscode.workspace.openTextDocument(uri), { preview: true });
+          return await showTextDocument(uri, { preview: true });
         } catch (e) {
-          return showText(`${title}\n\n${link.path}: ${messageOf(e)}\n\n${detail}\n`);
+          d.log.info(`What Changed?: ${link.path} opens as data evidence (${messageOf(e)})`);
+          return showTextDocument(vscode.Uri.from(toEvidenceUri({ hostId, path: link.path })), { preview: true });
         }
       }
       case 'text-diff':
-        return vscode.commands.executeCommand(
+        return executeCommand(
           'vscode.diff',
-          evidenceUri(link.a.name, link.a.text),
-          evidenceUri(link.b.name, link.b.text),
+          d.documents.uri(link.a.name, link.a.text),
+          d.documents.uri(link.b.name, link.b.text),
           link.title,
         );
       case 'git': {
-        if (link.document !== undefined)
-          return showReadOnly(`${posix.basename(link.repo) || 'repo'} commits.diff`, link.document);
+        const repo = posix.basename(link.repo) || 'repo';
+        if (link.document !== undefined) return showReadOnly(`${repo} commits.diff`, link.document);
         const since = link.since !== null ? `\nchanged since ${new Date(link.since * 1000).toISOString()}` : '';
-        return showText(`${title}\n\ngit ${link.repo}${since}\n\n${detail}\n`);
+        return showReadOnly(`${repo} git.txt`, `${title}\n\ngit ${link.repo}${since}\n\n${detail}\n`);
       }
     }
   };

@@ -3,7 +3,6 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { z } from 'zod';
-import { benchDocUri } from '../../src/core/bench/compare';
 import { hostAddress, sshAddress } from '../../src/core/hosts';
 import { defineDocUri, docFileName } from '../../src/core/util/docUri';
 import { formatBytes, naturalCompare } from '../../src/core/util/format';
@@ -68,12 +67,5 @@ void describe('core/util: one helper for each small thing', () => {
     assert.equal(codec.parse({ ...parts, scheme: 'file' }), undefined);
     assert.equal(codec.parse({ ...parts, query: 'n=1.5&host=h' }), undefined);
     assert.equal(docFileName('a/b\nc', 'doc'), 'a b c');
-  });
-
-  void it('the throughput comparison documents have a codec too', () => {
-    const parts = benchDocUri.to({ title: 'gpu throughput vs 12.8K tok/s run' });
-    assert.equal(parts.scheme, 'knownGood-bench');
-    assert.equal(parts.path, '/gpu throughput vs 12.8K tok_s run.md');
-    assert.deepEqual(benchDocUri.parse(parts), { title: 'gpu throughput vs 12.8K tok_s run' });
   });
 });

@@ -3,19 +3,6 @@
  * benchmark configuration differ: a slower number only means something next to what changed.
  */
 
-import { z } from 'zod';
-import { defineDocUri } from '../util/docUri';
-
-/**
- * The read-only comparison documents (`knownGood-bench:`), kept in memory by URI while the window lives. Labels such
- * as `12.8K tok/s …` hold slashes: the title is one path segment, so the tab shows the whole of it.
- */
-export const benchDocUri = defineDocUri<{ title: string }>('knownGood-bench', {
-  schema: z.object({ title: z.string() }),
-  encode: ({ title }) => ({ path: `/${title.replace(/[\\/:*?"<>|]/g, '_')}.md`, fields: {} }),
-  decode: (_fields, path) => ({ title: path.replace(/^\//, '').replace(/\.md$/, '') }),
-});
-
 export interface ThroughputSample {
   tokensPerSec: number;
   /** Software/hardware fingerprint (throughput_bench's `fingerprint`, or what a custom benchmark recorded). */

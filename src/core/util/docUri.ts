@@ -40,7 +40,7 @@ export interface DocUriSpec<T> {
 
 /**
  * One codec style for every Known Good document scheme (`knownGood:` args, `knownGood-env`, `knownGood-remote`,
- * `knownGood-bench`, `knownGood-fleet`).
+ * `knownGood-fleet`, `knownGood-doc`, `knownGood-evidence`).
  */
 export function defineDocUri<T>(scheme: string, spec: DocUriSpec<T>): DocUri<T> {
   const bad = (why: string) =>
