@@ -23,6 +23,8 @@ export interface HostBaseline {
 }
 
 const labelArg = z.object({ label: z.string().min(1) });
+/** A compare about a run (What Changed?'s evidence, tests): its training process's variables are read too. */
+const runArg = z.object({ run: z.string().min(1) });
 
 /** What the commands offer the rest of the feature (wired out through BaselinesApi). */
 export interface BaselineDiffs {
@@ -110,11 +112,11 @@ export function registerBaselineCommands(f: BaselinesFeature): BaselineDiffs {
     };
   }
 
-  async function compareWithNow(b: HostBaseline): Promise<CompareOutcome | undefined> {
+  async function compareWithNow(b: HostBaseline, run?: string): Promise<CompareOutcome | undefined> {
     const session = hosts.session(b.spec);
     const settings = f.settings.current.baselines;
     const snapshot = await withCancellableProgress(`Capturing the environment of ${b.spec.name} now`, (signal) =>
-      captureSnapshot(session, { ...settings, signal }),
+      captureSnapshot(session, { ...settings, signal, ...(run !== undefined ? { run } : {}) }),
     );
     if (!snapshot) return undefined;
     // The newest "now" of the host: the dashboards showing it compare with this one from here on.
@@ -181,16 +183,22 @@ export function registerBaselineCommands(f: BaselinesFeature): BaselineDiffs {
     };
   });
 
-  command(BaselineCommands.compare, { kinds: ['baseline', 'host'] }, async (t): Promise<CompareOutcome | undefined> => {
-    const b =
-      t?.kind === 'baseline'
-        ? await baselineOf(t)
-        : await pickBaseline(
-            'Compare the environment now with which baseline?',
-            await baselinesOf(t ? [hosts.get(t.hostId)] : hosts.all()),
-          );
-    return b && compareWithNow(b);
-  });
+  command(
+    BaselineCommands.compare,
+    { kinds: ['baseline', 'host', 'run'] },
+    async (t, call): Promise<CompareOutcome | undefined> => {
+      // On a run, the run's training process (if one runs now) is compared too, beside a new login.
+      const run = t?.kind === 'run' ? t.path : runArg.safeParse(call.extra).data?.run;
+      const b =
+        t?.kind === 'baseline'
+          ? await baselineOf(t)
+          : await pickBaseline(
+              'Compare the environment now with which baseline?',
+              await baselinesOf(t ? [hosts.get(t.hostId)] : hosts.all()),
+            );
+      return b && compareWithNow(b, run);
+    },
+  );
 
   registerRestoreCommand(f, async (t) =>
     t?.kind === 'baseline'
