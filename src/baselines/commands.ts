@@ -119,8 +119,9 @@ export function registerBaselineCommands(f: BaselinesFeature): BaselineDiffs {
       captureSnapshot(session, { ...settings, signal, ...(run !== undefined ? { run } : {}) }),
     );
     if (!snapshot) return undefined;
-    // The newest "now" of the host: the dashboards showing it compare with this one from here on.
-    store.announceSnapshot(b.storeHost, snapshot);
+    // The newest "now" of the host: the dashboards showing it compare with this one from here on (the host's part
+    // only: one run's training process is not every run's).
+    store.announceSnapshot(b.storeHost, { ...snapshot, liveRun: null });
     const now = content.remember({
       snapshot,
       title: `now (${shortTime(snapshot.capturedAt)})`,
