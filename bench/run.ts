@@ -8,7 +8,7 @@ import { benchHelperRequests } from './cases/helperRequests';
 import { benchArgs } from './cases/args';
 import { benchListing } from './cases/listing';
 import { benchListingStacks } from './cases/listingStacks';
-import { benchEnvSnapshot } from './cases/envSnapshot';
+import { benchEnvCompareSsh, benchEnvSnapshot } from './cases/envSnapshot';
 import { benchRestore } from './cases/restore';
 import { benchLiveThroughput } from './cases/liveThroughput';
 import { benchMetrics } from './cases/metrics';
@@ -31,6 +31,7 @@ const cases: Case[] = [
   { name: 'tensorboard', run: benchTensorboard },
   { name: 'args', run: benchArgs },
   { name: 'env', run: () => benchEnvSnapshot() },
+  { name: 'env-compare-ssh', run: benchEnvCompareSsh },
   { name: 'restore', run: () => benchRestore() },
   { name: 'live', run: benchLiveThroughput },
   { name: 'what-changed', run: benchWhatChanged },

@@ -1,6 +1,7 @@
 """Snapshot of the training environment of one interpreter on one machine, in about a second.
 
 Usage: python3 env_snapshot.py [--script GLOB]... [--cache-dir DIR]... [--root DIR]... [--extra-var NAME]... [--deep]
+                               [--run DIR]
 
 stdlib only, Python 3.8+.  torch is never imported unless --deep is given: its version, git hash and the CUDA/HIP
 it was built with are read from the installed package's files, and every other library comes from the
@@ -13,15 +14,23 @@ value become a short hash of the value.
 The modules it travels with: env_host (the machine), env_python (interpreter, distributions, torch's build) and
 env_tools (nvidia-smi, nvcc, compilers, ldconfig, --deep).  This file holds the environment variables, scripts and
 compile caches, and the snapshot's assembly.
+
+Its environment is the one it was started with: Known Good runs it in a new login (a new exec channel, never the
+resident helper, whose environment and sys.path are those of the connection's start), so the variables, the
+interpreter and its site folders are what a process started now gets.  With --run, the run's training process, if
+one runs now, is read too (live_process: /proc/PID/environ, the same families of variables, redacted here): what
+ran, beside what the next launch gets.
 """
 import glob
 import hashlib
 import os
+import re
 import threading
 import time
 
 import kg_common
 import kg_redact
+import live_process
 from env_host import _msg, collect_host
 from env_python import collect_packages, collect_python, collect_torch
 from env_tools import _which, ldconfig_libs, nvcc_version, query_gpus, query_topology, run_deep, tool_first_line
@@ -43,6 +52,7 @@ def _parse_args(argv):
     p.add_argument("--root", action="append", default=[], metavar="DIR")
     p.add_argument("--extra-var", action="append", default=[], metavar="NAME")
     p.add_argument("--deep", action="store_true")
+    p.add_argument("--run", default=None, metavar="DIR")
     return p.parse_args(argv)
 
 
@@ -76,15 +86,56 @@ class _Parallel(object):
 
 # --------------------------------------------------------------------------------------------- secrets and env
 
+def _recorded(name, wanted):
+    """The variables a snapshot keeps: the families that move speed, and the ones asked for by name."""
+    return name in wanted or name in ENV_NAMES or name.startswith(ENV_PREFIXES)
+
+
 def collect_env(extra):
     wanted = set(extra)
     out = {}
     for name, value in os.environ.items():
-        if not (name in wanted or name in ENV_NAMES or name.startswith(ENV_PREFIXES)):
+        if not _recorded(name, wanted):
             continue
         out[name] = kg_redact.redact_value(name, value)
     return {"vars": dict(sorted(out.items())), "extraRequested": sorted(wanted),
             "missingExtra": sorted(n for n in wanted if n not in os.environ)}
+
+
+# A launcher's own name or a Python interpreter: the process that trains, rather than a `tail -f` of its log.
+_TRAINER = re.compile(r"^(python[0-9.]*|torchrun|accelerate|deepspeed)$")
+
+
+def _is_trainer(p):
+    names = [os.path.basename(p.get("exe") or "")] + [os.path.basename(a) for a in (p.get("argv") or [])[:1]]
+    return any(_TRAINER.match(n) for n in names) or any(
+        n.startswith("libtorch") for n in (p.get("libs") or {}))
+
+
+def collect_live_run(run, extra):
+    """The run's training process, if one runs now: its variables of the recorded families (its environment as it
+    started: /proc/PID/environ, values redacted by live_process), beside the new login's.  The oldest process that
+    looks like a trainer (a Python interpreter, a launcher, or one that mapped libtorch); else the oldest one."""
+    wanted = set(extra)
+    scanned = live_process.scan(run)
+    out = {"path": run, "supported": scanned["supported"], "error": scanned["error"], "scanned": scanned["scanned"],
+           "process": None, "others": 0}
+    procs = scanned["processes"]
+    if not procs:
+        return out
+    chosen = next((p for p in procs if _is_trainer(p)), procs[0])
+    env = chosen.get("env") or {}
+    out["process"] = {
+        "pid": chosen["pid"],
+        "argv": chosen.get("argv") or [],
+        "exe": chosen.get("exe"),
+        "startTime": chosen.get("startTime"),
+        "vars": dict(sorted((k, v) for k, v in env.items() if _recorded(k, wanted))),
+        "missingExtra": sorted(n for n in wanted if n not in env),
+        "errors": chosen.get("errors") or [],
+    }
+    out["others"] = len(procs) - 1
+    return out
 
 
 # --------------------------------------------------------------------------------------- scripts and caches
@@ -244,6 +295,7 @@ def main(argv):
     packages = note("packages", part("packages", collect_packages))
     torch = note("torch", part("torch", collect_torch, packages.get("packages")))
     env = note("env", part("env", collect_env, args.extra_var))
+    live_run = note("liveRun", part("liveRun", collect_live_run, args.run, args.extra_var)) if args.run else None
 
     if smi:
         gpus = {"tool": smi, "status": "ok", "gpus": [], "topology": None, "error": None}
@@ -297,6 +349,7 @@ def main(argv):
         "gpus": gpus,
         "toolchain": toolchain,
         "env": env,
+        "liveRun": live_run,
         "scripts": scripts,
         "caches": cache_list,
         "deepInfo": deep,

@@ -225,7 +225,8 @@ export class Container implements vscode.Disposable {
       // each kind of evidence opens in the view that owns it
       evidence: {
         openArgsDiff: (a, b) => args.openDiff(a, b),
-        compareBaseline: (hostId, baselineId) => executeCommand(BaselineCommands.compare, { hostId, baselineId }),
+        compareBaseline: (hostId, baselineId, run) =>
+          executeCommand(BaselineCommands.compare, { hostId, baselineId }, run !== null ? { run } : {}),
         bisect: (hostId, baselineId, packages) =>
           executeCommand(packages ? BisectCommands.packages : BisectCommands.environment, { hostId, baselineId }),
         compareBench: (hostId, referenceId) =>

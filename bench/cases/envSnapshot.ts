@@ -1,7 +1,11 @@
-import { spawn } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
+import { promisify } from 'node:util';
+import { captureSnapshot } from '../../src/core/baselines/capture';
 import { envSnapshotProbe } from '../../src/core/baselines/envProbe';
 import { LocalTransport } from '../../src/core/transport/local';
-import { MeasuredProbeRunner } from '../context';
+import { idlePause, MeasuredProbeRunner, timeIt, type BenchContext, type BenchResult } from '../context';
+
+const run = promisify(execFile);
 
 /*
  * The environment snapshot probe versus `python -m torch.utils.collect_env`, the usual way, on the same interpreter
@@ -10,6 +14,7 @@ import { MeasuredProbeRunner } from '../context';
  */
 
 const RUNS = 3;
+const RUNS_SSH = 7;
 
 function median(xs: number[]): number {
   const s = xs.slice().sort((a, b) => a - b);
@@ -60,5 +65,46 @@ export async function benchEnvSnapshot(): Promise<{ case: string; ours_ms: numbe
     ours_ms: median(ours),
     usual_ms: median(usual),
     note: `median of ${RUNS}; probe's own time ${tookMs} ms, ${packages} packages; fresh interpreter each run`,
+  };
+}
+
+/**
+ * Issue 32 item 5: Compare Environment's capture of "now" over the loopback sshd (the user's own HOME and
+ * ~/.bashrc, as a real host's login), in a new login as it runs now, against the same capture through the resident
+ * helper as it ran before (stale: the environment, interpreter and sys.path of the connection's start) and against
+ * the usual `ssh HOST python3 -m torch.utils.collect_env`. Alternated, medians.
+ */
+export async function benchEnvCompareSsh(ctx: BenchContext): Promise<BenchResult> {
+  const python = process.env['KG_BENCH_PYTHON'] ?? '/usr/bin/python3';
+  const runner = await ctx.probes(python);
+  const transport = await ctx.transport();
+  const host = { spec: { name: 'bench-sshd', roots: [] }, transport, probes: runner };
+  const opts = { scriptGlobs: [], extraVariables: [], cacheDirs: [] };
+  const usualArgv = await ctx.sshArgv(`${python} -m torch.utils.collect_env`);
+  const collectEnvSsh = async () => {
+    const { stdout } = await run(usualArgv[0]!, usualArgv.slice(1), { maxBuffer: 1 << 24 });
+    if (!stdout.includes('PyTorch version')) throw new Error('collect_env over ssh printed no PyTorch version');
+  };
+  const fresh: number[] = [];
+  const helper: number[] = [];
+  const usual: number[] = [];
+  // warm-up of each: the helper up with the probe's module prepared, the page cache
+  await runner.run(envSnapshotProbe({}));
+  await captureSnapshot(host, opts);
+  await collectEnvSsh();
+  for (let i = 0; i < RUNS_SSH; i++) {
+    await idlePause();
+    helper.push(await timeIt(() => runner.run(envSnapshotProbe({}))));
+    await idlePause();
+    fresh.push(await timeIt(() => captureSnapshot(host, opts)));
+    usual.push(await timeIt(collectEnvSsh));
+  }
+  return {
+    case: `Compare Environment's capture over sshd, in a new login (${python}) vs ssh HOST collect_env`,
+    ours_ms: median(fresh),
+    usual_ms: median(usual),
+    note:
+      `median of ${RUNS_SSH}; the same snapshot through the resident helper (stale: the connection's start, as ` +
+      `before issue 32) ${median(helper).toFixed(0)} ms`,
   };
 }

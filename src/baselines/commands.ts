@@ -23,6 +23,8 @@ export interface HostBaseline {
 }
 
 const labelArg = z.object({ label: z.string().min(1) });
+/** A compare about a run (What Changed?'s evidence, tests): its training process's variables are read too. */
+const runArg = z.object({ run: z.string().min(1) });
 
 /** What the commands offer the rest of the feature (wired out through BaselinesApi). */
 export interface BaselineDiffs {
@@ -110,15 +112,16 @@ export function registerBaselineCommands(f: BaselinesFeature): BaselineDiffs {
     };
   }
 
-  async function compareWithNow(b: HostBaseline): Promise<CompareOutcome | undefined> {
+  async function compareWithNow(b: HostBaseline, run?: string): Promise<CompareOutcome | undefined> {
     const session = hosts.session(b.spec);
     const settings = f.settings.current.baselines;
     const snapshot = await withCancellableProgress(`Capturing the environment of ${b.spec.name} now`, (signal) =>
-      captureSnapshot(session, { ...settings, signal }),
+      captureSnapshot(session, { ...settings, signal, ...(run !== undefined ? { run } : {}) }),
     );
     if (!snapshot) return undefined;
-    // The newest "now" of the host: the dashboards showing it compare with this one from here on.
-    store.announceSnapshot(b.storeHost, snapshot);
+    // The newest "now" of the host: the dashboards showing it compare with this one from here on (the host's part
+    // only: one run's training process is not every run's).
+    store.announceSnapshot(b.storeHost, { ...snapshot, liveRun: null });
     const now = content.remember({
       snapshot,
       title: `now (${shortTime(snapshot.capturedAt)})`,
@@ -181,16 +184,22 @@ export function registerBaselineCommands(f: BaselinesFeature): BaselineDiffs {
     };
   });
 
-  command(BaselineCommands.compare, { kinds: ['baseline', 'host'] }, async (t): Promise<CompareOutcome | undefined> => {
-    const b =
-      t?.kind === 'baseline'
-        ? await baselineOf(t)
-        : await pickBaseline(
-            'Compare the environment now with which baseline?',
-            await baselinesOf(t ? [hosts.get(t.hostId)] : hosts.all()),
-          );
-    return b && compareWithNow(b);
-  });
+  command(
+    BaselineCommands.compare,
+    { kinds: ['baseline', 'host', 'run'] },
+    async (t, call): Promise<CompareOutcome | undefined> => {
+      // On a run, the run's training process (if one runs now) is compared too, beside a new login.
+      const run = t?.kind === 'run' ? t.path : runArg.safeParse(call.extra).data?.run;
+      const b =
+        t?.kind === 'baseline'
+          ? await baselineOf(t)
+          : await pickBaseline(
+              'Compare the environment now with which baseline?',
+              await baselinesOf(t ? [hosts.get(t.hostId)] : hosts.all()),
+            );
+      return b && compareWithNow(b, run);
+    },
+  );
 
   registerRestoreCommand(f, async (t) =>
     t?.kind === 'baseline'

@@ -51,7 +51,8 @@ export interface WhatChangedDeps {
   /** Other features' views, passed on by the container (ids are settings host ids). */
   evidence: {
     openArgsDiff(a: ArgsCheckpoint, b: ArgsCheckpoint): Promise<unknown>;
-    compareBaseline(hostId: string, baselineId: string): Thenable<unknown>;
+    /** With the report's run, whose training process (if it runs now) is compared too. */
+    compareBaseline(hostId: string, baselineId: string, run: string | null): Thenable<unknown>;
     /** Confirm by bisect: the environment bisect against that baseline (with `packages`, the package bisect). */
     bisect(hostId: string, baselineId: string, packages: boolean): Thenable<unknown>;
     compareBench(hostId: string, referenceId: string | null): Thenable<unknown>;
@@ -175,12 +176,18 @@ export function registerWhatChanged(d: WhatChangedDeps): void {
   const argsRef = (hostId: string, c: CheckpointLink): ArgsCheckpoint => ({ hostId, path: c.path, label: c.label });
 
   /** Links name the host by its store key; the views take the settings id of the report's host. */
-  const open = async (hostId: string, link: EvidenceLink, title: string, detail: string): Promise<unknown> => {
+  const open = async (
+    hostId: string,
+    run: string | null,
+    link: EvidenceLink,
+    title: string,
+    detail: string,
+  ): Promise<unknown> => {
     switch (link.kind) {
       case 'args-diff':
         return d.evidence.openArgsDiff(argsRef(hostId, link.a), argsRef(hostId, link.b));
       case 'env-diff':
-        return d.evidence.compareBaseline(hostId, link.baselineId);
+        return d.evidence.compareBaseline(hostId, link.baselineId, run);
       case 'bisect':
         return d.evidence.bisect(hostId, link.baselineId, link.packages === true);
       case 'plot':
@@ -257,7 +264,7 @@ export function registerWhatChanged(d: WhatChangedDeps): void {
       titleOf(s),
       report,
       {
-        open: (link, title, detail) => open(s.host.id, link, title, detail),
+        open: (link, title, detail) => open(s.host.id, s.run, link, title, detail),
         refresh: () => showOnce(s),
         log: d.log,
       },

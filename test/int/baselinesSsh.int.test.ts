@@ -190,7 +190,7 @@ void describe('environment baselines through a real sshd', () => {
       );
       assert.match(
         docs.summaryText,
-        /env: NCCL_P2P_DISABLE=1 added, OMP_NUM_THREADS 8 → 16, WANDB_API_KEY changed \(secret\)/,
+        /env of a new login on test-sshd: NCCL_P2P_DISABLE=1 added, OMP_NUM_THREADS 8 → 16, WANDB_API_KEY changed \(secret\)/,
       );
       assert.doesNotMatch(docs.right + docs.summaryText, /rotated-secret|wandb-secret/);
     } finally {
@@ -329,7 +329,7 @@ void describe('environment baselines through a real sshd', () => {
       registry.disconnect(spec.id);
       const drifted = await run(['--diff', 'CLI KNOWN GOOD']);
       assert.equal(drifted.code, 1);
-      assert.match(drifted.text, /env: NCCL_DEBUG=INFO added/);
+      assert.match(drifted.text, /env of a new login on test-sshd: NCCL_DEBUG=INFO added/);
       await assert.rejects(run(['--diff', 'no such baseline']), /no baseline "no such baseline"/);
     } finally {
       setRemoteEnv('');

@@ -488,3 +488,78 @@ class RestoreFactsTest(unittest.TestCase):
                                                     "commit": "abc123"})
         self.assertEqual(got["pins"], {"gamma": ["beta"]})
         self.assertEqual(got["editable"], {"alpha": "/src/alpha"})
+
+
+class FreshPackagesTest(unittest.TestCase):
+    """A package installed while one interpreter lives is in its next snapshot: nothing read before is kept (the
+    standard library's caches of a folder are keyed on its mtime, which the new .dist-info changes)."""
+
+    def test_a_package_added_between_two_snapshots_of_one_process_is_in_the_second(self):
+        with tempfile.TemporaryDirectory() as d:
+            out = subprocess.run([sys.executable, "-I", "-c", (
+                "import os, sys, json; sys.path[:] = [%r, %r] + [p for p in sys.path if 'packages' not in p]\n"
+                "import env_python\n"
+                "first = env_python.collect_packages()['packages']\n"
+                "info = os.path.join(%r, 'kg_fresh-2.0.dist-info'); os.mkdir(info)\n"
+                "open(os.path.join(info, 'METADATA'), 'w').write('Metadata-Version: 2.1\\nName: kg-fresh\\n"
+                "Version: 2.0\\n')\n"
+                "second = env_python.collect_packages()['packages']\n"
+                "print(json.dumps([first.get('kg-fresh'), second.get('kg-fresh')]))")
+                % (PYDIR, d, d)], capture_output=True, text=True, check=True).stdout
+        self.assertEqual(json.loads(out), [None, "2.0"])
+
+
+@unittest.skipUnless(os.path.isdir("/proc/self/fd"), "needs /proc")
+class LiveRunTest(unittest.TestCase):
+    """--run: the run's training process's own variables (as it started), beside the probe's own environment."""
+
+    def setUp(self):
+        self.d = os.path.realpath(tempfile.mkdtemp())
+        self.run_dir = os.path.join(self.d, "run")
+        os.makedirs(self.run_dir)
+        with open(os.path.join(self.run_dir, "train.py"), "w") as f:
+            # Held on its stdin until the test closes it: it runs exactly while the test reads it.
+            f.write("import sys\nprint('ready', flush=True)\nsys.stdin.read()\n")
+        self.procs = []
+
+    def tearDown(self):
+        for p in self.procs:
+            p.stdin.close()
+            p.wait()
+            p.stdout.close()
+        shutil.rmtree(self.d, ignore_errors=True)
+
+    def start(self, argv, env):
+        p = subprocess.Popen(argv, cwd=self.run_dir, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        self.procs.append(p)
+        self.assertEqual(p.stdout.readline().strip(), b"ready")
+        return p
+
+    def test_the_training_process_variables_are_read_filtered_and_redacted(self):
+        env = base_env(NCCL_ALGO="Tree", HF_TOKEN="hf_FAKEliveTOKEN0000000000000000000000", KG_NOT_RECORDED="x",
+                       KG_ASKED="yes")
+        # A `cat` of the run started first: the oldest process, but not the trainer.
+        self.start(["sh", "-c", "echo ready; exec cat"], env)
+        trainer = self.start([sys.executable, "train.py", "--steps", "100"], env)
+        with mock.patch.dict(os.environ, {"NCCL_ALGO": "Ring"}):
+            doc = env_snapshot.main(["--run=" + self.run_dir, "--extra-var=KG_ASKED", "--extra-var=KG_MISSING"])
+        live = doc["liveRun"]
+        self.assertEqual(live["path"], self.run_dir)
+        self.assertIsNone(live["error"])
+        self.assertEqual(live["others"], 1)
+        proc = live["process"]
+        self.assertEqual(proc["pid"], trainer.pid)
+        self.assertEqual(proc["argv"][1:], ["train.py", "--steps", "100"])
+        self.assertEqual(proc["vars"]["NCCL_ALGO"], "Tree")
+        self.assertEqual(doc["env"]["vars"]["NCCL_ALGO"], "Ring")
+        self.assertEqual(proc["vars"]["KG_ASKED"], "yes")
+        self.assertEqual(proc["missingExtra"], ["KG_MISSING"])
+        self.assertNotIn("KG_NOT_RECORDED", proc["vars"])
+        self.assertRegex(proc["vars"]["HF_TOKEN"], r"^<redacted sha256:[0-9a-f]+>$")
+        self.assertNotIn("hf_FAKEliveTOKEN", json.dumps(doc))
+
+    def test_a_run_with_nothing_running_has_no_process_and_no_run_no_part(self):
+        doc = env_snapshot.main(["--run=" + self.run_dir])
+        self.assertIsNone(doc["liveRun"]["process"])
+        self.assertIsNone(doc["liveRun"]["error"])
+        self.assertIsNone(env_snapshot.main([])["liveRun"])

@@ -112,9 +112,15 @@ scenario(
     assert.match(bullets[1] ?? '', /^torch: not importable now \(was [\d.]+\S*\)$/, bullets.join('\n'));
     const pkgs = bullets.find((b) => b.startsWith('packages:')) ?? '';
     assert.match(pkgs, /removed .*torch/, bullets.join('\n'));
-    // NCCL_P2P_DISABLE is said before the PATH entries, and PATH is shown as the entry it gained.
-    const env = bullets.find((b) => b.startsWith('env:')) ?? '';
-    assert.match(env, /^env: NCCL_P2P_DISABLE=1 added; PATH: \+\S*\/venv\/bin\b/, env);
+    // NCCL_P2P_DISABLE is said before the PATH entries, and PATH is shown as the entry it gained; the variables
+    // say where they came from (a new process: not the resident helper's environment of the session's start).
+    const env = bullets.find((b) => b.startsWith('env')) ?? '';
+    assert.match(env, /^env of a new process on This machine: NCCL_P2P_DISABLE=1 added; PATH: \+\S*\/venv\/bin\b/, env);
+    const sources = (await preview.locator('p', { hasText: /^Variables:/ }).textContent()) ?? '';
+    assert.equal(
+      sources.replace(/\s+/g, ' ').trim(),
+      'Variables: baseline — a new process on This machine; now — a new process on This machine',
+    );
     assert.ok(!/PATH: .*→/.test(env), `PATH shown as a before/after block: ${env}`);
     // The cache was on both sides: it has grown, it did not "appear".
     const caches = bullets.find((b) => b.startsWith('compile caches:')) ?? '';

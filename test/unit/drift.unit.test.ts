@@ -172,3 +172,85 @@ void describe('the dashboard drift text', () => {
     assert.equal(d.changes, driftCount(computeDrift(h200KnownGood, h200Now)));
   });
 });
+
+void describe('each set of variables says where it came from (issue 32 item 5)', () => {
+  const login = (s: EnvSnapshot): EnvSnapshot => {
+    const c = cloneSnapshot(s);
+    c.env.source = 'a new login on gpu-box';
+    return c;
+  };
+  const withProcess = (s: EnvSnapshot, vars: Record<string, string>): EnvSnapshot => {
+    const c = login(s);
+    c.liveRun = {
+      error: null,
+      path: '/runs/a',
+      supported: true,
+      scanned: 40,
+      process: {
+        pid: 4242,
+        argv: ['/workspace/.venv/bin/python3', '/runs/a/train.py', '--steps', '100'],
+        exe: '/usr/bin/python3.12',
+        startTime: 1_770_000_000,
+        vars,
+        missingExtra: [],
+        errors: [],
+      },
+      others: 0,
+    };
+    return c;
+  };
+
+  it('the new login\'s variables are labelled with it; a snapshot that did not record it keeps "env"', () => {
+    const now = login(h200KnownGood);
+    now.env.vars['NCCL_P2P_DISABLE'] = '1';
+    const txt = renderDriftText(computeDrift(login(h200KnownGood), now));
+    assert.ok(bullets(txt).includes('  env of a new login on gpu-box: NCCL_P2P_DISABLE=1 added'), txt);
+    assert.match(txt, /\nVariables: baseline — a new login on gpu-box; now — a new login on gpu-box\n$/);
+    const old = cloneSnapshot(h200KnownGood);
+    old.env.vars['NCCL_P2P_DISABLE'] = '1';
+    const plain = renderDriftText(computeDrift(h200KnownGood, old));
+    assert.ok(bullets(plain).includes('  env: NCCL_P2P_DISABLE=1 added'), plain);
+    assert.doesNotMatch(plain, /Variables:/);
+  });
+
+  it("a live training process's own variables are compared with the baseline's and counted, under its id and command", () => {
+    const base = login(h200KnownGood);
+    const vars: Record<string, string> = { ...base.env.vars, NCCL_ALGO: 'Tree' };
+    delete vars['OMP_NUM_THREADS'];
+    const d = computeDrift(base, withProcess(h200KnownGood, vars));
+    assert.equal(d.unchanged, false, 'the login matches, the process does not: not "No drift"');
+    assert.deepEqual(d.env, []);
+    const label = 'the training process 4242 (python3 train.py --steps 100)';
+    assert.equal(d.liveRun?.process?.label, label);
+    const txt = renderDriftText(d);
+    assert.equal(driftCount(d), 1);
+    assert.match(txt, /^1 difference between/);
+    assert.ok(
+      bullets(txt).includes(
+        `  env of ${label}: NCCL_ALGO=Tree added, OMP_NUM_THREADS removed (was ${base.env.vars['OMP_NUM_THREADS']})`,
+      ),
+      txt,
+    );
+    const same = Object.keys(base.env.vars).length - 1;
+    assert.match(txt, new RegExp(`and ${label.replace(/[()]/g, '\\$&')} of /runs/a \\(2 differing, ${same} as`));
+    assert.match(
+      renderDriftMarkdown(d),
+      /- \*\*env of the training process 4242 \(python3 train\.py --steps 100\)\*\*:/,
+    );
+  });
+
+  it('a process that matches the baseline is no drift; a run with nothing running says so', () => {
+    const base = login(h200KnownGood);
+    const d = computeDrift(base, withProcess(h200KnownGood, { ...base.env.vars }));
+    assert.equal(d.unchanged, true);
+    const idle = login(h200KnownGood);
+    idle.liveRun = { error: null, path: '/runs/a', supported: true, scanned: 40, process: null, others: 0 };
+    assert.match(renderDriftText(computeDrift(base, idle)), /; no training process of \/runs\/a runs now\n$/);
+    const noProc = login(h200KnownGood);
+    noProc.liveRun = { ...idle.liveRun, supported: false, error: 'no /proc: live processes are read on Linux only' };
+    assert.match(
+      renderDriftText(computeDrift(base, noProc)),
+      /; the training process of \/runs\/a was not read: no \/proc: live processes are read on Linux only\n$/,
+    );
+  });
+});

@@ -16,6 +16,8 @@ export interface CaptureHost {
 
 export type CaptureOptions = Pick<BaselineSettings, 'scriptGlobs' | 'extraVariables' | 'cacheDirs'> & {
   deep?: boolean;
+  /** A run folder of the host: its training process's variables, if one runs now, come with the snapshot. */
+  run?: string;
   signal?: AbortSignal;
   timeoutMs?: number;
 };
@@ -25,6 +27,21 @@ export function containerText(c: HostSpec['container']): string | null {
   return c.kind === 'custom' ? `custom:${c.command ?? ''}` : `${c.kind}:${c.id ?? ''}`;
 }
 
+/**
+ * Where a fresh probe's variables come from, in words: what sshd gives a new session (its shell's start-up files
+ * read), a new `docker exec`/`pct exec` of the container, or a new process of this program on this machine.
+ */
+export function freshEnvSource(host: Pick<CaptureHost, 'spec' | 'transport'>): string {
+  if (host.spec.container) return `a new command in ${host.transport.label}`;
+  if (host.transport.id === 'local') return `a new process on ${host.transport.label}`;
+  return `a new login on ${host.spec.name}`;
+}
+
+/**
+ * The host as it is now: the probe runs in a new login (`fresh`), never in the resident helper, whose variables and
+ * sys.path are those of the connection's start (issue 32: three variables and a package added on the host showed
+ * only after Disconnect). With `run`, the run's training process's own variables come too.
+ */
 export async function captureSnapshot(host: CaptureHost, opts: CaptureOptions): Promise<EnvSnapshot> {
   const call = envSnapshotProbe({
     scripts: opts.scriptGlobs,
@@ -32,12 +49,14 @@ export async function captureSnapshot(host: CaptureHost, opts: CaptureOptions): 
     extraVars: opts.extraVariables,
     roots: host.spec.roots,
     ...(opts.deep ? { deep: true } : {}),
+    ...(opts.run !== undefined ? { run: opts.run } : {}),
   });
   const r = await host.probes.run(call, {
+    fresh: true,
     ...(opts.signal ? { signal: opts.signal } : {}),
     ...(opts.timeoutMs !== undefined ? { timeoutMs: opts.timeoutMs } : {}),
   });
-  return r.value;
+  return { ...r.value, env: { ...r.value.env, source: freshEnvSource(host) } };
 }
 
 export interface SavedBaseline {

@@ -55,7 +55,8 @@ const comment = (text: string): string =>
 /** One snapshot: a short header, the canonical text, then the volatile values apart (never compared). */
 export function snapshotDocument(side: EnvSide, meta: string[] = []): string {
   const r = renderSnapshot(side.snapshot);
-  const head = comment([side.title, ...meta].join('\n'));
+  const source = side.snapshot.env.source;
+  const head = comment([side.title, ...meta, ...(source ? [`variables from ${source}`] : [])].join('\n'));
   const vol = r.volatile.length
     ? `\n# Volatile values: they move on their own and are never compared.\n${comment(r.volatileText)}\n`
     : '';

@@ -1,4 +1,4 @@
-import type { CacheInfo, EnvSnapshot, GpuInfo } from './envProbe';
+import type { CacheInfo, EnvSnapshot, GpuInfo, LiveRun } from './envProbe';
 import { formatBytes, naturalCompare } from '../util/format';
 import { lineMap } from './render';
 
@@ -35,6 +35,17 @@ export interface GpuChange {
   to: string | number | null;
 }
 
+/** The variables of a run's training process (a live one, read with the "now" side) against the baseline's. */
+export interface ProcessEnvDrift {
+  /** `the training process 12345 (python3 train.py --steps 100)` */
+  label: string;
+  pid: number;
+  run: string;
+  changes: EnvChange[];
+  /** How many of its recorded variables equal the baseline's. */
+  same: number;
+}
+
 export interface CacheDrift {
   name: string;
   path: string;
@@ -54,7 +65,12 @@ export interface Drift {
   python: Partial<Record<'version' | 'executable' | 'prefix', Change>>;
   host: Partial<Record<'hostname' | 'os' | 'kernel' | 'container' | 'cpu' | 'cpuCount' | 'memory' | 'libc', Change>>;
   gpus: { count?: Change<number>; changed: GpuChange[] };
+  /** The "now" side's variables (`envSources.now`) against the baseline's. */
   env: EnvChange[];
+  /** Where each side's variables came from, in words; null where the snapshot did not record it (older ones). */
+  envSources: { baseline: string | null; now: string | null };
+  /** The "now" side's run, when one was asked about: its training process's variables against the baseline's. */
+  liveRun: { run: string; process: ProcessEnvDrift | null; error: string | null } | null;
   scripts: { changed: string[]; added: string[]; removed: string[] };
   caches: CacheDrift[];
   /** Parts that failed on either side: their absence is not a change. */
@@ -110,8 +126,10 @@ function diffPackages(a: EnvSnapshot, b: EnvSnapshot): Drift['packages'] {
 
 function diffEnv(a: EnvSnapshot, b: EnvSnapshot): EnvChange[] {
   if (a.env.error || b.env.error) return [];
-  const va = a.env.vars;
-  const vb = b.env.vars;
+  return diffVars(a.env.vars, b.env.vars);
+}
+
+function diffVars(va: Record<string, string>, vb: Record<string, string>): EnvChange[] {
   const out: EnvChange[] = [];
   for (const name of Object.keys({ ...va, ...vb }).sort(naturalCompare)) {
     const x = va[name];
@@ -127,6 +145,27 @@ function diffEnv(a: EnvSnapshot, b: EnvSnapshot): EnvChange[] {
     out.push(c);
   }
   return out;
+}
+
+/**
+ * `the training process 12345 (python3 train.py --steps 100)`: its id and the start of its command line, paths by
+ * their last part (the run's folder is said beside it).
+ */
+export function processLabel(p: { pid: number; argv: readonly string[] }): string {
+  const short = (w: string) => (w.startsWith('/') && w.length > 1 ? (w.replace(/\/+$/, '').split('/').pop() ?? w) : w);
+  let cmd = p.argv.map(short).join(' ').trim();
+  if (cmd.length > 48) cmd = `${cmd.slice(0, 47)}…`;
+  return `the training process ${p.pid}${cmd ? ` (${cmd})` : ''}`;
+}
+
+function diffLiveRun(baseline: EnvSnapshot, live: LiveRun | null): Drift['liveRun'] {
+  if (!live) return null;
+  const p = live.process;
+  const error = live.error ?? (baseline.env.error ? `the baseline's variables: ${baseline.env.error}` : null);
+  if (!p || baseline.env.error) return { run: live.path, process: null, error };
+  const changes = diffVars(baseline.env.vars, p.vars);
+  const same = Object.keys(p.vars).filter((k) => baseline.env.vars[k] === p.vars[k]).length;
+  return { run: live.path, process: { label: processLabel(p), pid: p.pid, run: live.path, changes, same }, error };
 }
 
 const GPU_FIELDS_COMPARED = [
@@ -225,6 +264,9 @@ export function computeDrift(baseline: EnvSnapshot, now: EnvSnapshot): Drift {
   let differing = 0;
   for (const [k, v] of lb) if (la.get(k) !== v) differing++;
   for (const k of la.keys()) if (!lb.has(k)) differing++;
+  // The training process's variables are not lines of the text (the baseline has no process): counted apart.
+  const liveRun = diffLiveRun(baseline, now.liveRun);
+  differing += liveRun?.process?.changes.length ?? 0;
 
   const torch: Drift['torch'] = {};
   const ta = baseline.torch;
@@ -285,6 +327,8 @@ export function computeDrift(baseline: EnvSnapshot, now: EnvSnapshot): Drift {
     host,
     gpus: diffGpus(baseline, now),
     env: diffEnv(baseline, now),
+    envSources: { baseline: baseline.env.source, now: now.env.source },
+    liveRun,
     scripts: diffScripts(baseline, now),
     caches: diffCaches(baseline, now),
     errors: [
@@ -393,23 +437,10 @@ export function driftBullets(d: Drift): [string, string][] {
   if (gpuChanges.length) gpuBits.push(listed(gpuChanges, (c) => `GPU ${c.index} ${c.field} ${v(c.from)} → ${v(c.to)}`));
   if (gpuBits.length) out.push(['GPUs', gpuBits.join('; ')]);
 
-  if (d.env.length) {
-    // Plain settings (NCCL_P2P_DISABLE=1) first: a long PATH must not push them out of sight.
-    const plain = d.env.filter((e) => e.redacted || !isPathList(e.name));
-    const paths = d.env.filter((e) => !e.redacted && isPathList(e.name));
-    const bits: string[] = [];
-    if (plain.length)
-      bits.push(
-        listed(plain, (e) => {
-          if (e.redacted) return `${e.name} ${e.kind} (secret)`;
-          if (e.kind === 'added') return `${e.name}=${v(e.to)} added`;
-          if (e.kind === 'removed') return `${e.name} removed (was ${v(e.from)})`;
-          return `${e.name} ${v(e.from)} → ${v(e.to)}`;
-        }),
-      );
-    for (const e of paths) bits.push(pathListChange(e));
-    out.push(['env', bits.join('; ')]);
-  }
+  // Each set of variables says where it came from: a new login (what the next launch gets), the training process.
+  if (d.env.length) out.push([d.envSources.now ? `env of ${d.envSources.now}` : 'env', envText(d.env)]);
+  const proc = d.liveRun?.process;
+  if (proc?.changes.length) out.push([`env of ${proc.label}`, envText(proc.changes)]);
 
   const s = d.scripts;
   const scriptBits: string[] = [];
@@ -441,6 +472,47 @@ export function driftBullets(d: Drift): [string, string][] {
   return out;
 }
 
+function envText(changes: readonly EnvChange[]): string {
+  // Plain settings (NCCL_P2P_DISABLE=1) first: a long PATH must not push them out of sight.
+  const plain = changes.filter((e) => e.redacted || !isPathList(e.name));
+  const paths = changes.filter((e) => !e.redacted && isPathList(e.name));
+  const bits: string[] = [];
+  if (plain.length)
+    bits.push(
+      listed(plain, (e) => {
+        if (e.redacted) return `${e.name} ${e.kind} (secret)`;
+        if (e.kind === 'added') return `${e.name}=${v(e.to)} added`;
+        if (e.kind === 'removed') return `${e.name} removed (was ${v(e.from)})`;
+        return `${e.name} ${v(e.from)} → ${v(e.to)}`;
+      }),
+    );
+  for (const e of paths) bits.push(pathListChange(e));
+  return bits.join('; ');
+}
+
+/**
+ * Where the variables compared came from, one line (null when neither side recorded it and no run was asked
+ * about): `Variables: baseline — a new login on gpu-box; now — a new login on gpu-box and the training process
+ * 4242 (python3 train.py) of /runs/a (2 differing, 5 as the baseline's)`.
+ */
+export function envSourcesLine(d: Drift): string | null {
+  const { baseline, now } = d.envSources;
+  const live = d.liveRun;
+  if (baseline === null && now === null && !live) return null;
+  // Snapshots from before the source was recorded came from the resident helper: it is not guessed here.
+  const notRecorded = 'source not recorded';
+  let nowPart = `now — ${now ?? notRecorded}`;
+  if (live?.process) {
+    const p = live.process;
+    nowPart += ` and ${p.label} of ${live.run} (${p.changes.length} differing, ${p.same} as the baseline's)`;
+  } else if (live) {
+    nowPart += live.error
+      ? `; the training process of ${live.run} was not read: ${live.error}`
+      : `; no training process of ${live.run} runs now`;
+  }
+  return `Variables: baseline — ${baseline ?? notRecorded}; ${nowPart}`;
+}
+
 export interface DriftTitles {
   baseline: string;
   now: string;
@@ -470,12 +542,16 @@ function headline(d: Drift, titles: DriftTitles): string {
 export function renderDriftMarkdown(d: Drift, titles: DriftTitles = { baseline: 'the baseline', now: 'now' }): string {
   const lines = [`**${mdEscape(headline(d, titles))}**`, ''];
   for (const [label, text] of summaryBullets(d)) lines.push(`- **${mdEscape(label)}**: ${mdEscape(text)}`);
+  const sources = envSourcesLine(d);
+  if (sources) lines.push('', mdEscape(sources));
   return lines.join('\n') + '\n';
 }
 
 export function renderDriftText(d: Drift, titles: DriftTitles = { baseline: 'the baseline', now: 'now' }): string {
   const lines = [headline(d, titles)];
   for (const [label, text] of summaryBullets(d)) lines.push(`  ${label}: ${text}`);
+  const sources = envSourcesLine(d);
+  if (sources) lines.push(sources);
   return lines.join('\n') + '\n';
 }
 

@@ -172,7 +172,42 @@ export const envInfoSchema = z.looseObject({
     .transform((vars) => Object.fromEntries(Object.entries(vars).map(([k, v]) => [k, redactValue(k, v)]))),
   extraRequested: z.array(z.string()).default([]),
   missingExtra: z.array(z.string()).default([]),
+  /**
+   * Where the variables came from, in words (`a new login on gpu-box`): set by `captureSnapshot`, which knows how the
+   * probe was started. Null in snapshots from before it was recorded (they came from the resident helper: the
+   * environment of the connection's start).
+   */
+  source: str,
 });
+
+/**
+ * The run asked about (`--run`) and its training process if one runs now (python/live_process.py): the variables
+ * it started with, of the same families as `env.vars`, redacted on the host.
+ */
+export const liveRunSchema = z.looseObject({
+  error: err,
+  path: z.string().default(''),
+  supported: z.boolean().default(false),
+  scanned: z.number().default(0),
+  process: z
+    .looseObject({
+      pid: z.number(),
+      argv: z.array(z.string()).default([]),
+      exe: str,
+      startTime: num,
+      vars: z
+        .record(z.string(), z.string())
+        .default({})
+        .transform((vars) => Object.fromEntries(Object.entries(vars).map(([k, v]) => [k, redactValue(k, v)]))),
+      missingExtra: z.array(z.string()).default([]),
+      errors: z.array(z.string()).default([]),
+    })
+    .nullable()
+    .default(null),
+  /** Other processes of the run (a `tail -f` of its log, a second launch): not compared. */
+  others: z.number().default(0),
+});
+export type LiveRun = z.infer<typeof liveRunSchema>;
 
 export const scriptFileSchema = z.looseObject({
   path: z.string(),
@@ -235,6 +270,7 @@ export const envSnapshotSchema = z.looseObject({
   gpus: gpusInfoSchema,
   toolchain: z.record(z.string(), z.string().nullable()).default({}),
   env: envInfoSchema,
+  liveRun: liveRunSchema.nullable().default(null),
   scripts: scriptsInfoSchema,
   caches: z.array(cacheInfoSchema).default([]),
   deepInfo: deepInfoSchema.nullable().default(null),
@@ -257,6 +293,8 @@ export interface EnvSnapshotOptions {
   extraVars?: readonly string[];
   /** Import torch (seconds) for cuDNN/NCCL as torch loads them, device capability and CUDA availability. */
   deep?: boolean;
+  /** A run folder: its training process's variables, if one runs now, are read too (`liveRun`). */
+  run?: string;
 }
 
 export function envSnapshotArgs(opts: EnvSnapshotOptions = {}): string[] {
@@ -267,6 +305,7 @@ export function envSnapshotArgs(opts: EnvSnapshotOptions = {}): string[] {
   for (const r of opts.roots ?? []) args.push(`--root=${r}`);
   for (const v of opts.extraVars ?? []) args.push(`--extra-var=${v}`);
   if (opts.deep) args.push('--deep');
+  if (opts.run !== undefined) args.push(`--run=${opts.run}`);
   return args;
 }
 
@@ -274,7 +313,7 @@ export const envSnapshotProbe = defineProbe(
   'env_snapshot',
   envSnapshotSchema,
   (opts: EnvSnapshotOptions = {}) => envSnapshotArgs(opts),
-  { modules: ['env_host', 'env_python', 'env_tools', 'kg_redact'] },
+  { modules: ['env_host', 'env_python', 'env_tools', 'kg_redact', 'live_process'] },
 );
 
 /** Parses a stored or fixture snapshot; throws a ZodError naming the first bad fields. */

@@ -75,9 +75,22 @@ export interface ProbeOutcome<R> {
   timing?: HelperTiming;
 }
 
+/** What every probe run may be given. */
+export interface ProbeRunOptions {
+  timeoutMs?: number;
+  signal?: AbortSignal;
+  /**
+   * Run it in a new interpreter started by a new login (one exec channel), not in the resident helper: the helper's
+   * environment, interpreter and sys.path are those of the connection's start, while this probe must see what a
+   * process started now gets (its variables, a package installed since, a new user site folder). Costs the login
+   * and the interpreter's start (a few hundred ms): for the environment snapshot, not for a listing.
+   */
+  fresh?: boolean;
+}
+
 /** Runs probes on one host (one-shot, or through the resident helper). */
 export interface ProbeRunnerLike {
-  run<R>(call: ProbeCall<R>, options?: { timeoutMs?: number; signal?: AbortSignal }): Promise<ProbeOutcome<R>>;
+  run<R>(call: ProbeCall<R>, options?: ProbeRunOptions): Promise<ProbeOutcome<R>>;
 }
 
 export function defineProbe<A extends unknown[], S extends z.ZodType>(

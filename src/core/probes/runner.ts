@@ -3,7 +3,14 @@ import { KnownGoodError, isKnownGoodError, messageOf } from '../errors';
 import { asciiJson, parsePythonJson } from '../json';
 import type { ProcessHandle, Transport } from '../transport/types';
 import { HELPER_LOADER, HELPER_MODULES, oneShotProgram, probeSource } from './sources';
-import { interpreterSchema, type Interpreter, type ProbeCall, type ProbeOutcome, type ProbeRunnerLike } from './probe';
+import {
+  interpreterSchema,
+  type Interpreter,
+  type ProbeCall,
+  type ProbeOutcome,
+  type ProbeRunnerLike,
+  type ProbeRunOptions,
+} from './probe';
 import { z } from 'zod';
 import { probeErrorCode } from './codes';
 import { whyFailed } from '../transport/collect';
@@ -44,9 +51,7 @@ const envelopeSchema = z.union([
   }),
 ]);
 
-export interface RunOptions {
-  timeoutMs?: number;
-  signal?: AbortSignal;
+export interface RunOptions extends ProbeRunOptions {
   /** Ask the resident helper where the request's time went (`ProbeOutcome.timing`). */
   timing?: boolean;
 }
@@ -166,7 +171,7 @@ export class ProbeRunner implements ProbeRunnerLike {
   }
 
   async run<R>(call: ProbeCall<R>, options: RunOptions = {}): Promise<ProbeOutcome<R>> {
-    if (this.options.resident === false) return this.runOnce(call, options);
+    if (this.options.resident === false || options.fresh === true) return this.runOnce(call, options);
     const helper = this.residentHelper();
     const raw = await helper.request(
       call,

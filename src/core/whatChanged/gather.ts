@@ -107,9 +107,9 @@ export async function gatherFacts(
     ...(options.signal ? { signal: options.signal } : {}),
   };
   let requests = 0;
-  const call = <R>(c: ProbeCall<R>) => {
+  const call = <R>(c: ProbeCall<R>, fresh = false) => {
     requests++;
-    return settle(host.probes.run(c, opts).then((o) => o.value));
+    return settle(host.probes.run(c, fresh ? { ...opts, fresh } : opts).then((o) => o.value));
   };
   const wcStore = options.store ? new WhatChangedStore(options.store) : undefined;
 
@@ -130,6 +130,7 @@ export async function gatherFacts(
   const uniq = (xs: Iterable<string>) => [...new Set(xs)];
   const scriptGlobs = uniq([...(options.scriptGlobs ?? []), ...baselines.flatMap((b) => b.snapshot.scripts.patterns)]);
   // The snapshot is not needed before round 3: it runs on beside round 2 (it is the slowest request of round 1).
+  // In a new login, as Compare Environment's: the host as a launch now finds it, not as the helper started.
   const envP = call(
     envSnapshotProbe({
       scripts: scriptGlobs,
@@ -142,6 +143,7 @@ export async function gatherFacts(
           .map((c) => c.path),
       extraVars: uniq([...(options.extraVariables ?? []), ...baselines.flatMap((b) => b.snapshot.env.extraRequested)]),
     }),
+    true,
   );
   // A host with no run: the environment and the benchmarks only.
   const listing = run !== null ? await call(listRunsProbe([run], { depth: 3 })) : undefined;

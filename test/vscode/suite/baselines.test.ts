@@ -1,5 +1,5 @@
 import * as assert from 'node:assert/strict';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import * as vscode from 'vscode';
@@ -152,5 +152,88 @@ describe('environment baselines (extension host, real SSH)', function () {
     );
     const listed = await baselineRows(api, 'baseline-sshd');
     assert.deepEqual(listed.map((r) => r.label).sort(), ['second, renamed', 'suite known good']);
+  });
+
+  it('Compare reads the host as it is now: variables and a package added while the helper is up show, no Disconnect', async () => {
+    const api = await activated();
+    const session = api.registry.session(hostId);
+    const helper = (await session.probes.helperStatus()).pid;
+    const bashEnv = join(dirname(testSshHost().home), 'bash_env');
+    const saved = readFileSync(bashEnv, 'utf8');
+    // The interpreter's user site (~/.local/…/site-packages of the sessions' HOME), where `pip install --user` goes.
+    const userSite = (
+      await session.transport.exec(['python3', '-c', 'import site; print(site.getusersitepackages())'])
+    ).stdout.trim();
+    const info = join(userSite, 'kg_suite_now-3.1.dist-info');
+    writeFileSync(
+      bashEnv,
+      `${saved}\nexport NCCL_IB_DISABLE=1\nexport TORCH_CUDNN_V8_API_LRU_CACHE_LIMIT=7\nexport HF_HUB_OFFLINE=1\n`,
+    );
+    mkdirSync(info, { recursive: true });
+    writeFileSync(join(info, 'METADATA'), 'Metadata-Version: 2.1\nName: kg-suite-now\nVersion: 3.1\n');
+    try {
+      const out = await vscode.commands.executeCommand<CompareOutcome | undefined>('knownGood.baselines.compare', {
+        hostId,
+        baselineId: first.id,
+      });
+      assert.ok(out);
+      assert.equal(out.unchanged, false);
+      assert.match(
+        out.headline,
+        /^2 differences between baseline "suite known good" .* — packages, env of a new login on baseline-sshd$/,
+      );
+      const right = (await vscode.workspace.openTextDocument(vscode.Uri.parse(out.right))).getText();
+      assert.match(
+        right,
+        /\n# {3}env of a new login on baseline-sshd: HF_HUB_OFFLINE=1 added, NCCL_IB_DISABLE=1 added, TORCH_CUDNN_V8_API_LRU_CACHE_LIMIT=7 added\n/,
+      );
+      assert.match(right, /\n# {3}packages: added kg-suite-now 3\.1\n/);
+      assert.match(
+        right,
+        /\n# Variables: baseline — a new login on baseline-sshd; now — a new login on baseline-sshd\n/,
+      );
+      assert.match(right, /\nenv\.NCCL_IB_DISABLE: 1\n/);
+      assert.match(right, /\npackages\.kg-suite-now: 3\.1\n/);
+      assert.equal((await session.probes.helperStatus()).pid, helper, 'the same helper: no reconnect');
+    } finally {
+      writeFileSync(bashEnv, saved);
+      rmSync(info, { recursive: true, force: true });
+    }
+  });
+
+  it("Compare on a run also reads its live training process's variables, labelled with its id and command", async () => {
+    const session = (await activated()).registry.session(hostId);
+    const run = join(dir, 'runs', 'live');
+    mkdirSync(run, { recursive: true });
+    writeFileSync(
+      join(run, 'train.py'),
+      'import os, sys\nlog = open(os.path.join(os.path.dirname(__file__), "train.log"), "a")\n' +
+        'print(os.getpid(), flush=True)\nsys.stdin.read()\n',
+    );
+    const trainer = await session.transport.spawn(['env', 'NCCL_ALGO=Ring', 'python3', join(run, 'train.py')]);
+    try {
+      const pid = await new Promise<string>((resolve) => {
+        let buf = '';
+        trainer.stdout.on('data', (c: Buffer) => {
+          buf += c.toString('utf8');
+          if (buf.includes('\n')) resolve(buf.split('\n')[0]!);
+        });
+      });
+      const out = await vscode.commands.executeCommand<CompareOutcome | undefined>(
+        'knownGood.baselines.compare',
+        { hostId, baselineId: first.id },
+        { run },
+      );
+      assert.ok(out);
+      assert.match(out.headline, new RegExp(`env of the training process ${pid} \\(python3 train\\.py\\)`));
+      const right = (await vscode.workspace.openTextDocument(vscode.Uri.parse(out.right))).getText();
+      assert.match(
+        right,
+        new RegExp(`\\n# {3}env of the training process ${pid} \\(python3 train\\.py\\): NCCL_ALGO=Ring added\\n`),
+      );
+    } finally {
+      trainer.stdin.end();
+      await trainer.exited;
+    }
   });
 });
