@@ -266,14 +266,7 @@ def _parse_argv(argv):
 
 def main(argv):
     path, keys, want_all, want_stat = _parse_argv(argv)
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        raise kg_common.ProbeError("no such file: %s" % path, "not-found")
-    except PermissionError:
-        raise kg_common.ProbeError("permission denied: %s" % path, "permission-denied")
-    except OSError as e:
-        raise kg_common.ProbeError("cannot read %s: %s" % (path, e.strerror or e), "unreadable")
+    st = kg_common.stat_or_fail(path)
     if want_stat:
         return _stat_only(path, st)
     res = _Result(path, st.st_size)
