@@ -18,7 +18,7 @@ import {
   speedDirection,
   throughputRank,
 } from './categories';
-import { findChangepoints, medianOf, type Changepoint } from './changepoints';
+import { findChangepoints, medianOf, tooLittleAfterRestart, tooLittleHeadline, type Changepoint } from './changepoints';
 import type { DataFingerprint, GitState, LaunchRecord, LaunchRecords } from './factsProbe';
 import type { ArgsFact, CheckpointFact, WhatChangedFacts } from './facts';
 import type {
@@ -1216,6 +1216,8 @@ export function analyze(facts: WhatChangedFacts, generatedAt = new Date()): What
       if (!inLatest.length && Number.isFinite(prev) && Number.isFinite(last))
         logTp = { key: tp.key, reference: prev, now: last, ratio: prev ? last / prev : null, byLaunch: true };
     }
+    const young = tooLittleAfterRestart(raw.x, launches);
+    if (young) logTp = { ...logTp, young };
   }
   if (!facts.log && facts.run !== null && !unknown.some((u) => u.fact.startsWith('metrics log')))
     unknown.push({ fact: 'metrics log', why: `no train log found in ${facts.run}` });
@@ -1226,7 +1228,7 @@ export function analyze(facts: WhatChangedFacts, generatedAt = new Date()): What
     (logTp !== null && speedRatioOf(logTp) < DROP_RATIO) || (bench?.ratio != null && bench.ratio < DROP_RATIO);
   const verdict: WhatChangedReport['verdict'] = dropped
     ? 'regression'
-    : logTp === null && bench?.ratio == null && !series.length
+    : logTp?.young || (logTp === null && bench?.ratio == null && !series.length)
       ? 'unknown'
       : 'steady';
 
@@ -1443,6 +1445,7 @@ export function headline(report: WhatChangedReport, main: { key: string; cp: Cha
   const ref = report.reference.label;
   if (report.verdict === 'unknown') {
     const n = report.unranked.length;
+    if (t.log?.young) return tooLittleHeadline(t.log.young, n, ref);
     const why = report.unknown.find((u) => /metrics log|listing/.test(u.fact));
     return `Cannot tell whether throughput dropped: no metrics log${why ? ` (${why.why})` : ''} and no benchmark pair${n ? `; ${n} difference${n === 1 ? '' : 's'} since ${ref} listed, not ranked` : ''}`;
   }

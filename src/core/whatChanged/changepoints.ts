@@ -56,7 +56,8 @@ export interface ChangepointOptions {
   warmup?: number;
   /**
    * Wall times of the points (seconds, aligned with xs): a level that holds only while the run settles after it
-   * started (its first SETTLE_SECONDS, at most half of its first launch) is warm-up, not a changepoint. A log without
+   * started (under half of its first launch, never past its first SETTLE_SECONDS) and lies within SETTLE_RATIO of the
+   * level after it is warm-up, not a changepoint. A log without
    * wall times may have a launch clock (Lightning's `train/time`: `pointTimes`, core/metrics/speedFromTime.ts). Without
    * either, no settling is known.
    */
@@ -106,10 +107,26 @@ const STALL_SIGMAS = 4;
 /** Kept points are clipped to this many σ from the running median. */
 const CLIP_SIGMAS = 3;
 /**
- * How long a launch may take to settle (clocks and heat, caches, allocator, autotuning): a level held only inside
- * this time after a launch's first point, and over less than half of the launch, is the launch settling.
+ * The longest a run may take to settle (clocks and heat, caches, allocator, autotuning): a run of hours settles in its
+ * first minute. Only a bound: whether a level inside it is the run settling is judged from the points (SETTLE_RATIO,
+ * and under half of the first launch), so a run shorter than a minute is judged as well as a long one.
  */
 export const SETTLE_SECONDS = 60;
+/**
+ * How far a run moves while it settles: tens of percent (the real runs of the corpus settled at 0.82×–1.22× of their
+ * first level), never a factor. A first level this far (or farther) from the one after it is a change of what a step
+ * costs (a CPU run relaunched with 4× the work per step 7 s after it started, the restart not in its log), not settling.
+ */
+export const SETTLE_RATIO = 1.5;
+/** Points left out after the start and after each launch, at least: the first windows (compile, first batches). */
+export const WARMUP_POINTS = 2;
+/** The fewest points a level is judged on: each side of a shift holds at least this many (or 1% of the points). */
+export const LEVEL_POINTS = 5;
+/**
+ * Logged points after a restart below which its launch has no level to judge: its warm-up and one level. A restart
+ * younger than this says so rather than "steady" (issue 32): a user looks right after relaunching.
+ */
+export const RESTART_POINTS_TO_JUDGE = WARMUP_POINTS + LEVEL_POINTS;
 
 interface Prefix {
   s: Float64Array;
@@ -203,7 +220,7 @@ function clean(
   settled: readonly [number, number][] = [],
 ): Cleaned {
   const n = y.length;
-  const warm = Math.min(n, Math.max(0, warmupOpt ?? Math.max(2, Math.ceil(n * 0.01))));
+  const warm = Math.min(n, Math.max(0, warmupOpt ?? Math.max(WARMUP_POINTS, Math.ceil(n * 0.01))));
   const drop = new Uint8Array(n);
   const starts = [0];
   for (const l of launches) {
@@ -323,7 +340,8 @@ export function findChangepoints(
 }
 
 /**
- * The run's first x and the last x of its settling time (SETTLE_SECONDS, at most half of its first launch). Only the
+ * The run's first x and the last x its settling may reach (under half of its first launch, never past
+ * SETTLE_SECONDS). Only the
  * first launch's: after a restart, the level the new launch starts at is the evidence of what the restart changed
  * (plain-host-sync ran 0.77× for its first 140 steps after the restart), so only its first windows are warm-up.
  */
@@ -336,9 +354,15 @@ function settleEnds(x: Float64Array, t: Float64Array | undefined, launches: read
   return [[x[0]!, x[i]!]];
 }
 
-/** The launch-settling range a changepoint shows, if its old level began at a launch and ended inside its settling. */
+/**
+ * The launch-settling range a changepoint shows: its old level began at the launch, ended inside the settling time and
+ * lies within SETTLE_RATIO of the level after it. Judged from the points, not the clock alone: a CPU run relaunched
+ * with 4× the work per step 7 s after it started (the restart not in its log) fell 0.35× at step 300 of 600, inside
+ * its first minute and at half its points; that is a change, never settling.
+ */
 function settlingOf(c: Changepoint, settle: readonly [number, number][]): [number, number] | undefined {
   if (c.launch !== undefined) return undefined;
+  if (c.ratio === null || !(c.ratio > 1 / SETTLE_RATIO && c.ratio < SETTLE_RATIO)) return undefined;
   const s = settle.find(([from, to]) => c.segmentBefore[0] >= from && c.segmentBefore[0] <= to && c.at <= to);
   // the old level must reach back to the launch's start (its warm-up aside), not begin after an earlier split
   return s && c.segmentBefore[0] <= s[0] + (s[1] - s[0]) * 0.25 ? [s[0], c.at] : undefined;
@@ -384,7 +408,7 @@ function segmentOnce(
     settled,
   );
   const n = y.length;
-  const minSegment = Math.max(2, options.minSegment ?? Math.max(5, Math.ceil(n * 0.01)));
+  const minSegment = Math.max(2, options.minSegment ?? Math.max(LEVEL_POINTS, Math.ceil(n * 0.01)));
   const penalty = options.penalty ?? Math.max(20, 3 * Math.log(Math.max(n, 2)));
   const minRelative = options.minRelative ?? 0.05;
   const maxCp = options.maxChangepoints ?? 8;
@@ -497,4 +521,42 @@ function segmentOnce(
   }
   const lastStart = bounds[bounds.length - 2]!;
   return { ...base, changepoints, lastLevel: medianOf(y, lastStart, n) };
+}
+
+/** The latest restart of a series, when too little is logged after it to judge its launch's level. */
+export interface YoungRestart {
+  /** The restart's first step (a launch of `launches`). */
+  step: number;
+  /** Points the series logged from it on. */
+  points: number;
+  /** RESTART_POINTS_TO_JUDGE: warm-up and one level. */
+  needed: number;
+}
+
+/**
+ * The latest restart (of `launches`, the steps where a launch after the first began) when fewer than
+ * RESTART_POINTS_TO_JUDGE points of `xs` lie at or after it: its launch's warm-up takes the first, and a level at least
+ * LEVEL_POINTS more, so no shift at it, and no level after it, can be told yet. Undefined when there is no restart
+ * inside the series or enough after the latest one.
+ */
+export function tooLittleAfterRestart(xs: ArrayLike<number>, launches: readonly number[]): YoungRestart | undefined {
+  if (!xs.length) return undefined;
+  const latest = Math.max(...launches.filter((l) => l > xs[0]!));
+  if (!Number.isFinite(latest)) return undefined;
+  let points = 0;
+  for (let i = 0; i < xs.length; i++) if (xs[i]! >= latest) points++;
+  return points < RESTART_POINTS_TO_JUDGE ? { step: latest, points, needed: RESTART_POINTS_TO_JUDGE } : undefined;
+}
+
+/**
+ * A report's headline for a run whose latest launch is too young to judge, instead of "steady": what it has, and what
+ * a judgement takes. `listed`: the differences listed, not ranked, since `reference`.
+ */
+export function tooLittleHeadline(y: YoungRestart, listed: number, reference: string): string {
+  const pts = `${y.points} point${y.points === 1 ? '' : 's'}`;
+  const more = listed ? `; ${listed} difference${listed === 1 ? '' : 's'} since ${reference} listed, not ranked` : '';
+  return (
+    `Too little logged after the restart at step ${y.step} to judge (${pts}; a level takes ${y.needed}: ` +
+    `${WARMUP_POINTS} of warm-up, then ${LEVEL_POINTS})${more}`
+  );
 }
