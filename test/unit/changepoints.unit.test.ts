@@ -241,3 +241,24 @@ void test('a restart with fewer points after it than its warm-up and a level tak
   assert.equal(tooLittleAfterRestart(xs, [10]), undefined);
   assert.equal(tooLittleAfterRestart([], [310]), undefined);
 });
+
+void test('a dip of a few windows just before a large drop is not the run settling (it would leave the drop a stub)', () => {
+  // tok/s of a short CPU run (test/support/shortRun, restarted at step 300 with --work 8 → 32, the restart in no file
+  // and no clock), its last 8 windows before the restart slowed by up to 10%, as a busy machine slows them
+  const y = [
+    6432, 6957, 8028, 6222, 6019, 5859, 5840, 5834, 6133, 6016, 5751, 5688, 5904, 6209, 5793, 5685, 5796, 6137, 6082,
+    6223, 5515, 5902, 5893, 6135, 6071, 5646, 5664, 5457, 5503, 5163, 1864, 1994, 1956, 2082, 2114, 1976, 2110, 2134,
+    2002, 2066, 2107, 2040, 1917, 2139, 2182, 2156, 2020, 2148, 2136, 2184, 2089, 2105, 2088, 2162, 2044, 2112, 2076,
+    2120, 2169, 2281,
+  ];
+  const x = y.map((_, i) => (i + 1) * 10);
+  // 7.5 s to the restart, 24 s after it: all inside the first minute
+  const times = x.map((s) => (s <= 300 ? s * 0.025 : 7.5 + (s - 300) * 0.08));
+  // The 0.93× dip's level lasts 5 windows, its old one 25: no level the run settled to. Taken for settling, the points
+  // before it were left out and the drop kept only the dip's sloping 5 points before it: "a slope", nothing found.
+  const cps = findChangepoints(x, y, { times }).changepoints;
+  assert.ok(
+    cps.some((c) => c.at <= 300 && c.firstAfter === 310 && c.ratio! < 0.4),
+    JSON.stringify(cps.map((c) => [c.at, c.firstAfter, c.ratio])),
+  );
+});

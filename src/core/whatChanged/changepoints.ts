@@ -333,7 +333,8 @@ export function findChangepoints(
   const settled: [number, number][] = [];
   for (let pass = 0; ; pass++) {
     const r = segmentOnce(bucketed, options, finite, n0, settled);
-    const more = pass < 4 ? r.changepoints.map((c) => settlingOf(c, settle)).filter((v) => v !== undefined) : [];
+    const more =
+      pass < 4 ? r.changepoints.map((c) => settlingOf(c, settle, bucketed.x)).filter((v) => v !== undefined) : [];
     if (!more.length) return r;
     settled.push(...more);
   }
@@ -355,14 +356,22 @@ function settleEnds(x: Float64Array, t: Float64Array | undefined, launches: read
 }
 
 /**
- * The launch-settling range a changepoint shows: its old level began at the launch, ended inside the settling time and
- * lies within SETTLE_RATIO of the level after it. Judged from the points, not the clock alone: a CPU run relaunched
- * with 4× the work per step 7 s after it started (the restart not in its log) fell 0.35× at step 300 of 600, inside
- * its first minute and at half its points; that is a change, never settling.
+ * The launch-settling range a changepoint shows: its old level began at the launch, ended inside the settling time,
+ * lies within SETTLE_RATIO of the level after it, and that level holds at least as long (points of `xs`): the run
+ * settled to it. Judged from the points, not the clock alone: a CPU run relaunched with 4× the work per step 7 s after
+ * it started (the restart not in its log) fell to a third at step 300 of 600, inside its first minute and at half its
+ * points; that is a change, never settling. Nor is a dip of a few windows just before such a drop the end of a
+ * settling: left out with all before it, it would leave the drop a stub too short to be told from a slope.
  */
-function settlingOf(c: Changepoint, settle: readonly [number, number][]): [number, number] | undefined {
+function settlingOf(
+  c: Changepoint,
+  settle: readonly [number, number][],
+  xs: Float64Array,
+): [number, number] | undefined {
   if (c.launch !== undefined) return undefined;
   if (c.ratio === null || !(c.ratio > 1 / SETTLE_RATIO && c.ratio < SETTLE_RATIO)) return undefined;
+  const points = ([from, to]: [number, number]) => xs.filter((v) => v >= from && v <= to).length;
+  if (points(c.segmentAfter) < points(c.segmentBefore)) return undefined;
   const s = settle.find(([from, to]) => c.segmentBefore[0] >= from && c.segmentBefore[0] <= to && c.at <= to);
   // the old level must reach back to the launch's start (its warm-up aside), not begin after an earlier split
   return s && c.segmentBefore[0] <= s[0] + (s[1] - s[0]) * 0.25 ? [s[0], c.at] : undefined;
