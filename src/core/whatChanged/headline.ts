@@ -1,6 +1,7 @@
 import { formatRate } from '../bench/compare';
 import { throughputRank } from './categories';
 import type { Changepoint } from './changepoints';
+import { tooLittleHeadline } from './youngRestart';
 import { restartOfDrop } from './causes/restart';
 import type { WhatChangedReport } from './model';
 import { formatLevel, formatRatio } from './scoring';
@@ -47,6 +48,7 @@ export function headline(report: WhatChangedReport, main: { key: string; cp: Cha
   const ref = report.reference.label;
   if (report.verdict === 'unknown') {
     const n = report.unranked.length;
+    if (t.log?.young) return tooLittleHeadline(t.log.young, n, ref);
     const why = report.unknown.find((u) => /metrics log|listing/.test(u.fact));
     return `Cannot tell whether throughput dropped: no metrics log${why ? ` (${why.why})` : ''} and no benchmark pair${n ? `; ${n} difference${n === 1 ? '' : 's'} since ${ref} listed, not ranked` : ''}`;
   }

@@ -1,4 +1,5 @@
 import type { Changepoint } from './changepoints';
+import type { YoungRestart } from './youngRestart';
 
 /*
  * The "What changed?" report as data: an adapter shows it (the Markdown renderer is one view of it), opens its
@@ -157,7 +158,18 @@ export interface ThroughputSummary {
    * `byLaunch`: a restarted run, compared launch with launch (the latest launch's median level against the one
    * before's), as no slowdown happened inside the latest launch.
    */
-  log: { key: string; reference: number; now: number; ratio: number | null; byLaunch?: boolean } | null;
+  /**
+   * `young`: the latest restart has too few points after it to judge its launch (core/whatChanged/changepoints.ts
+   * tooLittleAfterRestart): without a drop, the verdict is `unknown` and the headline says so, never "steady".
+   */
+  log: {
+    key: string;
+    reference: number;
+    now: number;
+    ratio: number | null;
+    byLaunch?: boolean;
+    young?: YoungRestart;
+  } | null;
   /** From the benchmark results kept for this host. */
   bench: {
     reference: { id: string; at: string; tokensPerSec: number } | null;
@@ -174,7 +186,8 @@ export interface WhatChangedReport {
   headline: string;
   /**
    * `regression`: a drop or a changepoint to explain; `steady`: neither, so nothing is ranked; `unknown`: no metrics
-   * log and no benchmark pair to tell (host down, log gone), so nothing is ranked either.
+   * log and no benchmark pair to tell (host down, log gone), or too little logged after the latest restart to judge
+   * it (`throughput.log.young`), so nothing is ranked either.
    */
   verdict: 'regression' | 'steady' | 'unknown';
   host: { id: string; label: string };
