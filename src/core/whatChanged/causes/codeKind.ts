@@ -58,7 +58,7 @@ export interface CodeKind {
   line: string;
 }
 
-const SHOWN = 60;
+const SHOWN = 100;
 
 function short(line: string): string {
   const t = line.trim();
