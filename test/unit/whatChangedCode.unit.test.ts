@@ -5,7 +5,13 @@ import { restartsFromTimes } from '../../src/core/metrics/restarts';
 import { analyze } from '../../src/core/whatChanged/analyze';
 import { codeKindOf, docsWhy } from '../../src/core/whatChanged/causes/codeKind';
 import type { WhatChangedFacts } from '../../src/core/whatChanged/facts';
-import { codeChangeSchema, gitStateSchema, type CodeHunk } from '../../src/core/whatChanged/factsProbe';
+import {
+  codeChangeSchema,
+  gitStateSchema,
+  launchRecordSchema,
+  launchRecordsSchema,
+  type CodeHunk,
+} from '../../src/core/whatChanged/factsProbe';
 import type { WhatChangedReport } from '../../src/core/whatChanged/model';
 import { realLoop } from '../support/realLoop';
 import { NO_OTHER_FACTS, reducedSeries } from '../support/facts';
@@ -194,8 +200,9 @@ void test('a README-only commit beside a one-line model.py change: one suspect f
   );
   // the evidence of model.py is its own commit and diff, not the README's
   const doc = r.suspects[0].evidence.find((e) => e.kind === 'git');
-  assert.ok(doc?.kind === 'git' && doc.document?.includes('+        for _ in range(2 * work):'), JSON.stringify(doc));
-  assert.ok(doc?.kind === 'git' && !doc.document?.includes('README') && !doc.document.includes('Say how'));
+  const text = doc?.kind === 'git' ? (doc.document ?? '') : '';
+  assert.ok(text.includes('+        for _ in range(2 * work):'), JSON.stringify(doc));
+  assert.ok(!text.includes('README') && !text.includes('Say how'), text);
   assert.match(r.headline, /; changed at step 600: model\.py \(forward\(\)\) changed: 1 commit \("Mix twice"\)/);
 });
 
@@ -359,4 +366,34 @@ void test('an uncommitted edit written before the run began, or after its latest
   assert.equal(gone?.when.text, 'not known (deleted, not committed)', titles(r));
   // nothing at the restart: the headline says so rather than promote an edit of another time
   assert.match(r.headline, /; nothing recorded at the restart at step 610 differs/, titles(r));
+});
+
+void test("a launch record's own start is the launch's: an edit written after it, before its first log line, is not at the restart", () => {
+  // the second launch started (kg_record's unixTime) 60 s after the first's last log line; its first log line came
+  // later still. An edit between its start and its first log line was not read by it.
+  const started = at(600) + 60;
+  const f = facts({
+    dirty: true,
+    dirtyFiles: ['train.py'],
+    dirtyChanges: [
+      {
+        file: 'train.py',
+        python: true,
+        status: 'modified',
+        mtime: started + 30,
+        functions: ['main'],
+        hunkCount: 1,
+        hunks: [AUTOCAST],
+      },
+    ],
+  });
+  const records = [at(10) - 5, started].map((time) => launchRecordSchema.parse({ source: 'kg_record', time }));
+  f.probe!.launches = [launchRecordsSchema.parse({ path: '/r/.known-good/launches.jsonl', exists: true, records })];
+  const r = analyze(f);
+  const edit = r.suspects.find((s) => s.title.startsWith('train.py (main()): uncommitted edit'));
+  assert.ok(edit?.ruledOut, titles(r));
+  assert.match(edit.when.text, /after the latest launch began \(step 610\): no launch in the log ran it$/);
+  // without the record, the same edit is in the restart's gap: at the shift
+  f.probe!.launches = [];
+  assert.equal(analyze(f).suspects[0]?.coincides, true);
 });
