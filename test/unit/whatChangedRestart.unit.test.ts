@@ -10,6 +10,7 @@ import { analyze } from '../../src/core/whatChanged/analyze';
 import { argCategory, inertArgWhy } from '../../src/core/whatChanged/categories';
 import { resumePair } from '../../src/core/whatChanged/causes/restart';
 import type { CheckpointFact, WhatChangedFacts } from '../../src/core/whatChanged/facts';
+import { whatChangedProbeSchema } from '../../src/core/whatChanged/factsProbe';
 import { whatChangedHtml } from '../../src/core/whatChanged/html';
 import { renderWhatChangedMarkdown } from '../../src/core/whatChanged/render';
 import { STEP_ON_GPU_HINT } from '../../src/core/whatChanged/resumeDifferences';
@@ -302,4 +303,41 @@ void test('resumePair: the last checkpoint the launch before wrote and the first
   assert.ok(q && 'missing' in q);
   assert.equal(q.missing, 'no checkpoint written by the launch resumed at step 610 yet');
   assert.equal(resumePair(cks, [], undefined), null);
+});
+
+void test("a launch flag that costs no step (kg_record's --lr) is listed, never ranked; with the launches recorded the replay is ready", () => {
+  const f = restartedRun(0.82, (step) => ({ batch_size: 16, steps: step <= 600 ? 600 : 1000 }));
+  const record = (lr: string, time: number) => ({
+    source: 'kg_record',
+    time,
+    argv: ['python3', 'train.py', '--batch_size', '16', '--lr', lr],
+    cwd: '/r',
+  });
+  const restart = f.log!.restarts![0]!;
+  const first = f.log!.reduction.series[0]!.t![0]!;
+  const records = [record('0.0003', first - 5), record('0.0001', restart.time! - 5)];
+  const probe = whatChangedProbeSchema.parse({
+    now: f.remoteNow,
+    paths: [],
+    git: [],
+    stats: [],
+    launches: [{ path: '/r/.known-good/launches.jsonl', exists: true, records }],
+    elapsedMs: 1,
+  });
+  const r = analyze({ ...f, probe });
+  assert.ok(!r.suspects.some((s) => s.title.includes('--lr')), r.suspects.map((s) => s.title).join('; '));
+  const lr = r.unranked.find((u) => u.title === 'launch: --lr 0.0003 → 0.0001 (restart at step 610)');
+  assert.ok(lr && !('score' in lr) && lr.inert, JSON.stringify(r.unranked));
+  assert.match(
+    r.headline,
+    /; nothing that changes a step's cost changed at the restart at step 610 \(only launch: --lr 0\.0003 → 0\.0001 \(restart at step 610\), which cannot\); its launch records show no difference either$/,
+  );
+  // beside the step counters on the GPU: the restart itself leads, and its replay has the commands it needs
+  const g = analyze({ ...withResume(f, fixture('gpu-before'), fixture('gpu-after')), probe });
+  assert.equal(g.suspects[0]?.source, 'restart');
+  assert.equal(g.suspects[0]?.prove?.ready, true);
+  assert.match(
+    g.suspects[0]?.prove?.text ?? '',
+    /^resumes the launch before the restart from step_600 with nothing changed/,
+  );
 });
