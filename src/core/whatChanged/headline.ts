@@ -4,7 +4,7 @@ import type { Changepoint } from './changepoints';
 import { tooLittleHeadline } from './youngRestart';
 import { restartOfDrop } from './causes/restart';
 import type { WhatChangedReport } from './model';
-import { formatLevel, formatRatio } from './scoring';
+import { atShift, formatLevel, formatRatio } from './scoring';
 import { DROP_RATIO, slowdownOf, speedRatioOf } from './throughput';
 
 /**
@@ -25,13 +25,32 @@ function honestTail(report: WhatChangedReport, main: { key: string; cp: Changepo
       : l && l.recorded
         ? '; its launch records show no difference either'
         : '';
+  const inert = inertAt(report, r.step);
+  if (inert.length) {
+    const shown = inert.length > 3 ? `${inert.slice(0, 3).join(', ')} and ${inert.length - 3} more` : inert.join(', ');
+    return `; nothing that changes a step's cost changed at the restart at step ${r.step} (only ${shown}, which cannot)${missing}`;
+  }
   return `; nothing recorded at the restart at step ${r.step} differs${missing}`;
+}
+
+/** The settings changed at a restart that change no step's cost (categories.ts `inertArgWhy`), listed not ranked. */
+function inertAt(report: WhatChangedReport, step: number, cp?: Changepoint): string[] {
+  const out: string[] = [];
+  for (const u of report.unranked) {
+    const s = u.when?.steps;
+    const at = s && (cp ? atShift(s.from, s.to, cp) : s.from < step && s.to >= step);
+    if (!('score' in u) && u.inert && at && !out.includes(u.title)) out.push(u.title);
+  }
+  return out;
 }
 
 function suspectTail(report: WhatChangedReport, main: { key: string; cp: Changepoint } | undefined): string {
   const honest = honestTail(report, main);
   if (honest !== null) return honest;
   const top = report.suspects[0];
+  const inert = main ? inertAt(report, main.cp.firstAfter, main.cp) : [];
+  if (!top && inert.length)
+    return `; nothing that changes a step's cost changed at the shift (only ${inert.join(', ')}, which cannot)`;
   if (!top) return '; no recorded change explains it (see what could not be gathered)';
   if (top.ruledOut) {
     const n = report.suspects.length;
