@@ -11,11 +11,15 @@ import { join } from 'node:path';
  * (what SYN, SYN-ACK would cost it), the server is dialled half an RTT after the accept, and that handshake counts as
  * one round trip.
  *
- * Round trips, per connection: a client→server write that comes after server→client bytes were delivered to the
- * client (or is the first since the count started) begins a turn; the turn is one round trip once server→client
- * bytes are delivered after it. So a burst of writes the client makes before it hears anything is one round trip
- * however many requests it holds, and a write nothing answers (a channel close sent back, a disconnect) is none: only
- * what the client waited for counts. The count is the sum over the relay's connections.
+ * Round trips, per connection: a client→server write made while the client is not waiting (the first since the count
+ * started, or the first after its last turn was answered) begins a turn; the turn is one round trip once the client is
+ * delivered server bytes that the server sent after the turn's first bytes reached it (the first bytes that can be
+ * an answer to it). So a burst of writes the client makes before it hears back is one round trip however many
+ * requests it holds; what the server says of its own accord or answers late to an earlier turn (its banner, its host
+ * keys after login, the other of two answers) ends no turn, and a write the client makes on hearing it belongs to the
+ * turn it waits in; a write nothing answers (a channel close sent back, a disconnect) is none. So the count is the
+ * chain of waits the client went through, one after another, which is what the RTT multiplies. The count is the sum
+ * over the relay's connections (a client that waits on two at once is counted twice).
  *
  * Bounded: loopback only (listens on 127.0.0.1, dials 127.0.0.1), at most `maxQueuedBytes` held per direction of a
  * connection (the sender is paused above it), and the relay closes itself after `lifetimeMs` (timer unref'd).
@@ -41,6 +45,10 @@ export interface LinkCount {
 }
 
 interface Held {
+  /** When the relay read it from its sender. */
+  taken: number;
+  /** The client's turn it was written in (server bytes: 0). */
+  turn: number;
   due: number;
   data: Buffer | null; // null: the sender ended its side
 }
@@ -57,12 +65,13 @@ class Lane {
     private readonly to: () => Socket | undefined,
     private readonly delayMs: number,
     private readonly maxQueued: number,
-    private readonly onDelivered: (bytes: number) => void,
+    private readonly onDelivered: (bytes: number, held: Held) => void,
   ) {}
 
-  hold(data: Buffer | null, notBefore: number): void {
-    const due = Math.max(performance.now(), notBefore) + this.delayMs;
-    this.queue.push({ due, data });
+  hold(data: Buffer | null, notBefore: number, turn = 0): void {
+    const taken = performance.now();
+    const due = Math.max(taken, notBefore) + this.delayMs;
+    this.queue.push({ taken, turn, due, data });
     if (data) {
       this.queued += data.length;
       if (this.queued > this.maxQueued) this.from()?.pause();
@@ -85,7 +94,7 @@ class Lane {
       this.queued -= h.data.length;
       if (this.queued <= this.maxQueued / 2) this.from()?.resume();
       const more = to.write(h.data);
-      this.onDelivered(h.data.length);
+      this.onDelivered(h.data.length, h);
       if (!more) {
         this.blocked = true;
         to.once('drain', () => {
@@ -117,15 +126,35 @@ class Lane {
   }
 }
 
-/** The turn state of one connection: asking (the client wrote and has not heard back) or not. */
+/**
+ * The turn state of one connection. A turn begins with a client write made while not asking; it ends with the first
+ * server bytes the server sent after that write reached it: bytes it sent before (its banner, a message of its own,
+ * the late answer to an earlier question) could not answer it, and a write the client makes on hearing them is still
+ * part of the same wait.
+ */
 class Turns {
   private asking = false;
+  /** The current turn's number: bytes carry the turn they were written in. */
+  private turn = 0;
+  /** When the turn's first bytes were handed to the server (undefined while the link still holds them). */
+  private reached: number | undefined;
   constructor(private readonly answered: () => void) {}
-  clientWrote(): void {
-    this.asking = true;
+  /** A client write: the turn it belongs to. */
+  clientWrote(): number {
+    if (!this.asking) {
+      this.asking = true;
+      this.turn++;
+      this.reached = undefined;
+    }
+    return this.turn;
   }
-  serverDelivered(): void {
-    if (!this.asking) return;
+  /** Bytes of turn `turn` handed to the server at `at` (bytes of an earlier turn still on the way say nothing). */
+  reachedServer(turn: number, at: number): void {
+    if (this.asking && turn === this.turn && this.reached === undefined) this.reached = at;
+  }
+  /** Server bytes delivered to the client; `taken`: when the relay read them from the server. */
+  serverDelivered(taken: number): void {
+    if (!this.asking || this.reached === undefined || taken < this.reached) return;
     this.asking = false;
     this.answered();
   }
@@ -206,16 +235,19 @@ export class DelayRelay {
       () => server,
       half,
       max,
-      (n) => (this.count.bytesUp += n),
+      (n, held) => {
+        this.count.bytesUp += n;
+        turns.reachedServer(held.turn, performance.now());
+      },
     );
     const down = new Lane(
       () => server,
       () => client,
       half,
       max,
-      (n) => {
+      (n, held) => {
         this.count.bytesDown += n;
-        turns.serverDelivered();
+        turns.serverDelivered(held.taken);
       },
     );
     this.lanes.add(up);
@@ -235,8 +267,7 @@ export class DelayRelay {
     const released: Buffer[] = [];
     let releaseTimer: NodeJS.Timeout | undefined;
     const sendUp = (data: Buffer | null) => {
-      if (data) turns.clientWrote();
-      up.hold(data, canSend);
+      up.hold(data, canSend, data ? turns.clientWrote() : 0);
     };
     client.on('data', (d: Buffer) => {
       if (performance.now() >= canSend && !released.length) sendUp(d);

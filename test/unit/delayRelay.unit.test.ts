@@ -5,9 +5,13 @@ import { createServer, connect, type AddressInfo, type Server, type Socket } fro
 import { test } from 'node:test';
 import { DelayRelay } from '../support/delayRelay';
 
-/** A line server: "q…" is answered "ok…", "echo N" by the next N bytes echoed, "bye" by nothing. */
-async function lineServer(): Promise<{ server: Server; port: number }> {
+/**
+ * A line server: "q…" is answered "ok…", "wN" by "ok" after N ms, "echo N" by the next N bytes echoed, "bye" by
+ * nothing; with `hello`, it says "hello" as soon as a connection comes (as sshd's banner).
+ */
+async function lineServer(hello = false): Promise<{ server: Server; port: number }> {
   const server = createServer((s) => {
+    if (hello) s.write('hello\n');
     let buf = Buffer.alloc(0);
     let echo = 0;
     s.on('data', (d: Buffer) => {
@@ -27,6 +31,7 @@ async function lineServer(): Promise<{ server: Server; port: number }> {
         buf = buf.subarray(nl + 1);
         if (line.startsWith('echo ')) echo = Number(line.slice(5));
         else if (line.startsWith('q')) s.write(`ok ${line}\n`);
+        else if (/^w\d+$/.test(line)) setTimeout(() => s.write(`ok ${line}\n`), Number(line.slice(1)));
       }
     });
     s.on('error', () => undefined);
@@ -61,8 +66,13 @@ function lineClient(port: number) {
   };
 }
 
-async function withRelay(rttMs: number, fn: (relay: DelayRelay) => Promise<void>, maxQueuedBytes?: number) {
-  const { server, port } = await lineServer();
+async function withRelay(
+  rttMs: number,
+  fn: (relay: DelayRelay) => Promise<void>,
+  maxQueuedBytes?: number,
+  hello = false,
+) {
+  const { server, port } = await lineServer(hello);
   const relay = await DelayRelay.start({
     rttMs,
     targetPort: port,
@@ -108,6 +118,48 @@ void test('delay relay: 5 requests written before any answer are one round trip;
     // the next question after it is one more turn (the unanswered write and it are one burst)
     await c.ask('q8\n', 1);
     assert.equal(relay.counted().roundTrips, 3);
+    c.sock.destroy();
+  }));
+
+void test('delay relay: what the server says before a question reached it answers nothing (its banner)', () =>
+  withRelay(
+    40,
+    async (relay) => {
+      // q1 is written at once; "hello" left the server before q1 reached it: the q2 written on hearing it is part of
+      // the same wait, which the answers end (the TCP handshake, then one turn)
+      const c = lineClient(relay.port);
+      const hello = c.ask('q1\n', 1);
+      await hello;
+      await c.ask('q2\n', 2);
+      assert.equal(relay.counted().roundTrips, 2);
+      c.sock.destroy();
+    },
+    undefined,
+    true,
+  ));
+
+void test('delay relay: an answer to an earlier turn ends no later one (two reads each started on its stat)', () =>
+  withRelay(100, async (relay) => {
+    const c = lineClient(relay.port);
+    await c.ask('q0\n', 1);
+    relay.reset();
+    // a and b asked together; b's answer comes 10 ms after a's. On a's answer c is asked, on b's d: b's answer left
+    // the server before c reached it, so c and d are one wait, not two.
+    let answers = 0;
+    const done = new Promise<void>((resolve) =>
+      c.sock.on('data', (d: Buffer) => {
+        for (const b of d) {
+          if (b !== 10) continue;
+          answers++;
+          if (answers === 1) c.sock.write('q-c\n');
+          if (answers === 2) c.sock.write('q-d\n');
+          if (answers === 4) resolve();
+        }
+      }),
+    );
+    c.sock.write('q-a\nw10\n');
+    await done;
+    assert.equal(relay.counted().roundTrips, 2);
     c.sock.destroy();
   }));
 
