@@ -277,7 +277,7 @@ export function linkActions(): LinkAction[] {
         });
         await loader.loadPreviews();
         if (loader.runs.length !== 1)
-          throw new Error(`the dashboard read ${loader.runs.length} runs: ${loader.errors}`);
+          throw new Error(`the dashboard read ${loader.runs.length} runs: ${loader.errors.join('; ')}`);
       },
       usual: (f) => [shellJoin(['cat', f.log])],
       target: { kind: 'click', roundTrips: 1 },
