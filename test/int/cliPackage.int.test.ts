@@ -105,4 +105,18 @@ void describe('the known-good npm package', () => {
     assert.equal(md.status, 1, md.stderr);
     assert.ok(md.stdout.startsWith(`**${report.headline}**\n`), md.stdout);
   });
+
+  void it("the extension's VSIX does not carry the CLI: vsce lists dist/extension.js and no dist/cli.js", () => {
+    const ls = run(
+      process.execPath,
+      [join(repo, 'node_modules', '@vscode', 'vsce', 'vsce'), 'ls', '--no-dependencies'],
+      {
+        cwd: repo,
+      },
+    );
+    assert.equal(ls.status, 0, ls.stderr);
+    const files = ls.stdout.split('\n');
+    assert.ok(files.includes('dist/extension.js') && files.includes('python/kg_common.py'), ls.stdout);
+    assert.ok(!files.includes('dist/cli.js'), ls.stdout);
+  });
 });
