@@ -4,9 +4,13 @@ A module of what_changed.py. Each launch found becomes a record of the shape ``w
 kg_record.py's, with its ``source`` and a flat ``config`` (dotted keys, values as text) the report compares key by key:
 
 - Lightning: ``lightning_logs/version_N/hparams.yaml`` and LightningCLI's ``config.yaml`` there (one launch a version);
-- Hydra: ``.hydra/config.yaml`` + ``overrides.yaml`` of the run folder and of ``outputs/<date>/<time>/`` (one a launch);
-- wandb: ``wandb/run-*/files/wandb-metadata.json`` (program, args, python, git commit, start time) and
-  ``files/config.yaml`` (one a wandb run);
+- Hydra: ``.hydra/config.yaml`` + ``overrides.yaml`` of the run folder and of ``outputs/<date>/<time>/`` (one a launch),
+  with ``hydra.yaml``'s ``hydra.runtime.cwd`` (where the app ran), ``hydra.job.name`` (the script's name, never its
+  path) and ``hydra.runtime.output_dir``;
+- wandb: ``wandb/run-*/files/wandb-metadata.json`` (``program``, ``codePathLocal`` (the script relative to the folder
+  the run started in), ``codePath`` (relative to ``root``: the git checkout, else ``wandb.init(dir=)``), ``args``,
+  ``executable`` (the interpreter), ``python``, ``git.commit``, ``startedAt``) and ``files/config.yaml`` (one a wandb
+  run): a relaunchable command line, its folder and its interpreter;
 - MLflow: ``mlruns/<exp>/<run>/params/*`` and ``tags/mlflow.source.git.commit`` (one a run);
 - accelerate's launch config (``accelerate_config``, read by kg_record.py at each ``accelerate launch``): the file
   ``--config_file`` names, else ``$HF_HOME/accelerate/default_config.yaml`` (``~/.cache/huggingface/…``); YAML from
@@ -15,6 +19,8 @@ kg_record.py's, with its ``source`` and a flat ``config`` (dotted keys, values a
 YAML is read by a small reader of block mappings and scalar lists (what these tools write); anything else is left
 out, never guessed.
 """
+import calendar
+import datetime
 import hashlib
 import json
 import os
@@ -25,6 +31,7 @@ MAX_FILE = 256 * 1024
 MAX_KEYS = 2000
 MAX_VALUE = 200
 MAX_RUNS = 64
+MAX_PATH = 4096
 
 
 def _read(path):
@@ -87,10 +94,32 @@ def flat_yaml(text):
     return dict((k, v) for k, v in out.items() if not (v == "" and k in parents))
 
 
-def _record(source, time, config, argv=None, python=None, git_head=None, where=None):
-    return {"source": source, "where": where, "time": time, "argv": argv or [], "cwd": None, "env": {},
-            "interpreter": None, "python": python, "gitHead": git_head, "gitDiff": None, "torch": None,
+def _record(source, time, config, argv=None, python=None, git_head=None, where=None, cwd=None, interpreter=None):
+    return {"source": source, "where": where, "time": time, "argv": argv or [], "cwd": cwd, "env": {},
+            "interpreter": interpreter, "python": python, "gitHead": git_head, "gitDiff": None, "torch": None,
             "driver": None, "packages": {}, "config": dict(list(config.items())[:MAX_KEYS])}
+
+
+def abs_path(value):
+    """``value`` as a normalised absolute path, or None: a path another tool wrote is data, and a relaunch runs in it
+    (cwd) or runs it (interpreter) only when it is plainly one (absolute, bounded, no control characters)."""
+    if not isinstance(value, str) or not value.startswith("/") or len(value) > MAX_PATH:
+        return None
+    if any(ord(c) < 32 or ord(c) == 127 for c in value):
+        return None
+    return os.path.normpath(value)
+
+
+def rel_path(value):
+    """``value`` as a relative path inside its base (no ``..``, bounded, no control characters), or None."""
+    if not isinstance(value, str) or not value or value.startswith("/") or len(value) > MAX_PATH:
+        return None
+    if any(ord(c) < 32 or ord(c) == 127 for c in value):
+        return None
+    norm = os.path.normpath(value)
+    if norm == ".." or norm.startswith("../") or norm.startswith("-"):
+        return None
+    return norm
 
 
 def _mtime(path):
@@ -120,7 +149,13 @@ def lightning(run):
                 if text is not None:
                     config.update((prefix + k, val) for k, val in flat_yaml(text).items())
             if config:
-                out.append(_record("lightning", _mtime(d), config, where=d))
+                rec = _record("lightning", _mtime(d), config, where=d)
+                # what a relaunch needs: LightningCLI's own config of this version (`fit --config` it) and the folder
+                # the logs went under (trainer.default_root_dir: where `lightning_logs/` is)
+                cli = os.path.join(d, "config.yaml")
+                rec["lightningConfig"] = cli if os.path.isfile(cli) else None
+                rec["outputDir"] = os.path.dirname(base)
+                out.append(rec)
     return out
 
 
@@ -138,7 +173,14 @@ def hydra(run):
         config = flat_yaml(cfg)
         over = _read(os.path.join(h, "overrides.yaml"))
         argv = [_scalar(line.strip()[2:]) for line in (over or "").splitlines() if line.strip().startswith("- ")]
-        out.append(_record("hydra", _mtime(os.path.join(h, "config.yaml")), config, argv=argv, where=h))
+        # hydra.yaml: where the app ran and its name (the script's stem); the script's path is recorded nowhere
+        meta = flat_yaml(_read(os.path.join(h, "hydra.yaml")) or "")
+        rec = _record("hydra", _mtime(os.path.join(h, "config.yaml")), config, argv=argv, where=h,
+                      cwd=abs_path(meta.get("hydra.runtime.cwd")))
+        job = meta.get("hydra.job.name")
+        rec["job"] = job if job and rel_path(job) == job and "/" not in job else None
+        rec["outputDir"] = abs_path(meta.get("hydra.runtime.output_dir")) or p
+        out.append(rec)
     return out
 
 
@@ -169,12 +211,64 @@ def wandb(run):
         python = meta.get("python")
         if not meta and not config:
             continue
-        out.append(_record("wandb", _mtime(os.path.join(files, "wandb-metadata.json")), config,
-                           argv=([program] if program else []) + [str(a)[:MAX_VALUE] for a in args[:256]],
+        words = [str(a)[:MAX_VALUE] for a in args[:256]]
+        interpreter = abs_path(meta.get("executable"))
+        cwd, script = wandb_launch(meta)
+        if script is None and abs_path(program):
+            script = [abs_path(program)]  # the folder is not known (the person gives it), the script is
+        # the interpreter, the script as the run's folder names it (a copy of the code runs it there), its args
+        argv = ([interpreter] + script if interpreter and script else [program] if program else []) + words
+        out.append(_record("wandb", _started(meta.get("startedAt"))
+                           or _mtime(os.path.join(files, "wandb-metadata.json")), config, argv=argv,
                            python=python if isinstance(python, str) else None,
                            git_head=commit if isinstance(commit, str) else None,
-                           where=os.path.join(base, r)))
+                           where=os.path.join(base, r), cwd=cwd if interpreter else None, interpreter=interpreter))
     return out
+
+
+def wandb_launch(meta):
+    """(cwd, script words) of a wandb run from its wandb-metadata.json, or (None, None) where it does not say.
+
+    ``program`` is ``__main__.__file__`` as the process had it (absolute from Python 3.9, else as typed) or
+    ``-m module``; ``codePathLocal`` is it relative to the folder the run started in; ``codePath`` relative to
+    ``root`` (the git checkout, else the folder ``wandb.init`` wrote under). The folder is the program's path less
+    its ``codePathLocal``: both name the same file."""
+    program = meta.get("program")
+    root = abs_path(meta.get("root"))
+    if not isinstance(program, str) or len(program) > MAX_PATH:
+        return None, None
+    if program.startswith("-m "):
+        module = program[3:].strip()
+        if not module or not all(part.isidentifier() for part in module.split(".")):
+            return None, None
+        return root, ["-m", module]  # wandb records no folder for a module: its root is the nearest it says
+    local = rel_path(meta.get("codePathLocal"))
+    full = abs_path(program)
+    if full is None:
+        given = rel_path(program)
+        code = rel_path(meta.get("codePath"))
+        if given is None or root is None:
+            return None, None
+        full = os.path.join(root, code) if code else os.path.join(root, given)
+        # without codePath the root may be the checkout above the folder: only a file that is there is believed
+        if not code and not os.path.isfile(full):
+            return None, None
+        local = local or given
+    if local is None or not full.endswith("/" + local):
+        return None, None
+    return full[:-len(local) - 1] or "/", [local]
+
+
+def _started(text):
+    """wandb's ``startedAt`` (UTC, ISO 8601 with no zone or ``Z``) as epoch seconds, or None."""
+    if not isinstance(text, str):
+        return None
+    whole, _, frac = text.rstrip("Z").partition(".")
+    try:
+        t = datetime.datetime.strptime(whole, "%Y-%m-%dT%H:%M:%S")
+    except ValueError:
+        return None
+    return calendar.timegm(t.timetuple()) + (float("0." + frac) if frac.isdigit() else 0.0)
 
 
 def mlflow(run):

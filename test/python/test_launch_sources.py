@@ -99,6 +99,83 @@ class LaunchSourcesTest(unittest.TestCase):
         self.assertEqual(sorted(r["config"]["batch_size"] for r in by["mlflow"]), ["16", "32"])
         self.assertEqual(by["mlflow"][0]["gitHead"], "abc")
 
+    def wandb_run(self, name, meta):
+        """A wandb run folder as wandb writes it: files/wandb-metadata.json (json.dumps(indent=4)) and config.yaml."""
+        f = os.path.join(self.d, "wandb", name, "files")
+        write(os.path.join(f, "wandb-metadata.json"), json.dumps(meta, indent=4) + "\n")
+        write(os.path.join(f, "config.yaml"), "_wandb:\n  value:\n    python_version: 3.12.3\n")
+        return f
+
+    def test_wandb_runs_are_a_replayable_pair_folder_interpreter_and_script_from_its_metadata(self):
+        proj = os.path.join(self.d, "proj")
+        os.makedirs(os.path.join(proj, "sub"))
+        write(os.path.join(proj, "sub", "train.py"), "")
+        for name, started, work in (("run-20261201_100000-a1", "2026-12-01T10:00:00.123456", "2"),
+                                    ("run-20261201_110000-b2", "2026-12-01T11:00:00.5", "8")):
+            # the fields and shapes of wandb's system-info probe (wandb/sdk/internal/system/system_info.py)
+            self.wandb_run(name, {
+                "os": "Linux-6.8.0-x86_64-with-glibc2.39", "python": "3.12.3", "heartbeatAt": started,
+                "startedAt": started, "docker": None, "cuda": None,
+                "args": ["--data", "data/a.txt", "--work", work], "state": "running",
+                "program": os.path.join(proj, "sub", "train.py"), "codePathLocal": "train.py",
+                "codePath": "sub/train.py", "git": {"remote": "git@example.invalid:u/p.git", "commit": "c0ffee"},
+                "email": "u@example.invalid", "root": proj, "host": "gpu1", "username": "u",
+                "executable": "/home/u/venv/bin/python", "cpu_count": 8, "cpu_count_logical": 16})
+        recs = launch_sources.wandb(self.d)
+        self.assertEqual([r["cwd"] for r in recs], [os.path.join(proj, "sub")] * 2)
+        self.assertEqual([r["interpreter"] for r in recs], ["/home/u/venv/bin/python"] * 2)
+        self.assertEqual(recs[1]["argv"], ["/home/u/venv/bin/python", "train.py", "--data", "data/a.txt", "--work", "8"])
+        self.assertEqual([r["time"] for r in recs], [1796119200.123456, 1796122800.5])
+        self.assertEqual(recs[0]["gitHead"], "c0ffee")
+
+    def test_wandb_program_as_typed_before_python_3_9_and_python_m(self):
+        proj = os.path.join(self.d, "proj")
+        write(os.path.join(proj, "train.py"), "")
+        self.wandb_run("run-1", {"program": "train.py", "codePathLocal": "train.py", "codePath": "train.py",
+                                 "root": proj, "args": ["--lr", "0.1"], "executable": "/usr/bin/python3.8"})
+        self.wandb_run("run-2", {"program": "-m pkg.train", "root": proj, "args": [],
+                                 "executable": "/usr/bin/python3"})
+        a, b = launch_sources.wandb(self.d)
+        self.assertEqual((a["cwd"], a["argv"]), (proj, ["/usr/bin/python3.8", "train.py", "--lr", "0.1"]))
+        self.assertEqual((b["cwd"], b["argv"]), (proj, ["/usr/bin/python3", "-m", "pkg.train"]))
+
+    def test_wandb_paths_that_are_no_plain_paths_are_never_a_folder_or_an_interpreter(self):
+        bad = [{"program": "/p/train.py", "codePathLocal": "train.py", "executable": "python3"},  # not absolute
+               {"program": "/p/train.py", "codePathLocal": "../x/train.py", "executable": "/usr/bin/python3"},
+               {"program": "/p/train.py", "codePathLocal": "other.py", "executable": "/usr/bin/python3"},
+               {"program": "/p/train.py", "codePathLocal": "train.py", "executable": "/usr/bin/py\nthon"},
+               {"program": "/p/train.py", "codePathLocal": "train.py", "executable": "/" + "x" * 5000},
+               {"program": "-m os; rm -rf /", "root": "/p", "executable": "/usr/bin/python3"},
+               {"program": "train.py", "root": "/nowhere", "executable": "/usr/bin/python3"}]
+        for i, meta in enumerate(bad):
+            self.wandb_run("run-%d" % i, dict(meta, args=["--x", "1"]))
+        recs = launch_sources.wandb(self.d)
+        self.assertEqual(len(recs), len(bad))
+        self.assertEqual([r["cwd"] for r in recs], [None] * len(bad))
+        self.assertEqual([r["interpreter"] for r in recs], [None, "/usr/bin/python3", "/usr/bin/python3", None,
+                                                            None, "/usr/bin/python3", "/usr/bin/python3"])
+        # the script is still known where the program is an absolute path: the person gives the folder
+        self.assertEqual(recs[1]["argv"], ["/usr/bin/python3", "/p/train.py", "--x", "1"])
+
+    def test_hydra_and_lightningcli_records_say_where_they_ran_and_what_they_left(self):
+        out = os.path.join(self.d, "outputs", "2026-12-01", "10-00-00")
+        h = os.path.join(out, ".hydra")
+        write(os.path.join(h, "config.yaml"), "trainer:\n  max_steps: 100\n")
+        write(os.path.join(h, "overrides.yaml"), "- trainer.precision=bf16\n- +extra=1\n")
+        # hydra.yaml as Hydra 1.3 writes it (the parts read here and some around them)
+        write(os.path.join(h, "hydra.yaml"), "hydra:\n  run:\n    dir: outputs/${now:%%Y-%%m-%%d}/${now:%%H-%%M-%%S}\n"
+              "  overrides:\n    hydra:\n    - hydra.mode=RUN\n    task:\n    - trainer.precision=bf16\n"
+              "  job:\n    name: train\n    chdir: null\n  runtime:\n    version: 1.3.2\n"
+              "    version_base: '1.3'\n    cwd: /home/u/proj\n    config_sources:\n    - path: hydra.conf\n"
+              "      schema: pkg\n    output_dir: %s\n  verbose: false\n" % out)
+        (rec,) = launch_sources.hydra(self.d)
+        self.assertEqual((rec["cwd"], rec["job"], rec["outputDir"]), ("/home/u/proj", "train", out))
+        self.assertEqual(rec["argv"], ["trainer.precision=bf16", "+extra=1"])
+        v = os.path.join(self.d, "lightning_logs", "version_3")
+        write(os.path.join(v, "config.yaml"), "trainer:\n  precision: bf16-mixed\n")
+        (lit,) = launch_sources.lightning(self.d)
+        self.assertEqual((lit["lightningConfig"], lit["outputDir"]), (os.path.join(v, "config.yaml"), self.d))
+
     def test_nothing_recorded_is_no_record(self):
         self.assertEqual(launch_sources.launches_of(self.d), [])
 
