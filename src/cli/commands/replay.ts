@@ -1,6 +1,8 @@
 import { bisectEventLine } from '../../core/bisect/render';
 import { KnownGoodError } from '../../core/errors';
 import { setupFromFacts } from '../../core/replay/fromFacts';
+import { launchesText } from '../../core/replay/sources';
+import { shellQuote } from '../../core/quote';
 import { planReplay, runReplay } from '../../core/replay/replay';
 import { analyze } from '../../core/whatChanged/analyze';
 import { gatherFacts } from '../../core/whatChanged/gather';
@@ -9,6 +11,17 @@ import { flag, jsonOption, valued } from '../options';
 import { printable, printableLines } from '../output';
 import { cliBaselineDir } from './env';
 import type { CliCommand } from './types';
+
+// replay's own options, kept beside the command that reads them
+declare module '../options' {
+  interface CliOptions {
+    /** replay: the current command as the person confirms it (`--launch`), its folder, a Hydra/LightningCLI script. */
+    launch?: string;
+    cwd?: string;
+    script?: string;
+    interpreter?: string;
+  }
+}
 
 function positiveInt(name: string, v: string, max: number): number {
   const n = Number(v);
@@ -25,9 +38,25 @@ function positiveInt(name: string, v: string, max: number): number {
  */
 export const replayCommand: CliCommand = {
   name: 'replay',
-  usage: 'replay HOST RUN [--change ID…] [--steps N] [--dry-run] [--json]',
+  usage:
+    "replay HOST RUN [--launch 'CMD …' [--cwd DIR] | --script PATH] [--change ID…] [--steps N] [--dry-run] [--json]",
   summary: 'prove which change costs the speed by resuming the run from its known-good checkpoint',
   options: [
+    valued(
+      'launch',
+      "'CMD …'",
+      "the current training command, split into words as a shell would (quotes, backslashes, NAME=value first) but never run by one: no pipes, ;, $VAR, globs or ~ (default: the run's launch records)",
+      (o, v) => (o.launch = v),
+    ),
+    valued('cwd', 'DIR', 'the folder that command runs in (default: the run folder), or one a record lacks', (o, v) => {
+      o.cwd = v;
+    }),
+    valued('script', 'PATH', 'the script of a Hydra or LightningCLI run (their configs do not record it)', (o, v) => {
+      o.script = v;
+    }),
+    valued('interpreter', 'PATH', "the python that runs --script (default: the host's --python)", (o, v) => {
+      o.interpreter = v;
+    }),
     valued('change', 'ID', 'bisect only this change (repeatable; the plan lists the ids)', (o, v) =>
       (o.changes ??= []).push(v),
     ),
@@ -95,6 +124,10 @@ export const replayCommand: CliCommand = {
       ...(options.stepsFlag ? { steps: options.stepsFlag } : {}),
     };
     const setup = setupFromFacts(facts, report, {
+      ...(options.launch !== undefined ? { launch: options.launch } : {}),
+      ...(options.cwd !== undefined ? { cwd: options.cwd } : {}),
+      ...(options.script !== undefined ? { script: options.script } : {}),
+      python: options.interpreter ?? session.spec.python,
       ...(options.steps !== undefined ? { steps: options.steps } : {}),
       ...(Object.keys(names).length ? { names } : {}),
       ...(options.changes ? { only: options.changes } : {}),
@@ -112,10 +145,20 @@ export const replayCommand: CliCommand = {
       python: session.spec.python,
     };
     const plan = await planReplay(replayHost, setup, signal);
+    // where each launch came from, and the flags that give the same launches again (kept by the person, per run)
+    const repeat = setup.launches.repeat
+      ? `Repeat with: known-good replay ${shellQuote(session.label)} ${shellQuote(run)} ${setup.launches.repeat}\n`
+      : '';
+    const launches = `${launchesText(setup.launches)}\n${repeat}`;
     if (options.dryRun) {
-      out.write(options.json ? JSON.stringify({ plan, setup }, null, 2) + '\n' : printableLines(plan.text) + '\n');
+      out.write(
+        options.json
+          ? JSON.stringify({ plan, setup }, null, 2) + '\n'
+          : printableLines(launches) + '\n' + printableLines(plan.text) + '\n',
+      );
       return 0;
     }
+    err.write(printableLines(launches) + '\n');
     const t0 = Date.now();
     const o = await runReplay(replayHost, plan, setup, {
       signal,
