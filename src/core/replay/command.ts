@@ -1,6 +1,5 @@
 import { envNameProblem, envValueProblem } from '../actions/envMap';
 import { KnownGoodError } from '../errors';
-import { shellQuote } from '../quote';
 
 /*
  * A command the person confirms for a replay (`known-good replay HOST RUN --launch 'CMD …'`), split into argv words
@@ -109,7 +108,21 @@ export function launchWords(text: string): LaunchCommand {
   return { argv, env };
 }
 
+/**
+ * A word as `launchWords` reads it back: bare when nothing in it is special to the splitter, else in '…'. Not the
+ * shell's quoting (core/quote.ts, for what a shell runs): a leading `-` is a plain word here, so flags stay readable.
+ */
+function launchWord(w: string): string {
+  return w !== '' && /^[A-Za-z0-9_@%+=:,./[\]{}^-]+$/.test(w) ? w : `'${w.replace(/'/g, `'\\''`)}'`;
+}
+
 /** The launch as one line that `launchWords` reads back to the same variables and argv (for "repeat with"). */
 export function launchText(l: { readonly argv: readonly string[]; readonly env: Readonly<Record<string, string>> }) {
-  return [...Object.entries(l.env).map(([k, v]) => `${k}=${shellQuote(v)}`), ...l.argv.map(shellQuote)].join(' ');
+  return [
+    ...Object.entries(l.env).map(([k, v]) => `${k}=${launchWord(v)}`),
+    ...l.argv.map((w, i) =>
+      // a first word that reads as NAME=value would come back a variable
+      i === 0 && /^[A-Za-z_]\w*=/.test(w) ? `'${w.replace(/'/g, `'\\''`)}'` : launchWord(w),
+    ),
+  ].join(' ');
 }
