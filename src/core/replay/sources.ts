@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { flattenArgs, sameArg } from '../args/diff';
 import type { ArgValue } from '../args/argsProbe';
 import { KnownGoodError } from '../errors';
-import { shellJoin, shellQuote } from '../quote';
+import { shellQuote } from '../quote';
 import type { LaunchRecord } from '../whatChanged/factsProbe';
 import type { CheckpointFact, WhatChangedFacts } from '../whatChanged/facts';
 import { flagValue, overrideValue, withFlag, withoutFlag, withOverride } from './argv';
@@ -97,9 +97,6 @@ function fromRecord(r: LaunchRecord, what: string, cwd?: string): ReplayLaunch {
     );
   return checked({ argv: r.argv, env: r.env, cwd: dir, gitHead: r.gitHead }, what);
 }
-
-const show = (l: ReplayLaunch) =>
-  `${Object.keys(l.env).length ? `${launchText({ argv: [], env: l.env })} ` : ''}${shellJoin(l.argv)}`;
 
 /** The known-good and current launches, or a usage error saying what was found and what to give. */
 export function launchSides(
@@ -354,7 +351,7 @@ export function launchesText(s: LaunchSides): string {
   const side = (what: string, l: ReplayLaunch, from: string) => [
     `${what}: ${from}`,
     `  in ${l.cwd}${l.gitHead ? ` at commit ${l.gitHead.slice(0, 12)}` : ''}`,
-    `  ${show(l)}`,
+    `  ${launchText(l)}`,
   ];
   return [
     ...side('Known-good launch', s.good, s.from.good),
