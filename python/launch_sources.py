@@ -3,10 +3,11 @@
 A module of what_changed.py. Each launch found becomes a record of the shape ``what_changed._slim_launch`` gives
 kg_record.py's, with its ``source`` and a flat ``config`` (dotted keys, values as text) the report compares key by key:
 
-- Lightning: ``lightning_logs/version_N/hparams.yaml`` and LightningCLI's ``config.yaml`` there (one launch a version);
+- Lightning: ``lightning_logs/version_N/hparams.yaml`` and LightningCLI's ``config.yaml`` there (one launch a version;
+  ``lightningConfig`` the latter's path, ``outputDir`` the folder holding ``lightning_logs/``);
 - Hydra: ``.hydra/config.yaml`` + ``overrides.yaml`` of the run folder and of ``outputs/<date>/<time>/`` (one a launch),
-  with ``hydra.yaml``'s ``hydra.runtime.cwd`` (where the app ran), ``hydra.job.name`` (the script's name, never its
-  path) and ``hydra.runtime.output_dir``;
+  with ``hydra.yaml``'s ``hydra.runtime.cwd`` (``cwd``: where the app ran), ``hydra.job.name`` (``job``: the script's
+  name, never its path) and ``hydra.runtime.output_dir`` (``outputDir``);
 - wandb: ``wandb/run-*/files/wandb-metadata.json`` (``program``, ``codePathLocal`` (the script relative to the folder
   the run started in), ``codePath`` (relative to ``root``: the git checkout, else ``wandb.init(dir=)``), ``args``,
   ``executable`` (the interpreter), ``python``, ``git.commit``, ``startedAt``) and ``files/config.yaml`` (one a wandb
