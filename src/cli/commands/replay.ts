@@ -23,6 +23,11 @@ declare module '../options' {
   }
 }
 
+/** Text of many lines, each made printable on its own (printableLines is for one message: it escapes the breaks). */
+function eachLine(text: string): string {
+  return text.replace(/\n$/, '').split('\n').map(printable).join('\n');
+}
+
 function positiveInt(name: string, v: string, max: number): number {
   const n = Number(v);
   if (!Number.isInteger(n) || n < 1 || n > max)
@@ -154,15 +159,15 @@ export const replayCommand: CliCommand = {
       out.write(
         options.json
           ? JSON.stringify({ plan, setup }, null, 2) + '\n'
-          : printableLines(launches) + '\n' + printableLines(plan.text) + '\n',
+          : `${eachLine(launches)}\n${eachLine(plan.text)}\n`,
       );
       return 0;
     }
-    err.write(printableLines(launches) + '\n');
+    err.write(eachLine(launches) + '\n');
     const t0 = Date.now();
     const o = await runReplay(replayHost, plan, setup, {
       signal,
-      onText: (t) => err.write(t.replace(/\n$/, '').split('\n').map(printable).join('\n') + '\n'),
+      onText: (t) => err.write(eachLine(t) + '\n'),
       onEvent: (e, changes) => {
         if (e.kind === 'done') return;
         const line = bisectEventLine(e, changes, {});
@@ -172,7 +177,7 @@ export const replayCommand: CliCommand = {
     const wallS = (Date.now() - t0) / 1000;
     err.write(`${printableLines(o.headline)}\n${o.runs.length} runs, ${wallS.toFixed(0)} s\n`);
     if (options.json) out.write(JSON.stringify({ ...o, markdown: undefined, wallS }, null, 2) + '\n');
-    else out.write(printableLines(o.markdown) + '\n');
+    else out.write(eachLine(o.markdown) + '\n');
     return o.report?.verdict.kind === 'culprit' && o.report.confirmation?.confirmed ? 0 : 1;
   },
 };
