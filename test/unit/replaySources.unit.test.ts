@@ -312,6 +312,20 @@ void describe('setupFromFacts: where the two launches come from', () => {
     assert.deepEqual(h.good.argv, ['python3', 'app.py', 'batch=16', 'flag=true', 'nested.x=1']);
   });
 
+  void it('one record alone (kg_record or wandb) is the current launch; the known-good one is derived from it', () => {
+    const args = { 'step_48.pt': ckptArgs(2, { steps: 48, resume: null }), 'step_72.pt': ckptArgs(8) };
+    const one = { argv: ['python3', 'train.py', '--work', '8'], cwd: RUN, time: null, gitHead: 'c0ffee0000000000' };
+    const k = setup(facts([one], [], args));
+    assert.deepEqual(k.good.argv, ['python3', 'train.py', '--work', '2']);
+    assert.equal(k.good.gitHead, 'beef000000000000');
+    assert.match(k.launches.from.now, /the launch record \(kg_record\.py\)/);
+    const w = setup(
+      facts([], [{ ...one, source: 'wandb', where: `${RUN}/wandb/run-b`, interpreter: '/usr/bin/python3' }], args),
+    );
+    assert.deepEqual(w.good.argv, ['python3', 'train.py', '--work', '2']);
+    assert.match(w.launches.from.now, /wandb's run \(\/home\/u\/proj\/wandb\/run-b\)/);
+  });
+
   void it('--cwd and paths from records are plain absolute paths', () => {
     usage(() => setup(facts([], []), { launch: 'python3 t.py', cwd: 'rel/dir' }), /--cwd "rel\/dir": an absolute path/);
   });

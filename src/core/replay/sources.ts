@@ -112,12 +112,13 @@ export function launchSides(
   const notes: string[] = [];
   const cwd = c.cwd !== undefined ? absPath(c.cwd, '--cwd') : undefined;
   const stackFor = (argv: readonly string[], own?: Stack) => c.stack ?? own ?? stackOf(argv);
+  // the run's checkout: its commit now, and at the reference's time (the known-good code where no record says)
+  const git = facts.probe?.git?.find((g) => g.path === run) ?? facts.probe?.git?.[0];
 
   if (c.launch !== undefined) {
     const words = launchWords(c.launch);
     if (kg.length) notes.push(`the run's ${kg.length} launch record(s) were passed over: --launch was given`);
     if (cwd === undefined) notes.push(`the command's folder is the run folder (give --cwd DIR if it ran elsewhere)`);
-    const git = facts.probe?.git?.find((g) => g.path === run) ?? facts.probe?.git?.[0];
     const now: ReplayLaunch = { ...words, cwd: cwd ?? run, gitHead: git?.head ?? null };
     const ref = reference(null);
     const stack = stackFor(now.argv);
@@ -132,26 +133,23 @@ export function launchSides(
       repeat: `--launch ${shellQuote(launchText(now))} --cwd ${shellQuote(now.cwd)}`,
     };
   }
-  if (kg.length >= 2 || (kg.length === 1 && !others.some((r) => r.cwd !== null && r.argv.length))) {
-    if (kg.length >= 2) {
-      const [g, n] = [kg[kg.length - 2]!, kg[kg.length - 1]!];
-      return {
-        good: fromRecord(g, 'known-good', cwd),
-        now: fromRecord(n, 'latest', cwd),
-        stack: stackFor(n.argv),
-        reference: reference(n.time),
-        from: {
-          good: 'the launch record before the latest (kg_record.py)',
-          now: 'the latest launch record (kg_record.py)',
-        },
-        notes,
-      };
-    }
-    return single(kg[0]!, 'the launch record (kg_record.py)');
+  // a pair a tool recorded beats one launch with the known-good side derived; kg_record's beat wandb's
+  if (kg.length >= 2) {
+    const [g, n] = [kg[kg.length - 2]!, kg[kg.length - 1]!];
+    return {
+      good: fromRecord(g, 'known-good', cwd),
+      now: fromRecord(n, 'latest', cwd),
+      stack: stackFor(n.argv),
+      reference: reference(n.time),
+      from: {
+        good: 'the launch record before the latest (kg_record.py)',
+        now: 'the latest launch record (kg_record.py)',
+      },
+      notes,
+    };
   }
   const wandb = of('wandb').filter((r) => r.argv.length && r.interpreter !== null);
-  if (wandb.length >= 1) {
-    if (wandb.length === 1) return single(wandb[0]!, `wandb's run ${posix.basename(wandb[0]!.where ?? '')}`);
+  if (wandb.length >= 2) {
     const [g, n] = [wandb[wandb.length - 2]!, wandb[wandb.length - 1]!];
     return {
       good: fromRecord(g, 'known-good', cwd),
@@ -218,6 +216,8 @@ export function launchSides(
       ...(ne.outputDir ? { outputDir: ne.outputDir } : {}),
     };
   }
+  if (kg.length === 1) return single(kg[0]!, 'the launch record (kg_record.py)');
+  if (wandb.length === 1) return single(wandb[0]!, `wandb's run (${wandb[0]!.where ?? 'wandb-metadata.json'})`);
   const seen = [
     ...(kg.length ? [`${kg.length} kg_record launch record(s)`] : []),
     ...[...new Set(others.map((r) => r.source))].map(
@@ -235,7 +235,7 @@ export function launchSides(
     const now = fromRecord(r, 'latest', cwd);
     const ref = reference(r.time);
     const stack = stackFor(now.argv);
-    const good = derivedGood(facts, ref, now, stack, c.names, notes, now.gitHead);
+    const good = derivedGood(facts, ref, now, stack, c.names, notes, git?.base ?? now.gitHead);
     return { now, good: good.launch, stack, reference: ref, from: { now: from, good: good.from }, notes };
   }
 }
