@@ -15,7 +15,7 @@ import { FROM_WALL_TIME, withDerivedSpeed } from '../core/metrics/speedFromTime'
 import { ProgressiveRuns, sideByHost, type LoadedRun } from '../core/dashboard/progressive';
 import { runCheckpoints, runId, type CheckpointSource, type RunSource } from '../core/dashboard/sources';
 import { messageOf } from '../core/errors';
-import { lastStep, withLiveRestart } from '../core/dashboard/liveRestarts';
+import { lastStep, liveRestartMark } from '../core/dashboard/liveRestarts';
 import { remotePathOf } from '../core/runs/model';
 import { newNonce } from '../core/util/nonce';
 import { metricsReduceProbe } from '../core/metrics/metricsProbe';
@@ -441,10 +441,9 @@ export class DashboardPanel implements vscode.Disposable {
         const restart = s.restarts[s.restarts.length - 1];
         if (!restart || restart.seenAt < since) continue;
         for (const r of mine.filter((m) => runOf(m) === s.run)) {
-          const marked = withLiveRestart(r.data, restart, stepBefore.get(r));
-          if (marked === r.data) continue;
-          r.data = marked;
-          this.services.log.info(`dashboard: ${r.src.logPath}: ${marked.run.restarts?.at(-1)?.label ?? 'restart'}`);
+          const mark = liveRestartMark(restart, stepBefore.get(r));
+          if (!mark || !this.loader.addLiveRestart(r, mark)) continue;
+          this.services.log.info(`dashboard: ${r.src.logPath}: ${mark.label} at step ${mark.step}`);
           this.post({ type: 'runData', data: r.data });
         }
       }

@@ -16,7 +16,9 @@ import { badge, button, checkbox, dataGrid, divider, dropdown, slider } from './
 import {
   buildPlotModel,
   changepointMarks,
+  marksInWords,
   restartMarks,
+  type CheckpointMark,
   checkpointMarks,
   detectSeries,
   formatValue,
@@ -399,14 +401,15 @@ export class Dashboard {
           this.runs,
           this.axis,
         ),
-        // level shifts of the lines themselves (on every axis: found on the plotted x), restarts as launches
-        ...changepointMarks(model, this.axis === 'step' ? this.runs : []),
+        // the report's level shifts of this series and the runs' restarts, as the host computed them
+        ...changepointMarks(this.runs, key, inPlot, this.axis),
         ...restartMarks(this.runs, inPlot, this.axis),
       ].sort((a, b) => a.x - b.x);
       const existing = this.plots.get(key);
       if (existing) {
         existing.plot.setMarks(marks);
         existing.plot.update(model, this.zoom);
+        this.renderMarkList(existing.card, marks);
         this.els.plots.append(existing.card);
         continue;
       }
@@ -415,6 +418,7 @@ export class Dashboard {
       const title = h('h3', 'kg-plot-title', key);
       const canvasHost = h('div', 'kg-plot-canvas');
       card.append(title, canvasHost);
+      this.renderMarkList(card, marks);
       this.els.plots.append(card);
       const plot = new SeriesPlot(
         canvasHost,
@@ -431,6 +435,28 @@ export class Dashboard {
       if (this.zoom) plot.setWindow(this.zoom.min, this.zoom.max);
       this.plots.set(key, { card, plot });
     }
+  }
+
+  /** The restarts and shifts a plot marks, in words under it (nothing when it marks none). */
+  private renderMarkList(card: HTMLElement, marks: readonly CheckpointMark[]): void {
+    const shown = marks.filter((m) => m.kind === 'restart' || m.kind === 'shift');
+    const words = marksInWords(shown, this.axis, (id) => this.runs.find((r) => r.run.id === id)?.run.label);
+    let list = card.querySelector<HTMLElement>('.kg-plot-marks');
+    if (!words.length) {
+      list?.remove();
+      return;
+    }
+    if (!list) {
+      list = h('ul', 'kg-plot-marks');
+      card.append(list);
+    }
+    list.replaceChildren(
+      ...words.map((w, i) => {
+        const li = h('li', 'kg-plot-mark', w);
+        li.dataset.kind = shown[i]!.kind!;
+        return li;
+      }),
+    );
   }
 
   /** The zoom window in words beside Reset zoom (`steps 500–701`), empty when the whole run shows. */

@@ -12,7 +12,7 @@ import { trainingStep } from '../runs/model';
 import { analyze } from './analyze';
 import { dataPathsOf } from './causes/args';
 import { pickReference } from './reference';
-import { launchesOf, logSeriesOf, mainChangepoint, seriesChangepoints } from './throughput';
+import { logShifts, mainChangepoint } from './throughput';
 import type { ArgsFact, CheckpointFact, DataRecord, KnownGoodMarks, WhatChangedFacts } from './facts';
 import { whatChangedProbe, type LaunchRecord, type WhatChangedProbeResult } from './factsProbe';
 import type { UnknownFact, WhatChangedReport } from './model';
@@ -242,7 +242,7 @@ export async function gatherFacts(
     marks,
     ...(options.baselineId ? { chosenBaselineId: options.baselineId } : {}),
   };
-  const main = logFact ? mainChangepoint(seriesChangepoints(logSeriesOf(logFact), launchesOf(logFact))) : undefined;
+  const main = logFact ? mainChangepoint(logShifts(logFact).changepoints) : undefined;
   const ref = pickReference(partial, main);
   const paths = new Set<string>();
   for (const a of argsFacts) {

@@ -1,6 +1,6 @@
 import type { ThroughputResult } from '../baselines/store';
 import type { ReducedSeries } from '../metrics/metricsProbe';
-import { restartsFromTimes } from '../metrics/restarts';
+import { restartsFromTimes, type Restart } from '../metrics/restarts';
 import { pointTimes, withDerivedSpeed } from '../metrics/speedFromTime';
 import { speedDirection, throughputRank } from './categories';
 import { findChangepoints, medianOf, type Changepoint } from './changepoints';
@@ -62,6 +62,26 @@ export function launchesOf(log: WhatChangedFacts['log']): number[] {
 /** The log's series, with steps/s (and tokens/s) from its wall times when it logs no speed of its own. */
 export function logSeriesOf(log: WhatChangedFacts['log']): ReducedSeries[] {
   return log ? withDerivedSpeed(log.reduction.series, launchesOf(log)) : [];
+}
+
+/** A run's log as What Changed? reads it: its series (speed from wall time added), their changepoints, its restarts. */
+export interface LogShifts {
+  series: ReducedSeries[];
+  changepoints: SeriesChangepoints[];
+  restarts: Restart[];
+}
+
+/**
+ * The shifts and restarts of a run's log (its stitched history: core/metrics/history.ts), the one place both What
+ * Changed?'s report and the dashboard's marks come from, so the plot never marks what the report does not say.
+ */
+export function logShifts(
+  log: { reduction: { series: readonly ReducedSeries[] }; restarts?: readonly Restart[] | undefined } | null,
+): LogShifts {
+  const restarts = [...(log?.restarts ?? [])];
+  const launches = restarts.map((r) => r.step);
+  const series = log ? withDerivedSpeed(log.reduction.series, launches) : [];
+  return { series, changepoints: seriesChangepoints(series, launches), restarts };
 }
 
 /** How much slower the run got at a changepoint (>1: slower), for a speed series; 0 for a speed-up. */
