@@ -5,10 +5,12 @@ import {
   dashboardStateSchema,
   type Checkpoint,
   type DashboardState,
+  type DriftSummary,
   type HostMessage,
   type HostSide,
   type RangeDataMessage,
   type RunData,
+  type RunDriftInfo,
   type SeriesData,
   type XAxis,
 } from '../../src/core/dashboard/protocol';
@@ -57,6 +59,8 @@ export class Dashboard {
   private hosts: HostSide[] = [];
   private sidePending = false;
   private selected: string[] | undefined;
+  /** The plots shown, as last told to the host (keys joined by NUL). */
+  private shownPosted: string | undefined;
   private smoothing: number;
   private axis: XAxis;
   private follow: boolean;
@@ -281,7 +285,6 @@ export class Dashboard {
           if (on) now.add(key);
           else now.delete(key);
           this.selected = this.allSeries().filter((k) => now.has(k));
-          this.host.post({ type: 'selectSeries', keys: this.selected });
           this.renderPlots();
           this.saveState();
         },
@@ -372,6 +375,11 @@ export class Dashboard {
   private renderPlots(recreate = false): void {
     const theme = (this.theme ??= readTheme());
     const keys = this.visibleSeries();
+    // the host keeps the shifts of the plots shown current (while following it finds only theirs again)
+    if (keys.join('\u0000') !== this.shownPosted) {
+      this.shownPosted = keys.join('\u0000');
+      this.host.post({ type: 'selectSeries', keys });
+    }
     if (recreate) {
       for (const { card, plot } of this.plots.values()) {
         plot.destroy();
@@ -599,18 +607,40 @@ export class Dashboard {
       group.dataset.host = x.host;
       const title = this.hostHeading(x);
       if (title) group.append(title);
+      // each run's drift is limited to its own time (older hosts sent the host's newest drift instead)
+      if (x.runs.length) {
+        for (const r of x.runs) group.append(this.runDrift(r, x.runs.length > 1 || this.runs.length > 1));
+        return [group];
+      }
       const d = x.drift;
       if (!d) {
         group.append(h('p', 'kg-empty', 'No baseline recorded for this host.'));
         return [group];
       }
-      const sub = h('p', 'kg-muted', `${d.baseline}${d.capturedAt ? ` · ${readableTime(d.capturedAt)}` : ''}`);
-      sub.append(' ', badge(d.changes === 0 ? 'no drift' : `${d.changes} changed`));
-      group.append(sub, h('pre', 'kg-drift-text', d.text));
+      group.append(...this.driftBlock(d));
       return [group];
     });
     if (parts.length === 0) parts.push(h('p', 'kg-empty', 'No baseline recorded for this host.'));
     this.els.drift.replaceChildren(heading, ...parts);
+  }
+
+  /** One drift: what it compares (and when), a badge with the count, the text. */
+  private driftBlock(d: DriftSummary): HTMLElement[] {
+    const sub = h('p', 'kg-muted', `${d.baseline}${d.capturedAt ? ` · ${readableTime(d.capturedAt)}` : ''}`);
+    sub.append(' ', badge(d.changes === 0 ? 'no drift' : `${d.changes} changed`));
+    return [sub, h('pre', 'kg-drift-text', d.text)];
+  }
+
+  /** A run's part of the drift panel: its time, then the drift between the snapshots taken in it, or why there is none. */
+  private runDrift(r: RunDriftInfo, named: boolean): HTMLElement {
+    const part = h('div', 'kg-run-drift');
+    part.dataset.run = r.run;
+    if (named) part.append(h('h3', 'kg-run-drift-title', r.label));
+    if (r.span)
+      part.append(h('p', 'kg-muted kg-run-span', `run: ${readableTime(r.span.from)} – ${readableTime(r.span.to)}`));
+    if (r.drift) part.append(...this.driftBlock(r.drift));
+    else part.append(h('p', 'kg-empty', r.note));
+    return part;
   }
 
   /** The newest results of a host, each with the button that marks it as the known-good reference (or unmarks it). */

@@ -333,7 +333,7 @@ export function yExtent(model: PlotModel, i0: number, i1: number): [number, numb
 /** The side data per host: `hosts` when the host sent it, else the one host of `drift`/`bench` (older messages). */
 export function sideHosts(init: Pick<InitMessage, 'hosts' | 'drift' | 'bench'>): HostSide[] {
   if (init.hosts) return init.hosts;
-  return [{ host: '', label: '', drift: init.drift, bench: init.bench }];
+  return [{ host: '', label: '', drift: init.drift, bench: init.bench, runs: [] }];
 }
 
 /** How much of the log a preview read, for people: "7%", "less than 1%", never "0%" or "100%" for a sample. */

@@ -38,20 +38,30 @@ export function mergeRestartMarks(history: readonly RestartMark[], live: readonl
 }
 
 /**
+ * Which series' shifts to find again (`only`); the others keep the ones found before (`previous`). Finding them costs
+ * about as much as reading the log, so a followed dashboard keeps current only the series it shows.
+ */
+export interface ShiftScope {
+  only: ReadonlySet<string>;
+  previous: readonly ShiftMark[];
+}
+
+/**
  * A run's data from the files of its history (one file: one part), stitched (core/metrics/history.ts), with the marks
  * What Changed?'s report would give the same reductions: its restarts and the changepoints of each series, from the
  * one function the report uses (logShifts). The series drawn are the report's too (speed from wall time included). A
  * preview carries no shifts: the report never reads a sample, and a shift between sampled windows is not one.
- * `live`: restarts the follow poll saw.
+ * `live`: restarts the follow poll saw; `scope`: the series whose shifts are found (default all).
  */
 export function runDataFromParts(
   run: Pick<RunInfo, 'id' | 'label' | 'host'>,
   parts: readonly HistoryPart[],
   live: readonly RestartMark[] = [],
+  scope?: ShiftScope,
 ): RunData {
   const h = stitchReductions(parts);
   const r = historyReduction(parts, h);
-  const shifts = logShifts({ reduction: { series: h.series }, restarts: h.restarts });
+  const shifts = logShifts({ reduction: { series: h.series }, restarts: h.restarts }, scope?.only);
   const info: RunInfo = {
     id: run.id,
     label: run.label,
@@ -63,7 +73,10 @@ export function runDataFromParts(
   if (r.sample) info.sample = { bytes: r.sample.bytes, of: r.sample.of, failed: false };
   const restarts = mergeRestartMarks(shifts.restarts.map(restartMark), live);
   if (restarts.length) info.restarts = restarts;
-  if (!r.sample) info.shifts = shiftMarks(shifts.changepoints);
+  if (!r.sample) {
+    const kept = scope ? scope.previous.filter((m) => !scope.only.has(m.key)) : [];
+    info.shifts = [...kept, ...shiftMarks(shifts.changepoints)];
+  }
   return { run: info, series: shifts.series.map(seriesFromReduction) };
 }
 

@@ -5,6 +5,8 @@
 import { KnownGoodError, messageOf } from '../errors';
 import type { HistoryPart } from '../metrics/history';
 import type { MetricsReduceOptions, MetricsReduction } from '../metrics/metricsProbe';
+import { STEPS_PER_SEC_KEY, TOKENS_PER_SEC_KEY } from '../metrics/speedFromTime';
+import { throughputRank } from '../whatChanged/categories';
 import { appendReduction, runDataFromParts } from './fromReduction';
 import type { HostSide, RestartMark, RunData } from './protocol';
 import { runId, type RunSource } from './sources';
@@ -20,6 +22,8 @@ export interface LoadedRun {
   parts: HistoryPart[];
   /** Restarts the follow poll saw (new training processes), kept across every rebuild of `data`. */
   live: RestartMark[];
+  /** The series whose shifts are of `data` as it is ('all', or those kept current while following). */
+  shiftsOf: ReadonlySet<string> | 'all';
   /** Where following reads next: an exact read's nextOffset; undefined while the data is a preview. */
   nextOffset: number | undefined;
   /** `pending`: the data is a preview and the exact read is yet to land; `failed`: it did not, the preview stays. */
@@ -34,6 +38,11 @@ export interface ProgressiveOptions {
   /** Buckets per series kept while following. */
   maxBuckets: number;
   log?: (line: string) => void;
+  /**
+   * The series the page shows (undefined: not said yet). Following, only their shifts (and the speed's) are found
+   * again; the others keep theirs until shown (`refreshShifts`).
+   */
+  shown?: () => ReadonlySet<string> | undefined;
 }
 
 export interface ExactEvents {
@@ -134,14 +143,43 @@ export class ProgressiveRuns {
       data,
       parts,
       live: [],
+      shiftsOf: 'all',
       nextOffset: sampled ? undefined : newest.nextOffset,
       exact: sampled ? 'pending' : 'done',
     };
   }
 
-  /** The run's data again from its parts and live restarts (after following, or a restart seen). */
-  private rebuild(run: LoadedRun): void {
-    run.data = runDataFromParts(run.data.run, run.parts, run.live);
+  /**
+   * The run's data again from its parts and live restarts: after an exact read with every shift ('all'), after
+   * following or a restart seen with those of the series shown and the speed ('shown').
+   */
+  private rebuild(run: LoadedRun, scope: 'all' | 'shown'): void {
+    const shown = scope === 'shown' ? this.o.shown?.() : undefined;
+    if (!shown) {
+      run.data = runDataFromParts(run.data.run, run.parts, run.live);
+      run.shiftsOf = 'all';
+      return;
+    }
+    const keys = [STEPS_PER_SEC_KEY, TOKENS_PER_SEC_KEY, ...run.parts.flatMap((p) => p.reduction.keys)];
+    const only = new Set([...shown, ...keys.filter((k) => throughputRank(k) > 0)]);
+    run.data = runDataFromParts(run.data.run, run.parts, run.live, { only, previous: run.data.run.shifts ?? [] });
+    run.shiftsOf = only;
+  }
+
+  /**
+   * The shown series changed: the runs whose shifts of a shown series are older than their data get them found
+   * again. Returns those runs (their data to be posted).
+   */
+  refreshShifts(): LoadedRun[] {
+    const shown = this.o.shown?.();
+    if (!shown) return [];
+    const stale = this.runsV.filter((r) => {
+      const of = r.shiftsOf;
+      if (r.exact !== 'done' || of === 'all') return false;
+      return [...shown].some((k) => !of.has(k) && r.data.series.some((s) => s.key === k));
+    });
+    for (const r of stale) this.rebuild(r, 'shown');
+    return stale;
   }
 
   /**
@@ -151,7 +189,7 @@ export class ProgressiveRuns {
   addLiveRestart(run: LoadedRun, mark: RestartMark): boolean {
     if (run.live.some((m) => m.label === mark.label)) return false;
     run.live = [...run.live, mark];
-    this.rebuild(run);
+    this.rebuild(run, 'shown');
     return true;
   }
 
@@ -205,7 +243,7 @@ export class ProgressiveRuns {
               throw new KnownGoodError('bad-output', 'the exact read came back sampled');
             const r = parts[parts.length - 1]!.reduction;
             run.parts = parts;
-            this.rebuild(run);
+            this.rebuild(run, 'all');
             run.nextOffset = r.nextOffset;
             run.exact = 'done';
             this.o.log?.(
@@ -239,7 +277,7 @@ export class ProgressiveRuns {
         run.parts = run.parts.map((p, i) =>
           i === newest ? { path: p.path, reduction: appendReduction(p.reduction, value, this.o.maxBuckets) } : p,
         );
-        this.rebuild(run);
+        this.rebuild(run, 'shown');
         on.grew(run);
       } catch (e) {
         on.failed(run, messageOf(e));
@@ -254,24 +292,25 @@ export function hostsOf(sources: readonly Pick<RunSource, 'hostId'>[]): string[]
 }
 
 /**
- * The side data of every host of the runs, read at once, in run order. A host whose baselines or benchmarks cannot
- * be read shows as having none (and `warn` says why): the other hosts' data still shows.
+ * The side data of every host of the runs, read at once, in run order: its benchmark history and the drift during
+ * each of its runs. A host whose baselines or benchmarks cannot be read shows as having none (and `warn` says why): the
+ * other hosts' data still shows.
  */
 export async function sideByHost(
   sources: readonly Pick<RunSource, 'hostId'>[],
   hostLabel: (hostId: string) => string,
-  read: (hostId: string) => Promise<Pick<HostSide, 'drift' | 'bench'>>,
+  read: (hostId: string) => Promise<Pick<HostSide, 'bench' | 'runs'>>,
   warn?: (line: string) => void,
 ): Promise<HostSide[]> {
   return Promise.all(
     hostsOf(sources).map(async (host) => {
       const label = hostLabel(host);
       try {
-        const { drift, bench } = await read(host);
-        return { host, label, drift, bench };
+        const { bench, runs } = await read(host);
+        return { host, label, drift: null, bench, runs };
       } catch (e) {
         warn?.(`dashboard: baseline/benchmark history of ${label}: ${messageOf(e)}`);
-        return { host, label, drift: null, bench: [] };
+        return { host, label, drift: null, bench: [], runs: [] };
       }
     }),
   );

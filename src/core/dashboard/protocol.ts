@@ -133,14 +133,34 @@ export const benchPointSchema = z.object({
 });
 export type BenchPoint = z.infer<typeof benchPointSchema>;
 
-/** Beside the plots, per host of the runs: its newest baseline's drift and its benchmark history. */
+/**
+ * One run's part of the drift panel: what changed on its host between the environment snapshots captured during the
+ * run (core/dashboard/sources.ts runDrift).
+ */
+export const runDriftSchema = z.object({
+  /** The run (RunInfo.id). */
+  run: z.string(),
+  label: z.string(),
+  /** The run's time (Unix seconds, its first log point to its last); null when its log has no wall times. */
+  span: z.object({ from: finite, to: finite }).nullable(),
+  /** The first snapshot captured in that time against the last; null when fewer than two were. */
+  drift: driftSummarySchema.nullable(),
+  /** What the drift compares, or why there is none. */
+  note: z.string(),
+});
+export type RunDriftInfo = z.infer<typeof runDriftSchema>;
+
+/** Beside the plots, per host of the runs: the drift during each of its runs and its benchmark history. */
 export const hostSideSchema = z.object({
   /** The host's id (as in the run ids). */
   host: z.string(),
   /** Its name as the user knows it; shown above its sections when the runs come from several hosts. */
   label: z.string(),
+  /** The host's drift whatever the runs' time: sent by older hosts only (null now; `runs` has each run's). */
   drift: driftSummarySchema.nullable(),
   bench: z.array(benchPointSchema),
+  /** The drift during each run of the host, in run order. */
+  runs: z.array(runDriftSchema).default([]),
 });
 export type HostSide = z.infer<typeof hostSideSchema>;
 

@@ -28,15 +28,17 @@ export const CHANGEPOINT_WHY =
 
 /**
  * The changepoints of each series long enough. `launches`: the steps where a restart's launch began (the stitched
- * history's restarts); a series with wall times adds the restarts its own clock shows.
+ * history's restarts); a series with wall times adds the restarts its own clock shows. `only`: of these keys only (a
+ * series' changepoints do not depend on which others are searched).
  */
 export function seriesChangepoints(
   series: readonly ReducedSeries[],
   launches: readonly number[] = [],
+  only?: ReadonlySet<string>,
 ): SeriesChangepoints[] {
   const out: SeriesChangepoints[] = [];
   for (const s of series) {
-    if (s.x.length < MIN_POINTS) continue;
+    if (s.x.length < MIN_POINTS || (only && !only.has(s.key))) continue;
     const own = restartsFromTimes(s.x, s.t).map((r) => r.step);
     const all = [...new Set([...launches, ...own])].sort((a, b) => a - b);
     const times = pointTimes(s, series);
@@ -74,14 +76,16 @@ export interface LogShifts {
 /**
  * The shifts and restarts of a run's log (its stitched history: core/metrics/history.ts), the one place both What
  * Changed?'s report and the dashboard's marks come from, so the plot never marks what the report does not say.
+ * `only`: the changepoints of these series only (a followed dashboard keeps those it shows current).
  */
 export function logShifts(
   log: { reduction: { series: readonly ReducedSeries[] }; restarts?: readonly Restart[] | undefined } | null,
+  only?: ReadonlySet<string>,
 ): LogShifts {
   const restarts = [...(log?.restarts ?? [])];
   const launches = restarts.map((r) => r.step);
   const series = log ? withDerivedSpeed(log.reduction.series, launches) : [];
-  return { series, changepoints: seriesChangepoints(series, launches), restarts };
+  return { series, changepoints: seriesChangepoints(series, launches, only), restarts };
 }
 
 /** How much slower the run got at a changepoint (>1: slower), for a speed series; 0 for a speed-up. */
