@@ -1,8 +1,15 @@
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { appendFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { runDataFromReduction } from '../../src/core/dashboard/fromReduction';
+import { runDataFromParts, runDataFromReduction } from '../../src/core/dashboard/fromReduction';
+import { ProgressiveRuns, type Reduce } from '../../src/core/dashboard/progressive';
 import type { RunData } from '../../src/core/dashboard/protocol';
-import { metricsReductionSchema, type MetricsReduction } from '../../src/core/metrics/metricsProbe';
+import { metricsReduceArgs, metricsReductionSchema, type MetricsReduction } from '../../src/core/metrics/metricsProbe';
+
+const REPO = join(__dirname, '..', '..');
 import { changepointMarks, marksInWords, restartMarks } from '../../webview/src/data';
 
 /*
@@ -177,5 +184,77 @@ void describe('dashboard: the zoom message (What Changed?’s plot evidence)', (
     const named = parseHostMessage({ type: 'zoom', from: 500, to: 701, series: 'train/samples_per_sec' });
     assert.ok(named.ok && named.message.type === 'zoom' && named.message.series === 'train/samples_per_sec');
     assert.equal(parseHostMessage({ type: 'zoom', from: 500, to: 701, series: '' }).ok, false);
+  });
+});
+
+void describe('dashboard: following, the shifts of the plots shown are kept current', () => {
+  /** A jsonl line a step: tok/s steady, loss up from 2 to 3 at step 700, grad_norm up from 1 to 5 at step 800. */
+  const line = (step: number) =>
+    JSON.stringify({
+      step,
+      time: 1_700_000_000 + step * 10,
+      tok_s: 12_800 + Math.sin(step * 12.9898) * 150,
+      loss: (step <= 700 ? 2 : 3) + Math.sin(step * 78.233) * 0.05,
+      grad_norm: (step <= 800 ? 1 : 5) + Math.sin(step * 37.719) * 0.05,
+    }) + '\n';
+  const lines = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => line(from + i)).join('');
+
+  it('follow finds again the shifts of the series shown (and the speed); a series shown later gets its own then', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'kg-dash-follow-'));
+    try {
+      const log = join(dir, 'train_log.jsonl');
+      writeFileSync(log, lines(1, 500));
+      // the real probe, one-shot, as the helper runs it
+      const reduce: Reduce = (s, o) =>
+        Promise.resolve(
+          metricsReductionSchema.parse(
+            JSON.parse(
+              execFileSync(
+                'python3',
+                [join(REPO, 'python', 'metrics_reduce.py'), ...metricsReduceArgs({ ...o, path: s.logPath })],
+                {
+                  encoding: 'utf8',
+                },
+              ),
+            ),
+          ),
+        );
+      let shown: Set<string> | undefined = new Set(['loss']);
+      const runs = new ProgressiveRuns([{ hostId: 'local', logPath: log, label: 'run-a' }], {
+        reduce,
+        hostLabel: () => 'local',
+        maxBuckets: 2000,
+        shown: () => shown,
+      });
+      await runs.loadPreviews();
+      await runs.completeExact({ exact: () => undefined, failed: (_r, m) => assert.fail(m) });
+      const run = runs.runs[0]!;
+      assert.deepEqual(run.data.run.shifts ?? [], [], 'no shift in the first 500 steps');
+
+      appendFileSync(log, lines(501, 1000));
+      await runs.follow({ grew: () => undefined, failed: (_r, m) => assert.fail(m) });
+      /** What the report's function says of the parts as they are now: every series searched. */
+      const full = () => runDataFromParts(run.data.run, run.parts).run.shifts ?? [];
+      const at = (key: string, shifts: readonly { key: string; at: number }[]) =>
+        shifts.filter((s) => s.key === key).map((s) => s.at);
+      assert.deepEqual(at('loss', full()).length, 1, JSON.stringify(full()));
+      assert.deepEqual(at('grad_norm', full()).length, 1, JSON.stringify(full()));
+      // the one shown and the speed: as the report says; grad_norm, not shown, keeps what it had
+      assert.deepEqual(at('loss', run.data.run.shifts ?? []), at('loss', full()));
+      assert.deepEqual(at('tok_s', run.data.run.shifts ?? []), at('tok_s', full()));
+      assert.deepEqual(at('grad_norm', run.data.run.shifts ?? []), []);
+      assert.deepEqual(runs.refreshShifts(), [], 'nothing shown is stale');
+
+      // grad_norm shown now: its shift found, and the run's shifts are the report's again
+      shown = new Set(['loss', 'grad_norm']);
+      assert.deepEqual(runs.refreshShifts(), [run]);
+      assert.deepEqual(
+        [...(run.data.run.shifts ?? [])].sort((a, b) => a.key.localeCompare(b.key) || a.at - b.at),
+        [...full()].sort((a, b) => a.key.localeCompare(b.key) || a.at - b.at),
+      );
+      assert.deepEqual(runs.refreshShifts(), [], 'found once');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -307,6 +307,10 @@ describe("dashboard drift: limited to the run's time (issue 32 item 6)", () => {
     assert.match(live.drift?.baseline ?? '', /^baseline "at launch" → now \(2026-03-01 \d\d:58:00/);
     assert.ok(live.drift!.changes > 0);
     assert.match(live.drift!.text, /and now \(\d{4}-\d\d-\d\d \d\d:58:00 \(UTC/);
+    // now alone in the run's time: named once, with its time once
+    const alone = runDrift(run, [before], nowAt('2026-03-01T11:58:00Z'));
+    assert.equal(alone.drift, null);
+    assert.match(alone.note, /^Only now \(\d{4}-\d\d-\d\d \d\d:58:00 \([^)]*\)\) was captured during this run: /);
   });
 
   it("the 5-minute cache of now: a snapshot taken before the run began, or after its last point, is not the run's", () => {

@@ -309,6 +309,8 @@ export function nowMayFallInside(spans: readonly (RunSpan | undefined)[], nowS: 
 interface Snap {
   at: number;
   title: string;
+  /** The title with its capture time, for a note (now's title has it already). */
+  dated: string;
   snapshot: EnvSnapshot;
 }
 
@@ -348,19 +350,25 @@ export function runDrift(
     };
   const inside = (at: number) => Number.isFinite(at) && at >= span.from && at <= span.to;
   const snaps: Snap[] = baselines
-    .map((b) => ({ at: Date.parse(b.capturedAt) / 1000, title: `baseline "${b.label}"`, snapshot: b.snapshot }))
+    .map((b) => {
+      const at = Date.parse(b.capturedAt) / 1000;
+      const title = `baseline "${b.label}"`;
+      return { at, title, dated: `${title} (${when(at)})`, snapshot: b.snapshot };
+    })
     .filter((x) => inside(x.at));
   const nowAt = now ? Date.parse(now.capturedAt) / 1000 : NaN;
   // a baseline just captured is the panel's now too (the same capture): counted once, as the baseline
-  if (now && inside(nowAt) && !snaps.some((x) => x.at === nowAt))
-    snaps.push({ at: nowAt, title: `now (${when(nowAt)})`, snapshot: now });
+  if (now && inside(nowAt) && !snaps.some((x) => x.at === nowAt)) {
+    const title = `now (${when(nowAt)})`;
+    snaps.push({ at: nowAt, title, dated: title, snapshot: now });
+  }
   snaps.sort((a, b) => a.at - b.at);
   const first = snaps[0];
   const last = snaps[snaps.length - 1];
   if (!first || !last || first === last) {
     const newest = [...baselines].sort((a, b) => b.capturedAt.localeCompare(a.capturedAt))[0];
     const what = first
-      ? `Only ${first.title} (${when(first.at)}) was captured during this run: nothing to compare it with.`
+      ? `Only ${first.dated} was captured during this run: nothing to compare it with.`
       : 'No baseline captured during this run.';
     const host =
       !first && newest
