@@ -6,7 +6,7 @@ import { gitDrafts } from './causes/code';
 import { dataDrafts } from './causes/data';
 import { link, type Draft } from './causes/draft';
 import { envDrafts } from './causes/environment';
-import { launchDrafts, launchSummaryOf } from './causes/launch';
+import { foldUncommittedLaunches, launchDrafts, launchSummaryOf } from './causes/launch';
 import { restartDrafts, restartsOf } from './causes/restart';
 import type { CheckpointFact, WhatChangedFacts } from './facts';
 import { headline } from './headline';
@@ -116,5 +116,5 @@ function causeDrafts(facts: WhatChangedFacts, c: CauseContext, unknown: UnknownF
     });
   drafts.push(...dataDrafts(facts, c.refTime, changedDataPaths(facts, c.refCk, c.nowCk), unknown));
   drafts.push(...restartDrafts(facts, unknown));
-  return drafts;
+  return foldUncommittedLaunches(drafts);
 }
