@@ -37,6 +37,7 @@ export function evidenceText(e: EvidenceLink): string {
       return `args diff ${e.a.label} → ${e.b.label}`;
     case 'env-diff':
     case 'bisect':
+    case 'replay':
       return e.title;
     case 'plot':
       return `plot of ${e.series}, steps ${formatStep(e.window.from)}–${formatStep(e.window.to)}`;

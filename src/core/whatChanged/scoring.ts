@@ -203,6 +203,7 @@ export function rankDrafts(
       detail: d.detail,
       when: d.when,
       evidence,
+      ...(d.subject ? { subject: d.subject } : {}),
       ...s,
     };
     if (verdict === 'regression') suspects.push(suspect);

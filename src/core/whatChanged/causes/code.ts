@@ -43,6 +43,7 @@ export function gitDrafts(facts: WhatChangedFacts, refTime: number | null, unkno
         detail: `HEAD ${g.head?.slice(0, 10) ?? '?'}${g.branch ? ` on ${g.branch}` : ''}; files: ${g.changedSince.slice(0, 10).join(', ') || 'none'}`,
         when,
         evidence: [gitLink],
+        subject: { kind: 'code', repo: g.repo, files: g.changedSince },
       });
     }
     if (g.dirty) {
@@ -53,6 +54,7 @@ export function gitDrafts(facts: WhatChangedFacts, refTime: number | null, unkno
         detail: `HEAD ${g.head?.slice(0, 10) ?? '?'}${g.branch ? ` on ${g.branch}` : ''}, modified: ${g.dirtyFiles.slice(0, 10).join(', ')}`,
         when: { text: 'not known (uncommitted)' },
         evidence: [gitLink],
+        subject: { kind: 'code', repo: g.repo, files: g.dirtyFiles, uncommitted: true },
       });
     }
   }
@@ -148,5 +150,6 @@ function codeDraft(facts: WhatChangedFacts, g: GitState, gitLink: Extract<Eviden
       : `${where} changed: ${commits}`,
     detail: `${commits} in ${g.repo ?? '?'} since ${g.base?.slice(0, 10) ?? 'the reference'}; ${shown.join('; ')}`,
     when,
+    subject: { kind: 'code', repo: g.repo, files: real.map((c) => c.file) },
   };
 }

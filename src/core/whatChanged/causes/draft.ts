@@ -1,5 +1,5 @@
 import type { CheckpointFact } from '../facts';
-import type { ChangeTime, CheckpointLink, EvidenceLink, SuspectCategory, SuspectSource } from '../model';
+import type { ChangeTime, CheckpointLink, EvidenceLink, SuspectCategory, SuspectSource, SuspectSubject } from '../model';
 
 /*
  * What a cause module hands analyze(): drafts of suspects, one per fact that differs between the reference and now.
@@ -15,6 +15,8 @@ export interface Draft {
   when: ChangeTime;
   evidence: EvidenceLink[];
   cosmeticWhy?: string;
+  /** What changed, for Prove by Replay. */
+  subject?: SuspectSubject;
 }
 
 /** A checkpoint as a report links it. */
