@@ -1,6 +1,7 @@
 import { posix } from 'node:path';
+import { z } from 'zod';
 import { KnownGoodError } from '../errors';
-import type { ReplayProof, SuspectSubject } from '../whatChanged/model';
+import type { ReplayProof, SuspectSubject, WhatChangedReport } from '../whatChanged/model';
 import type { ReplayChange, Skipped } from './changes';
 import type { ReplayOutcome, ReplayPlan } from './replay';
 
@@ -10,6 +11,20 @@ import type { ReplayOutcome, ReplayPlan } from './replay';
  * recorded launches differ in; this finds the plan's changes that are the suspect's, and words what the replay said
  * of it.
  */
+
+/** A suspect's subject as another command hands it over (Prove by Replay's argument): checked, never trusted. */
+export const suspectSubjectSchema: z.ZodType<SuspectSubject> = z.discriminatedUnion('kind', [
+  z.object({ kind: z.literal('arg'), key: z.string().min(1).max(500) }),
+  z.object({ kind: z.literal('env'), name: z.string().min(1).max(500) }),
+  z.object({
+    kind: z.literal('code'),
+    repo: z.string().max(4096).nullable(),
+    files: z.array(z.string().max(4096)).max(10_000),
+    uncommitted: z.boolean().optional(),
+  }),
+  z.object({ kind: z.literal('data'), path: z.string().min(1).max(4096) }),
+  z.object({ kind: z.literal('restart') }),
+]);
 
 /** `--lr`, `--optimizer.lr`, `lr`, `optimizer.lr` → `lr`; `--max-steps` → `max_steps`: how args and flags meet. */
 export function argName(key: string): string {
@@ -86,15 +101,6 @@ export function changesOfSubject(
   return { ids, skipped };
 }
 
-function pct(good: number, bad: number): string {
-  const change = (bad - good) / good;
-  return `${change >= 0 ? '+' : '−'}${Math.abs(change * 100).toFixed(0)} %`;
-}
-
-function level(n: number): string {
-  return Math.abs(n) >= 1000 ? `${(n / 1000).toFixed(1)}K` : Number(n.toPrecision(3)).toString();
-}
-
 /**
  * What the replay said of the changes it bisected: `confirmed` only for a culprit confirmed both ways (the suspect's
  * own change, as the replay ran only those), `not-reproduced` when the known-good launch and now ran as fast, else
@@ -125,23 +131,6 @@ export function proofOf(o: ReplayOutcome, unit: string, wallSeconds: number, at 
   };
 }
 
-/** One line for the report: `confirmed by replay: --work: 2 → 8 — 14.1K → 5.7K tok_s (−59 %), 18 runs in 94 s`. */
-export function proofText(p: ReplayProof): string {
-  const numbers =
-    p.good !== null && p.bad !== null
-      ? `known-good ${level(p.good)} → now ${level(p.bad)} ${p.unit} (${pct(p.good, p.bad)})`
-      : 'no runs compared';
-  const cost = `${p.runs} run${p.runs === 1 ? '' : 's'} in ${Math.round(p.wallSeconds)} s`;
-  switch (p.verdict) {
-    case 'confirmed':
-      return `confirmed by replay: ${p.culprit ?? p.changes.join(', ')} — ${numbers}, ${cost}`;
-    case 'not-reproduced':
-      return `not reproduced by replay — ${numbers}, ${cost}: ${p.headline.replace(/^Not reproduced by replay: /, '')}`;
-    case 'inconclusive':
-      return `replay inconclusive — ${numbers}, ${cost}: ${p.headline}`;
-  }
-}
-
 /** Whether a replay that named a culprit (Bisect All Changes) names one of this suspect's changes. */
 export function proofForSuspect(
   proof: ReplayProof,
@@ -162,4 +151,34 @@ export function proofForSuspect(
 export function culpritIdOf(o: ReplayOutcome): string | null {
   const r = o.report;
   return r?.verdict.kind === 'culprit' && r.confirmation?.confirmed ? (r.verdict.ids[0] ?? null) : null;
+}
+
+/** What a finished replay lends the report: its plan's changes (to find the suspects they are) and its culprit. */
+export interface ReplayMapping {
+  readonly plan: Pick<ReplayPlan, 'changes' | 'skipped' | 'checkout'>;
+  /** The latest launch's folder. */
+  readonly cwd: string;
+  readonly culpritId: string | null;
+}
+
+/**
+ * The report with a replay's proof on it: on the suspect(s) of `on`'s subject (Prove by Replay), or — for every
+ * change (`on` null: Bisect All Changes) — on the report and on the suspects whose changes hold the confirmed
+ * culprit. Pure: the panel shows and keeps what this returns.
+ */
+export function reportWithProof(
+  report: WhatChangedReport,
+  proof: ReplayProof,
+  on: SuspectSubject | null,
+  m: ReplayMapping,
+): WhatChangedReport {
+  // by value, whatever the order of its fields (a subject handed through a command was parsed again)
+  const key = (s: SuspectSubject) => JSON.stringify(Object.entries(s).sort(([a], [b]) => a.localeCompare(b)));
+  const suspects = report.suspects.map((s) => {
+    if (!s.subject) return s;
+    if (on !== null) return key(s.subject) === key(on) ? { ...s, replay: proof } : s;
+    const p = proofForSuspect(proof, m.culpritId, s.subject, m.plan, m.cwd);
+    return p ? { ...s, replay: p } : s;
+  });
+  return { ...report, suspects, ...(on === null ? { replay: proof } : {}) };
 }

@@ -1,5 +1,12 @@
 import type { CheckpointFact } from '../facts';
-import type { ChangeTime, CheckpointLink, EvidenceLink, SuspectCategory, SuspectSource, SuspectSubject } from '../model';
+import type {
+  ChangeTime,
+  CheckpointLink,
+  EvidenceLink,
+  SuspectCategory,
+  SuspectSource,
+  SuspectSubject,
+} from '../model';
 
 /*
  * What a cause module hands analyze(): drafts of suspects, one per fact that differs between the reference and now.
