@@ -198,10 +198,18 @@ export function registerRestoreCommand(
         'Run This Restore: this plan is no longer known (plans of an older window are forgotten): run Restore Known Good… on the baseline again',
       );
     const d = doc.data;
+    // a test or another command may say which benchmark follows (the editor title's own argument parses as none)
+    const more = restoreCallSchema.safeParse(call.extra ?? {});
+    const benchmark = more.success ? more.data.benchmark : undefined;
     return executeCommand(
       BaselineCommands.restoreEnv,
       { hostId: d.hostId, baselineId: d.baselineId },
-      { run: true, label: d.label, ...(d.existing ? { existing: d.existing } : {}) },
+      {
+        run: true,
+        label: d.label,
+        ...(d.existing ? { existing: d.existing } : {}),
+        ...(benchmark ? { benchmark } : {}),
+      },
     );
   });
 }

@@ -4,6 +4,7 @@ import { z } from 'zod';
 import type { ReplayRunOutcome } from '../api';
 import { ReplayCommands } from '../constants';
 import type { BaselineStore } from '../core/baselines/store';
+import { budgetRuns } from '../core/bisect/engine';
 import { bisectEventLine } from '../core/bisect/render';
 import { KnownGoodError, messageOf } from '../core/errors';
 import type { HostSpec } from '../core/hosts';
@@ -138,6 +139,25 @@ async function planFor(
   return { setup: only, plan: await planReplay(host, only, signal) };
 }
 
+/** The question's detail: short (the dialog has no scroll bar to its buttons); the whole plan is its document. */
+function confirmText(setup: ReplaySetup, plan: ReplayPlan, name: string): string {
+  const shown = plan.changes.slice(0, 8).map((c) => `  ${c.label}`);
+  const more = plan.changes.length > 8 ? [`  and ${plan.changes.length - 8} more`] : [];
+  const table = STACKS[plan.stack];
+  const flags = (['resume', 'output', 'steps'] as const).map((role) => {
+    const flag = setup.names?.[role] ?? roleName(table, setup.now.argv, role) ?? table.names[role][0]!;
+    return plan.guessed.includes(role) && !setup.names?.[role] ? `${flag} (a guess)` : flag;
+  });
+  return [
+    `Changes bisected (${plan.changes.length}):`,
+    ...shown,
+    ...more,
+    ...(plan.skipped.length ? [`Left out: ${plan.skipped.length} (why: in the plan)`] : []),
+    `Resumed from ${setup.reference.label} with ${flags.join(', ')}; at most ${budgetRuns(plan.changes.length, setup.repeats ?? 3)} runs, ${setup.repeats ?? 3} of each state a round, interleaved.`,
+    `Both launches and every override: "replay ${name} plan.txt". Ctrl+C in the replay's terminal stops it.`,
+  ].join('\n');
+}
+
 /** Edit Flags…: the step count and the script's own flag for each override, asked one by one (Escape keeps all). */
 async function editChoices(choices: Choices, setup: ReplaySetup, plan: ReplayPlan): Promise<Choices | undefined> {
   const steps = await showInputBox({
@@ -203,11 +223,10 @@ async function replay(
     if (!p) return undefined;
     await d.documents.showReplacing(`replay ${name} plan.txt`, p.plan.text, { preview: false });
     if (noQuestion) return start(d, spec, host, p.setup, p.plan, subject);
-    const runs = p.setup.repeats ?? 3;
     const answer = await showModal(
       `Replay ${title === 'every change' ? 'every change' : title} of ${name}: ${p.plan.changes.length} change(s), ` +
         `${p.setup.steps} steps a run from ${p.setup.reference.label}`,
-      `${p.plan.text}\nEach state runs ${runs}× a round, interleaved; Ctrl+C in its terminal stops it.`,
+      confirmText(p.setup, p.plan, name),
       'Run',
       'Edit Flags…',
     );

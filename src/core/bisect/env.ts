@@ -245,7 +245,8 @@ export function builtinMeasure(
     const r = await runState(host, cmd.argv, env, signal, output, ['stderr']);
     const framed = extractFramed(r.stdout, nonce);
     const failed = actionFailure(r, 'The benchmark', host.label);
-    if (failed) throw failed;
+    // a benchmark that ended and answered says why it failed itself (its framed error, with its code)
+    if (failed && !(r.ended === 'exited' && framed !== undefined)) throw failed;
     if (framed === undefined)
       throw new KnownGoodError('bad-output', `The benchmark on ${host.label} printed no result: ${r.message}`);
     let value: BenchResult;
