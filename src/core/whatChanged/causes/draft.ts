@@ -3,6 +3,7 @@ import type {
   ChangeTime,
   CheckpointLink,
   EvidenceLink,
+  ProveHint,
   SuspectCategory,
   SuspectSource,
   SuspectSubject,
@@ -24,6 +25,9 @@ export interface Draft {
   cosmeticWhy?: string;
   /** What changed, for Prove by Replay. */
   subject?: SuspectSubject;
+  /** Cosmetic because it changes no step's cost (categories.ts `inertArgWhy`): listed with its time. */
+  inert?: boolean;
+  prove?: ProveHint;
 }
 
 /** A checkpoint as a report links it. */

@@ -1,5 +1,5 @@
 import type { Restart } from '../../metrics/restarts';
-import { argCategory, envCategory, isBookkeepingArg, packageCategory } from '../categories';
+import { argCategory, envCategory, inertArgWhy, isBookkeepingArg, packageCategory } from '../categories';
 import type { WhatChangedFacts } from '../facts';
 import type { LaunchRecord, LaunchRecords } from '../factsProbe';
 import type { ChangeTime, EvidenceLink, SuspectCategory, SuspectSubject, WhatChangedReport } from '../model';
@@ -163,6 +163,8 @@ interface LaunchDiff {
   detail: string;
   cosmeticWhy?: string | undefined;
   subject?: SuspectSubject;
+  /** A flag that changes no step's cost (inertArgWhy). */
+  inert?: boolean;
 }
 
 /** Consecutive launch records of one source compared (see launchDrafts). */
@@ -230,6 +232,7 @@ function comparedLaunches(
         ...(d.cosmeticWhy ? { cosmeticWhy: d.cosmeticWhy } : {}),
         // a kg_record launch is what a replay runs: its flags, variables and code can be replayed
         ...(d.subject && own ? { subject: d.subject } : {}),
+        ...(d.inert ? { inert: true } : {}),
       });
   }
   return out;
@@ -269,11 +272,13 @@ function flagDiffs(
       });
     else {
       const cat = argCategory(key, va, vb);
+      const inert = cat === 'cosmetic' ? inertArgWhy(key, va, vb) : null;
       out.push({
         category: cat === 'other' ? 'launch' : cat,
         title,
         detail,
-        cosmeticWhy: cat === 'cosmetic' ? 'names, places or times of the run itself' : undefined,
+        cosmeticWhy: cat === 'cosmetic' ? (inert ?? 'names, places or times of the run itself') : undefined,
+        ...(inert !== null ? { inert: true } : {}),
         ...(k.startsWith(`${source}:`) ? {} : { subject: { kind: 'arg' as const, key: name } }),
       });
     }
