@@ -11,9 +11,13 @@ import {
   reportWithProof,
   suspectSubjectSchema,
 } from '../../src/core/replay/suspects';
+import { gitDrafts } from '../../src/core/whatChanged/causes/code';
+import type { WhatChangedFacts } from '../../src/core/whatChanged/facts';
+import { gitStateSchema } from '../../src/core/whatChanged/factsProbe';
 import { whatChangedHtml } from '../../src/core/whatChanged/html';
 import type { Suspect, SuspectSubject, WhatChangedReport } from '../../src/core/whatChanged/model';
 import { proofLine, renderWhatChangedMarkdown } from '../../src/core/whatChanged/render';
+import { NO_OTHER_FACTS } from '../support/facts';
 
 /*
  * Prove by Replay (issue 33): a What Changed? suspect's subject found among the replay plan's changes — an arg key of
@@ -63,6 +67,61 @@ void describe("a suspect's subject as the replay's changes", () => {
     assert.deepEqual(ids({ kind: 'code', repo: null, files: [], uncommitted: true }), ['code:train.py']);
     assert.deepEqual(ids({ kind: 'code', repo: null, files: ['/runs/r/train.py'] }), ['code:train.py']);
     assert.deepEqual(ids({ kind: 'code', repo: REPO, files: [] }), ['code:model.py', 'code:train.py']);
+  });
+
+  void it("each code suspect, one a file or a function of it, carries its file: Prove by Replay finds the file's change", () => {
+    const fn = (name: string, line: number) => ({
+      function: name,
+      lines: [line, line],
+      old: ['    w = 1'],
+      new: ['    w = 2'],
+      removed: ['w = 1'],
+      added: ['w = 2'],
+    });
+    const g = gitStateSchema.parse({
+      path: REPO,
+      repo: REPO,
+      head: 'a'.repeat(40),
+      base: 'b'.repeat(40),
+      commitsSince: 1,
+      changedSince: ['model.py', 'README.md'],
+      commits: [{ hash: 'c'.repeat(40), time: 100, subject: 'Two functions', files: ['model.py', 'README.md'] }],
+      codeChanges: [
+        { file: 'model.py', python: true, functions: ['a', 'b'], hunkCount: 2, hunks: [fn('a', 3), fn('b', 9)] },
+        { file: 'README.md', hunks: [{ lines: [1, 1], old: ['x'], new: ['y'] }] },
+      ],
+      dirty: true,
+      dirtyFiles: ['train.py'],
+      dirtyChanges: [
+        { file: 'train.py', from: 'old_train.py', status: 'renamed', mtime: 50, hunkCount: 1, hunks: [fn('main', 4)] },
+      ],
+    });
+    const facts: WhatChangedFacts = {
+      host: { id: 'h', label: 'box' },
+      run: CWD,
+      remoteNow: 200,
+      checkpoints: [],
+      args: [],
+      log: null,
+      ...NO_OTHER_FACTS,
+      probe: { now: 200, paths: [], git: [g], stats: [], launches: [], elapsedMs: 1 },
+    };
+    const drafts = gitDrafts(facts, 0, []);
+    const of = (title: RegExp) => drafts.find((d) => title.test(d.title))?.subject;
+    // model.py's two functions are two suspects; a replay puts back whole files, so both are model.py's change
+    assert.deepEqual(of(/^model\.py \(a\(\)\)/), { kind: 'code', repo: REPO, files: ['model.py'] });
+    assert.deepEqual(of(/^model\.py \(b\(\)\)/), { kind: 'code', repo: REPO, files: ['model.py'] });
+    assert.deepEqual(ids(of(/^model\.py \(a/)!), ['code:model.py']);
+    // an uncommitted rename by both its names; only the uncommitted changes of the plan are it
+    assert.deepEqual(of(/^train\.py/), {
+      kind: 'code',
+      repo: REPO,
+      files: ['old_train.py', 'train.py'],
+      uncommitted: true,
+    });
+    assert.deepEqual(ids(of(/^train\.py/)!), ['code:train.py']);
+    // documentation is never ranked: nothing to prove
+    assert.equal(of(/^README\.md/), undefined);
   });
 
   void it('the restart itself is every change (the replay then compares the known-good launch with history)', () => {
