@@ -85,13 +85,18 @@ export function registerDocuments(
   const showReplacing = async (name: string, text: string, options?: vscode.TextDocumentShowOptions) => {
     const next = uri(name, text);
     const shown = fromKeptDocUri(next)?.name;
+    const editor = await showTextDocument(next, options);
+    // The tabs as they are once the new one is open: a Tab object read before is stale once the tabs change
+    // ("Tab close: Invalid tab not found!"); one closed meanwhile by the person is no failure.
     const others = openTabs().filter((t) => {
       if (!(t.input instanceof vscode.TabInputText)) return false;
       const ref = fromKeptDocUri(t.input.uri);
       return ref !== undefined && ref.name === shown && t.input.uri.toString() !== next.toString();
     });
-    const editor = await showTextDocument(next, options);
-    if (others.length) await closeTabs(others);
+    if (others.length)
+      await closeTabs(others).then(undefined, (e: unknown) =>
+        log.error(`could not close an earlier ${name}: ${messageOf(e)}`),
+      );
     return editor;
   };
   return {

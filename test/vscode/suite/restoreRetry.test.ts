@@ -118,7 +118,7 @@ describe('Restore again after a failed pin, Run on the plan, Bisect on a baselin
     const editorTitle = pkg.contributes.menus['editor/title']!.find(
       (m) => m.command === 'knownGood.baselines.runRestorePlan',
     );
-    assert.match(editorTitle?.when ?? '', /resourceScheme == knownGood-doc/);
+    assert.match(editorTitle?.when ?? '', /resourceScheme == '?knownGood-doc'?/);
     const viaTitle = await vscode.commands.executeCommand<RestoreOutcome>(
       'knownGood.baselines.runRestorePlan',
       vscode.Uri.parse(again.document),
