@@ -13,16 +13,7 @@ import { headline } from './headline';
 import type { UnknownFact, WhatChangedReport } from './model';
 import { pickBaseline, pickReference, withBaseline } from './reference';
 import { rankDrafts, shiftEvidence, windowOf } from './scoring';
-import {
-  benchOf,
-  CHANGEPOINT_WHY,
-  launchesOf,
-  logSeriesOf,
-  logThroughput,
-  mainChangepoint,
-  seriesChangepoints,
-  verdictOf,
-} from './throughput';
+import { benchOf, CHANGEPOINT_WHY, logShifts, logThroughput, mainChangepoint, verdictOf } from './throughput';
 
 /*
  * What Changed?'s analysis: the report, from the facts gathered (gather.ts). It finds the shift and the reference
@@ -33,8 +24,7 @@ import {
 /** The report, from the facts: pure, no I/O. */
 export function analyze(facts: WhatChangedFacts, generatedAt = new Date()): WhatChangedReport {
   const unknown: UnknownFact[] = [...facts.unknown];
-  const logSeries = logSeriesOf(facts.log);
-  const series = seriesChangepoints(logSeries, launchesOf(facts.log));
+  const { series: logSeries, changepoints: series } = logShifts(facts.log);
   const main = mainChangepoint(series);
   const ref0 = pickReference(facts, main);
   const base = pickBaseline(facts, ref0.time);
@@ -53,6 +43,11 @@ export function analyze(facts: WhatChangedFacts, generatedAt = new Date()): What
   const drafts = causeDrafts(facts, { refCk, nowCk, refTime: ref0.time, main, base }, unknown);
   const evidence = shiftEvidence(facts, main, tpSeries, bench);
   const { suspects, unranked } = rankDrafts(drafts, main, win, verdict, evidence);
+  const replayable = facts.run !== null && recordedLaunches(facts) >= 2;
+  if (replayable && facts.run !== null)
+    for (const s of suspects)
+      if (s.subject)
+        s.evidence.push({ kind: 'replay', title: 'Prove by Replay', hostId: facts.host.id, run: facts.run });
   const restarts = restartsOf(facts, suspects, unranked);
   const report: WhatChangedReport = {
     schema: 1,
@@ -74,6 +69,7 @@ export function analyze(facts: WhatChangedFacts, generatedAt = new Date()): What
     ...(facts.log?.sources && facts.log.sources.length > 1 ? { logSources: facts.log.sources } : {}),
     ...launchSummaryOf(facts.probe?.launches?.[0]),
     suspects,
+    ...(replayable ? { replayable } : {}),
     unranked,
     unknown,
     gathered: {
@@ -84,6 +80,11 @@ export function analyze(facts: WhatChangedFacts, generatedAt = new Date()): What
   };
   report.headline = headline(report, main);
   return report;
+}
+
+/** The run's launches recorded by kg_record.py: a replay needs two (the known-good one and now's). */
+export function recordedLaunches(facts: WhatChangedFacts): number {
+  return (facts.probe?.launches?.[0]?.records ?? []).filter((r) => r.source === 'kg_record').length;
 }
 
 /** Where a cause compares: the checkpoints and time of the reference and now, the shift, the baseline. */
