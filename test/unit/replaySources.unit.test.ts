@@ -207,6 +207,8 @@ void describe('setupFromFacts: where the two launches come from', () => {
     assert.deepEqual(s.now.argv, ['/v/bin/python', 'train.py', 'trainer.precision=32', 'data=small']);
     assert.equal(s.stack, 'hydra');
     assert.equal(s.now.cwd, RUN);
+    // Hydra records no commit: the checkout's at the reference's time, and now
+    assert.deepEqual([s.good.gitHead, s.now.gitHead], ['beef000000000000', 'c0ffee0000000000']);
     // the log is read where each run's hydra.run.dir puts it: relative to the output folder, not the project
     assert.deepEqual(s.speed, { kind: 'jsonl', rel: 'log.jsonl', key: 'tok_s' });
     assert.match(s.launches.repeat ?? '', /^--script train\.py --cwd \/home\/u\/proj --interpreter \/v\/bin\/python$/);

@@ -111,7 +111,7 @@ export function launchSides(
   const of = (s: string) => others.filter((r) => r.source === s);
   const notes: string[] = [];
   const cwd = c.cwd !== undefined ? absPath(c.cwd, '--cwd') : undefined;
-  const stackFor = (argv: readonly string[], own?: Stack) => c.stack ?? own ?? stackOf(argv);
+  const stackFor = (argv: readonly string[]) => c.stack ?? stackOf(argv);
   // the run's checkout: its commit now, and at the reference's time (the known-good code where no record says)
   const git = facts.probe?.git?.find((g) => g.path === run) ?? facts.probe?.git?.[0];
 
@@ -193,12 +193,13 @@ export function launchSides(
     const script = scriptWord(c.script, dir);
     const argvOf = (r: LaunchRecord, e: z.infer<typeof extras>) =>
       tool === 'lightning' ? [python, script, 'fit', '--config', e.lightningConfig!] : [python, script, ...r.argv];
-    const launchOf = (r: LaunchRecord, e: z.infer<typeof extras>): ReplayLaunch =>
-      checked({ argv: argvOf(r, e), env: {}, cwd: dir, gitHead: r.gitHead }, 'known-good');
+    // neither records a commit: the checkout's at the reference's time for the known-good side, its head now
+    const launchOf = (r: LaunchRecord, e: z.infer<typeof extras>, what: string, head: string | null): ReplayLaunch =>
+      checked({ argv: argvOf(r, e), env: {}, cwd: dir, gitHead: r.gitHead ?? head }, what);
     notes.push(`the interpreter is ${python} (${c.python ? 'as given' : 'the host default: give --interpreter PATH'})`);
     return {
-      good: launchOf(g, ge),
-      now: launchOf(n, ne),
+      good: launchOf(g, ge, 'known-good', git?.base ?? git?.head ?? null),
+      now: launchOf(n, ne, 'latest', git?.head ?? null),
       stack: c.stack ?? tool,
       reference: reference(n.time),
       from:
