@@ -80,6 +80,12 @@ def _smi(smi, what, fields, timeout=SMI_TIMEOUT_S):
                         b = b[:len(b) - (size - SMI_MAX_OUTPUT)]
                         over = True
                     chunks.append(b)
+        if not over and not late:
+            # both streams ended: it is exiting, give it the time left to say how
+            try:
+                p.wait(max(deadline - time.monotonic(), 0.001))
+            except subprocess.TimeoutExpired:
+                late = True
     finally:
         if p.poll() is None:
             p.kill()

@@ -95,6 +95,11 @@ class GpuSlots(unittest.TestCase):
         self.assertIsNone(doc["error"])
         self.assertIsNone(doc["processesError"])
 
+    def test_an_nvidia_smi_that_exits_after_closing_its_output_is_waited_for(self):
+        # its streams end before it exits (a driver call after the last row): the answer is its rows, not a kill
+        doc = self.slots(fake_smi("echo '0, GPU-aaa, NVIDIA H200, 0, 1, 143771'; exec >&- 2>&-; sleep 0.3"))
+        self.assertEqual((doc["source"], len(doc["gpus"]), doc["error"]), ("nvidia-smi", 1, None))
+
     def test_no_nvidia_smi_is_no_gpu_said_once(self):
         code, out, err = run("gpu_status", "--slots", env=dict(os.environ, PATH="/nonexistent"))
         self.assertEqual(code, 0, err)
