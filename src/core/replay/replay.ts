@@ -335,19 +335,19 @@ export async function runReplay(
     return speed;
   };
   o.onText?.(plan.text);
-  if (plan.gpus.needsWord && !o.allowBusy)
-    throw new KnownGoodError(
-      'usage',
-      `replay: every GPU on ${host.label} is busy; nothing was run. Run anyway (one at a time on GPU ` +
-        `${plan.gpus.slots[0]?.index ?? '?'}, the least used), or name the GPUs to use (--gpus 0,1)`,
-      { needsWord: true },
-    );
   const slotLabel = gpuSlotLabel(plan.gpus);
   try {
     if (plan.changes.length === 0) {
       const headline = 'Nothing to replay: the known-good launch and now differ in nothing a replay can take back';
       return { plan, runs, headline, markdown: `# Replay\n\n**${headline}**\n\n${plan.text}` };
     }
+    if (plan.gpus.needsWord && !o.allowBusy)
+      throw new KnownGoodError(
+        'usage',
+        `replay: every GPU on ${host.label} is busy; nothing was run. Run anyway (one at a time on GPU ` +
+          `${plan.gpus.slots[0]?.index ?? '?'}, the least used), or name the GPUs to use (--gpus 0,1)`,
+        { needsWord: true },
+      );
     const report = await bisect(plan.changes, measure, {
       ...(s.repeats !== undefined ? { repeats: s.repeats } : {}),
       ...(s.threshold !== undefined ? { threshold: s.threshold } : {}),
