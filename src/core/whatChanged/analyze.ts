@@ -7,7 +7,7 @@ import { dataDrafts } from './causes/data';
 import { link, type Draft } from './causes/draft';
 import { envDrafts } from './causes/environment';
 import { launchDrafts, launchSummaryOf } from './causes/launch';
-import { restartsOf } from './causes/restart';
+import { restartDrafts, restartsOf } from './causes/restart';
 import type { CheckpointFact, WhatChangedFacts } from './facts';
 import { headline } from './headline';
 import type { UnknownFact, WhatChangedReport } from './model';
@@ -125,5 +125,6 @@ function causeDrafts(facts: WhatChangedFacts, c: CauseContext, unknown: UnknownF
       why: `not recorded for this run: launch it through kg_record.py (python3 kg_record.py --run ${facts.run ?? 'RUN'} -- CMD …) to see them next time`,
     });
   drafts.push(...dataDrafts(facts, c.refTime, changedDataPaths(facts, c.refCk, c.nowCk), unknown));
+  drafts.push(...restartDrafts(facts, unknown));
   return drafts;
 }
