@@ -6,6 +6,8 @@ import type { HostMessage, InitMessage, RunData } from './core/dashboard/protoco
 import type { RunsListing } from './core/runs/listRuns';
 import type { TreeNode } from './shared/treeSection';
 import type { RunnerExit } from './core/terminal/runner';
+import type { ReplayPlan } from './core/replay/replay';
+import type { ReplayProof } from './core/whatChanged/model';
 
 /*
  * What Known Good's commands resolve to (through executeCommand) and what activate() returns. Types only: the
@@ -55,8 +57,14 @@ export interface RestoreOutcome {
   pins: number;
   /** The plan's notes: what it cannot restore as recorded (editable installs, missing packages, an old driver). */
   notes: string[];
-  /** The plan's document (untitled, shell script). */
+  /** The plan's document (a read-only knownGood-doc: shell script; its editor title has Run). */
   document: string;
+  /** What the plan did with an env folder an earlier restore left: kept and finished, or removed first. */
+  existing?: 'resume' | 'rebuild';
+  /** The pins the earlier restore of that folder could not install (known-good-failed.txt), when it left one. */
+  earlierFailed?: string[];
+  /** Set when the script ended with pinned packages it could not install (the rest installed): them. */
+  failedPins?: string[];
   /** Set when it ran: the script's exit code and the freeze comparison's text. */
   exitCode?: number | null;
   freeze?: string;
@@ -94,6 +102,29 @@ export interface WhatChangedOutcome {
   /** The panel's title; `reused`: an open panel on the same target was revealed and refreshed. */
   panelTitle: string;
   reused: boolean;
+}
+
+/**
+ * `knownGood.replay.prove` and `knownGood.replay.all` (issue 33): the run resumed from its known-good checkpoint in
+ * both recorded launches and in states between, in a live terminal; what it said, as the What Changed? report shows it.
+ */
+export interface ReplayRunOutcome {
+  hostId: string;
+  run: string;
+  terminalName: string;
+  /** The replay's report document (knownGood-doc:). */
+  uri: string;
+  markdown: string;
+  headline: string;
+  proof: ReplayProof;
+  /** The confirmed culprit's change id, when one was named. */
+  culpritId: string | null;
+  /** What the plan held: to find the report's suspects that are its changes (core/replay/suspects.ts). */
+  plan: Pick<ReplayPlan, 'changes' | 'skipped' | 'checkout' | 'dir' | 'text'>;
+  /** The latest launch's folder (a data path relative to it is the launch's). */
+  cwd: string;
+  /** What the terminal showed. */
+  screen: string;
 }
 
 /** `knownGood.whatChanged.markBaseline`. */
@@ -215,6 +246,8 @@ export interface PanelProbe {
   readonly firstInit: InitMessage | undefined;
   /** The last runData posted. */
   readonly lastRunData: (HostMessage & { type: 'runData' }) | undefined;
+  /** Follow polls ended so far, each with its look for new training processes done. */
+  readonly pollsDone: number;
   /** Handles `raw` as if the webview had posted it (validation included). */
   simulate(raw: unknown): void;
 }

@@ -54,6 +54,8 @@ export const BaselineCommands = {
   backupCache: 'knownGood.baselines.backupCache',
   restoreCache: 'knownGood.baselines.restoreCache',
   restoreEnv: 'knownGood.baselines.restoreEnv',
+  /** Run on a restore plan's document (its editor title): the plan run as Restore Known Good… would. */
+  runRestorePlan: 'knownGood.baselines.runRestorePlan',
 } as const;
 
 /** The throughput benchmark (src/bench). */
@@ -67,6 +69,14 @@ export const BenchCommands = {
 export const BisectCommands = {
   environment: 'knownGood.bisect.environment',
   packages: 'knownGood.bisect.packages',
+} as const;
+
+/** Replay (issue 33, src/replay): the run resumed from its known-good checkpoint, each kind of change bisected. */
+export const ReplayCommands = {
+  /** Prove by Replay: a What Changed? suspect's change(s) (extra `{ subject, title }`). */
+  prove: 'knownGood.replay.prove',
+  /** Bisect All Changes: every change between the two recorded launches, and the restart itself. */
+  all: 'knownGood.replay.all',
 } as const;
 
 /** Run Probe… in a terminal (src/probes). */

@@ -1,10 +1,17 @@
 import { join } from 'node:path';
 import * as vscode from 'vscode';
-import type { KnownGoodApi, KnownGoodTestApi } from './api';
+import type { KnownGoodApi, KnownGoodTestApi, ReplayRunOutcome } from './api';
 import { registerArgs } from './args/register';
 import { registerBaselines } from './baselines/register';
 import { registerBench } from './bench/register';
-import { BaselineCommands, BenchCommands, BisectCommands, Commands, VIEW_REMOTE_RUNS } from './constants';
+import {
+  BaselineCommands,
+  BenchCommands,
+  BisectCommands,
+  Commands,
+  ReplayCommands,
+  VIEW_REMOTE_RUNS,
+} from './constants';
 import { BaselineStore } from './core/baselines/store';
 import { LiveWatch } from './core/whatChanged/liveWatch';
 import { WhatChangedStore } from './core/whatChanged/store';
@@ -32,6 +39,7 @@ import type { TreeNode } from './shared/treeSection';
 import { registerWalkthrough } from './walkthrough/register';
 import { registerWhatChanged } from './whatChanged/register';
 import { registerBisect } from './bisect/register';
+import { registerReplay } from './replay/register';
 import { executeCommand, getConfiguration, showError } from './window';
 
 /**
@@ -184,6 +192,7 @@ export class Container implements vscode.Disposable {
     const baselines = registerBaselines({
       ...common,
       documents,
+      kept: context.workspaceState,
       store,
       storeKeyOf,
       registerSection: (s) => this.tree.registerSection(s),
@@ -216,6 +225,7 @@ export class Container implements vscode.Disposable {
       resolve: (t) => listings.resolve(t),
     });
     registerBisect({ ...common, documents, store, storeKeyOf });
+    registerReplay({ ...common, documents, store, storeKeyOf, kept: context.workspaceState });
     registerWhatChanged({
       ...common,
       store,
@@ -231,6 +241,12 @@ export class Container implements vscode.Disposable {
           executeCommand(packages ? BisectCommands.packages : BisectCommands.environment, { hostId, baselineId }),
         compareBench: (hostId, referenceId) =>
           executeCommand(BenchCommands.compare, { hostId }, referenceId !== null ? { reference: referenceId } : {}),
+        replay: (hostId, run, subject, title) =>
+          executeCommand<ReplayRunOutcome | undefined>(
+            subject ? ReplayCommands.prove : ReplayCommands.all,
+            { target: { kind: 'run', hostId, path: run } },
+            subject ? { subject, title } : {},
+          ),
         openDashboard: (hostId, logPath, window, series) =>
           window
             ? dashboard.openZoomed({ hostId, logPath }, window, series)

@@ -9,6 +9,9 @@ export const showWarning = (message: string, options: vscode.MessageOptions, ...
   vscode.window.showWarningMessage(message, options, ...items);
 export const showInfo = (message: string, ...items: string[]) =>
   vscode.window.showInformationMessage(message, ...items);
+/** A question that waits for an answer (a dialog): `detail` under the message, Cancel added by VS Code. */
+export const showModal = (message: string, detail: string, ...items: string[]) =>
+  vscode.window.showInformationMessage(message, { modal: true, detail }, ...items);
 export const showInputBox = (options: vscode.InputBoxOptions) => vscode.window.showInputBox(options);
 export const showQuickPick = <T extends vscode.QuickPickItem>(
   items: readonly T[] | Thenable<readonly T[]>,
@@ -45,5 +48,8 @@ export const registerTextDocumentContentProvider = (scheme: string, provider: vs
   vscode.workspace.registerTextDocumentContentProvider(scheme, provider);
 export const registerReadonlyFileSystemProvider = (scheme: string, provider: vscode.FileSystemProvider) =>
   vscode.workspace.registerFileSystemProvider(scheme, provider, { isCaseSensitive: true, isReadonly: true });
+/** Every editor tab of the window, and closing some (`preserveFocus`: the focus stays where it is). */
+export const openTabs = () => vscode.window.tabGroups.all.flatMap((g) => g.tabs);
+export const closeTabs = (tabs: readonly vscode.Tab[]) => vscode.window.tabGroups.close([...tabs], true);
 export const activeEditorUri = (): vscode.Uri | undefined => vscode.window.activeTextEditor?.document.uri;
 export const showOpenDialog = (options: vscode.OpenDialogOptions) => vscode.window.showOpenDialog(options);

@@ -24,7 +24,9 @@ export interface BaselinesDeps {
   /** Re-renders a node of Remote Runs (no remote call); the whole tree without one. */
   refresh(node?: unknown): void;
   /** Plans and reports open as read-only documents kept with the workspace (back after a reload). */
-  documents: Pick<Documents, 'show'>;
+  documents: Pick<Documents, 'show' | 'showReplacing'>;
+  /** The workspace's storage: which restore a plan document's Run runs (after a reload too). */
+  kept: Pick<vscode.Memento, 'get' | 'update'>;
 }
 
 /** What the baselines commands share: the deps and what registerBaselines built once. */

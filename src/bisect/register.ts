@@ -8,13 +8,14 @@ import { KnownGoodError, messageOf } from '../core/errors';
 import type { HostSpec } from '../core/hosts';
 import { bisectPackagesOfBaseline, type BaselinePackageBisect } from '../core/restore/packageBisect';
 import type { TargetOf } from '../core/runs/targets';
-import { BisectCommands } from '../constants';
+import { BaselineCommands, BisectCommands } from '../constants';
 import { pickBenchmark } from '../shared/benchmark';
 import type { RegisterCommand } from '../shared/commands';
 import type { Documents } from '../shared/documents';
 import type { Hosts } from '../shared/hosts';
 import type { SettingsAccess } from '../shared/settings';
-import { createTerminal, showQuickPick } from '../window';
+import { openLiveTerminal, type LiveTerminal } from '../shared/liveTerminal';
+import { executeCommand, showError, showQuickPick } from '../window';
 
 /** What the environment bisect needs from the extension. */
 export interface BisectDeps {
@@ -26,7 +27,7 @@ export interface BisectDeps {
   store: BaselineStore;
   storeKeyOf(host: HostSpec): string;
   /** Reports open as read-only documents kept with the workspace (back after a reload). */
-  documents: Pick<Documents, 'show'>;
+  documents: Pick<Documents, 'showReplacing'>;
 }
 
 /** What tests read of a finished package bisect (the command's result). */
@@ -41,45 +42,12 @@ export interface PackageBisectRunOutcome {
 /** What tests read of a finished bisect (the command's result). */
 export interface BisectRunOutcome {
   terminalName: string;
-  uri: string;
-  outcome: EnvBisectOutcome;
+  /** The report; absent when the bisect could not measure (`error`). */
+  uri?: string;
+  outcome?: EnvBisectOutcome;
+  /** Why it could not measure, when the baseline's own interpreter is the problem (Restore Known Good… offered). */
+  error?: string;
   screen: string;
-}
-
-/**
- * A terminal that shows the bisect as it runs (the plan, each run's speed, each decision); closing it cancels the
- * bisect. The engine owns the work; this only prints.
- */
-class BisectTerminal implements vscode.Pseudoterminal {
-  private readonly writes = new vscode.EventEmitter<string>();
-  private readonly closes = new vscode.EventEmitter<number | void>();
-  readonly onDidWrite = this.writes.event;
-  readonly onDidClose = this.closes.event;
-  readonly abort = new AbortController();
-  private readonly opened: Promise<void>;
-  private resolveOpen!: () => void;
-  private ended = false;
-  screen = '';
-  constructor() {
-    this.opened = new Promise((r) => (this.resolveOpen = r));
-  }
-  open(): void {
-    this.resolveOpen();
-  }
-  close(): void {
-    this.abort.abort();
-  }
-  handleInput(): void {
-    if (this.ended) this.closes.fire();
-  }
-  write(text: string): void {
-    this.screen += text;
-    void this.opened.then(() => this.writes.fire(text.replace(/\r?\n/g, '\r\n')));
-  }
-  end(): void {
-    this.ended = true;
-    this.write('\x1b[2mPress any key to close this terminal.\x1b[0m\n');
-  }
 }
 
 /** The baseline a command was invoked on, or the one the user picks among the host's. */
@@ -130,16 +98,8 @@ export function registerBisect(d: BisectDeps): void {
   );
 }
 
-/** A live terminal for a bisect: what the engine does, line by line; its closing cancels. */
-function openBisectTerminal(name: string): BisectTerminal {
-  const pty = new BisectTerminal();
-  const terminal = createTerminal({ name, pty, iconPath: new vscode.ThemeIcon('debug-alt') });
-  terminal.show(true);
-  return pty;
-}
-
 /** `samples: false` where the caller prints each run itself (the package bisect's onLine). */
-function eventWriter(pty: BisectTerminal, unit: string, samples = true) {
+function eventWriter(pty: LiveTerminal, unit: string, samples = true) {
   return (e: BisectEvent, changes: readonly BisectChange[]) => {
     if (e.kind === 'sample' && !samples) return;
     const line = bisectEventLine(e, changes, { unit });
@@ -156,7 +116,7 @@ async function runPackages(
 ): Promise<PackageBisectRunOutcome> {
   const session = d.hosts.session(host);
   const name = `Known Good: Bisect Packages @ ${host.name}`;
-  const pty = openBisectTerminal(name);
+  const pty = openLiveTerminal(name);
   pty.write(
     `Bisecting the packages of ${host.name} (${host.python}) against the env restored from "${baseline.label}"\n`,
   );
@@ -168,8 +128,8 @@ async function runPackages(
       onLine: (l) => pty.write(`${l}\n`),
       onEvent: eventWriter(pty, '', false),
     });
-    const uri = (await d.documents.show(`${host.name} packages bisect.md`, r.markdown, { preview: false })).document
-      .uri;
+    const uri = (await d.documents.showReplacing(`${host.name} packages bisect.md`, r.markdown, { preview: false }))
+      .document.uri;
     d.log.info(`package bisect ${host.name} vs ${baseline.label}: ${r.headline}`);
     const { markdown: _md, ...rest } = r;
     return { terminalName: name, uri: uri.toString(), markdown: r.markdown, result: rest, screen: pty.screen };
@@ -190,7 +150,7 @@ async function run(
   const session = d.hosts.session(host);
   const name = `Known Good: Bisect @ ${host.name}`;
   const unit = benchmark.kind === 'builtin' ? 'tok/s' : '';
-  const pty = openBisectTerminal(name);
+  const pty = openLiveTerminal(name);
   pty.write(`Bisecting the environment of ${host.name} against baseline "${baseline.label}"\n`);
   try {
     const outcome = await envBisect({ ...session, python: host.python, label: host.name }, baseline, {
@@ -201,11 +161,22 @@ async function run(
       onEvent: eventWriter(pty, unit),
     });
     if (!outcome.report) pty.write(`${outcome.headline}\n`);
-    const uri = (await d.documents.show(`${host.name} bisect.md`, outcome.markdown, { preview: false })).document.uri;
+    const uri = (await d.documents.showReplacing(`${host.name} bisect.md`, outcome.markdown, { preview: false }))
+      .document.uri;
     d.log.info(`bisect ${host.name} vs ${baseline.label}: ${outcome.headline}`);
     return { terminalName: name, uri: uri.toString(), outcome, screen: pty.screen };
   } catch (e) {
     pty.write(`\x1b[31m${messageOf(e)}\x1b[0m\n`);
+    // The baseline's own interpreter lost torch: no interpreter setting helps; rebuilding the baseline's env does.
+    if (e instanceof KnownGoodError && typeof e.detail?.['baselineInterpreter'] === 'string') {
+      d.log.error(`bisect ${host.name} vs ${baseline.label}: ${e.message}`);
+      const restore = 'Restore Known Good…';
+      void showError(e.message, restore).then((choice) => {
+        if (choice === restore)
+          void executeCommand(BaselineCommands.restoreEnv, { hostId: host.id, baselineId: baseline.id });
+      });
+      return { terminalName: name, error: e.message, screen: pty.screen };
+    }
     throw e;
   } finally {
     pty.end();

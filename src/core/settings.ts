@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { KnownGoodError } from './errors';
 import { parseBaselineSettings, type BaselineSettings } from './baselines/settings';
 import { slurmSettingsSchema } from './fleet/settings';
 import { describeIssues } from './util/zod';
@@ -129,6 +130,26 @@ export const CODE_RUNNING_SETTINGS: readonly CodeRunningSetting[] = [
 export function codeRunningSettingOf(detail: Record<string, unknown> | undefined): string | undefined {
   const key = detail?.['setting'];
   return CODE_RUNNING_SETTINGS.find((s) => s.key === key)?.key;
+}
+
+/**
+ * A command that runs the code of a run on its host (Prove by Replay, Bisect All Changes: the training script the
+ * launch records name) refuses in Restricted Mode, as VS Code's own run and debug do: the folder was not trusted, so
+ * nothing started from it runs code. The error says what would have run; the registrar offers Manage Workspace Trust.
+ */
+export function refuseInRestrictedMode(restricted: boolean, what: string): void {
+  if (restricted)
+    throw new KnownGoodError(
+      'usage',
+      `This folder is in Restricted Mode: ${what}, so Known Good does not start it here. Trust the folder to run it.`,
+      { restricted: what },
+    );
+}
+
+/** What a refused command would have run (the error of refuseInRestrictedMode), if it is one. */
+export function restrictedRefusalOf(detail: Record<string, unknown> | undefined): string | undefined {
+  const what = detail?.['restricted'];
+  return typeof what === 'string' ? what : undefined;
 }
 
 /**

@@ -67,6 +67,7 @@ export class PanelRecorder implements PanelProbe {
   firstData: readonly RunData[] | undefined;
   firstInit: InitMessage | undefined;
   lastRunData: (HostMessage & { type: 'runData' }) | undefined;
+  pollsDone = 0;
 
   constructor(
     private readonly panel: { readonly title: string; readonly runs: readonly string[] },
@@ -442,6 +443,7 @@ export class DashboardPanel implements vscode.Disposable {
       if (grown.some((r) => this.spanTookSnapshot(r, spansBefore.get(r)))) void this.refreshSide();
     } finally {
       this.polling = false;
+      if (this.probe) this.probe.pollsDone++;
     }
   }
 

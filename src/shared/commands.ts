@@ -1,6 +1,6 @@
 import * as vscode from 'vscode';
 import { KnownGoodError, messageOf, presentationOf } from '../core/errors';
-import { codeRunningSettingOf } from '../core/settings';
+import { codeRunningSettingOf, refuseInRestrictedMode, restrictedRefusalOf } from '../core/settings';
 import { EDIT_HOST, isHostSettingsFailure } from '../core/transport/sshErrors';
 import type { ResolvedTarget } from '../core/runs/listings';
 import {
@@ -38,6 +38,11 @@ export interface Accepts<K extends TargetKind> {
   kinds: readonly K[];
   /** Without a target: ask for a host with this placeholder (the one host picker), and cancel quietly on Escape. */
   pick?: string;
+  /**
+   * The command runs code a run names on its host (a replay of the training script), in words: it refuses in
+   * Restricted Mode (refuseInRestrictedMode) before anything else, with Manage Workspace Trust.
+   */
+  runsCode?: string;
 }
 
 export type CommandRunner<K extends TargetKind> = (target: TargetOf<K> | undefined, call: CommandCall) => unknown;
@@ -98,6 +103,7 @@ export function commandRegistrar(deps: CommandHostDeps): RegisterCommand {
     const invoke = async (...args: unknown[]): Promise<unknown> => {
       let hostId: string | undefined;
       try {
+        if (accepts?.runsCode) refuseInRestrictedMode(deps.restrictedMode(), accepts.runsCode);
         const { target, call } = callOf(args, (t) => deps.resolve(t));
         let t: TargetOf<K> | TargetOf<'host'> | undefined = accepts ? narrowTarget(target, accepts.kinds) : undefined;
         if (!t && accepts?.pick) {
@@ -125,6 +131,11 @@ export function commandRegistrar(deps: CommandHostDeps): RegisterCommand {
     const setting = e instanceof KnownGoodError ? codeRunningSettingOf(e.detail) : undefined;
     if (setting && deps.restrictedMode()) {
       showRestrictedMode(deps.log, `${id}: ${message}`, setting);
+      return;
+    }
+    if (e instanceof KnownGoodError && restrictedRefusalOf(e.detail) !== undefined) {
+      deps.log.info(`${id}: ${message}`);
+      offerTrust(message);
       return;
     }
     if (how === 'silent') {
@@ -156,12 +167,16 @@ export function commandRegistrar(deps: CommandHostDeps): RegisterCommand {
  */
 function showRestrictedMode(log: Pick<vscode.LogOutputChannel, 'error'>, logLine: string, setting: string): void {
   log.error(`${logLine} (Restricted Mode)`);
-  const manage = 'Manage Workspace Trust';
-  void showError(
+  offerTrust(
     `This folder is in Restricted Mode: Known Good does not take ${setting} from the folder's settings, and your ` +
       `user settings do not set it. Trust the folder to use its value, or set your own.`,
-    manage,
-  ).then((choice) => {
+  );
+}
+
+/** `message` with Manage Workspace Trust (VS Code's trust editor). */
+function offerTrust(message: string): void {
+  const manage = 'Manage Workspace Trust';
+  void showError(message, manage).then((choice) => {
     if (choice === manage) void executeCommand(MANAGE_WORKSPACE_TRUST);
   });
 }

@@ -1,7 +1,7 @@
 import * as vscode from 'vscode';
 import { messageOf } from '../core/errors';
 import { fromKeptDocUri, KEPT_DOC_SCHEME, KeptDocuments, toKeptDocUri, type KeptStorage } from '../core/util/keptDocs';
-import { registerReadonlyFileSystemProvider, showTextDocument } from '../window';
+import { closeTabs, openTabs, registerReadonlyFileSystemProvider, showTextDocument } from '../window';
 
 /**
  * Documents of a scheme as a read-only file system: each file is one document, its text made by `read` when VS Code
@@ -63,6 +63,11 @@ export interface Documents {
   uri(name: string, text: string): vscode.Uri;
   /** Opens `text` as a read-only document named `name` (its extension gives the language). */
   show(name: string, text: string, options?: vscode.TextDocumentShowOptions): Promise<vscode.TextEditor>;
+  /**
+   * As `show`, in place of any other open document of that name: a plan or report made again (another attempt,
+   * another run) takes the tab of the one before instead of opening one more beside it.
+   */
+  showReplacing(name: string, text: string, options?: vscode.TextDocumentShowOptions): Promise<vscode.TextEditor>;
 }
 
 export function registerDocuments(
@@ -77,9 +82,27 @@ export function registerDocuments(
   const uri = (name: string, text: string) => vscode.Uri.from(toKeptDocUri(kept.add(name, text)));
   const show = async (name: string, text: string, options?: vscode.TextDocumentShowOptions) =>
     showTextDocument(uri(name, text), options);
+  const showReplacing = async (name: string, text: string, options?: vscode.TextDocumentShowOptions) => {
+    const next = uri(name, text);
+    const shown = fromKeptDocUri(next)?.name;
+    const editor = await showTextDocument(next, options);
+    // The tabs as they are once the new one is open: a Tab object read before is stale once the tabs change
+    // ("Tab close: Invalid tab not found!"); one closed meanwhile by the person is no failure.
+    const others = openTabs().filter((t) => {
+      if (!(t.input instanceof vscode.TabInputText)) return false;
+      const ref = fromKeptDocUri(t.input.uri);
+      return ref !== undefined && ref.name === shown && t.input.uri.toString() !== next.toString();
+    });
+    if (others.length)
+      await closeTabs(others).then(undefined, (e: unknown) =>
+        log.error(`could not close an earlier ${name}: ${messageOf(e)}`),
+      );
+    return editor;
+  };
   return {
     uri,
     show,
+    showReplacing,
     dispose: () => {
       registration.dispose();
     },

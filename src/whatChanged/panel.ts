@@ -3,7 +3,7 @@ import { WHAT_CHANGED_VIEW_TYPE } from '../constants';
 import { messageOf } from '../core/errors';
 import { newNonce } from '../core/util/nonce';
 import { whatChangedHtml } from '../core/whatChanged/html';
-import type { EvidenceLink, WhatChangedReport } from '../core/whatChanged/model';
+import type { EvidenceLink, Suspect, WhatChangedReport } from '../core/whatChanged/model';
 import {
   parseWhatChangedViewMessage,
   type WhatChangedHostMessage,
@@ -19,6 +19,11 @@ const WEBVIEW_OPTIONS: vscode.WebviewOptions = { enableScripts: true, localResou
 export interface ReportActions {
   open(link: EvidenceLink, suspectTitle: string, detail: string): Promise<unknown>;
   refresh(): Promise<unknown>;
+  /**
+   * Prove by Replay on a suspect, or Bisect All Changes (null): resolves to the line the page's status shows when it
+   * ends (the report itself is shown again by the feature, with the replay's word on it).
+   */
+  replay(suspect: Suspect | null): Promise<string | undefined>;
   log: Pick<vscode.LogOutputChannel, 'info' | 'error'>;
 }
 
@@ -104,11 +109,21 @@ export class WhatChangedPanel implements vscode.Disposable {
         case 'refresh':
           await this.actions.refresh();
           return;
+        case 'replayAll': {
+          this.post({ type: 'status', text: 'Bisect All Changes: planning the replay…' });
+          this.post({ type: 'status', text: (await this.actions.replay(null)) ?? '' });
+          return;
+        }
         case 'open': {
           const s = this.report_.suspects[m.suspect];
           const link = s?.evidence[m.evidence];
           if (!s || !link) {
             this.post({ type: 'status', text: 'No evidence to open for that row.' });
+            return;
+          }
+          if (link.kind === 'replay') {
+            this.post({ type: 'status', text: `Prove by Replay: ${s.title}: planning the replay…` });
+            this.post({ type: 'status', text: (await this.actions.replay(s)) ?? '' });
             return;
           }
           this.post({ type: 'status', text: `Opening ${evidenceText(link)}…` });

@@ -1,6 +1,6 @@
 import { posix } from 'node:path';
 import * as vscode from 'vscode';
-import type { MarkKnownGoodOutcome, WhatChangedOutcome } from '../api';
+import type { MarkKnownGoodOutcome, ReplayRunOutcome, WhatChangedOutcome } from '../api';
 import { Commands, WHAT_CHANGED_VIEW_TYPE } from '../constants';
 import type { CheckpointRef as ArgsCheckpoint } from '../core/args/target';
 import type { BaselineStore } from '../core/baselines/store';
@@ -16,14 +16,21 @@ import {
 } from '../core/whatChanged/dataEvidence';
 import type { TargetOf } from '../core/runs/targets';
 import { whatChanged, type WhatChangedOptions } from '../core/whatChanged/gather';
-import type { CheckpointLink, EvidenceLink, WhatChangedReport } from '../core/whatChanged/model';
+import type {
+  CheckpointLink,
+  EvidenceLink,
+  Suspect,
+  SuspectSubject,
+  WhatChangedReport,
+} from '../core/whatChanged/model';
+import { reportWithProof } from '../core/replay/suspects';
 import {
   parseWhatChangedPageState,
   parseWhatChangedPanelState,
   type WhatChangedPageState,
 } from '../core/whatChanged/protocol';
 import { newNonce } from '../core/util/nonce';
-import { renderWhatChangedMarkdown } from '../core/whatChanged/render';
+import { proofLine, renderWhatChangedMarkdown } from '../core/whatChanged/render';
 import { WhatChangedStore } from '../core/whatChanged/store';
 import type { RegisterCommand } from '../shared/commands';
 import { registerReadonlyDocuments, type Documents } from '../shared/documents';
@@ -56,6 +63,13 @@ export interface WhatChangedDeps {
     /** Confirm by bisect: the environment bisect against that baseline (with `packages`, the package bisect). */
     bisect(hostId: string, baselineId: string, packages: boolean): Thenable<unknown>;
     compareBench(hostId: string, referenceId: string | null): Thenable<unknown>;
+    /** Prove by Replay (a suspect's subject) or Bisect All Changes (null) on the report's run. */
+    replay(
+      hostId: string,
+      run: string,
+      subject: SuspectSubject | null,
+      title: string,
+    ): Thenable<ReplayRunOutcome | undefined>;
     openDashboard(
       hostId: string,
       logPath: string,
@@ -194,6 +208,9 @@ export function registerWhatChanged(d: WhatChangedDeps): void {
         return d.evidence.openDashboard(hostId, link.log, link.window, link.series);
       case 'bench-compare':
         return d.evidence.compareBench(hostId, link.referenceId);
+      case 'replay':
+        // the panel runs a replay link itself (replayOf): the suspect, not the link, says what to replay
+        return undefined;
       case 'file': {
         // a file opens as the read-only remote document; a folder (a dataset) is no file, and a file that cannot be
         // read says why: both open as the path's listing and fingerprint
@@ -266,6 +283,7 @@ export function registerWhatChanged(d: WhatChangedDeps): void {
       {
         open: (link, title, detail) => open(s.host.id, s.run, link, title, detail),
         refresh: () => showOnce(s),
+        replay: (suspect) => replayOf(s, suspect),
         log: d.log,
       },
       (p) => {
@@ -280,6 +298,22 @@ export function registerWhatChanged(d: WhatChangedDeps): void {
     );
     panels.set(key, panel);
     return panel;
+  };
+
+  /**
+   * Prove by Replay / Bisect All Changes from a report: the replay command (its plan, the question, the live
+   * terminal); when it ends, the report shown again with the replay's word on the suspect(s) it is about, and kept.
+   */
+  const replayOf = async (s: Subject, suspect: Suspect | null): Promise<string | undefined> => {
+    if (s.run === null) throw new KnownGoodError('usage', 'a replay needs a run: open What Changed? on a run');
+    if (suspect && !suspect.subject)
+      throw new KnownGoodError('usage', `Prove by Replay: ${suspect.title} is nothing a replay can change`);
+    const subject = suspect?.subject ?? null;
+    const r = await d.evidence.replay(s.host.id, s.run, subject, suspect?.title ?? 'every change');
+    if (!r) return undefined;
+    const panel = panels.get(keyOf(s));
+    if (panel) panel.show(reportWithProof(panel.report, r.proof, subject, r));
+    return proofLine(r.proof);
   };
 
   const show = async (s: Subject): Promise<WhatChangedOutcome> => {

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -11,6 +11,7 @@ import { SshPool } from '../../src/core/transport/ssh';
 import { analyze } from '../../src/core/whatChanged/analyze';
 import { gatherFacts } from '../../src/core/whatChanged/gather';
 import { endpointOf, recordingPrompts, sshOptions } from '../support/hosts';
+import { makeReplayRun, REPLAY_CHANGE_ID, type ReplayKind } from '../support/replayRuns';
 import { TORCH_PYTHON, requireTorch } from '../support/require';
 import { startSshd, type TestSshd } from '../support/sshd';
 
@@ -23,58 +24,8 @@ import { startSshd, type TestSshd } from '../support/sshd';
  * (beside other work, the CPU clock keeps a state's speed its own); each effect is 2x or more, far above that noise.
  */
 
-const LOOP = join(__dirname, '..', 'support', 'replay');
-const RECORD = join(__dirname, '..', '..', 'python', 'kg_record.py');
 const THRESHOLD = 0.25;
 const STEPS = 12;
-
-type Kind = 'arg' | 'env' | 'code' | 'uncommitted' | 'data';
-
-function git(dir: string, ...args: string[]) {
-  execFileSync('git', ['-c', 'user.email=t@example.invalid', '-c', 'user.name=t', ...args], {
-    cwd: dir,
-    stdio: 'pipe',
-  });
-}
-
-/** A run folder: its own git checkout, two launches through kg_record.py, the second with one change of `kind`. */
-function makeRun(root: string, kind: Kind, harmless = false): string {
-  const dir = join(root, `run-${kind}${harmless ? '-lr' : ''}`);
-  mkdirSync(join(dir, 'data'), { recursive: true });
-  for (const f of readdirSync(LOOP)) cpSync(join(LOOP, f), join(dir, f));
-  writeFileSync(join(dir, 'README.md'), '# a replay test run\n');
-  writeFileSync(join(dir, '.gitignore'), 'data/\nckpt/\n*.jsonl\n__pycache__/\n');
-  writeFileSync(join(dir, 'data', 'a.txt'), 'seq=32\n');
-  writeFileSync(join(dir, 'data', 'b.txt'), 'seq=256\n');
-  git(dir, 'init', '-q');
-  git(dir, 'add', '.');
-  git(dir, 'commit', '-q', '-m', 'a small loop');
-  const launch = (extra: string[], env: Record<string, string> = {}) =>
-    execFileSync(
-      TORCH_PYTHON,
-      [RECORD, '--run', dir, '--', TORCH_PYTHON, 'train.py', '--log_every', '3', '--save_every', '24', ...extra],
-      { cwd: dir, stdio: 'pipe', env: { ...process.env, ...env } },
-    );
-  launch(['--data', 'data/a.txt', '--steps', '48', '--lr', '0.0003']);
-  const args = ['--steps', '72', '--resume', 'ckpt/step_48.pt'];
-  let data = 'data/a.txt';
-  const lr = harmless ? '0.0001' : '0.0003';
-  let env: Record<string, string> = {};
-  if (kind === 'arg') args.push('--work', '8');
-  if (kind === 'env') env = { KG_REPLAY_SLOW: '1' };
-  if (kind === 'data') data = 'data/b.txt';
-  if (kind === 'code') {
-    const model = readFileSync(join(dir, 'model.py'), 'utf8');
-    writeFileSync(join(dir, 'model.py'), model.replace('for _ in range(work):', 'for _ in range(4 * work):'));
-    git(dir, 'commit', '-q', '-am', 'Mix more');
-  }
-  if (kind === 'uncommitted') {
-    const train = readFileSync(join(dir, 'train.py'), 'utf8');
-    writeFileSync(join(dir, 'train.py'), train.replace('repeat = 3 if', 'repeat = 4 if not'));
-  }
-  launch(['--data', data, ...args, '--lr', lr], env);
-  return dir;
-}
 
 void describe('replay from the known-good checkpoint, one kind of change at a time (real sshd)', () => {
   let sshd: TestSshd;
@@ -114,16 +65,17 @@ void describe('replay from the known-good checkpoint, one kind of change at a ti
     return { o, plan, text: text.join('') };
   }
 
-  const cases: [Kind, string, string][] = [
-    ['arg', 'arg:--work', 'a flag (--work 2 → 8)'],
-    ['env', 'env:KG_REPLAY_SLOW', 'a variable (KG_REPLAY_SLOW set)'],
-    ['code', 'code:model.py', 'a committed edit of model.py'],
-    ['uncommitted', 'code:train.py', 'an edit of train.py not committed'],
-    ['data', 'arg:--data', 'a data file with longer samples'],
+  const cases: [ReplayKind, string][] = [
+    ['arg', 'a flag (--work 2 → 8)'],
+    ['env', 'a variable (KG_REPLAY_SLOW set)'],
+    ['code', 'a committed edit of model.py'],
+    ['uncommitted', 'an edit of train.py not committed'],
+    ['data', 'a data file with longer samples'],
   ];
-  for (const [kind, id, what] of cases) {
+  for (const [kind, what] of cases) {
+    const id = REPLAY_CHANGE_ID[kind];
     void it(`${what}: named and confirmed by replay, nothing written in the run folder`, async () => {
-      const dir = makeRun(root, kind);
+      const dir = makeReplayRun(root, kind);
       const before = execFileSync('find', [dir, '-newer', join(dir, 'train.py')], { encoding: 'utf8' });
       const { o, plan } = await replay(dir);
       assert.deepEqual(
@@ -144,7 +96,7 @@ void describe('replay from the known-good checkpoint, one kind of change at a ti
   }
 
   void it('given only a change that costs nothing (lr), the replay says "not reproduced", never a culprit', async () => {
-    const dir = makeRun(root, 'arg', true);
+    const dir = makeReplayRun(root, 'arg', { harmless: true });
     const { o, plan } = await replay(dir, ['arg:--lr']);
     assert.deepEqual(
       plan.changes.map((c) => c.id),

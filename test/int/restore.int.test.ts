@@ -1,13 +1,20 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { cp, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { envSnapshotProbe, type EnvSnapshot } from '../../src/core/baselines/envProbe';
 import { renderBisectMarkdown } from '../../src/core/bisect/render';
 import { ProbeRunner } from '../../src/core/probes/runner';
-import { planScript } from '../../src/core/restore/plan';
+import {
+  ENV_EXISTS_EXIT,
+  FAILED_PINS_EXIT,
+  FAILED_PINS_FILE,
+  failedPinsOf,
+  planScript,
+} from '../../src/core/restore/plan';
 import { packageBisect } from '../../src/core/restore/packageBisect';
 import { compareFreeze, freezeComparisonText, freezeOf, planOnHost, runScript } from '../../src/core/restore/run';
 import { LocalTransport } from '../../src/core/transport/local';
@@ -88,6 +95,64 @@ void describe('restore and package bisect (real venvs, a wheel folder as the onl
     // The env exists now: a second run refuses to overwrite it.
     const again = await runScript(transport, planScript(plan, 'again'), () => undefined);
     assert.equal(again, 3);
+  });
+
+  void it('a package pip cannot install: the others go in, it is named (exit 4); Resume finishes the env, Rebuild starts over', async () => {
+    // a wheel folder that lists kg-echo 1.0, whose file is no wheel: the plan sees it, pip cannot install it
+    const broken = join(dir, 'wheels-broken');
+    await cp(wheels, broken, { recursive: true });
+    await writeFile(join(broken, 'kg_echo-1.0-py3-none-any.whl'), 'not a zip file\n');
+    const src = { noIndex: true, findLinks: [broken], why: `the wheel folder ${broken}` };
+    const plan = await planOnHost(host(), goodSnapshot, { label: 'kg-half', source: src });
+    assert.deepEqual(
+      plan.notes.filter((n) => n.kind === 'missing'),
+      [],
+      'the plan takes kg-echo 1.0 as available',
+    );
+    const lines: string[] = [];
+    const code = await runScript(transport, planScript(plan, 'half'), (l) => lines.push(l));
+    assert.equal(code, FAILED_PINS_EXIT, lines.join('\n'));
+    assert.ok(
+      lines.some((l) => /^== 1 pinned package\(s\) could not be installed/.test(l)),
+      lines.join('\n'),
+    );
+    assert.deepEqual(failedPinsOf(await readFile(join(plan.envDir, FAILED_PINS_FILE), 'utf8')), ['kg-echo==1.0']);
+    const half = compareFreeze(goodSnapshot.packages.packages, await freezeOf(transport, plan), plan);
+    assert.deepEqual(
+      half.differences.map((d) => d.name),
+      ['kg-echo'],
+      'every other package is in',
+    );
+
+    // again as before: the folder exists, and the script says what to do instead of "remove it"
+    const refused: string[] = [];
+    assert.equal(await runScript(transport, planScript(plan, 'half'), (l) => refused.push(l)), ENV_EXISTS_EXIT);
+    assert.match(
+      refused.join('\n'),
+      /exists \(an earlier restore\): restore again to resume it, rebuild it or pick another label/,
+    );
+
+    // the source mended: Resume installs what the folder lacks, keeps what it holds
+    await cp(join(wheels, 'kg_echo-1.0-py3-none-any.whl'), join(broken, 'kg_echo-1.0-py3-none-any.whl'));
+    await writeFile(join(plan.envDir, 'kept-by-resume'), 'x');
+    const resume = await planOnHost(host(), goodSnapshot, { label: 'kg-half', source: src, existing: 'resume' });
+    const resumed: string[] = [];
+    assert.equal(await runScript(transport, planScript(resume, 'half'), (l) => resumed.push(l)), 0, resumed.join('\n'));
+    const whole = compareFreeze(goodSnapshot.packages.packages, await freezeOf(transport, resume), resume);
+    assert.ok(whole.identical, freezeComparisonText(whole));
+    assert.ok(existsSync(join(plan.envDir, 'kept-by-resume')), 'Resume keeps the folder');
+    assert.ok(!existsSync(join(plan.envDir, FAILED_PINS_FILE)), 'no failure left from before');
+
+    // Rebuild: the folder removed first, made again whole
+    const rebuild = await planOnHost(host(), goodSnapshot, { label: 'kg-half', source: src, existing: 'rebuild' });
+    const rebuilt: string[] = [];
+    assert.equal(
+      await runScript(transport, planScript(rebuild, 'half'), (l) => rebuilt.push(l)),
+      0,
+      rebuilt.join('\n'),
+    );
+    assert.ok(!existsSync(join(plan.envDir, 'kept-by-resume')), 'Rebuild starts from an empty folder');
+    assert.ok(compareFreeze(goodSnapshot.packages.packages, await freezeOf(transport, rebuild), rebuild).identical);
   });
 
   void it('a package missing from the index is named in the plan and left out of its commands', async () => {

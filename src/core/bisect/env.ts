@@ -1,6 +1,6 @@
 import type { EnvSnapshot } from '../baselines/envProbe';
 import type { Baseline } from '../baselines/store';
-import { benchConfigSchema, throughputBenchProbe, type BenchConfig } from '../bench/benchProbe';
+import { benchConfigSchema, throughputBenchProbe, type BenchConfig, type BenchResult } from '../bench/benchProbe';
 import {
   throughputFromJsonl,
   throughputFromOutput,
@@ -234,6 +234,8 @@ export function builtinMeasure(
   config: BenchConfig,
   output?: RunOutput,
   clock: BenchClock = 'wall',
+  /** Each run's configuration as the benchmark resolved it (its defaults for the device it found filled in). */
+  onConfig?: (ran: BenchResult['config']) => void,
 ): Measure {
   return async (applied, signal) => {
     const { env, python } = stateEnv(changes, applied, nowPython);
@@ -243,16 +245,42 @@ export function builtinMeasure(
     const r = await runState(host, cmd.argv, env, signal, output, ['stderr']);
     const framed = extractFramed(r.stdout, nonce);
     const failed = actionFailure(r, 'The benchmark', host.label);
-    if (failed) throw failed;
+    // a benchmark that ended and answered says why it failed itself (its framed error, with its code)
+    if (failed && !(r.ended === 'exited' && framed !== undefined)) throw failed;
     if (framed === undefined)
       throw new KnownGoodError('bad-output', `The benchmark on ${host.label} printed no result: ${r.message}`);
-    const value = parseFramedResult(call, framed, host.label).value;
+    let value: BenchResult;
+    try {
+      value = parseFramedResult(call, framed, host.label).value;
+    } catch (e) {
+      // The known-good state runs the interpreter the baseline ran: when that one lacks torch, choosing another
+      // interpreter for the host changes nothing; the baseline's env is what is gone.
+      if (python !== nowPython && e instanceof KnownGoodError && e.detail?.['probeCode'] === 'no-torch')
+        throw new KnownGoodError(
+          'usage',
+          `The baseline's interpreter ${python} has no torch now, and the known-good state runs the benchmark with ` +
+            `the interpreter the baseline ran, so it cannot be measured. Restore Known Good rebuilds the baseline's ` +
+            `packages in a new env (then Bisect Packages against the Restored Env), or bisect with your own benchmark ` +
+            `command, which names its interpreter itself.`,
+          { baselineInterpreter: python, probeCode: 'no-torch' },
+        );
+      throw e;
+    }
+    onConfig?.(value.config);
     if (clock === 'wall') return value.tokensPerSec.median;
     const cpu = value.cpuTokensPerSec?.median;
     if (cpu === undefined)
       throw new KnownGoodError('bad-output', `the benchmark on ${host.label} reported no CPU time per step`);
     return cpu;
   };
+}
+
+/** A resolved benchmark configuration in words: `cpu fp32, 2 layers × 64 wide, 4 heads, seq 64, batch 4, …`. */
+export function benchConfigText(c: BenchResult['config']): string {
+  return (
+    `${c.device} ${c.dtype}, ${c.layers} layers × ${c.width} wide, ${c.heads} heads, seq ${c.seq}, batch ${c.batch}, ` +
+    `vocab ${c.vocab}, ${c.steps} timed steps after ${c.warmup} warm-up${c.compile ? ', torch.compile' : ''}`
+  );
 }
 
 /** ONE run of the user's own command in the state `applied`: its speed read by regex or from its jsonl. */

@@ -9,6 +9,7 @@ import { redactText } from '../redact';
 import { bisect, budgetRounds, budgetRuns, type BisectEvent, type BisectReport } from './engine';
 import {
   baselineBenchConfig,
+  benchConfigText,
   builtinMeasure,
   customMeasure,
   type BenchClock,
@@ -115,16 +116,24 @@ export async function envBisect(
   let unit: string;
   let measure;
   const measureHost = { ...host, ...(opts.runTimeoutMs !== undefined ? { runTimeoutMs: opts.runTimeoutMs } : {}) };
+  let ran: string | undefined;
   if (opts.benchmark.kind === 'builtin') {
     const recorded = baselineBenchConfig(baseline);
     const config = opts.benchmark.config ?? recorded.config;
+    const given = Object.keys(config).length > 0;
+    // `{}` says nothing: the probe takes its defaults for the device it finds (a tiny model on a CPU), and the
+    // configuration it really ran is printed once the first run tells it
     benchmark =
-      `python/throughput_bench.py ${JSON.stringify(config)}` +
-      (opts.benchmark.config ? '' : recorded.from ? ` (as the baseline's result ${recorded.from})` : ' (defaults)');
+      `python/throughput_bench.py ${given ? JSON.stringify(config) : 'with its defaults for the device it finds'}` +
+      (opts.benchmark.config ? '' : recorded.from ? ` (as the baseline's result ${recorded.from})` : '');
     unit = 'tok/s';
     const clock = opts.benchmark.clock ?? 'wall';
     if (clock === 'cpu') benchmark += ', tokens per CPU-second of its process';
-    measure = builtinMeasure(measureHost, changes, host.python, config, opts.onText, clock);
+    measure = builtinMeasure(measureHost, changes, host.python, config, opts.onText, clock, (c) => {
+      if (ran !== undefined) return;
+      ran = benchConfigText(c);
+      opts.onText?.(`Benchmark configuration (as it ran): ${ran}\n`);
+    });
   } else {
     const b = opts.benchmark.bench;
     benchmark = `${redactText(b.command)} (speed from ${b.jsonl ? `${b.jsonl.path} key ${b.jsonl.key}` : `regex ${b.regex}`})`;
@@ -153,7 +162,8 @@ export async function envBisect(
     onEvent: (e) => opts.onEvent?.(e, changes),
   });
   const headline = bisectHeadline(report);
-  return { ...base, report, headline, markdown: envMarkdown(base, report, headline) };
+  const measured = ran ? { ...base, benchmark: `${base.benchmark}; it ran ${ran}` } : base;
+  return { ...measured, report, headline, markdown: envMarkdown(measured, report, headline) };
 }
 
 function envMarkdown(

@@ -22,8 +22,12 @@ function appliedText(changes: readonly BisectChange[], applied: readonly string[
   return labelsOf(changes, applied).join(', ');
 }
 
-/** The verdict's headline: the culprit, or "No single change explains it" and why. */
-export function bisectHeadline(report: BisectReport): string {
+/**
+ * The verdict's headline: the culprit; "Not reproduced" when good and bad ran as fast (never "no single change
+ * explains it" for a difference that was not there); else "No single change explains it" and why. `by` names what
+ * measured (`replay`: "Not reproduced by replay").
+ */
+export function bisectHeadline(report: BisectReport, by?: string): string {
   const v = report.verdict;
   const names = labelsOf(report.changes, v.ids);
   switch (v.kind) {
@@ -32,7 +36,7 @@ export function bisectHeadline(report: BisectReport): string {
     case 'group':
       return `No single change explains it: the group ${names.join(', ')} cannot be split — ${v.why}`;
     case 'not-reproduced':
-      return `No single change explains it: ${v.why}`;
+      return `Not reproduced${by ? ` by ${by}` : ''}: ${v.why.replace(/^the difference is not reproduced: /, '')}`;
     case 'inconclusive':
       return `No single change explains it: inconclusive — ${v.why}`;
   }

@@ -8,6 +8,7 @@ import { KnownGoodError } from '../errors';
 import { medianOf } from '../whatChanged/seriesStats';
 import type { ProbeRunnerLike } from '../probes/probe';
 import { redactText } from '../redact';
+import { displayWord } from '../terminal/command';
 import { remoteHome } from '../restore/run';
 import type { Transport } from '../transport/types';
 import { flagValue, overrideValue } from './argv';
@@ -232,8 +233,13 @@ function codeOf(inspect: ReplayInspect, s: ReplaySetup): { changes: ReplayChange
 }
 
 function planText(p: Omit<ReplayPlan, 'text'>, s: ReplaySetup, title: string): string {
+  const words = (l: ReplayLaunch) => l.argv.map(displayWord).join(' ');
   const lines = [
     `Replay of ${s.run} from ${s.reference.label} (step ${s.reference.step}), ${s.steps} steps a run, in ${p.dir}`,
+    `Known-good launch (in ${s.good.cwd}${s.good.gitHead ? `, commit ${s.good.gitHead.slice(0, 10)}` : ''}):`,
+    `  ${words(s.good)}`,
+    `Now (in ${s.now.cwd}${s.now.gitHead ? `, commit ${s.now.gitHead.slice(0, 10)}` : ''}): each state is this launch with the changes not applied taken back`,
+    `  ${words(s.now)}`,
     `Launch: ${title}; overrides:`,
     ...p.overrides.map((o) => `  ${o}`),
   ];
@@ -379,10 +385,9 @@ export async function runReplay(
   }
 }
 
-/** The headline: never "no single change explains it" for a difference that was not reproduced. */
+/** The headline, as a bisect's: "Not reproduced by replay: …" for a difference the replay did not see. */
 export function replayHeadline(report: BisectReport): string {
-  if (report.verdict.kind === 'not-reproduced') return `Not reproduced by replay: ${report.verdict.why}`;
-  return bisectHeadline(report);
+  return bisectHeadline(report, 'replay');
 }
 
 /**

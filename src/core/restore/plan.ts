@@ -102,6 +102,8 @@ export interface PlanStep {
 
 export interface RestorePlan {
   label: string;
+  /** What the plan does with an env folder that exists (see RestoreOptions.existing). */
+  existing?: Existing;
   /** The env's folder as the plan's shell sees it (`$HOME/.known-good/envs/<label>` unless a home was given). */
   envDir: string;
   /** The interpreter the venv is made from, and the version recorded. */
@@ -136,6 +138,30 @@ export interface RestoreOptions {
   /** Every unit from this source instead of the recorded ones (an offline wheel folder, a mirror). */
   source?: Partial<Omit<PackageSource, 'why'>> & { why?: string };
   facts?: SourceFacts;
+  /**
+   * The env folder exists (an earlier restore, finished or not): `resume` installs into it what it lacks, `rebuild`
+   * removes it first. Unset, the script refuses to touch a folder that exists (exit 3).
+   */
+  existing?: Existing;
+}
+
+export type Existing = 'resume' | 'rebuild';
+
+/** In the env folder: the pinned packages the installer could not install (one `name==version` a line). */
+export const FAILED_PINS_FILE = 'known-good-failed.txt';
+/** The script's exit when it ended with packages it could not install (named in FAILED_PINS_FILE). */
+export const FAILED_PINS_EXIT = 4;
+/** The script's exit when the env folder exists and neither resume nor rebuild was asked. */
+export const ENV_EXISTS_EXIT = 3;
+
+/** Why `label` is no env folder name (letters, digits, . _ -; 64 at most), or undefined when it is one. */
+export function labelProblem(label: string): string | undefined {
+  return LABEL_RE.test(label) ? undefined : 'letters, digits, . _ - (at most 64, not starting with . or -)';
+}
+
+/** The `name==version` lines of FAILED_PINS_FILE (anything else in it is not a pin and is left out). */
+export function failedPinsOf(text: string): string[] {
+  return [...new Set(text.split('\n').map((l) => l.trim()))].filter((l) => /^[A-Za-z0-9][\w.-]*==[\w.!+-]+$/.test(l));
 }
 
 const LABEL_RE = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
@@ -457,23 +483,33 @@ export function restorePlan(s: EnvSnapshot, opts: RestoreOptions): RestorePlan {
 
   const steps: PlanStep[] = [];
   const venvPython = inEnv('bin/python');
-  steps.push({
-    title: 'the env folder must not exist yet',
-    command: `test ! -e "$ENV_DIR" || { echo "$ENV_DIR exists: remove it, or restore under another label" >&2; exit 3; }`,
-  });
+  if (opts.existing === 'rebuild')
+    steps.push({ title: 'the env folder of an earlier restore removed (Rebuild)', command: 'rm -rf -- "$ENV_DIR"' });
+  else if (opts.existing === 'resume')
+    steps.push({
+      title: 'the env folder of an earlier restore kept (Resume): what it holds stays, what it lacks is installed',
+      command: `test -d "$ENV_DIR" || { echo "$ENV_DIR is gone: nothing to resume" >&2; exit ${ENV_EXISTS_EXIT}; }; rm -f -- ${inEnv(FAILED_PINS_FILE)}`,
+    });
+  else
+    steps.push({
+      title: 'the env folder must not exist yet',
+      command: `test ! -e "$ENV_DIR" || { echo "$ENV_DIR exists (an earlier restore): restore again to resume it, rebuild it or pick another label" >&2; exit ${ENV_EXISTS_EXIT}; }`,
+    });
   const want = /^(\d+\.\d+)/.exec(python.version ?? '')?.[1];
   if (want)
     steps.push({
       title: `the interpreter is Python ${want} (the baseline ran ${python.version})`,
       command: `${shellQuote(python.command)} -c ${shellQuote(`import sys; v = "%d.%d" % sys.version_info[:2]; sys.exit(0 if v == "${want}" else "needs Python ${want}, found " + v)`)}`,
     });
-  steps.push({
-    title: `a fresh venv (${tool === 'uv' ? 'uv venv' : 'python -m venv'})`,
-    command:
-      tool === 'uv'
-        ? `uv venv --seed --python ${shellQuote(python.command)} "$ENV_DIR"`
-        : `${shellQuote(python.command)} -m venv "$ENV_DIR"`,
-  });
+  const makeVenv =
+    tool === 'uv'
+      ? `uv venv --seed --python ${shellQuote(python.command)} "$ENV_DIR"`
+      : `${shellQuote(python.command)} -m venv "$ENV_DIR"`;
+  steps.push(
+    opts.existing === 'resume'
+      ? { title: 'its venv, made if it was not', command: `test -x ${venvPython} || ${makeVenv}` }
+      : { title: `a fresh venv (${tool === 'uv' ? 'uv venv' : 'python -m venv'})`, command: makeVenv },
+  );
   // --no-deps: every package is pinned as recorded, so no resolver may pick another version of anything. The
   // packages go in through a requirements file (`-r`), never as arguments: the options before it are all ours.
   const install =
@@ -494,11 +530,17 @@ export function restorePlan(s: EnvSnapshot, opts: RestoreOptions): RestorePlan {
   for (const [key, e] of bySource) {
     const isTorch = key.endsWith('#torch');
     const file = `known-good-requirements-${++n}.txt`;
+    const cmd = [install, sourceArgs(e.source)].filter(Boolean).join(' ');
     steps.push({
       title: isTorch
         ? `the torch family as one unit from ${e.source.why}`
         : `${e.pins.length} package${e.pins.length === 1 ? '' : 's'} pinned as recorded, from ${e.source.why}`,
-      command: [install, sourceArgs(e.source), `-r ${inEnv(file)}`].filter(Boolean).join(' '),
+      // One package the installer cannot install fails the whole command: then each is tried alone (same source,
+      // --no-deps, its own one-line requirements file), so the others are in and the ones that fail are named.
+      command:
+        `${cmd} -r ${inEnv(file)} || { echo ${shellQuote('== that install failed: each of its packages is tried alone, to name the ones that cannot be installed')}; ` +
+        `while IFS= read -r KG_PIN; do printf '%s\\n' "$KG_PIN" > ${inEnv(ONE_PIN_FILE)}; ` +
+        `${cmd} -r ${inEnv(ONE_PIN_FILE)} || printf '%s\\n' "$KG_PIN" >> ${inEnv(FAILED_PINS_FILE)}; done < ${inEnv(file)}; }`,
       requirements: { file, lines: e.pins.map((p) => checkedRequirement(p.name, p.version)) },
     });
   }
@@ -506,9 +548,18 @@ export function restorePlan(s: EnvSnapshot, opts: RestoreOptions): RestorePlan {
     title: 'what the restored env holds (compared with the baseline after the run)',
     command: tool === 'uv' ? `uv pip freeze --python ${venvPython}` : `${venvPython} -m pip freeze --all`,
   });
+  const failed = inEnv(FAILED_PINS_FILE);
+  steps.push({
+    title: `the packages that could not be installed, if any (then it ends with exit ${FAILED_PINS_EXIT})`,
+    command:
+      `if [ -s ${failed} ]; then echo "== $(wc -l < ${failed} | tr -d ' ') pinned package(s) could not be installed ` +
+      `(listed in $ENV_DIR/${FAILED_PINS_FILE}); restore again to resume once the source has them:"; ` +
+      `sed 's/^/   /' ${failed}; exit ${FAILED_PINS_EXIT}; fi`,
+  });
   // Every text a person reads (a note, a title) on one line: a line break in a recorded path cannot forge another.
   return {
     label: opts.label,
+    ...(opts.existing ? { existing: opts.existing } : {}),
     envDir,
     python,
     tool,
@@ -526,6 +577,9 @@ function checkedRequirement(name: string, version: string): string {
     throw new KnownGoodError('internal', `restore: ${shownValue(`${name}==${version}`)} reached a requirements file`);
   return line;
 }
+
+/** In the env folder: the one-line requirements file each package is installed from when its group failed. */
+const ONE_PIN_FILE = 'known-good-one.txt';
 
 /** The here-document's end marker: no requirements line (`name==version`) can be this word. */
 const REQUIREMENTS_END = 'KNOWN_GOOD_REQUIREMENTS';
@@ -595,6 +649,9 @@ export function refusedLines(plan: RestorePlan): string[] {
 export function planDocument(plan: RestorePlan, title: string): string {
   const out = [oneLine(`Restore ${title}`), ''];
   out.push(oneLine(`Into: ${plan.envDir} (${plan.tool}, ${plan.python.command})`));
+  if (plan.existing === 'resume')
+    out.push('Resume: the folder of an earlier restore is kept; what it lacks is installed into it');
+  if (plan.existing === 'rebuild') out.push('Rebuild: the folder of an earlier restore is removed first');
   if (plan.torch)
     out.push(
       oneLine(

@@ -5,7 +5,14 @@ import { KnownGoodError } from '../errors';
 import { defineProbe, type ProbeRunnerLike } from '../probes/probe';
 import { shellQuote } from '../quote';
 import type { Transport } from '../transport/types';
-import { restorePlan, type PackageSource, type RestoreOptions, type RestorePlan } from './plan';
+import {
+  FAILED_PINS_FILE,
+  failedPinsOf,
+  restorePlan,
+  type PackageSource,
+  type RestoreOptions,
+  type RestorePlan,
+} from './plan';
 import { normalizeName } from './units';
 
 /*
@@ -257,4 +264,35 @@ export function restoredSpeedLine(s: { restored?: number; baseline?: number; now
   if (s.baseline !== undefined) rest.push(`${f(s.baseline)} at baseline`);
   if (s.now !== undefined) rest.push(`${f(s.now)} now`);
   return rest.length ? `${parts[0]} vs ${rest.join(', ')}` : parts[0]!;
+}
+
+/** What an earlier restore left in an env folder: whether it is there, its venv, the packages it could not install. */
+export interface EarlierEnv {
+  exists: boolean;
+  venv: boolean;
+  failed: string[];
+}
+
+/** The env folder of `plan` as an earlier restore left it (three reads on the host; nothing runs from it). */
+export async function earlierEnv(transport: Transport, plan: RestorePlan, signal?: AbortSignal): Promise<EarlierEnv> {
+  const o = { timeoutMs: 30_000, ...(signal ? { signal } : {}) };
+  const [dir, venv, failed] = await Promise.all([
+    transport.exec(['test', '-e', plan.envDir], o),
+    transport.exec(['test', '-x', `${plan.envDir}/bin/python`], o),
+    transport.exec(['head', '-c', '65536', '--', `${plan.envDir}/${FAILED_PINS_FILE}`], o),
+  ]);
+  return {
+    exists: dir.exitCode === 0,
+    venv: venv.exitCode === 0,
+    failed: failed.exitCode === 0 ? failedPinsOf(failed.stdout) : [],
+  };
+}
+
+/** `2 pinned packages could not be installed: kg-echo==1.0, kg-golf==1.0` (the first ten named). */
+export function failedPinsText(failed: readonly string[]): string {
+  const shown = failed.slice(0, 10).join(', ');
+  return (
+    `${failed.length} pinned package${failed.length === 1 ? '' : 's'} could not be installed: ${shown}` +
+    (failed.length > 10 ? ` and ${failed.length - 10} more` : '')
+  );
 }

@@ -43,6 +43,11 @@ export function analyze(facts: WhatChangedFacts, generatedAt = new Date()): What
   const drafts = causeDrafts(facts, { refCk, nowCk, refTime: ref0.time, main, base }, unknown);
   const evidence = shiftEvidence(facts, main, tpSeries, bench);
   const { suspects, unranked } = rankDrafts(drafts, main, win, verdict, evidence);
+  const replayable = facts.run !== null && recordedLaunches(facts) >= 2;
+  if (replayable && facts.run !== null)
+    for (const s of suspects)
+      if (s.subject)
+        s.evidence.push({ kind: 'replay', title: 'Prove by Replay', hostId: facts.host.id, run: facts.run });
   const restarts = restartsOf(facts, suspects, unranked);
   const report: WhatChangedReport = {
     schema: 1,
@@ -64,6 +69,7 @@ export function analyze(facts: WhatChangedFacts, generatedAt = new Date()): What
     ...(facts.log?.sources && facts.log.sources.length > 1 ? { logSources: facts.log.sources } : {}),
     ...launchSummaryOf(facts.probe?.launches?.[0]),
     suspects,
+    ...(replayable ? { replayable } : {}),
     unranked,
     unknown,
     gathered: {
@@ -74,6 +80,11 @@ export function analyze(facts: WhatChangedFacts, generatedAt = new Date()): What
   };
   report.headline = headline(report, main);
   return report;
+}
+
+/** The run's launches recorded by kg_record.py: a replay needs two (the known-good one and now's). */
+export function recordedLaunches(facts: WhatChangedFacts): number {
+  return (facts.probe?.launches?.[0]?.records ?? []).filter((r) => r.source === 'kg_record').length;
 }
 
 /** Where a cause compares: the checkpoints and time of the reference and now, the shift, the baseline. */

@@ -2,8 +2,8 @@ import { formatRate } from '../bench/compare';
 import { KnownGoodError } from '../errors';
 import { escapeHtml, webviewCsp } from '../util/html';
 import { formatRatio } from './scoring';
-import { evidenceText, firstRuledOut, RULED_OUT_HEADING } from './render';
-import type { Suspect, WhatChangedReport } from './model';
+import { evidenceText, firstRuledOut, proofLine, RULED_OUT_HEADING } from './render';
+import type { ReplayProof, Suspect, WhatChangedReport } from './model';
 
 /*
  * The report as the panel's page. Rendered here (no DOM: the extension host builds it), every text of the report
@@ -47,6 +47,10 @@ a.kg-evidence:hover { text-decoration: underline; color: var(--vscode-textLink-a
 ul.kg-facts { margin: 4px 0; padding-left: 18px; }
 code { font-family: var(--vscode-editor-font-family); }
 #kg-status { margin-left: 8px; }
+.kg-proof { margin: 6px 0 2px; padding: 3px 8px; border-left: 3px solid var(--vscode-descriptionForeground); }
+.kg-proof.confirmed { border-left-color: var(--vscode-testing-iconPassed, var(--vscode-charts-green)); }
+.kg-proof.not-reproduced { border-left-color: var(--vscode-charts-yellow, var(--vscode-descriptionForeground)); }
+.kg-proof b { font-weight: 600; }
 `;
 
 /**
@@ -83,6 +87,13 @@ window.addEventListener('message', (ev) => {
 });
 `;
 
+/** A replay's word on a suspect (or on every change): its verdict first, then the numbers; the restart in a line. */
+function proofHtml(p: ReplayProof, what = ''): string {
+  const e = escapeHtml;
+  const [head, ...rest] = proofLine(p).split(' — ');
+  return `<div class="kg-proof ${e(p.verdict)}" data-proof="${e(p.verdict)}"><b>${e(what)}${e(head ?? '')}</b>${rest.length ? ` — ${e(rest.join(' — '))}` : ''}${p.restart ? `<div class="kg-muted">${e(p.restart)}</div>` : ''}</div>`;
+}
+
 function suspectHtml(s: Suspect, i: number): string {
   const e = escapeHtml;
   const reasons = s.reasons
@@ -99,6 +110,7 @@ function suspectHtml(s: Suspect, i: number): string {
   <div class="kg-muted">when: ${e(s.when.text)}</div>
   <ul class="kg-reasons">${reasons}</ul>
   <div>${evidence || '<span class="kg-muted">no evidence to open</span>'}</div>${s.prove ? `\n  <div class="kg-muted kg-prove" data-prove="${e(s.prove.kind)}">prove it: <code>${e(s.prove.command)}</code> — ${e(s.prove.text)}</div>` : ''}
+  ${s.replay ? proofHtml(s.replay) : ''}
 </li>`;
 }
 
@@ -199,9 +211,11 @@ export function whatChangedHtml(r: WhatChangedReport, options: WhatChangedHtmlOp
     <span class="kg-verdict ${e(r.verdict)}">${e(r.verdict)}</span>
     <button data-action="copy">Copy as Markdown</button>
     <button class="kg-secondary" data-action="refresh">Refresh</button>
+    ${r.replayable ? '<button class="kg-secondary" data-action="replayAll" title="Resume the run from its known-good checkpoint in both recorded launches and bisect every change between them (and the restart itself)">Bisect All Changes</button>' : ''}
     <span id="kg-status" class="kg-muted" role="status"></span>
   </div>
   <h1 class="kg-headline">${e(r.headline)}</h1>
+  ${r.replay ? proofHtml(r.replay, 'Every change: ') : ''}
   <ul class="kg-facts">${facts.map((f) => `<li>${f}</li>`).join('')}</ul>
   ${
     r.verdict === 'regression'

@@ -53,7 +53,12 @@ export type EvidenceLink =
       since: number | null;
       /** The commits (hash, time, subject) and their changed hunks as a diff, opened as a read-only document. */
       document?: string;
-    };
+    }
+  /**
+   * Prove by Replay (issue 33): the run resumed from its known-good checkpoint in both recorded launches, with the
+   * suspect's own change(s) bisected (the suspect's `subject` says which). Offered on a run with two recorded launches.
+   */
+  | { kind: 'replay'; title: string; hostId: string; run: string };
 
 /** `restart`: the restart itself (what the resumed process loaded differs from what the launch before it had). */
 export type SuspectSource = 'args' | 'env' | 'code' | 'data' | 'caches' | 'bench' | 'launch' | 'restart';
@@ -97,6 +102,40 @@ export interface ChangeTime {
   time?: { from: number; to: number };
 }
 
+/**
+ * What a suspect is about, for acting on it (Prove by Replay maps it to the replay's changes: core/replay/suspects.ts):
+ * an arg (a checkpoint args key, dotted, or a launch's flag as written), a variable, files of the code (relative to
+ * `repo`; none named: every file of that kind), a data path (absolute), or the restart itself.
+ */
+export type SuspectSubject =
+  | { kind: 'arg'; key: string }
+  | { kind: 'env'; name: string }
+  | { kind: 'code'; repo: string | null; files: string[]; uncommitted?: boolean }
+  | { kind: 'data'; path: string }
+  | { kind: 'restart' };
+
+/** What a replay (issue 33) said of a suspect, or of all the changes (Bisect All Changes), with its numbers. */
+export interface ReplayProof {
+  /** `confirmed`: the suspect's change (one of them) named and confirmed both ways by interleaved resumed runs. */
+  verdict: 'confirmed' | 'not-reproduced' | 'inconclusive';
+  /** The replay's headline (`Culprit: --work: 2 → 8 — …`, `Not reproduced by replay: …`). */
+  headline: string;
+  /** The replay change ids bisected (`arg:--work`, `env:NAME`, `code:model.py`). */
+  changes: string[];
+  /** The culprit's label when one was named. */
+  culprit: string | null;
+  /** Median speed of the known-good state and of now, as the replay measured them (the key of the run's log). */
+  good: number | null;
+  bad: number | null;
+  unit: string;
+  runs: number;
+  wallSeconds: number;
+  /** The restart itself: the known-good launch resumed vs the run's own level before the restart, in words. */
+  restart?: string;
+  /** When it ended (ISO). */
+  at: string;
+}
+
 export interface Suspect {
   id: string;
   source: SuspectSource;
@@ -116,6 +155,10 @@ export interface Suspect {
   score: number;
   reasons: ScoreReason[];
   evidence: EvidenceLink[];
+  /** What changed, for Prove by Replay (absent where nothing can be replayed: packages, the driver, caches). */
+  subject?: SuspectSubject;
+  /** Set once a replay ran on this suspect (or Bisect All Changes named it). */
+  replay?: ReplayProof;
   /** How to prove it by running the run again (the restart itself: the replay); absent where there is no such proof. */
   prove?: ProveHint;
 }
@@ -254,6 +297,13 @@ export interface WhatChangedReport {
   logSources?: string[];
   /** Ranked, highest score first, the ones their timing rules out last; empty when the verdict is steady. */
   suspects: Suspect[];
+  /**
+   * The run has two launches recorded by kg_record.py, so it can be replayed (Prove by Replay on a suspect, Bisect All
+   * Changes on the report).
+   */
+  replayable?: boolean;
+  /** Bisect All Changes: what the replay of every change said (set once it ran). */
+  replay?: ReplayProof;
   /** Differences seen but not ranked: cosmetic ones, and every one when nothing needs explaining. */
   unranked: (CosmeticChange | Suspect)[];
   unknown: UnknownFact[];

@@ -13,6 +13,8 @@ export const whatChangedViewMessageSchema = z.discriminatedUnion('type', [
   z.object({ type: z.literal('open'), suspect: index, evidence: index }),
   z.object({ type: z.literal('copy') }),
   z.object({ type: z.literal('refresh') }),
+  /** Bisect All Changes: replay every change between the run's two recorded launches (issue 33). */
+  z.object({ type: z.literal('replayAll') }),
 ]);
 export type WhatChangedViewMessage = z.infer<typeof whatChangedViewMessageSchema>;
 

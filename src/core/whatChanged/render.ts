@@ -1,6 +1,6 @@
 import { formatRate } from '../bench/compare';
 import { formatRatio } from './scoring';
-import type { EvidenceLink, Suspect, WhatChangedReport } from './model';
+import type { EvidenceLink, ReplayProof, Suspect, WhatChangedReport } from './model';
 
 /*
  * The report as Markdown: what "Copy as Markdown" copies, what an adapter shows in a preview, and the CLI's text.
@@ -37,6 +37,7 @@ export function evidenceText(e: EvidenceLink): string {
       return `args diff ${e.a.label} → ${e.b.label}`;
     case 'env-diff':
     case 'bisect':
+    case 'replay':
       return e.title;
     case 'plot':
       return `plot of ${e.series}, steps ${formatStep(e.window.from)}–${formatStep(e.window.to)}`;
@@ -59,10 +60,36 @@ function level(n: number): string {
   return Math.abs(n) >= 1000 ? formatRate(n) : Number(n.toPrecision(3)).toString();
 }
 
+function pct(good: number, bad: number): string {
+  const change = (bad - good) / good;
+  return `${change >= 0 ? '+' : '−'}${Math.abs(change * 100).toFixed(0)} %`;
+}
+
+/**
+ * What a replay said, in one line: `confirmed by replay: --work: 2 → 8 — known-good 14.1K → now 5.7K tok_s (−59 %),
+ * 18 runs in 94 s`; `not reproduced by replay — …: why`; `replay inconclusive — …: why`.
+ */
+export function proofLine(p: ReplayProof): string {
+  const numbers =
+    p.good !== null && p.bad !== null
+      ? `known-good ${level(p.good)} → now ${level(p.bad)} ${p.unit} (${pct(p.good, p.bad)})`
+      : 'no runs compared';
+  const cost = `${p.runs} run${p.runs === 1 ? '' : 's'} in ${Math.round(p.wallSeconds)} s`;
+  switch (p.verdict) {
+    case 'confirmed':
+      return `confirmed by replay: ${p.culprit ?? p.changes.join(', ')} — ${numbers}, ${cost}`;
+    case 'not-reproduced':
+      return `not reproduced by replay — ${numbers}, ${cost}: ${p.headline.replace(/^Not reproduced by replay: /, '')}`;
+    case 'inconclusive':
+      return `replay inconclusive — ${numbers}, ${cost}: ${p.headline}`;
+  }
+}
+
 function suspectLines(s: Suspect, i: number): string[] {
   const reasons = s.reasons.map((r) => `${r.points >= 0 ? '+' : '−'}${Math.abs(r.points)} ${r.why}`).join('; ');
   return [
     `${i + 1}. **${mdEscape(s.title)}** — score ${s.score} (${s.source}${s.coincides ? ', at the shift' : ''})`,
+    ...(s.replay ? [`   - **${mdEscape(proofLine(s.replay))}**`] : []),
     `   - when: ${mdEscape(s.when.text)}`,
     `   - score: ${mdEscape(reasons)}`,
     `   - evidence: ${s.evidence.map((e) => mdEscape(evidenceText(e))).join(' · ') || 'none'}`,
@@ -73,6 +100,7 @@ function suspectLines(s: Suspect, i: number): string[] {
 
 export function renderWhatChangedMarkdown(r: WhatChangedReport): string {
   const out: string[] = [`**${mdEscape(r.headline)}**`, ''];
+  if (r.replay) out.push(`**Every change: ${mdEscape(proofLine(r.replay))}**`, '');
   const ref = r.reference;
   out.push(
     `- host ${code(r.host.label)}${r.run !== null ? `, run ${code(r.run)}` : ' (no run: environment and benchmarks)'}`,

@@ -208,6 +208,7 @@ export function rankDrafts(
       detail: d.detail,
       when: d.when,
       evidence,
+      ...(d.subject ? { subject: d.subject } : {}),
       ...(d.prove ? { prove: d.prove } : {}),
       ...s,
     };

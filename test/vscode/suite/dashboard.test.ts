@@ -222,6 +222,11 @@ describe('Dashboard', () => {
         },
         30_000,
       );
+      // The poll that read step 303 looks for the training process after it posts the data: killing the first
+      // before that look would let it see the second already, and mark the restart at 302. Polls run one at a time:
+      // once one more has ended, the one that read step 303 has ended too, its look included.
+      const polls = panel.pollsDone;
+      await waitFor('the poll that read step 303 ended', () => (panel.pollsDone > polls ? true : undefined), 30_000);
       first.kill('SIGKILL');
       second = await started({ ...env, CUDA_LAUNCH_BLOCKING: '1' });
       appendFileSync(log, '{"step": 304, "loss": 2.0, "lr": 0.0003}\n');

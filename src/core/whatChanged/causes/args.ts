@@ -188,6 +188,7 @@ function argDraft(ctx: ArgsContext, key: string, va: ArgValue | undefined, vb: A
     detail: detailBits.join('; '),
     when,
     evidence,
+    subject: { kind: 'arg', key },
     ...(category === 'cosmetic'
       ? {
           cosmeticWhy: isBookkeepingArg(key)

@@ -61,6 +61,7 @@ function commitsSummary(g: GitState, gitLink: GitLink): Draft {
     detail: `HEAD ${g.head?.slice(0, 10) ?? '?'}${g.branch ? ` on ${g.branch}` : ''}; files: ${g.changedSince.slice(0, 10).join(', ') || 'none'}`,
     when,
     evidence: [gitLink],
+    subject: { kind: 'code', repo: g.repo, files: g.changedSince },
   };
 }
 
@@ -166,6 +167,8 @@ function committedDrafts(g: GitState, gitLink: GitLink): Draft[] {
         detail: `${made} in ${g.repo ?? '?'} since ${g.base?.slice(0, 10) ?? 'the reference'}; ${c.error ?? hunksText(c.file, u.hunks)}${u.more ? `; ${u.more} more hunks` : ''}`,
         when,
         evidence,
+        // a replay puts back whole files: a function's suspect is proved by its file
+        subject: { kind: 'code', repo: g.repo, files: [c.file] },
       });
     }
   }
@@ -173,6 +176,7 @@ function committedDrafts(g: GitState, gitLink: GitLink): Draft[] {
   const compared = new Set(g.codeChanges.map((c) => c.file));
   out.push(
     ...notCompared(
+      g,
       g.changedSince.filter((f) => !compared.has(f)),
       'changed by the commits',
       whenOf(g.commits),
@@ -183,7 +187,13 @@ function committedDrafts(g: GitState, gitLink: GitLink): Draft[] {
 }
 
 /** Files not compared, grouped: the documentation among them cosmetic, the rest one suspect that says so. */
-function notCompared(files: readonly string[], how: string, when: ChangeTime, evidence: EvidenceLink[]): Draft[] {
+function notCompared(
+  g: GitState,
+  files: readonly string[],
+  how: string,
+  when: ChangeTime,
+  evidence: EvidenceLink[],
+): Draft[] {
   const out: Draft[] = [];
   const docs = files.filter((f) => docsWhy(f));
   const rest = files.filter((f) => !docsWhy(f));
@@ -206,6 +216,12 @@ function notCompared(files: readonly string[], how: string, when: ChangeTime, ev
       detail: 'the host compares at most 20 files a checkout (Python first), each up to 1 MiB, in 5 s',
       when,
       evidence,
+      subject: {
+        kind: 'code',
+        repo: g.repo,
+        files: rest,
+        ...(how.includes('not committed') ? { uncommitted: true } : {}),
+      },
     });
   return out;
 }
@@ -226,6 +242,7 @@ function uncommittedDrafts(facts: WhatChangedFacts, g: GitState, gitLink: GitLin
         detail: `${head}, modified: ${g.dirtyFiles.slice(0, 10).join(', ')}`,
         when: { text: 'not known (uncommitted)' },
         evidence: [gitLink],
+        subject: { kind: 'code', repo: g.repo, files: g.dirtyFiles, uncommitted: true },
       },
     ];
   const timeline = timelineOf(facts);
@@ -271,12 +288,15 @@ function uncommittedDrafts(facts: WhatChangedFacts, g: GitState, gitLink: GitLin
         detail: `not committed (${head}${c.from ? `; renamed from ${c.from}` : ''}); ${when.text}; ${c.error ?? (hunksText(c.file, u.hunks) || c.status)}${u.more ? `; ${u.more} more hunks` : ''}`,
         when,
         evidence,
+        subject: { kind: 'code', repo: g.repo, files: c.from ? [c.from, c.file] : [c.file], uncommitted: true },
       });
     }
   }
   const compared = new Set(g.dirtyChanges.map((c) => c.file));
   const rest = g.dirtyFiles.filter((f) => !compared.has(f));
-  out.push(...notCompared(rest, 'edited, not committed', { text: 'not known (uncommitted, not compared)' }, [gitLink]));
+  out.push(
+    ...notCompared(g, rest, 'edited, not committed', { text: 'not known (uncommitted, not compared)' }, [gitLink]),
+  );
   return out;
 }
 

@@ -75,6 +75,7 @@ export function dataDrafts(
           detail: `at the reference: ${old.files ?? '?'} files, ${old.size ?? '?'} bytes, hash ${old.hash ?? '?'}; now: ${f.files ?? '?'} files, ${f.size ?? '?'} bytes, hash ${f.hash ?? '?'}`,
           when,
           evidence: [fileLink],
+          subject: { kind: 'data', path: f.path },
         });
       }
     } else if (m !== null && refTime !== null && m > refTime) {
@@ -85,6 +86,7 @@ export function dataDrafts(
         detail: `${describeFingerprint(f)} (no fingerprint kept from the reference: its modification time is the evidence)`,
         when,
         evidence: [fileLink],
+        subject: { kind: 'data', path: f.path },
       });
     }
   }

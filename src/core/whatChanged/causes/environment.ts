@@ -4,7 +4,7 @@ import type { Baseline } from '../../baselines/store';
 import { restoredEnvProbePath } from '../../restore/plan';
 import { envCategory, packageCategory } from '../categories';
 import type { WhatChangedFacts } from '../facts';
-import type { ChangeTime, EvidenceLink, UnknownFact } from '../model';
+import type { ChangeTime, EvidenceLink, UnknownFact, SuspectSubject } from '../model';
 import { epochOf, isoOf, type Draft } from './draft';
 
 /*
@@ -33,6 +33,7 @@ interface EnvContext {
     when?: ChangeTime,
     cosmeticWhy?: string,
     bisectChange?: string,
+    subject?: SuspectSubject,
   ) => void;
 }
 
@@ -70,7 +71,7 @@ function envContext(facts: WhatChangedFacts, b: Baseline): EnvContext {
   };
   const restored = facts.probe?.stats.some((s) => s.exists && s.path === restoredEnvProbePath(b.label)) ?? false;
   const out: Draft[] = [];
-  const add: EnvContext['add'] = (category, t, detail, when = sinceBaseline, cosmeticWhy, bisectChange) =>
+  const add: EnvContext['add'] = (category, t, detail, when = sinceBaseline, cosmeticWhy, bisectChange, subject) =>
     out.push({
       source: 'env',
       category,
@@ -92,6 +93,7 @@ function envContext(facts: WhatChangedFacts, b: Baseline): EnvContext {
           ]
         : [envLink],
       ...(cosmeticWhy ? { cosmeticWhy } : {}),
+      ...(subject ? { subject } : {}),
     });
   return { facts, now, bTime, sinceBaseline, envLink, restored, out, add };
 }
@@ -172,6 +174,7 @@ function variableDrafts({ sinceBaseline, add }: EnvContext, drift: Drift): void 
       sinceBaseline,
       cat === 'cosmetic' ? 'a variable that does not change speed' : undefined,
       cat === 'cosmetic' ? undefined : envChangeId(e.name),
+      { kind: 'env', name: e.name },
     );
   }
 }
@@ -195,6 +198,7 @@ function scriptDrafts({ facts, now, sinceBaseline, envLink, out }: EnvContext, d
         detail: `training script ${p} ${kind === 'edited' ? 'has another hash than at the baseline' : kind}`,
         when,
         evidence: [envLink, { kind: 'file', title: p, hostId: facts.host.id, path: p }],
+        subject: { kind: 'code', repo: null, files: [p] },
       });
     }
   }

@@ -2,7 +2,7 @@ import type { Restart } from '../../metrics/restarts';
 import { argCategory, envCategory, inertArgWhy, isBookkeepingArg, packageCategory } from '../categories';
 import type { WhatChangedFacts } from '../facts';
 import type { LaunchRecord, LaunchRecords } from '../factsProbe';
-import type { ChangeTime, EvidenceLink, SuspectCategory, WhatChangedReport } from '../model';
+import type { ChangeTime, EvidenceLink, SuspectCategory, SuspectSubject, WhatChangedReport } from '../model';
 import { isoOf, type Draft } from './draft';
 
 /*
@@ -162,6 +162,7 @@ interface LaunchDiff {
   title: string;
   detail: string;
   cosmeticWhy?: string | undefined;
+  subject?: SuspectSubject;
   /** A flag that changes no step's cost (inertArgWhy). */
   inert?: boolean;
 }
@@ -229,6 +230,8 @@ function comparedLaunches(
         when,
         evidence,
         ...(d.cosmeticWhy ? { cosmeticWhy: d.cosmeticWhy } : {}),
+        // a kg_record launch is what a replay runs: its flags, variables and code can be replayed
+        ...(d.subject && own ? { subject: d.subject } : {}),
         ...(d.inert ? { inert: true } : {}),
       });
   }
@@ -276,6 +279,7 @@ function flagDiffs(
         detail,
         cosmeticWhy: cat === 'cosmetic' ? (inert ?? 'names, places or times of the run itself') : undefined,
         ...(inert !== null ? { inert: true } : {}),
+        ...(k.startsWith(`${source}:`) ? {} : { subject: { kind: 'arg' as const, key: name } }),
       });
     }
   }
@@ -301,6 +305,7 @@ function envDiffs(a: LaunchRecord, b: LaunchRecord, i: number): LaunchDiff[] {
       title,
       detail: `the environment launch ${i + 1} started with, against launch ${i}'s`,
       cosmeticWhy: cat === 'cosmetic' ? 'a variable that does not change speed' : undefined,
+      subject: { kind: 'env', name: k },
     });
   }
   return out;
@@ -362,6 +367,7 @@ function codeDiffs(a: LaunchRecord, b: LaunchRecord): LaunchDiff[] {
         category: 'code',
         title: UNCOMMITTED_DIFFER,
         detail: `the uncommitted diff of the script's checkout (sha256 ${a.gitDiff ?? 'none'} → ${b.gitDiff ?? 'none'})`,
+        subject: { kind: 'code', repo: null, files: [], uncommitted: true },
       },
     ];
   return [];

@@ -194,6 +194,7 @@ export function restartDrafts(facts: WhatChangedFacts, unknown: UnknownFact[]): 
             ]
           : [],
       prove: proveHint(facts, before),
+      subject: { kind: 'restart' },
     },
   ];
 }
