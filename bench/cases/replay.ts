@@ -42,16 +42,20 @@ const KINDS: readonly ReplayKind[] = ['arg', 'env', 'code', 'uncommitted', 'data
 /** The replay's runs typed by hand for each kind: its first ones (good and now states both among them). */
 const BY_HAND = 6;
 
-/** The transport with its exec and spawn calls counted: the requests that are not probes. */
-function counted(t: Transport): { transport: Transport; take: () => number } {
+/** The transport with its exec and spawn calls counted, and each exec's wall time: the requests that are not probes. */
+function counted(t: Transport): { transport: Transport; take: () => { n: number; execMs: number[] } } {
   let n = 0;
+  let execMs: number[] = [];
   const transport = new Proxy(t, {
     get(target, key, receiver) {
       const v = Reflect.get(target, key, receiver) as unknown;
       if ((key === 'exec' || key === 'spawn') && typeof v === 'function')
-        return (...a: unknown[]) => {
+        return async (...a: unknown[]) => {
           n++;
-          return (v as (...x: unknown[]) => unknown).apply(target, a);
+          const t0 = performance.now();
+          const r = await (v as (...x: unknown[]) => Promise<unknown>).apply(target, a);
+          if (key === 'exec') execMs.push(performance.now() - t0);
+          return r;
         };
       return typeof v === 'function' ? (v as (...x: unknown[]) => unknown).bind(target) : v;
     },
@@ -59,9 +63,10 @@ function counted(t: Transport): { transport: Transport; take: () => number } {
   return {
     transport,
     take: () => {
-      const k = n;
+      const out = { n, execMs };
       n = 0;
-      return k;
+      execMs = [];
+      return out;
     },
   };
 }
@@ -117,7 +122,12 @@ export async function benchReplay(): Promise<BenchResult[]> {
 }
 
 /** planReplay 5 times (the uncommitted kind: its checkout has an edit to list) against the same facts by hand. */
-async function planLine(host: ReplayHost, s: ReplaySetup, sshd: TestSshd, take: () => number): Promise<BenchResult> {
+async function planLine(
+  host: ReplayHost,
+  s: ReplaySetup,
+  sshd: TestSshd,
+  take: () => { n: number; execMs: number[] },
+): Promise<BenchResult> {
   const N = 5;
   await planReplay(host, s); // the helper's modules for these probes compiled once, as after the first click
   takeRequestCosts();
@@ -129,7 +139,7 @@ async function planLine(host: ReplayHost, s: ReplaySetup, sshd: TestSshd, take: 
     ours.push(performance.now() - t0);
   }
   const costs = takeRequestCosts();
-  const execs = take() / N;
+  const execs = take().n / N;
   const probeN = Object.values(costs).reduce((a, x) => a + x.n, 0) / N;
   const hand: number[] = [];
   for (let i = 0; i < N; i++) {
@@ -160,34 +170,23 @@ async function kindLine(
   s: ReplaySetup,
   sshd: TestSshd,
   root: string,
-  take: () => number,
+  take: () => { n: number; execMs: number[] },
 ): Promise<BenchResult> {
-  takeRequestCosts();
-  take();
-  const t0 = performance.now();
   const plan = await planReplay(host, s);
-  const o = await runReplay(host, plan, s);
-  const ms = performance.now() - t0;
-  const costs = takeRequestCosts();
-  const execs = take();
-  const probeN = Object.values(costs).reduce((a, x) => a + x.n, 0);
-  const d = plan.changes.length;
-  const r = o.report;
-  const found = r?.verdict.kind === 'culprit' && r.confirmation?.confirmed ? 'confirmed' : 'NOT confirmed';
-  const budget = budgetRuns(d, r?.repeats);
-  // The same states by hand: the launch as now with the changes not applied taken back and the same three overrides,
-  // in the run folder (its code as now: by hand a code state would also need the old files checked out).
   const table = STACKS[plan.stack];
-  const sample = o.runs.slice(0, BY_HAND);
-  let hand = 0;
-  for (const [i, one] of sample.entries()) {
-    const state = stateOf(s.now, plan.changes, new Set(one.state), plan.stack);
+  // The same runs by hand: the launch as now with the changes not applied taken back and the same three overrides,
+  // in the run folder (its code as now: by hand a code state would also need the old files checked out). The known-good
+  // and the current state alternate, half before the replay and half after, so a load that moves meanwhile weighs on
+  // both sides alike.
+  let handN = 0;
+  const byHand = async (applied: ReadonlySet<string>): Promise<number> => {
+    const state = stateOf(s.now, plan.changes, applied, plan.stack);
     const { overrides } = overridesFor(
       table,
       state.argv,
       {
         resume: s.reference.path,
-        output: join(root, 'by-hand', kind, String(i)),
+        output: join(root, 'by-hand', kind, String(++handN)),
         steps: String(s.reference.step + s.steps),
       },
       s.names,
@@ -200,9 +199,26 @@ async function kindLine(
     ];
     const t = performance.now();
     await ssh(sshd, `cd ${shellJoin([s.now.cwd])} && ${shellJoin([...env, ...argv])}`);
-    hand += performance.now() - t;
-  }
-  const handRun = hand / Math.max(1, sample.length);
+    return performance.now() - t;
+  };
+  const good = new Set<string>();
+  const now = new Set(plan.changes.map((c) => c.id));
+  const hand: number[] = [];
+  for (let i = 0; i < BY_HAND / 2; i++) hand.push(await byHand(i % 2 ? now : good));
+  takeRequestCosts();
+  take();
+  const t0 = performance.now();
+  const o = await runReplay(host, await planReplay(host, s), s);
+  const ms = performance.now() - t0;
+  const costs = takeRequestCosts();
+  const { n: execs, execMs } = take();
+  for (let i = 0; i < BY_HAND / 2; i++) hand.push(await byHand(i % 2 ? good : now));
+  const probeN = Object.values(costs).reduce((a, x) => a + x.n, 0);
+  const d = plan.changes.length;
+  const r = o.report;
+  const found = r?.verdict.kind === 'culprit' && r.confirmation?.confirmed ? 'confirmed' : 'NOT confirmed';
+  const budget = budgetRuns(d, r?.repeats);
+  const handRun = hand.reduce((a, x) => a + x, 0) / hand.length;
   const perRun = ms / Math.max(1, o.runs.length);
   return {
     case: `replay: ${kind} change (+ a harmless --lr), ${d} changes, to a confirmed culprit`,
@@ -210,9 +226,11 @@ async function kindLine(
     usual_ms: handRun * o.runs.length,
     request_ms: costs,
     note:
-      `${o.runs.length} runs, ${perRun.toFixed(0)} ms a run against ${handRun.toFixed(0)} ms by hand (its first ` +
-      `${sample.length} states, one ssh each): ${(perRun - handRun).toFixed(0)} ms overhead a run; ` +
-      `${probeN} probe requests and ${execs} exec (${((probeN + execs) / Math.max(1, o.runs.length)).toFixed(1)} a run); ` +
+      `${o.runs.length} runs, ${perRun.toFixed(0)} ms a run against ${handRun.toFixed(0)} ms by hand (${hand.length} ` +
+      `runs of the good and the current state, one ssh each, half before the replay, half after): ` +
+      `${(perRun - handRun).toFixed(0)} ms a run more; requests: ${probeN} probe and ${execs} exec or spawn ` +
+      `(${((probeN + execs) / Math.max(1, o.runs.length)).toFixed(1)} a run: the guarded run, its speed read, a code ` +
+      `copy per state), a speed read ${median(execMs).toFixed(0)} ms (median of ${execMs.length} exec); ` +
       `${r?.rounds.length ?? 0} rounds of budget ${budgetRounds(d)} (⌈log₂ ${d}⌉ + 2), runs ${((o.runs.length / budget) * 100).toFixed(0)} % ` +
       `of the budget's ${budget} before extensions; ${found}: ${r?.verdict.ids.join(', ') ?? o.headline}`,
   };
