@@ -1,13 +1,15 @@
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { gpuHealthProbe } from '../../src/core/hardware/gpuProbe';
 import { ProbeRunner } from '../../src/core/probes/runner';
+import { pythonDir } from '../../src/core/probes/sources';
 import { SshPool } from '../../src/core/transport/ssh';
 import { installFakeSmi, type FakeSmi } from '../support/fakeNvidiaSmi';
 import { endpointOf, recordingPrompts, sshOptions } from '../support/hosts';
+import { waitUntil } from '../support/process';
 import { startSshd, type TestSshd } from '../support/sshd';
 
 /*
@@ -108,6 +110,41 @@ void describe('the GPUs now, over SSH (a fake nvidia-smi answering in the docume
       [1001, 1006],
     );
     assert.equal(value.timeline!.headers[0]!.pid, 4242);
+  });
+
+  void it('a launch through kg_record over SSH records a timeline the probe reads back through the schema', async () => {
+    smi.set({ driver: 'r580', gpu: 'r580-h200x8-faults.gpu.csv', apps: 'r580-h200x8.apps.csv' });
+    const run = join(dir, 'recorded');
+    mkdirSync(run);
+    const file = join(run, '.known-good', 'gpu-timeline.jsonl');
+    const kgRecord = join(pythonDir(), 'kg_record.py');
+    const hold = 'import sys; print("ready", flush=True); sys.stdin.read()';
+    // the command runs until its stdin closes: the test decides when the launch ends
+    const launch = await pool
+      .transport(endpointOf(sshd), 'test-sshd')
+      .spawn(['python3', kgRecord, '--run', run, '--gpu-interval', '0.1', '--', 'python3', '-c', hold]);
+    let said = '';
+    launch.stdout.resume();
+    launch.stderr.on('data', (c: Buffer) => (said += c.toString('utf8')));
+    const samples = () =>
+      existsSync(file)
+        ? readFileSync(file, 'utf8')
+            .split('\n')
+            .filter((l) => l.startsWith('{"kind":"sample"'))
+        : [];
+    await waitUntil(() => samples().length >= 2, 30_000);
+    const during = (await probes.run(gpuHealthProbe({ timeline: run, noNow: true }))).value.timeline!;
+    assert.equal(during.headers.length, 1);
+    assert.ok(during.samples.length >= 2);
+    assert.deepEqual(during.samples[0]!.gpus[5]!.reasons, ['hw_thermal_slowdown', 'sw_thermal_slowdown']);
+    assert.equal(during.headers[0]!.gpus[5]!.name, 'NVIDIA H200');
+    launch.stdin.end();
+    assert.deepEqual(await launch.exited, { exitCode: 0 });
+    assert.equal(said, '');
+    await waitUntil(() => readFileSync(file, 'utf8').includes('{"kind":"end"'), 30_000);
+    const after = (await probes.run(gpuHealthProbe({ timeline: run, noNow: true }))).value.timeline!;
+    assert.equal(after.ends[0]!.why, `the launch (PID ${after.headers[0]!.pid}) ended`);
+    assert.equal(after.ends[0]!.samples, after.total);
   });
 
   void it('without nvidia-smi it says so once and reads nothing', async () => {

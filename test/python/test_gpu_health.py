@@ -13,24 +13,12 @@ import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PY_DIR = os.path.join(HERE, "..", "..", "python")
-FIXTURES = os.path.join(HERE, "..", "fixtures", "nvidia-smi")
-FAKE = os.path.join(FIXTURES, "fake_nvidia_smi.py")
 sys.path.insert(0, PY_DIR)
+sys.path.insert(0, HERE)
 
 import gpu_health  # noqa: E402
 import kg_gpu  # noqa: E402
-
-
-def fake_smi(folder, state, name="nvidia-smi"):
-    """A `nvidia-smi` in `folder` that answers from the fixtures as `state` says; returns (path, state file)."""
-    state_file = os.path.join(folder, "state.json")
-    with open(state_file, "w") as f:
-        json.dump(state, f)
-    smi = os.path.join(folder, name)
-    with open(smi, "w") as f:
-        f.write('#!/bin/sh\nexec %s %s --kg-state %s "$@"\n' % (sys.executable, FAKE, state_file))
-    os.chmod(smi, 0o755)
-    return smi, state_file
+from fake_smi import fake_smi  # noqa: E402
 
 
 def probe(folder, *args):
