@@ -54,7 +54,7 @@ export type EvidenceLink =
       document?: string;
     };
 
-export type SuspectSource = 'args' | 'env' | 'code' | 'data' | 'caches' | 'bench' | 'launch';
+export type SuspectSource = 'args' | 'env' | 'code' | 'data' | 'caches' | 'bench' | 'launch' | 'gpu';
 
 /** What kind of change, by how well it is known to move throughput. */
 export type SuspectCategory =
