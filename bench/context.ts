@@ -18,6 +18,12 @@ export interface BenchResult {
   target_ms?: number;
   /** Where one request of each probe the case ran through the helper spent its time (medians, ms). */
   request_ms?: Record<string, RequestCost>;
+  /** The link's round-trip time the case ran over (bench "links": a delay relay), ms. */
+  rttMs?: number;
+  /** Round trips counted at the relay for `ours` (the most of its runs) and for the usual way, and the target. */
+  roundTrips?: number;
+  usualRoundTrips?: number;
+  targetRoundTrips?: number;
 }
 
 /** One request of a probe through the resident helper: the client's wall time and the helper's own phases. */

@@ -19,6 +19,7 @@ import { benchRegressions } from './cases/regressions';
 import { benchStitching } from './cases/stitching';
 import { benchLaunchFacts } from './cases/launchFacts';
 import { benchBisect } from './cases/bisect';
+import { benchLinks } from './cases/links';
 
 type Case = { name: string; run: (ctx: BenchContext) => Promise<BenchResult | BenchResult[]> };
 
@@ -39,6 +40,7 @@ const cases: Case[] = [
   { name: 'stitching', run: benchStitching },
   { name: 'launch-facts', run: () => benchLaunchFacts() },
   { name: 'bisect', run: () => benchBisect() },
+  { name: 'links', run: benchLinks },
 ];
 
 function fmt(ms: number): string {
@@ -106,6 +108,10 @@ async function main(): Promise<number> {
           ...(r.remote_rss_mb ? { remote_rss_mb: r.remote_rss_mb } : {}),
           ...(r.target_ms !== undefined ? { target_ms: r.target_ms } : {}),
           ...(r.request_ms ? { request_ms: r.request_ms } : {}),
+          ...(r.rttMs !== undefined ? { rttMs: r.rttMs } : {}),
+          ...(r.roundTrips !== undefined ? { roundTrips: r.roundTrips } : {}),
+          ...(r.usualRoundTrips !== undefined ? { usualRoundTrips: r.usualRoundTrips } : {}),
+          ...(r.targetRoundTrips !== undefined ? { targetRoundTrips: r.targetRoundTrips } : {}),
         })),
         null,
         2,

@@ -1,7 +1,8 @@
 """Read the args of a training checkpoint without torch, without the weights and without running code from the file.
 
 Usage: python3 ckpt_args.py PATH [--key KEY]... [--all]
-       python3 ckpt_args.py PATH --stat    (only {path, bytes, mtime, dir}: what a cache of results is keyed by)
+       python3 ckpt_args.py PATH --stat    (only {path, bytes, mtime, dir}: what a cache of results is keyed by;
+                                            a read's result carries the same bytes and mtime as "stat")
 
 stdlib only.  Formats: torch zip checkpoints (only the one ``*/data.pkl`` member is read, never the tensor storages),
 the legacy non-zip torch format (stops before the storages), Lightning ``.ckpt``, a Hugging Face checkpoint folder
@@ -266,16 +267,11 @@ def _parse_argv(argv):
 
 def main(argv):
     path, keys, want_all, want_stat = _parse_argv(argv)
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        raise kg_common.ProbeError("no such file: %s" % path, "not-found")
-    except PermissionError:
-        raise kg_common.ProbeError("permission denied: %s" % path, "permission-denied")
-    except OSError as e:
-        raise kg_common.ProbeError("cannot read %s: %s" % (path, e.strerror or e), "unreadable")
+    st = kg_common.stat_or_fail(path)
     if want_stat:
         return _stat_only(path, st)
+    # What --stat would answer, taken before the read: a client can cache the result by it without asking again.
+    key = _stat_only(path, st)
     res = _Result(path, st.st_size)
     if stat.S_ISDIR(st.st_mode):
         res.doc["bytes"] = 0
@@ -283,6 +279,7 @@ def main(argv):
     else:
         _read_file(path, st.st_size, keys, want_all, res)
     res.doc["mtime"] = st.st_mtime
+    res.doc["stat"] = {"bytes": key["bytes"], "mtime": key["mtime"]}
     # Secrets in the args (HF's hub_token, a wandb_api_key, a URL with a password) never leave the host.
     res.doc["args"] = kg_redact.redact_tree(res.doc["args"])
     return res.doc

@@ -175,6 +175,19 @@ def _limit_text(name, value):
     return "%s of %d" % (_LIMIT_WORDS.get(name, name), value)
 
 
+def stat_or_fail(path):
+    """os.stat(path), or the ProbeError a probe answers for a path it cannot stat (not-found, permission-denied,
+    unreadable)."""
+    try:
+        return os.stat(path)
+    except FileNotFoundError:
+        raise ProbeError("no such file: %s" % path, "not-found")
+    except PermissionError:
+        raise ProbeError("permission denied: %s" % path, "permission-denied")
+    except OSError as e:
+        raise ProbeError("cannot read %s: %s" % (path, e.strerror or e), "unreadable")
+
+
 class LimitError(ProbeError):
     """A resource limit was reached; ``code`` is ``limit-<name>`` and the message says which limit and where."""
 

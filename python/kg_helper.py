@@ -3,7 +3,8 @@
 Started once per host connection as ``python3 -u -c <loader> --spares N --shrink-after-ms M`` (kg_pool
 pool_options; it then names itself "known-good helper" in ps, kg_spare.set_title); the loader reads
 kg_modules, kg_common and this source as the first stdin line (JSON) and executes them.  The
-client sends nothing else until the ready line.  Then it answers JSON-line
+client may write its first requests right behind that line, without waiting (what the loader read past
+the line is handed to serve()); they are answered after the ready line.  It answers JSON-line
 requests on the same channel:
 
   -> {"id": 1, "op": "probe", "name": "list_runs", "hash": "...", "src": "...", "args": [...], "timeoutMs": 60000}
@@ -217,6 +218,9 @@ class Helper(SparePool):
             self.stdin_open = False
             self.sel.unregister(0)
             return
+        self.take_input(data)
+
+    def take_input(self, data):
         self.inbuf += data
         while True:
             nl = self.inbuf.find(b"\n", self.scan_from)
@@ -562,7 +566,8 @@ class Helper(SparePool):
         return max(0.0, min(pending))
 
     # ------------------------------------------------------------------------------------------------ the loop
-    def serve(self, argv=()):
+    def serve(self, argv=(), first=b""):
+        """Answers requests until stdin closes; `first`: what the loader read past its line (requests already sent)."""
         self.max_out = kg_common.LIMITS.get("output") or (1 << 30)
         try:
             self.max_spares, self.shrink_s = pool_options(argv)
@@ -610,6 +615,9 @@ class Helper(SparePool):
             pass
         self.sel.register(0, selectors.EVENT_READ, "in")
         self.sel.register(wake_r, selectors.EVENT_READ, "wake")
+        if first:
+            self.t_input = time.perf_counter()
+            self.take_input(first)
         if self.zygote is not None:
             self.sel.register(self.zygote.sock, selectors.EVENT_READ, "zygote")
         try:
@@ -661,5 +669,5 @@ class Helper(SparePool):
         self.stop = True
 
 
-def serve(nonce):
-    Helper(nonce).serve(sys.argv[1:])
+def serve(nonce, first=b""):
+    Helper(nonce).serve(sys.argv[1:], first)

@@ -401,14 +401,7 @@ def main(argv):
     parser.add_argument("path")
     args = parser.parse_args(argv)
     path = os.path.expanduser(args.path)
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        raise kg_common.ProbeError("no such file: %s" % path, "not-found")
-    except PermissionError:
-        raise kg_common.ProbeError("permission denied: %s" % path, "permission-denied")
-    except OSError as e:
-        raise kg_common.ProbeError("cannot read %s: %s" % (path, e.strerror or e), "unreadable")
+    st = kg_common.stat_or_fail(path)
     facts = _Facts(path, st.st_size)
     if stat.S_ISDIR(st.st_mode):
         facts.doc["bytes"] = 0

@@ -8,8 +8,10 @@ stdlib only, never imports torch.  Every fact that cannot be gathered says why (
   kind, size, mtime, and for a file a hash of its first and last MiB (a changed dataset of the same size shows), for
   a folder the file count, total size, newest mtime and a hash of the sorted (relative path, size, mtime) list,
   walked up to MAX_WALK entries (``truncated`` beyond).
-- ``--git DIR``: the git checkout DIR lies in (if any): top level, HEAD, branch, dirty flag and files, and the files
-  changed by commits since ``--since`` (epoch seconds).  git missing or no checkout: ``error`` says which.
+- ``--git DIR``: the git checkout DIR lies in (if any): top level, HEAD, branch, dirty flag and files, each uncommitted
+  file compared token by token with HEAD (with its mtime), and the files changed by commits since ``--since`` (epoch
+  seconds), compared with the commit before them.  At most MAX_COMPARED files each, of MAX_COMPARED_BYTES, within
+  COMPARE_SECONDS; the others say why not.  git missing or no checkout: ``error`` says which.
 - ``--launches RUN``: the launches ``kg_record.py`` recorded for the run (command line, environment as recorded,
   interpreter, torch, driver, packages, git HEAD), oldest first, bounded; and ``live``: the run's training process if
   it runs now (python/live_process.py: /proc, same user, at most 500 processes looked at; command line, environment
@@ -41,6 +43,10 @@ MAX_DEPTH = 256
 # Files of the commits since the reference compared token by token (code_diff), each read up to this size.
 MAX_COMPARED = 20
 MAX_COMPARED_BYTES = MiB
+# The files each commit changed, as listed with it (the report's suspects are one a file: which commits touched it).
+MAX_COMMIT_FILES = 50
+# How long comparing may take in all, per checkout (committed and uncommitted files): past it, a file says so.
+COMPARE_SECONDS = 5
 
 
 def _parse_args(argv):
@@ -176,7 +182,8 @@ _git_filters = kg_git.filters
 
 def git_state(path, since):
     out = {"path": path, "repo": None, "head": None, "branch": None, "dirty": None, "dirtyFiles": [],
-           "changedSince": [], "commitsSince": None, "headTime": None, "error": None}
+           "dirtyChanges": [], "dirtyNotCompared": 0, "changedSince": [], "commitsSince": None, "headTime": None,
+           "error": None}
     d = path if os.path.isdir(path) else os.path.dirname(path) or "."
     if not os.path.isdir(d):
         out["error"] = "%s not found" % d
@@ -200,27 +207,130 @@ def git_state(path, since):
             out["head"], out["headTime"] = head[0], float(head[1])
         branch = _git(top, "rev-parse", "--abbrev-ref", "HEAD").strip()
         out["branch"] = None if branch == "HEAD" else branch
+        deadline = time.monotonic() + COMPARE_SECONDS
         filters = _git_filters(top)
         if filters:
             out["error"] = ("uncommitted changes not checked: the repository configures %s, which git status would "
                             "run" % ", ".join(filters[:3]))
         else:
-            status = _git(top, "status", "--porcelain", "--untracked-files=no", "--ignore-submodules=all").splitlines()
-            out["dirty"] = bool(status)
-            out["dirtyFiles"] = sorted(line[3:] for line in status)[:MAX_LISTED]
+            entries = _status(top)
+            out["dirty"] = bool(entries)
+            out["dirtyFiles"] = sorted(e[1] for e in entries)[:MAX_LISTED]
+            out.update(_dirty_changes(top, entries, deadline))
         if since is not None:
             log = _git(top, "log", "--no-show-signature", "--no-ext-diff", "--no-textconv", "--since=@%d" % int(since),
                        "--format=@%H", "--name-only")
-            commits = [line for line in log.splitlines() if line.startswith("@")]
-            files = sorted(set(line for line in log.splitlines() if line and not line.startswith("@")))
+            commits = []
+            files_of = {}
+            for line in log.splitlines():
+                if line.startswith("@"):
+                    commits.append(line[1:])
+                    files_of[line[1:]] = []
+                elif line and commits:
+                    files_of[commits[-1]].append(line)
+            files = sorted(set(f for names in files_of.values() for f in names))
             out["commitsSince"] = len(commits)
             out["changedSince"] = files[:MAX_LISTED]
             if commits:
-                out.update(_code_changes(top, since, files))
+                out.update(_code_changes(top, since, sorted(files, key=_compare_order), files_of, deadline))
     except subprocess.TimeoutExpired:
         out["error"] = "git timed out"
     except (RuntimeError, OSError, ValueError) as e:
         out["error"] = str(e)
+    return out
+
+
+def _compare_order(name):
+    """Python first, documentation last: what is compared when more files changed than MAX_COMPARED."""
+    base = name.rsplit("/", 1)[-1].lower()
+    doc = (name.startswith("docs/") or base.endswith((".md", ".rst", ".txt")) or base.startswith(("license",
+           "changelog", "readme")) or base in (".gitignore", ".gitattributes"))
+    return (0 if base.endswith(".py") else 2 if doc else 1, name)
+
+
+def _status(top):
+    """The checkout's uncommitted changes to tracked files: ``(XY, name, name at HEAD, fs name at HEAD, fs name)``.
+
+    ``-z``: names as they are, never quoted; a rename is followed by its name at HEAD.
+    """
+    data, over = kg_git.git_bytes(top, "status", "--porcelain", "-z", "--untracked-files=no",
+                                  "--ignore-submodules=all")
+    parts = data.split(b"\0")
+    if over:
+        parts = parts[:-1]  # the last one read is cut
+    out = []
+    i = 0
+    while i < len(parts):
+        p = parts[i]
+        i += 1
+        if len(p) < 4:
+            continue
+        xy = p[:2].decode("ascii", "replace")
+        name = p[3:]
+        orig = name
+        if "R" in xy or "C" in xy:
+            orig = parts[i] if i < len(parts) else name
+            i += 1
+        out.append((xy, name.decode("utf-8", "replace"), orig.decode("utf-8", "replace"), os.fsdecode(orig),
+                    os.fsdecode(name)))
+    return out
+
+
+def _binary(text):
+    return "\0" in text[:8000]
+
+
+def _worktree_text(top, fs_name):
+    """A tracked file as it is in the working tree, bounded: ``(text, mtime, why not)``."""
+    path = os.path.join(top, fs_name)
+    st = os.lstat(path)
+    if not stat.S_ISREG(st.st_mode):
+        return None, st.st_mtime, "%s, not a regular file: not compared" % kg_common.file_kind(st.st_mode)
+    if st.st_size > MAX_COMPARED_BYTES:
+        return None, st.st_mtime, "larger than %s: not compared" % kg_common.format_bytes(MAX_COMPARED_BYTES)
+    # a folder on the way swapped for a link to elsewhere since git listed it: that file is no part of the checkout
+    real_top = os.path.realpath(top)
+    if os.path.commonpath([real_top, os.path.realpath(os.path.dirname(path))]) != real_top:
+        return None, st.st_mtime, "outside the checkout (a linked folder): not compared"
+    with kg_common.open_regular(path) as f:
+        data = f.read(MAX_COMPARED_BYTES + 1)
+    if len(data) > MAX_COMPARED_BYTES:
+        return None, st.st_mtime, "larger than %s: not compared" % kg_common.format_bytes(MAX_COMPARED_BYTES)
+    return data.decode("utf-8", "replace"), st.st_mtime, None
+
+
+def _dirty_changes(top, entries, deadline):
+    """Each uncommitted file (the first MAX_COMPARED, Python first) compared token by token with HEAD, with its mtime:
+    when it was last written, which the report places on the log's timeline.
+
+    The working tree is read as a file (no git diff: no filter or driver of the repository runs), HEAD's side by
+    cat-file; a file over MAX_COMPARED_BYTES, binary, not regular (a link, a FIFO) or past the time limit is listed
+    with why, not compared.
+    """
+    out = {"dirtyChanges": [], "dirtyNotCompared": max(0, len(entries) - MAX_COMPARED)}
+    for xy, name, orig, fs_orig, fs_name in sorted(entries, key=lambda e: _compare_order(e[1]))[:MAX_COMPARED]:
+        status = ("deleted" if "D" in xy else "added" if xy[0] == "A" else "renamed" if "R" in xy else "modified")
+        item = {"file": name, "status": status, "from": orig if orig != name else None, "mtime": None,
+                "python": name.endswith(".py"), "cosmetic": False, "hunks": [], "hunkCount": 0, "functions": [],
+                "error": None}
+        out["dirtyChanges"].append(item)
+        try:
+            new, why = "", None
+            if status != "deleted":
+                new, item["mtime"], why = _worktree_text(top, fs_name)
+            if why is None and time.monotonic() > deadline:
+                why = "not compared: the time for comparing (%d s) ran out" % COMPARE_SECONDS
+            old = _blob(top, "HEAD", fs_orig) if why is None and status != "added" else ""
+            if why is None and old is None:
+                why = "larger than %s at HEAD: not compared" % kg_common.format_bytes(MAX_COMPARED_BYTES)
+            if why is None and (_binary(old) or _binary(new)):
+                why = "binary: not compared"
+            if why is not None:
+                item["error"] = why
+                continue
+            item.update(code_diff.compare(old, new, name))
+        except (OSError, kg_common.ProbeError) as e:
+            item["error"] = "not compared: %s" % _msg(e)
     return out
 
 
@@ -235,8 +345,9 @@ def _blob(top, rev, name):
     return _git(top, "cat-file", "blob", "%s:%s" % (rev, name))
 
 
-def _code_changes(top, since, files):
-    """The commits since ``since`` (hash, time, subject) and each changed file compared with the reference's commit.
+def _code_changes(top, since, files, files_of, deadline):
+    """The commits since ``since`` (hash, time, subject, the files each changed) and each changed file compared with
+    the reference's commit (the first MAX_COMPARED, Python first, documentation last).
 
     Plumbing only (rev-list, cat-file): no diff driver, filter or textconv a repository names can run.
     """
@@ -246,7 +357,8 @@ def _code_changes(top, since, files):
     for line in log.splitlines()[:MAX_LISTED]:
         parts = line.split("\0")
         if len(parts) == 3:
-            out["commits"].append({"hash": parts[0], "time": float(parts[1]), "subject": parts[2][:MAX_LINE]})
+            out["commits"].append({"hash": parts[0], "time": float(parts[1]), "subject": parts[2][:MAX_LINE],
+                                   "files": files_of.get(parts[0], [])[:MAX_COMMIT_FILES]})
     base = None
     if out["commits"]:
         # the parent of the oldest commit listed: --before would take a commit of the same second as the reference
@@ -258,10 +370,16 @@ def _code_changes(top, since, files):
     for name in files[:MAX_COMPARED]:
         old = _blob(top, base, name) if base else ""
         new = _blob(top, "HEAD", name)
+        why = None
         if old is None or new is None:
+            why = "larger than %s: not compared" % kg_common.format_bytes(MAX_COMPARED_BYTES)
+        elif _binary(old) or _binary(new):
+            why = "binary: not compared"
+        elif time.monotonic() > deadline:
+            why = "not compared: the time for comparing (%d s) ran out" % COMPARE_SECONDS
+        if why is not None:
             out["codeChanges"].append({"file": name, "python": name.endswith(".py"), "cosmetic": False, "hunks": [],
-                                       "functions": [], "error": "larger than %s: not compared"
-                                       % kg_common.format_bytes(MAX_COMPARED_BYTES)})
+                                       "hunkCount": 0, "functions": [], "error": why})
             continue
         out["codeChanges"].append(code_diff.compare(old, new, name))
     return out

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawn, execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, existsSync } from 'node:fs';
+import { mkdtempSync, rmSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -10,7 +10,7 @@ import { LocalTransport } from '../../src/core/transport/local';
 import { SshPool } from '../../src/core/transport/ssh';
 import type { Transport } from '../../src/core/transport/types';
 import { endpointOf, recordingPrompts, sshOptions } from '../support/hosts';
-import { unlessHung, waitUntil } from '../support/process';
+import { pidAlive, unlessHung, waitUntil } from '../support/process';
 import { startSshd, type TestSshd } from '../support/sshd';
 
 /*
@@ -22,14 +22,7 @@ import { startSshd, type TestSshd } from '../support/sshd';
 
 const PATIENCE_MS = 120_000;
 
-function alive(pid: number): boolean {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return !/^[ZX]/.test(stat.slice(stat.lastIndexOf(')') + 2));
-  } catch {
-    return false;
-  }
-}
+const alive = pidAlive;
 
 async function allGone(pids: number[]): Promise<boolean> {
   return waitUntil(() => pids.every((p) => !alive(p)), PATIENCE_MS);

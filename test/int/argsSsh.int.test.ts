@@ -77,6 +77,8 @@ void test('args of a real torch checkpoint over SSH through the resident helper,
   const st = await runner.run(ckptStatProbe(file));
   assert.equal(st.value.bytes, value.bytes);
   assert.equal(st.value.dir, false);
+  // the read carries the same stat: the args cache keys a first read by it, with no stat request of its own
+  assert.deepEqual(value.stat, { bytes: st.value.bytes, mtime: st.value.mtime });
   assert.ok(sshd.connectionCount() - before <= 1, `connections: ${sshd.connectionCount() - before}`);
 });
 

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { shellQuote } from '../../src/core/quote';
-import { unlessHung, waitUntil } from '../support/process';
+import { pidAlive, unlessHung, waitUntil } from '../support/process';
 import { startSshd, type TestSshd } from '../support/sshd';
 
 /*
@@ -28,14 +28,7 @@ function releaseFifo(fifo: string): void {
 }
 const PATIENCE_MS = 120_000;
 
-function alive(pid: number): boolean {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return !/^[ZX]/.test(stat.slice(stat.lastIndexOf(')') + 2));
-  } catch {
-    return false;
-  }
-}
+const alive = pidAlive;
 
 for (const where of ['local', 'ssh'] as const) {
   void describe(`CLI actions stop with the CLI (${where === 'local' ? 'This machine' : 'a real sshd'})`, () => {

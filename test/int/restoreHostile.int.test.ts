@@ -32,6 +32,10 @@ const HOSTILE = 'test/fixtures/hostile';
 const BASE_PREFIX = '/usr';
 /** Where the `--target=` payload would install (the fixture package-target.json names it too). */
 const TARGET = '/tmp/known-good-hostile-target';
+/** The interpreter that runs the guard (python/kg_guard.py), found before the stand-ins go first on PATH. */
+const REAL_PYTHON = spawnSync('python3', ['-c', 'import sys; print(sys.executable)'], {
+  encoding: 'utf8',
+}).stdout.trim();
 const PAYLOADS = [
   '\ntouch $MARK\n',
   // `#` makes a comment of whatever the plan writes after the value (a closing quote, a parenthesis)
@@ -220,7 +224,8 @@ async function tryBaseline(
   const lines: string[] = [];
   let code: number | null;
   try {
-    code = await runScript(tier.transport, script, (l) => lines.push(l));
+    // The guard runs under the host's real interpreter; the plan's own python3 calls reach the stand-ins on PATH.
+    code = await runScript(tier.transport, script, (l) => lines.push(l), undefined, { python: REAL_PYTHON });
   } catch (e) {
     code = null;
     ran.push(`the script did not run: ${String(e)}`);

@@ -141,10 +141,9 @@ void describe('What changed? over a real sshd', () => {
       report.suspects[script]!.reasons.some((r) => r.points < 0 && /after the shift/.test(r.why)),
       diag,
     );
-    assert.ok(
-      report.suspects.some((s) => s.title.startsWith('uncommitted changes in ')),
-      diag,
-    );
+    // the edit not committed is its own suspect, with its line; made after the shift, it is ruled out
+    const edit = report.suspects.find((s) => s.title === 'train.py: uncommitted edit (print("train, edited"))');
+    assert.ok(edit?.ruledOut, diag);
     // cosmetic and unchanged args never rank
     assert.ok(!report.suspects.some((s) => /^(out_dir|seed|lr|data_dir) /.test(s.title)), diag);
     assert.equal(report.gathered.roundTrips, 3);

@@ -8,7 +8,7 @@ import { derivedSpeed } from '../../src/core/metrics/speedFromTime';
 import { ProbeRunner } from '../../src/core/probes/runner';
 import { listRunsProbe } from '../../src/core/runs/listRuns';
 import { LocalTransport } from '../../src/core/transport/local';
-import { medianOf } from '../../src/core/whatChanged/changepoints';
+import { medianOf } from '../../src/core/whatChanged/seriesStats';
 import { whatChanged } from '../../src/core/whatChanged/gather';
 import { renderWhatChangedMarkdown } from '../../src/core/whatChanged/render';
 import { materializeRealRuns, realRunNames } from '../support/realRuns';

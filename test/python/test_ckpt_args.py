@@ -401,6 +401,13 @@ class TorchCheckpoints(unittest.TestCase):
         self.assertEqual(one["argsType"], "fake_transformers.TrainingArguments")
         self.assertEqual(one["args"]["num_train_epochs"], 3.0)
 
+    def test_a_read_carries_the_stat_a_cache_keys_it_by(self):
+        # what --stat answers, on a file and on a folder (whose size and mtime are of the files the reader reads):
+        # a client caches the first read by it and stats the next time, and the two must agree
+        for target in (self.p("dict.pt"), self.p("checkpoint-500")):
+            st = probe_json(target, "--stat")
+            self.assertEqual(probe_json(target)["stat"], {"bytes": st["bytes"], "mtime": st["mtime"]}, target)
+
     def test_dcp_metadata(self):
         for target in (self.p("dcp"), self.p("dcp/.metadata")):
             doc = probe_json(target)

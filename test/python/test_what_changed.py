@@ -209,6 +209,77 @@ class Git(unittest.TestCase):
         self.assertEqual(c["functions"], ["main"])
         self.assertIn("        last = loss.item()", c["hunks"][-1]["new"])
 
+    def test_uncommitted_files_compared_with_head_token_by_token_with_their_mtimes(self):
+        loop = "def main():\n    with torch.autocast('cuda'):\n        loss = step()\n"
+        train = self.first_commit(loop)
+        for name, text in (("README.md", "# loop\n"), ("util.py", "x = 1\n"), ("old.py", "y = 1\n")):
+            with open(os.path.join(self.d, name), "w") as f:
+                f.write(text)
+        git(self.d, "add", ".")
+        git(self.d, "commit", "-q", "-m", "more")
+        with open(train, "w") as f:
+            f.write(loop.replace("'cuda')", "'cuda', enabled=False)"))
+        os.utime(train, (1700000000, 1700000000))
+        with open(os.path.join(self.d, "README.md"), "w") as f:
+            f.write("# the loop\n")
+        os.remove(os.path.join(self.d, "util.py"))
+        git(self.d, "mv", "old.py", "new.py")
+        g = run("--git", self.d)["git"][0]
+        by = dict((c["file"], c) for c in g["dirtyChanges"])
+        self.assertEqual(sorted(by), ["README.md", "new.py", "train.py", "util.py"])
+        c = by["train.py"]
+        self.assertEqual((c["status"], c["mtime"], c["functions"], c["cosmetic"]), ("modified", 1700000000, ["main"],
+                                                                                   False))
+        self.assertEqual(c["hunks"][0]["added"], ["with torch.autocast('cuda', enabled=False):"])
+        self.assertEqual((by["util.py"]["status"], by["util.py"]["mtime"]), ("deleted", None))
+        self.assertEqual(by["util.py"]["hunks"][0]["removed"], ["x = 1"])
+        self.assertEqual((by["new.py"]["status"], by["new.py"]["from"], by["new.py"]["hunks"]), ("renamed", "old.py", []))
+        self.assertEqual(by["README.md"]["hunks"][0]["new"], ["# the loop"])
+        # Python first: what is compared when more files changed than the limit
+        self.assertEqual(g["dirtyChanges"][0]["file"], "new.py")
+        self.assertEqual(g["dirtyNotCompared"], 0)
+
+    def test_an_uncommitted_file_that_is_binary_huge_a_link_or_a_fifo_is_named_not_read(self):
+        self.first_commit("print(1)\n")
+        names = ("blob.py", "huge.py", "link.py", "fifo.py")
+        for name in names:
+            with open(os.path.join(self.d, name), "w") as f:
+                f.write("x = 1\n")
+        git(self.d, "add", ".")
+        git(self.d, "commit", "-q", "-m", "more")
+        with open(os.path.join(self.d, "blob.py"), "wb") as f:
+            f.write(b"x = 1\n\0\1")
+        with open(os.path.join(self.d, "huge.py"), "w") as f:
+            f.write("x = 2\n" * 200000)  # 1.2 MB
+        os.remove(os.path.join(self.d, "link.py"))
+        os.symlink("/dev/zero", os.path.join(self.d, "link.py"))
+        os.remove(os.path.join(self.d, "fifo.py"))
+        os.mkfifo(os.path.join(self.d, "fifo.py"))  # nobody writes it: opened, it would block the probe
+        g = run("--git", self.d)["git"][0]
+        why = dict((c["file"], c["error"]) for c in g["dirtyChanges"])
+        self.assertEqual(why, {"blob.py": "binary: not compared", "huge.py": "larger than 1.0 MB: not compared",
+                               "link.py": "a symbolic link, not a regular file: not compared",
+                               "fifo.py": "a FIFO (named pipe), not a regular file: not compared"})
+
+    def test_more_uncommitted_files_than_the_limit_are_counted_and_each_commit_lists_its_files(self):
+        self.first_commit("print(1)\n")
+        for i in range(25):
+            with open(os.path.join(self.d, "m%02d.py" % i), "w") as f:
+                f.write("x = 1\n")
+        with open(os.path.join(self.d, "NOTES.md"), "w") as f:
+            f.write("n\n")
+        git(self.d, "add", ".")
+        git(self.d, "commit", "-q", "-m", "many")
+        for i in range(25):
+            with open(os.path.join(self.d, "m%02d.py" % i), "w") as f:
+                f.write("x = 2\n")
+        g = run("--git", self.d, "--since", "1500000000")["git"][0]
+        self.assertEqual((len(g["dirtyChanges"]), g["dirtyNotCompared"], len(g["dirtyFiles"])), (20, 5, 25))
+        self.assertEqual([c["subject"] for c in g["commits"]], ["many"])
+        self.assertEqual(len(g["commits"][0]["files"]), 26)
+        # the documentation is compared last: past the limit it is the one left out
+        self.assertNotIn("NOTES.md", [c["file"] for c in g["codeChanges"]])
+
     def test_launch_records_of_a_run_oldest_first_slimmed_and_bounded(self):
         kg = os.path.join(self.d, ".known-good")
         os.makedirs(kg)

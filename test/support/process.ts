@@ -1,4 +1,5 @@
 import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 
 /** Is a process whose command line contains `marker` running on this machine (where the test sshd runs it)? */
 export function processAlive(marker: string): boolean {
@@ -35,5 +36,15 @@ export async function unlessHung<T>(p: Promise<T>, what: string, guardMs = 60_00
     return await Promise.race([p, hung]);
   } finally {
     clearTimeout(timer);
+  }
+}
+
+/** Is process `pid` running (not a zombie) on this machine (where the test sshd runs it)? */
+export function pidAlive(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return !/^[ZX]/.test(stat.slice(stat.lastIndexOf(')') + 2));
+  } catch {
+    return false;
   }
 }

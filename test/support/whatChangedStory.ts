@@ -21,9 +21,15 @@ export function noise(seed: number): () => number {
   };
 }
 
-export function writeCheckpoints(run: string, t0: number, dataset: (step: number) => string, dataDir: string): void {
+export function writeCheckpoints(
+  run: string,
+  t0: number,
+  dataset: (step: number) => string,
+  dataDir: string,
+  every = 100,
+): void {
   const specs = [];
-  for (let step = 100; step <= 1000; step += 100) {
+  for (let step = every; step <= 1000; step += every) {
     specs.push({ file: join(run, `step_${step}`, 'checkpoint.pt'), step, dataset: dataset(step) });
     mkdirSync(join(run, `step_${step}`), { recursive: true });
   }
@@ -75,10 +81,14 @@ export function writeData(dir: string, name: string, files: number, mtime: numbe
   utimesSync(join(dir, name), mtime, mtime);
 }
 
-/** The story's run (`<root>/runs/run-a`) and data (`<root>/data`): the dataset changes between step_600 and step_700. */
+/**
+ * The story's run (`<root>/runs/run-a`) and data (`<root>/data`): the dataset changes after step_600. A checkpoint
+ * every `every` steps (10 by default; 50 with 20).
+ */
 export function writeStory(
   root: string,
   t0 = Math.floor(Date.now() / 1000) - 20000,
+  every = 100,
 ): { run: string; data: string; t0: number } {
   const run = join(root, 'runs', 'run-a');
   const data = join(root, 'data');
@@ -86,7 +96,7 @@ export function writeStory(
   writeData(data, 'openwebtext-10k', 4, t0 - 1000);
   // the new dataset was written while training was stopped at step 600
   writeData(data, 'openwebtext-dedup-v2', 3, t0 + 600 * STEP_S + 5);
-  writeCheckpoints(run, t0, (s) => (s <= 600 ? 'openwebtext-10k' : 'openwebtext-dedup-v2'), data);
+  writeCheckpoints(run, t0, (s) => (s <= 600 ? 'openwebtext-10k' : 'openwebtext-dedup-v2'), data, every);
   writeLog(run, t0);
   return { run, data, t0 };
 }

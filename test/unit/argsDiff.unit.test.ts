@@ -145,6 +145,48 @@ void test('ArgsReader.diffSide: both sides read once each, the same header on bo
   assert.equal(runs.filter((r) => r.startsWith('read ')).length, 2);
 });
 
+void test('ArgsReader: a first read is one request (the stat comes with it); again, a stat; rewritten, a stat and a read', async () => {
+  const runs: string[] = [];
+  let mtime = 1;
+  const host: ArgsHost = {
+    label: 'gpu-box',
+    probes: {
+      run<R>(call: ProbeCall<R>): Promise<ProbeOutcome<R>> {
+        const path = call.args[0]!;
+        const stat = call.args.includes('--stat');
+        runs.push(`${stat ? 'stat' : 'read'} ${path}`);
+        const value = stat
+          ? { path, bytes: 1, mtime, dir: false }
+          : { ...result(path, { ...ARGS, seed: mtime }), stat: { bytes: 1, mtime } };
+        return Promise.resolve({ value: value as R } as ProbeOutcome<R>);
+      },
+      runOnce<R>(): Promise<ProbeOutcome<R>> {
+        return Promise.reject(new Error('not used'));
+      },
+    },
+  };
+  const reader = new ArgsReader({
+    host: () => host,
+    allowTorchLoad: () => false,
+    confirmUnsafeLoad: () => Promise.resolve(false),
+  });
+  const a = { hostId: 'h', path: '/c/step_600.pt', label: 'step_600' };
+  const b = { hostId: 'h', path: '/c/step_690.pt', label: 'step_690' };
+  // a diff of two files never read: both sides ask at once, each file is read once, nothing stat'ed
+  await Promise.all([reader.diffSide(a, b, 'a'), reader.diffSide(a, b, 'b')]);
+  assert.deepEqual(runs.sort(), ['read /c/step_600.pt', 'read /c/step_690.pt']);
+  runs.length = 0;
+  const again = await reader.read(a);
+  assert.equal(again.fromCache, true);
+  assert.deepEqual(runs, ['stat /c/step_600.pt']);
+  runs.length = 0;
+  mtime = 2; // rewritten
+  const fresh = await reader.read(a);
+  assert.equal(fresh.fromCache, false);
+  assert.equal((fresh.result.args as Record<string, unknown>)['seed'], 2);
+  assert.deepEqual(runs, ['stat /c/step_600.pt', 'read /c/step_600.pt']);
+});
+
 void test('readable local time: date, time and the offset, in the local zone', () => {
   const saved = process.env['TZ'];
   try {

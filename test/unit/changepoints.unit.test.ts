@@ -1,6 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { findChangepoints } from '../../src/core/whatChanged/changepoints';
+import { tooLittleAfterRestart } from '../../src/core/whatChanged/youngRestart';
 import { realLoop } from '../support/realLoop';
 
 /** Deterministic noise (a small LCG, Box–Muller): the same series on every run. */
@@ -164,7 +165,7 @@ void test('a 2.6× slowdown at a restart is found at the restart; its levels are
   }
 });
 
-void test('a level held only while the run settles after it started (its first 60 s, under half its first launch) is warm-up; a shift later, or right after a restart, is kept', () => {
+void test('a level held only while the run settles after it started (under half its first launch, within 1.5× of the level after, never past its first minute) is warm-up; a shift later, larger, or right after a restart, is kept', () => {
   // 100 windows of 10 steps, 0.5 s each: the first 20 (10 s) run 25% faster, as the steady real plain loop did
   const { x, y } = series(100, (i) => (i < 20 ? 125 : 100), 2, 7);
   const t = x.map((_, i) => i * 0.5);
@@ -177,6 +178,16 @@ void test('a level held only while the run settles after it started (its first 6
   assert.deepEqual(
     findChangepoints(x, y, { times: late }).changepoints.map((c) => [c.at, c.firstAfter]),
     [[19, 20]],
+  );
+  // 3× as fast for the first half of a 30 s run (a CPU run relaunched with 4× the work per step, the restart in no
+  // file and no clock of its log): no settling moves a run that far, so it is the change (issue 32)
+  const half = series(60, (i) => (i <= 30 ? 21_000 : 7_000), 400, 8);
+  assert.deepEqual(
+    findChangepoints(half.x, half.y, { times: half.x.map((_, i) => i * 0.5) }).changepoints.map((c) => [
+      c.at,
+      c.firstAfter,
+    ]),
+    [[30, 31]],
   );
   // a restart 10 s into the run that is slower from there on: the restart's change, never the run settling
   const r = series(100, (i) => (i < 21 ? 100 : 70), 2, 9);
@@ -217,4 +228,38 @@ void test('a drop at a restart is found when the largest split of the run is its
   const cps = findChangepoints(x, y, { launches: [61] }).changepoints;
   const hit = cps.find((c) => c.launch === 61);
   assert.ok(hit && hit.ratio! > 0.7 && hit.ratio! < 0.8, JSON.stringify(cps));
+});
+
+void test('a restart with fewer points after it than its warm-up and a level take is said to be too young to judge', () => {
+  const xs = Array.from({ length: 32 }, (_, i) => (i + 1) * 10);
+  // 2 points from the restart at step 310 on: too few (7 take its warm-up and a level)
+  assert.deepEqual(tooLittleAfterRestart(xs, [310]), { step: 310, points: 2, needed: 7 });
+  // the latest restart is the one judged; 7 points after it are enough
+  assert.deepEqual(tooLittleAfterRestart(xs, [110, 260]), undefined);
+  assert.deepEqual(tooLittleAfterRestart(xs.slice(0, 31), [110, 260]), { step: 260, points: 6, needed: 7 });
+  // no restart inside the series (none, or one at its very start): nothing to say
+  assert.equal(tooLittleAfterRestart(xs, []), undefined);
+  assert.equal(tooLittleAfterRestart(xs, [10]), undefined);
+  assert.equal(tooLittleAfterRestart([], [310]), undefined);
+});
+
+void test('a dip of a few windows just before a large drop is not the run settling (it would leave the drop a stub)', () => {
+  // tok/s of a short CPU run (test/support/shortRun, restarted at step 300 with --work 8 → 32, the restart in no file
+  // and no clock), its last 8 windows before the restart slowed by up to 10%, as a busy machine slows them
+  const y = [
+    6432, 6957, 8028, 6222, 6019, 5859, 5840, 5834, 6133, 6016, 5751, 5688, 5904, 6209, 5793, 5685, 5796, 6137, 6082,
+    6223, 5515, 5902, 5893, 6135, 6071, 5646, 5664, 5457, 5503, 5163, 1864, 1994, 1956, 2082, 2114, 1976, 2110, 2134,
+    2002, 2066, 2107, 2040, 1917, 2139, 2182, 2156, 2020, 2148, 2136, 2184, 2089, 2105, 2088, 2162, 2044, 2112, 2076,
+    2120, 2169, 2281,
+  ];
+  const x = y.map((_, i) => (i + 1) * 10);
+  // 7.5 s to the restart, 24 s after it: all inside the first minute
+  const times = x.map((s) => (s <= 300 ? s * 0.025 : 7.5 + (s - 300) * 0.08));
+  // The 0.93× dip's level lasts 5 windows, its old one 25: no level the run settled to. Taken for settling, the points
+  // before it were left out and the drop kept only the dip's sloping 5 points before it: "a slope", nothing found.
+  const cps = findChangepoints(x, y, { times }).changepoints;
+  assert.ok(
+    cps.some((c) => c.at <= 300 && c.firstAfter === 310 && c.ratio! < 0.4),
+    JSON.stringify(cps.map((c) => [c.at, c.firstAfter, c.ratio])),
+  );
 });

@@ -12,7 +12,7 @@ import { previousCheckpoint } from '../../src/core/args/target';
 import { runCheckpoints } from '../../src/core/dashboard/sources';
 import { buildRootNodes, childrenOf, newestCheckpoint, type EntryNode, type RunsNode } from '../../src/core/runs/model';
 import { analyze } from '../../src/core/whatChanged/analyze';
-import { medianOf } from '../../src/core/whatChanged/changepoints';
+import { medianOf } from '../../src/core/whatChanged/seriesStats';
 import type { ArgsFact, WhatChangedFacts } from '../../src/core/whatChanged/facts';
 import { whatChangedHtml } from '../../src/core/whatChanged/html';
 import { renderWhatChangedMarkdown } from '../../src/core/whatChanged/render';

@@ -9,7 +9,7 @@ import {
   TOKENS_PER_SEC_KEY,
   withDerivedSpeed,
 } from '../../src/core/metrics/speedFromTime';
-import { medianOf } from '../../src/core/whatChanged/changepoints';
+import { medianOf } from '../../src/core/whatChanged/seriesStats';
 import { analyze } from '../../src/core/whatChanged/analyze';
 import type { WhatChangedFacts } from '../../src/core/whatChanged/facts';
 import { realLoop, type LoopLog } from '../support/realLoop';

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { DEFAULT_GRACE_MS, guardedCommand } from '../../core/actions/guard';
-import { KnownGoodError } from '../../core/errors';
+import { KnownGoodError, isKnownGoodError } from '../../core/errors';
 import { defineProbe } from '../../core/probes/probe';
 import { importedModules } from '../../core/probes/sources';
 import { jsonOption } from '../options';
@@ -18,14 +18,27 @@ export const execCommand: CliCommand = {
     // Under the guard (core/actions/guard.ts), writing straight to the channel (byte-exact): the limit is enforced on
     // the host (TERM, then KILL after the grace), and the command stops there when this CLI goes, even by SIGKILL.
     const guarded = guardedCommand(options.python, cmd, { timeoutMs: options.timeoutMs });
+    const giveUpMs = options.timeoutMs + DEFAULT_GRACE_MS + 30_000;
     const r = await execRaw(session.transport, guarded.argv, {
       // the guard's own limit ends it; this one only gives up on a host that stopped answering
-      timeoutMs: options.timeoutMs + DEFAULT_GRACE_MS + 30_000,
+      timeoutMs: giveUpMs,
       signal,
       // a terminal is not input: the command gets none (and a prompt for the host key may need the terminal)
       ...(process.stdin.isTTY ? {} : { stdin: process.stdin }),
       stdout: out,
       stderr: err,
+    }).catch((e: unknown) => {
+      if (!isKnownGoodError(e, 'timeout')) throw e;
+      // Only a host that stopped answering gets here: the guard there had already ended the command at its limit.
+      const group = /process group (\d+)/.exec(e.message)?.[1];
+      throw new KnownGoodError(
+        'timeout',
+        `exec: ${session.transport.label} did not answer for ${Math.round(giveUpMs / 1000)} s; the guard there ends ` +
+          `the command at its own limit (TERM after ${Math.round(options.timeoutMs / 1000)} s, KILL ` +
+          `${Math.round(DEFAULT_GRACE_MS / 1000)} s later) and when this connection closes, whether or not the host ` +
+          `answers` +
+          (group ? ` (its process group there: ${group}; to check: ps -o pid,args -g ${group})` : ''),
+      );
     });
     return r.exitCode ?? 255;
   },

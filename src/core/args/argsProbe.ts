@@ -84,6 +84,8 @@ export const ckptArgsSchema = z.object({
   mtime: z.number(),
   // the base model a peft adapter names (its base_model_name_or_path); absent from an older probe's result
   baseModel: z.string().nullable().default(null),
+  // what `--stat` answers for the path, taken before the read (the args cache's key); absent from the torch fallback
+  stat: z.object({ bytes: z.number(), mtime: z.number() }).optional(),
 });
 export type CkptArgs = z.infer<typeof ckptArgsSchema>;
 

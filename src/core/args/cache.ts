@@ -50,6 +50,15 @@ export class ArgsCache<V> {
     }
   }
 
+  /** Whether anything of one file is kept for this view (at any size and mtime). */
+  holds(host: string, path: string, view = ''): boolean {
+    for (const k of this.map.keys()) {
+      const [h, p, , , v] = JSON.parse(k) as [string, string, number, number | null, string];
+      if (h === host && p === path && v === view) return true;
+    }
+    return false;
+  }
+
   /** Forget every entry of one file (all sizes, mtimes and views), e.g. when it was deleted. */
   forget(host: string, path: string): void {
     for (const k of [...this.map.keys()]) {

@@ -53,10 +53,11 @@ export function isDecodeFailure(e: unknown): boolean {
 }
 
 /**
- * Reads checkpoint args on any host, cached by host + path + size + mtime: a stat (one round trip through the resident
- * helper, nothing read) decides whether the cached result still holds, so reopening is instant and a rewritten
- * checkpoint is read again. Concurrent reads of one file share one probe call (a diff asks for both sides at once,
- * the changed-only view for the same two again).
+ * Reads checkpoint args on any host, cached by host + path + size + mtime. A file with nothing cached is read at once:
+ * the probe's answer carries the file's stat, the cache's key (one round trip through the resident helper). A file
+ * with a result cached is stat'ed first (one round trip, nothing read): an unchanged file is not read again, a
+ * rewritten one is. Concurrent reads of one file share one probe call (a diff asks for both sides at once, the
+ * changed-only view for the same two again).
  */
 export class ArgsReader {
   private readonly cache: ArgsCache<{ result: CkptArgs; capturedAt: Date }>;
@@ -72,14 +73,29 @@ export class ArgsReader {
 
   async read(ref: CheckpointRef, keys: readonly string[] = []): Promise<ArgsRead> {
     const host = this.options.host(ref.hostId);
-    const st = await this.stat(ref);
-    const key: ArgsCacheKey = {
+    const view = keys.join('\n');
+    const keyOf = (st: { bytes: number; mtime: number }): ArgsCacheKey => ({
       host: ref.hostId,
       path: ref.path,
       size: st.bytes,
       mtime: st.mtime,
-      view: keys.join('\n'),
-    };
+      view,
+    });
+    if (!this.cache.holds(ref.hostId, ref.path, view)) {
+      // Nothing to check against: read now, and key the result by the stat the probe took before reading.
+      const first = JSON.stringify(['first', ref.hostId, ref.path, view]);
+      let p = this.inflight.get(first);
+      if (!p) {
+        p = this.load(ref, host, keys).finally(() => this.inflight.delete(first));
+        this.inflight.set(first, p);
+      }
+      const got = await p;
+      // the torch fallback reports no stat: one more round trip keys its result
+      const st = got.result.stat ?? (await this.stat(ref));
+      this.cache.set(keyOf(st), got);
+      return { ...got, host: host.label, fromCache: false };
+    }
+    const key = keyOf(await this.stat(ref));
     const hit = this.cache.get(key);
     if (hit) return { ...hit, host: host.label, fromCache: true };
     const k = argsCacheKey(key);

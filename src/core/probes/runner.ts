@@ -269,6 +269,9 @@ const START_LIMIT_MS = 120_000;
 class ResidentHelper {
   dead = false;
   private readonly started: Promise<{ handle: ProcessHandle; python: Interpreter }>;
+  /** The helper's process, its modules written: requests go behind them at once, answered after the ready line. */
+  private readonly spawned: Promise<ProcessHandle>;
+  private spawnedNow!: (handle: ProcessHandle) => void;
   private nextId = 1;
   private readonly pending = new Map<number, Pending>();
   private readonly sent = new Set<string>();
@@ -280,10 +283,14 @@ class ResidentHelper {
     private readonly python: string,
     private readonly argv: string[],
   ) {
+    this.spawned = new Promise((resolve) => (this.spawnedNow = resolve));
     this.started = this.start();
     this.started.catch(() => {
       this.dead = true;
     });
+    // a helper that never got its process: its requests fail as the start did
+    this.spawned = Promise.race([this.spawned, this.started.then(({ handle }) => handle)]);
+    this.spawned.catch(() => undefined);
   }
 
   async ready(timeoutMs: number): Promise<Interpreter> {
@@ -319,6 +326,7 @@ class ResidentHelper {
     });
     const modules = HELPER_MODULES.map((name) => [name, probeSource(name).source]);
     handle.stdin.write(asciiJson({ modules, nonce }) + '\n');
+    this.spawnedNow(handle);
 
     return new Promise((resolve, reject) => {
       let isReady = false;
@@ -430,9 +438,10 @@ class ResidentHelper {
   }
 
   /**
-   * One exchange with the helper once it is up: the line `build` makes (called then, so that what it says of the
-   * sources sent is true when it is written) with a new id, answered by the line of that id, cancelled on abort and
-   * at `timeoutMs`.
+   * One exchange with the helper: the line `build` makes (called then, so that what it says of the sources sent is
+   * true when it is written) with a new id, answered by the line of that id, cancelled on abort and at `timeoutMs`.
+   * A request made while the helper starts is written right behind its modules, not after its ready line: on first
+   * contact the start and the first requests are one round trip (the helper answers them once ready).
    */
   async ask(
     timeoutMs: number,
@@ -440,7 +449,7 @@ class ResidentHelper {
     signal: AbortSignal | undefined,
     build: () => Record<string, unknown>,
   ): Promise<unknown> {
-    const { handle } = await withTimeout(this.started, timeoutMs, () => this.startTimeout(timeoutMs));
+    const handle = await withTimeout(this.spawned, timeoutMs, () => this.startTimeout(timeoutMs));
     const id = this.nextId++;
     const cancel = () => {
       if (!this.dead) handle.stdin.write(asciiJson({ op: 'cancel', id }) + '\n');

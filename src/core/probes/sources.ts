@@ -122,10 +122,20 @@ export const HELPER_MODULES = [
   'kg_helper',
 ] as const;
 
-/** The `-c` loader of the resident helper: it reads its modules as the first stdin line, then serves requests. */
+/**
+ * The `-c` loader of the resident helper: it reads its modules as the first stdin line, then serves requests. The
+ * line is read from the file descriptor, not sys.stdin (whose buffer would keep what came behind it): requests the
+ * client wrote right behind the modules, without waiting for the ready line, are handed to the helper.
+ */
 export const HELPER_LOADER =
-  'import sys,json,types\n' +
-  'd=json.loads(sys.stdin.readline())\n' +
+  'import os,sys,json,types\n' +
+  "b=b''\n" +
+  "while b'\\n' not in b:\n" +
+  ' c=os.read(0,1<<20)\n' +
+  ' if not c:raise SystemExit(1)\n' +
+  ' b+=c\n' +
+  "l,_,r=b.partition(b'\\n')\n" +
+  'd=json.loads(l)\n' +
   'for n,s in d["modules"]:\n' +
   ' m=types.ModuleType(n);m.__file__=n+".py";sys.modules[n]=m;exec(compile(s,n+".py","exec"),m.__dict__)\n' +
-  'sys.modules["kg_helper"].serve(d["nonce"])\n';
+  'sys.modules["kg_helper"].serve(d["nonce"],r)\n';

@@ -56,11 +56,16 @@ export function setupFromFacts(facts: WhatChangedFacts, report: WhatChangedRepor
   const restarts = facts.log?.restarts ?? [];
   const restart = restarts[restarts.length - 1];
   const cks = facts.checkpoints;
+  const nowRecord = records[records.length - 1]!;
+  // The known-good launch's last checkpoint: the newest written before the current launch began (its record's time),
+  // else the last at or before the log's latest restart, else the report's reference.
   const ref = c.reference
     ? cks.find((k) => k.label === c.reference || k.path === c.reference)
-    : restart
-      ? [...cks].reverse().find((k) => k.step <= (restart.prevStep ?? restart.step))
-      : cks.find((k) => k.label === report.reference.checkpoint?.label);
+    : nowRecord.time !== null && cks.some((k) => k.mtime !== null)
+      ? [...cks].reverse().find((k) => k.mtime !== null && k.mtime <= nowRecord.time!)
+      : restart
+        ? [...cks].reverse().find((k) => k.step <= (restart.prevStep ?? restart.step))
+        : cks.find((k) => k.label === report.reference.checkpoint?.label);
   if (!ref)
     throw new KnownGoodError(
       'usage',

@@ -5,6 +5,7 @@ import { bisect, budgetRounds, budgetRuns, type BisectEvent, type BisectReport }
 import { bisectHeadline, renderBisectMarkdown } from '../bisect/render';
 import { throughputFromOutput, throughputValuesFromJsonl } from '../bench/customBenchmark';
 import { KnownGoodError } from '../errors';
+import { medianOf } from '../whatChanged/seriesStats';
 import type { ProbeRunnerLike } from '../probes/probe';
 import { redactText } from '../redact';
 import { remoteHome } from '../restore/run';
@@ -402,7 +403,7 @@ async function speedOf(
     if (r.exitCode !== 0) continue;
     const values = throughputValuesFromJsonl(r.stdout, speed.key);
     if (values.length === 0) continue;
-    return median(values.slice(values.length - laterHalf(values.length)));
+    return medianOf(values.slice(values.length - laterHalf(values.length)));
   }
   return undefined;
 }
@@ -410,12 +411,6 @@ async function speedOf(
 /** The points a run's speed is read from: its later half (the first half is the resume's warm-up), at least one. */
 function laterHalf(found: number): number {
   return Math.max(1, Math.floor(found / 2));
-}
-
-function median(v: readonly number[]): number {
-  const s = [...v].sort((a, b) => a - b);
-  const m = Math.floor(s.length / 2);
-  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
 }
 
 /** The flag value a launch gives its output folder, for reading where its log is. */

@@ -8,7 +8,7 @@ import { link, type Draft } from './causes/draft';
 import { envDrafts } from './causes/environment';
 import { hardwareDrafts } from './causes/hardware';
 import { launchDrafts, launchSummaryOf } from './causes/launch';
-import { restartsOf } from './causes/restart';
+import { restartDrafts, restartsOf } from './causes/restart';
 import type { CheckpointFact, WhatChangedFacts } from './facts';
 import { headline } from './headline';
 import type { UnknownFact, WhatChangedReport } from './model';
@@ -126,6 +126,7 @@ function causeDrafts(facts: WhatChangedFacts, c: CauseContext, unknown: UnknownF
       why: `not recorded for this run: launch it through kg_record.py (python3 kg_record.py --run ${facts.run ?? 'RUN'} -- CMD …) to see them next time`,
     });
   drafts.push(...dataDrafts(facts, c.refTime, changedDataPaths(facts, c.refCk, c.nowCk), unknown));
+  drafts.push(...restartDrafts(facts, unknown));
   drafts.push(...hardwareDrafts(facts, c.main, unknown));
   return drafts;
 }

@@ -17,6 +17,7 @@ export const CATEGORY_WEIGHT: Record<SuspectCategory, number> = {
   dataset: 20,
   dataloader: 20,
   'compile-cache': 20,
+  resume: 20,
   frequency: 15,
   launch: 15,
   'runtime-env': 15,
@@ -40,6 +41,7 @@ export const CATEGORY_TEXT: Record<SuspectCategory, string> = {
   dataset: 'the dataset',
   dataloader: 'the dataloader',
   'compile-cache': 'a compile cache',
+  resume: 'the resume path',
   frequency: 'logging/eval/save frequency',
   launch: 'the launch command',
   'runtime-env': 'NCCL/CUDA/TORCH variables',
@@ -64,6 +66,8 @@ export const CATEGORY_WHY: Record<SuspectCategory, string> = {
   dataset: 'other samples: other lengths, padding (tokens a step), decoding cost',
   dataloader: 'fewer workers move loading and collation onto the training loop',
   'compile-cache': 'a lost cache recompiles kernels at start',
+  resume:
+    'a resume can load state onto another device or dtype than the launch before had it: AdamW step counters on the GPU make every step wait for it',
   frequency: 'each log, eval or save stops the training loop',
   launch: 'launcher flags set precision, processes and devices without touching the script',
   'runtime-env': 'CUDA_LAUNCH_BLOCKING, NCCL and allocator settings change how kernels run',
@@ -116,10 +120,46 @@ const ARG_RULES: [RegExp, SuspectCategory][] = [
   ],
 ];
 
-/** The category of an args key (dotted for nested keys), or `cosmetic`. */
-export function argCategory(key: string, from: unknown, to: unknown): SuspectCategory | 'cosmetic' {
+/**
+ * Settings that change what a step computes, never what it costs: the learning rate and its schedule and warm-up,
+ * the optimizer's coefficients (betas, eps, weight decay). The same kernels run on other numbers.
+ */
+const INERT_ARG =
+  /(^|_)(lr|learning_rate)($|_)|^(betas?\d?|adam_beta\d|adam_epsilon|eps|epsilon|weight_decay|wd|warmup\w*|\w+_warmup(_\w+)?|lr_?schedule\w*|scheduler(_type)?|schedule|decay_lr|cosine\w*)$/i;
+
+/** A stop of the loop every N steps (not logging: a log line often reads the loss, a host sync every time). */
+const STOP_EVERY = /^(eval|evaluation|save|val|ckpt|checkpoint)_?(every|steps|interval|freq|frequency|iters?)$/i;
+
+/** Logging, eval or save frequency as a number of steps between (a `*_freq` is one too). */
+function stepsApart(v: unknown): number | null {
+  const n = typeof v === 'string' && /^\d+$/.test(v) ? Number(v) : v;
+  return typeof n === 'number' && Number.isInteger(n) && n > 0 ? n : null;
+}
+
+/**
+ * Why a change of an args key (or launch flag) cannot change what a step costs, or null when it can or may. `window`:
+ * the steps between two points of the speed series (the report's levels are medians that leave single slow windows
+ * out), when known.
+ */
+export function inertArgWhy(key: string, from: unknown, to: unknown, window?: number): string | null {
+  const leaf = key.split('.').pop() ?? key;
+  if (INERT_ARG.test(leaf))
+    return 'changes what a step computes, not what it costs: learning rate, schedule, warm-up, betas and weight decay are numbers the same kernels use';
+  const freq = ARG_RULES.find(([, c]) => c === 'frequency')![0];
+  if (!freq.test(leaf)) return null;
+  const [a, b] = [stepsApart(from), stepsApart(to)];
+  if (a === null || b === null) return null;
+  if (b >= a) return `stops the loop less often (every ${a} → ${b} steps): fewer stops cannot make a step slower`;
+  if (STOP_EVERY.test(leaf) && window !== undefined && window > 0 && b >= 4 * window)
+    return `an eval or save every ${b} steps stops at most one speed window in ${Math.floor(b / window)}: the level is a median, which leaves such windows out`;
+  return null;
+}
+
+/** The category of an args key (dotted for nested keys), or `cosmetic` (bookkeeping, names, or inert: inertArgWhy). */
+export function argCategory(key: string, from: unknown, to: unknown, window?: number): SuspectCategory | 'cosmetic' {
   const leaf = key.split('.').pop() ?? key;
   if (isBookkeepingArg(leaf) || COSMETIC_ARG.test(leaf)) return 'cosmetic';
+  if (inertArgWhy(leaf, from, to, window) !== null) return 'cosmetic';
   // the key wins over the value: data on a node's /tmp or scratch is still data
   for (const [re, cat] of ARG_RULES) if (re.test(leaf)) return cat;
   const values = [from, to].filter((v): v is string => typeof v === 'string');

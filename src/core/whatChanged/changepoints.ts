@@ -1,3 +1,5 @@
+import { prefixes, medianOf, lineAt, bucketize } from './seriesStats';
+
 /*
  * Where a metric's level shifts: binary segmentation on de-stalled, warm-up-free bucket medians.
  *
@@ -56,7 +58,8 @@ export interface ChangepointOptions {
   warmup?: number;
   /**
    * Wall times of the points (seconds, aligned with xs): a level that holds only while the run settles after it
-   * started (its first SETTLE_SECONDS, at most half of its first launch) is warm-up, not a changepoint. A log without
+   * started (under half of its first launch, never past its first SETTLE_SECONDS) and lies within SETTLE_RATIO of the
+   * level after it is warm-up, not a changepoint. A log without
    * wall times may have a launch clock (Lightning's `train/time`: `pointTimes`, core/metrics/speedFromTime.ts). Without
    * either, no settling is known.
    */
@@ -106,82 +109,26 @@ const STALL_SIGMAS = 4;
 /** Kept points are clipped to this many σ from the running median. */
 const CLIP_SIGMAS = 3;
 /**
- * How long a launch may take to settle (clocks and heat, caches, allocator, autotuning): a level held only inside
- * this time after a launch's first point, and over less than half of the launch, is the launch settling.
+ * The longest a run may take to settle (clocks and heat, caches, allocator, autotuning): a run of hours settles in its
+ * first minute. Only a bound: whether a level inside it is the run settling is judged from the points (SETTLE_RATIO,
+ * and under half of the first launch), so a run shorter than a minute is judged as well as a long one.
  */
 export const SETTLE_SECONDS = 60;
-
-interface Prefix {
-  s: Float64Array;
-}
-
-function prefixes(y: Float64Array): Prefix {
-  const s = new Float64Array(y.length + 1);
-  for (let i = 0; i < y.length; i++) s[i + 1] = s[i]! + y[i]!;
-  return { s };
-}
-
-/** The median of y[a, b) (NaN when empty). */
-export function medianOf(y: ArrayLike<number>, a = 0, b = y.length): number {
-  if (b <= a) return NaN;
-  const s = Float64Array.from({ length: b - a }, (_, i) => y[a + i]!).sort();
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
-}
-
-/** Robust σ of one point from the first differences (MAD / 0.6745 / √2). */
-export function noiseOf(y: Float64Array): number {
-  if (y.length < 3) return 0;
-  const d = new Float64Array(y.length - 1);
-  for (let i = 1; i < y.length; i++) d[i - 1] = y[i]! - y[i - 1]!;
-  const med = medianOf(d);
-  for (let i = 0; i < d.length; i++) d[i] = Math.abs(d[i]! - med);
-  return medianOf(d) / 0.6745 / Math.SQRT2;
-}
-
-/** The value at boundary position `at` (between index at−1 and at) of a line fitted to y[a, b). */
-function lineAt(y: Float64Array, a: number, b: number, at: number): number {
-  const n = b - a;
-  let sx = 0;
-  let sy = 0;
-  for (let i = a; i < b; i++) {
-    sx += i;
-    sy += y[i]!;
-  }
-  const mx = sx / n;
-  const my = sy / n;
-  let sxx = 0;
-  let sxy = 0;
-  for (let i = a; i < b; i++) {
-    sxx += (i - mx) * (i - mx);
-    sxy += (i - mx) * (y[i]! - my);
-  }
-  const slope = sxx > 0 ? sxy / sxx : 0;
-  return my + slope * (at - mx);
-}
-
-/** (x, y) as at most `buckets` equal-count bucket medians; x of a bucket is its last point's. */
-function bucketize(
-  x: Float64Array,
-  y: Float64Array,
-  t: Float64Array | undefined,
-  buckets: number,
-): { x: Float64Array; y: Float64Array; t: Float64Array | undefined } {
-  if (y.length <= buckets) return { x, y, t };
-  const bx = new Float64Array(buckets);
-  const by = new Float64Array(buckets);
-  const bt = t ? new Float64Array(buckets) : undefined;
-  for (let b = 0; b < buckets; b++) {
-    const lo = Math.floor((b * y.length) / buckets);
-    const hi = Math.floor(((b + 1) * y.length) / buckets);
-    const s = y.slice(lo, hi).sort();
-    const m = s.length >> 1;
-    by[b] = s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
-    bx[b] = x[hi - 1]!;
-    if (bt) bt[b] = t![hi - 1]!;
-  }
-  return { x: bx, y: by, t: bt };
-}
+/**
+ * How far a run moves while it settles: tens of percent (the real runs of the corpus settled at 0.82×–1.22× of their
+ * first level), never a factor. A first level this far (or farther) from the one after it is a change of what a step
+ * costs (a CPU run relaunched with 4× the work per step 7 s after it started, the restart not in its log), not settling.
+ */
+export const SETTLE_RATIO = 1.5;
+/** Points left out after the start and after each launch, at least: the first windows (compile, first batches). */
+export const WARMUP_POINTS = 2;
+/** The fewest points a level is judged on: each side of a shift holds at least this many (or 1% of the points). */
+export const LEVEL_POINTS = 5;
+/**
+ * Logged points after a restart below which its launch has no level to judge: its warm-up and one level. A restart
+ * younger than this says so rather than "steady" (issue 32): a user looks right after relaunching.
+ */
+export const RESTART_POINTS_TO_JUDGE = WARMUP_POINTS + LEVEL_POINTS;
 
 /** What is left to split: warm-ups and stalls out, the rest clipped to the running median ± CLIP_SIGMAS·σ. */
 interface Cleaned {
@@ -203,7 +150,7 @@ function clean(
   settled: readonly [number, number][] = [],
 ): Cleaned {
   const n = y.length;
-  const warm = Math.min(n, Math.max(0, warmupOpt ?? Math.max(2, Math.ceil(n * 0.01))));
+  const warm = Math.min(n, Math.max(0, warmupOpt ?? Math.max(WARMUP_POINTS, Math.ceil(n * 0.01))));
   const drop = new Uint8Array(n);
   const starts = [0];
   for (const l of launches) {
@@ -316,14 +263,16 @@ export function findChangepoints(
   const settled: [number, number][] = [];
   for (let pass = 0; ; pass++) {
     const r = segmentOnce(bucketed, options, finite, n0, settled);
-    const more = pass < 4 ? r.changepoints.map((c) => settlingOf(c, settle)).filter((v) => v !== undefined) : [];
+    const more =
+      pass < 4 ? r.changepoints.map((c) => settlingOf(c, settle, bucketed.x)).filter((v) => v !== undefined) : [];
     if (!more.length) return r;
     settled.push(...more);
   }
 }
 
 /**
- * The run's first x and the last x of its settling time (SETTLE_SECONDS, at most half of its first launch). Only the
+ * The run's first x and the last x its settling may reach (under half of its first launch, never past
+ * SETTLE_SECONDS). Only the
  * first launch's: after a restart, the level the new launch starts at is the evidence of what the restart changed
  * (plain-host-sync ran 0.77× for its first 140 steps after the restart), so only its first windows are warm-up.
  */
@@ -336,9 +285,23 @@ function settleEnds(x: Float64Array, t: Float64Array | undefined, launches: read
   return [[x[0]!, x[i]!]];
 }
 
-/** The launch-settling range a changepoint shows, if its old level began at a launch and ended inside its settling. */
-function settlingOf(c: Changepoint, settle: readonly [number, number][]): [number, number] | undefined {
+/**
+ * The launch-settling range a changepoint shows: its old level began at the launch, ended inside the settling time,
+ * lies within SETTLE_RATIO of the level after it, and that level holds at least as long (points of `xs`): the run
+ * settled to it. Judged from the points, not the clock alone: a CPU run relaunched with 4× the work per step 7 s after
+ * it started (the restart not in its log) fell to a third at step 300 of 600, inside its first minute and at half its
+ * points; that is a change, never settling. Nor is a dip of a few windows just before such a drop the end of a
+ * settling: left out with all before it, it would leave the drop a stub too short to be told from a slope.
+ */
+function settlingOf(
+  c: Changepoint,
+  settle: readonly [number, number][],
+  xs: Float64Array,
+): [number, number] | undefined {
   if (c.launch !== undefined) return undefined;
+  if (c.ratio === null || !(c.ratio > 1 / SETTLE_RATIO && c.ratio < SETTLE_RATIO)) return undefined;
+  const points = ([from, to]: [number, number]) => xs.filter((v) => v >= from && v <= to).length;
+  if (points(c.segmentAfter) < points(c.segmentBefore)) return undefined;
   const s = settle.find(([from, to]) => c.segmentBefore[0] >= from && c.segmentBefore[0] <= to && c.at <= to);
   // the old level must reach back to the launch's start (its warm-up aside), not begin after an earlier split
   return s && c.segmentBefore[0] <= s[0] + (s[1] - s[0]) * 0.25 ? [s[0], c.at] : undefined;
@@ -384,7 +347,7 @@ function segmentOnce(
     settled,
   );
   const n = y.length;
-  const minSegment = Math.max(2, options.minSegment ?? Math.max(5, Math.ceil(n * 0.01)));
+  const minSegment = Math.max(2, options.minSegment ?? Math.max(LEVEL_POINTS, Math.ceil(n * 0.01)));
   const penalty = options.penalty ?? Math.max(20, 3 * Math.log(Math.max(n, 2)));
   const minRelative = options.minRelative ?? 0.05;
   const maxCp = options.maxChangepoints ?? 8;

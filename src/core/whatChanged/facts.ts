@@ -6,6 +6,7 @@ import type { Baseline, ThroughputResult } from '../baselines/store';
 import type { MetricsReduction } from '../metrics/metricsProbe';
 import type { WhatChangedProbeResult, DataFingerprint, LaunchRecord } from './factsProbe';
 import type { UnknownFact } from './model';
+import type { ResumeFacts } from './resumeFacts';
 
 /*
  * Everything "What changed?" gathered, as plain data: the analysis (analyze.ts) is a pure function of this, so the
@@ -28,6 +29,13 @@ export interface ArgsFact {
   step: number;
   /** The args as read (nested objects kept); null when they could not be read. */
   args: ArgValue | null;
+  error?: string;
+}
+
+/** One checkpoint's resume-path facts (python/resume_facts.py), or why they could not be read. */
+export interface ResumeSide {
+  checkpoint: CheckpointFact;
+  facts: ResumeFacts | null;
   error?: string;
 }
 
@@ -66,6 +74,11 @@ export interface WhatChangedFacts {
   chosenBaselineId?: string;
   probe: WhatChangedProbeResult | null;
   dataHistory: DataRecord[];
+  /**
+   * The resume state around the restart a slowdown came with (causes/restart.ts `resumePair`): the last checkpoint
+   * the launch before wrote and the first one the resumed launch wrote. Absent for a run without a restart.
+   */
+  resume?: { restart: number; before: ResumeSide; after: ResumeSide };
   /** The run's live processes seen by earlier reports (one record a process, oldest first): a new PID is a restart. */
   liveHistory?: LaunchRecord[];
   /** The GPUs now and the run's recorded GPU timeline (python/gpu_health.py); null when it could not be read. */

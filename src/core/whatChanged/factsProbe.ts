@@ -53,15 +53,34 @@ export const codeChangeSchema = z.looseObject({
       z.looseObject({
         function: str,
         lines: z.array(z.number()).default([]),
+        /** The lines as written. */
         old: z.array(z.string()).default([]),
         new: z.array(z.string()).default([]),
+        /** This hunk changes no token that runs (comments, docstrings, blank lines). */
+        cosmetic: z.boolean().default(false),
+        /** The lines of code it removed and added, comments and docstrings taken out: what is classified. */
+        removed: z.array(z.string()).default([]),
+        added: z.array(z.string()).default([]),
       }),
     )
     .default([]),
+  /** Hunks in all (`hunks` holds the first 8). */
+  hunkCount: z.number().default(0),
   functions: z.array(z.string()).default([]),
   error: str,
 });
 export type CodeChange = z.infer<typeof codeChangeSchema>;
+export type CodeHunk = CodeChange['hunks'][number];
+
+/** An uncommitted file compared with HEAD: as a code change, with when it was last written. */
+export const dirtyChangeSchema = codeChangeSchema.extend({
+  status: z.enum(['modified', 'added', 'deleted', 'renamed']).default('modified'),
+  /** Its name at HEAD, when renamed. */
+  from: str,
+  /** Its mtime (remote clock): when it was last written; null for a deleted file. */
+  mtime: num,
+});
+export type DirtyChange = z.infer<typeof dirtyChangeSchema>;
 
 export const gitStateSchema = z.looseObject({
   path: z.string(),
@@ -70,11 +89,24 @@ export const gitStateSchema = z.looseObject({
   branch: str,
   dirty: z.boolean().nullable().default(null),
   dirtyFiles: z.array(z.string()).default([]),
+  /** The uncommitted files compared with HEAD (the first 20, Python first); `dirtyNotCompared` more were not. */
+  dirtyChanges: z.array(dirtyChangeSchema).default([]),
+  dirtyNotCompared: z.number().default(0),
   changedSince: z.array(z.string()).default([]),
   commitsSince: num,
   headTime: num,
   /** The commits since the reference, newest first. */
-  commits: z.array(z.looseObject({ hash: z.string(), time: z.number(), subject: z.string() })).default([]),
+  commits: z
+    .array(
+      z.looseObject({
+        hash: z.string(),
+        time: z.number(),
+        subject: z.string(),
+        /** The files it changed (the first 50). */
+        files: z.array(z.string()).default([]),
+      }),
+    )
+    .default([]),
   /** The commit the checkout was at by the reference's time. */
   base: str,
   codeChanges: z.array(codeChangeSchema).default([]),

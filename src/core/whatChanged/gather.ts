@@ -12,9 +12,11 @@ import { listRunsProbe, type RunEntry, type RunsListing } from '../runs/listRuns
 import { trainingStep } from '../runs/model';
 import { analyze } from './analyze';
 import { dataPathsOf } from './causes/args';
+import { resumePair } from './causes/restart';
+import { resumeFactsProbe } from './resumeFacts';
 import { pickReference } from './reference';
 import { launchesOf, logSeriesOf, mainChangepoint, seriesChangepoints } from './throughput';
-import type { ArgsFact, CheckpointFact, DataRecord, KnownGoodMarks, WhatChangedFacts } from './facts';
+import type { ArgsFact, CheckpointFact, DataRecord, KnownGoodMarks, ResumeSide, WhatChangedFacts } from './facts';
 import { whatChangedProbe, type LaunchRecord, type WhatChangedProbeResult } from './factsProbe';
 import type { UnknownFact, WhatChangedReport } from './model';
 import { restoredEnvProbePath } from '../restore/plan';
@@ -93,7 +95,8 @@ function settle<T>(p: Promise<T>): Promise<{ ok: true; value: T } | { ok: false;
  *    snapshot goes on beside round 2, which needs only the listing);
  * 2. the metrics log reduced on the host and the args of every checkpoint (an even sample of at most 100);
  * 3. what_changed.py on the paths those args name, the git checkouts of the run and the scripts, and torch's
- *    version.py (when that torch was installed), with git's "changed since" at the reference time.
+ *    version.py (when that torch was installed), with git's "changed since" at the reference time; beside it, for a
+ *    restarted run, resume_facts.py on the checkpoint before the restart and the first after (two requests).
  * A request that fails becomes an unknown fact with its reason; only the listing's failure leaves nothing to do.
  */
 export async function gatherFacts(
@@ -261,15 +264,31 @@ export async function gatherFacts(
     // whether an env was restored from the newest baselines: their package suspects then offer the package bisect
     ...baselines.slice(0, RESTORED_CHECKED).map((b) => restoredEnvProbePath(b.label)),
   ];
-  const facts = await call(
-    whatChangedProbe({
-      paths: [...paths],
-      git: gitTargets,
-      stats,
-      ...(run !== null ? { launches: [run] } : {}),
-      ...(ref.time !== null ? { since: ref.time } : {}),
-    }),
-  );
+  // the resume state of the checkpoints around the restart (the shift's, else the latest): two requests beside it
+  const pair = resumePair(checkpoints, logFact?.restarts ?? [], main?.cp.launch);
+  if (pair && 'missing' in pair)
+    unknown.push({ fact: `resume state at the restart at step ${pair.restart.step}`, why: pair.missing });
+  const resumeSides = pair && !('missing' in pair) ? [pair.before, pair.after] : [];
+  const [facts, ...resumeRead] = await Promise.all([
+    call(
+      whatChangedProbe({
+        paths: [...paths],
+        git: gitTargets,
+        stats,
+        ...(run !== null ? { launches: [run] } : {}),
+        ...(ref.time !== null ? { since: ref.time } : {}),
+      }),
+    ),
+    ...resumeSides.map((c) => call(resumeFactsProbe(c.path))),
+  ]);
+  const side = (i: number): ResumeSide => {
+    const r = resumeRead[i]!;
+    return r.ok
+      ? { checkpoint: resumeSides[i]!, facts: r.value }
+      : { checkpoint: resumeSides[i]!, facts: null, error: r.why };
+  };
+  const resume =
+    pair && !('missing' in pair) ? { restart: pair.restart.step, before: side(0), after: side(1) } : undefined;
   rounds++;
   roundMs.push(Math.round(performance.now() - started - roundMs.reduce((a, b) => a + b, 0)));
   let probe: WhatChangedProbeResult | null = null;
@@ -308,6 +327,7 @@ export async function gatherFacts(
     probe,
     dataHistory,
     liveHistory,
+    ...(resume ? { resume } : {}),
     gpu: gpu.ok ? gpu.value : null,
     unknown,
     gathered: { roundTrips: rounds, requests, elapsedMs: Math.round(performance.now() - started), roundMs },

@@ -1,9 +1,10 @@
 import { formatRate } from '../bench/compare';
 import { throughputRank } from './categories';
 import type { Changepoint } from './changepoints';
+import { tooLittleHeadline } from './youngRestart';
 import { restartOfDrop } from './causes/restart';
 import type { WhatChangedReport } from './model';
-import { formatLevel, formatRatio } from './scoring';
+import { atShift, formatLevel, formatRatio } from './scoring';
 import { DROP_RATIO, slowdownOf, speedRatioOf } from './throughput';
 
 /**
@@ -24,13 +25,32 @@ function honestTail(report: WhatChangedReport, main: { key: string; cp: Changepo
       : l && l.recorded
         ? '; its launch records show no difference either'
         : '';
+  const inert = inertAt(report, r.step);
+  if (inert.length) {
+    const shown = inert.length > 3 ? `${inert.slice(0, 3).join(', ')} and ${inert.length - 3} more` : inert.join(', ');
+    return `; nothing that changes a step's cost changed at the restart at step ${r.step} (only ${shown}, which cannot)${missing}`;
+  }
   return `; nothing recorded at the restart at step ${r.step} differs${missing}`;
+}
+
+/** The settings changed at a restart that change no step's cost (categories.ts `inertArgWhy`), listed not ranked. */
+function inertAt(report: WhatChangedReport, step: number, cp?: Changepoint): string[] {
+  const out: string[] = [];
+  for (const u of report.unranked) {
+    const s = u.when?.steps;
+    const at = s && (cp ? atShift(s.from, s.to, cp) : s.from < step && s.to >= step);
+    if (!('score' in u) && u.inert && at && !out.includes(u.title)) out.push(u.title);
+  }
+  return out;
 }
 
 function suspectTail(report: WhatChangedReport, main: { key: string; cp: Changepoint } | undefined): string {
   const honest = honestTail(report, main);
   if (honest !== null) return honest;
   const top = report.suspects[0];
+  const inert = main ? inertAt(report, main.cp.firstAfter, main.cp) : [];
+  if (!top && inert.length)
+    return `; nothing that changes a step's cost changed at the shift (only ${inert.join(', ')}, which cannot)`;
   if (!top) return '; no recorded change explains it (see what could not be gathered)';
   if (top.ruledOut) {
     const n = report.suspects.length;
@@ -47,6 +67,7 @@ export function headline(report: WhatChangedReport, main: { key: string; cp: Cha
   const ref = report.reference.label;
   if (report.verdict === 'unknown') {
     const n = report.unranked.length;
+    if (t.log?.young) return tooLittleHeadline(t.log.young, n, ref);
     const why = report.unknown.find((u) => /metrics log|listing/.test(u.fact));
     return `Cannot tell whether throughput dropped: no metrics log${why ? ` (${why.why})` : ''} and no benchmark pair${n ? `; ${n} difference${n === 1 ? '' : 's'} since ${ref} listed, not ranked` : ''}`;
   }

@@ -98,7 +98,7 @@ function suspectHtml(s: Suspect, i: number): string {
   <div class="kg-detail">${e(s.detail)}</div>
   <div class="kg-muted">when: ${e(s.when.text)}</div>
   <ul class="kg-reasons">${reasons}</ul>
-  <div>${evidence || '<span class="kg-muted">no evidence to open</span>'}</div>
+  <div>${evidence || '<span class="kg-muted">no evidence to open</span>'}</div>${s.prove ? `\n  <div class="kg-muted kg-prove" data-prove="${e(s.prove.kind)}">prove it: <code>${e(s.prove.command)}</code> — ${e(s.prove.text)}</div>` : ''}
 </li>`;
 }
 
@@ -168,7 +168,10 @@ export function whatChangedHtml(r: WhatChangedReport, options: WhatChangedHtmlOp
   const restarts = (r.restarts ?? []).map((x) => {
     const when = x.time !== null ? ` at ${new Date(x.time * 1000).toISOString().replace(/\.\d{3}Z$/, 'Z')}` : '';
     const changed = x.changed.length ? `; changed there: ${x.changed.map(e).join(', ')}` : '';
-    return `<li>step ${e(String(x.step))}${e(when)} <span class="kg-muted">(${e(x.signals.join(', '))}${x.source ? `, ${e(x.source.split('/').slice(-2).join('/'))}` : ''})</span>${changed}</li>`;
+    const resume = !x.resume
+      ? ''
+      : `; resume state ${e(x.resume.before)} → ${e(x.resume.after)}: ${x.resume.differences.length ? x.resume.differences.map(e).join('; ') : 'the same'}`;
+    return `<li>step ${e(String(x.step))}${e(when)} <span class="kg-muted">(${e(x.signals.join(', '))}${x.source ? `, ${e(x.source.split('/').slice(-2).join('/'))}` : ''})</span>${changed}${resume}</li>`;
   });
   for (const p of r.launches?.running ?? [])
     facts.push(

@@ -1,4 +1,5 @@
 import type { Changepoint } from './changepoints';
+import type { YoungRestart } from './youngRestart';
 
 /*
  * The "What changed?" report as data: an adapter shows it (the Markdown renderer is one view of it), opens its
@@ -54,7 +55,8 @@ export type EvidenceLink =
       document?: string;
     };
 
-export type SuspectSource = 'args' | 'env' | 'code' | 'data' | 'caches' | 'bench' | 'launch' | 'gpu';
+/** `restart`: the restart itself (what the resumed process loaded differs from what the launch before it had). */
+export type SuspectSource = 'args' | 'env' | 'code' | 'data' | 'caches' | 'bench' | 'launch' | 'restart' | 'gpu';
 
 /** What kind of change, by how well it is known to move throughput. */
 export type SuspectCategory =
@@ -73,6 +75,7 @@ export type SuspectCategory =
   | 'launch'
   | 'runtime-env'
   | 'compile-cache'
+  | 'resume'
   | 'framework'
   | 'code'
   | 'python'
@@ -113,6 +116,22 @@ export interface Suspect {
   score: number;
   reasons: ScoreReason[];
   evidence: EvidenceLink[];
+  /** How to prove it by running the run again (the restart itself: the replay); absent where there is no such proof. */
+  prove?: ProveHint;
+}
+
+/**
+ * A proof a suspect offers: `known-good replay HOST RUN` (src/core/replay/) resumes the run from the checkpoint before
+ * the restart with nothing changed and compares its speed with the run's own before the restart.
+ */
+export interface ProveHint {
+  kind: 'replay';
+  /** The command line, its words quoted. */
+  command: string;
+  /** What it does, or what it needs first. */
+  text: string;
+  /** Whether the facts it needs are there (two launch records of kg_record.py: the command to run). */
+  ready: boolean;
 }
 
 /** A difference that is never ranked (timestamps, run names, temp paths), kept so the reader sees it was seen. */
@@ -120,6 +139,12 @@ export interface CosmeticChange {
   source: SuspectSource;
   title: string;
   why: string;
+  /**
+   * A setting that changes what a step computes, not what it costs (learning rate, betas, warm-up, a save made less
+   * often): with `when`, so a headline can say it was the only change at a restart.
+   */
+  inert?: boolean;
+  when?: ChangeTime;
 }
 
 /** A fact that could not be gathered, and why (host down, no git, file gone): never a silent gap. */
@@ -157,7 +182,18 @@ export interface ThroughputSummary {
    * `byLaunch`: a restarted run, compared launch with launch (the latest launch's median level against the one
    * before's), as no slowdown happened inside the latest launch.
    */
-  log: { key: string; reference: number; now: number; ratio: number | null; byLaunch?: boolean } | null;
+  /**
+   * `young`: the latest restart has too few points after it to judge its launch (core/whatChanged/changepoints.ts
+   * tooLittleAfterRestart): without a drop, the verdict is `unknown` and the headline says so, never "steady".
+   */
+  log: {
+    key: string;
+    reference: number;
+    now: number;
+    ratio: number | null;
+    byLaunch?: boolean;
+    young?: YoungRestart;
+  } | null;
   /** From the benchmark results kept for this host. */
   bench: {
     reference: { id: string; at: string; tokensPerSec: number } | null;
@@ -174,7 +210,8 @@ export interface WhatChangedReport {
   headline: string;
   /**
    * `regression`: a drop or a changepoint to explain; `steady`: neither, so nothing is ranked; `unknown`: no metrics
-   * log and no benchmark pair to tell (host down, log gone), so nothing is ranked either.
+   * log and no benchmark pair to tell (host down, log gone), or too little logged after the latest restart to judge
+   * it (`throughput.log.young`), so nothing is ranked either.
    */
   verdict: 'regression' | 'steady' | 'unknown';
   host: { id: string; label: string };
@@ -196,6 +233,11 @@ export interface WhatChangedReport {
     signals: string[];
     source?: string;
     changed: string[];
+    /**
+     * The resume state the checkpoints around it hold (python/resume_facts.py), compared: the checkpoint before and
+     * the first after, and what differs (empty: the same). Absent where they were not read.
+     */
+    resume?: { before: string; after: string; differences: string[] };
   }[];
   /**
    * The run's launch records (python/kg_record.py, `.known-good/launches.jsonl`): whether they exist and how many;

@@ -67,6 +67,7 @@ function suspectLines(s: Suspect, i: number): string[] {
     `   - score: ${mdEscape(reasons)}`,
     `   - evidence: ${s.evidence.map((e) => mdEscape(evidenceText(e))).join(' · ') || 'none'}`,
     `   - ${mdEscape(s.detail)}`,
+    ...(s.prove ? [`   - prove it: ${code(s.prove.command)} — ${mdEscape(s.prove.text)}`] : []),
   ];
 }
 
@@ -134,7 +135,10 @@ export function renderWhatChangedMarkdown(r: WhatChangedReport): string {
       const gap = x.gapSeconds !== null ? `, ${Math.round(x.gapSeconds)} s after the last point before` : '';
       const src = x.source ? `, ${code(x.source.split('/').slice(-2).join('/'))}` : '';
       const changed = x.changed.length ? `; changed there: ${x.changed.map(mdEscape).join(', ')}` : '';
-      out.push(`- step ${formatStep(x.step)}${when} (${x.signals.join(', ')}${gap}${src})${changed}`);
+      const resume = !x.resume
+        ? ''
+        : `; resume state ${x.resume.before} → ${x.resume.after}: ${x.resume.differences.length ? x.resume.differences.map(mdEscape).join('; ') : 'the same'}`;
+      out.push(`- step ${formatStep(x.step)}${when} (${x.signals.join(', ')}${gap}${src})${changed}${resume}`);
     }
     out.push('');
   }

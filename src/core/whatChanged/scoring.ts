@@ -187,7 +187,12 @@ export function rankDrafts(
   let n = 0;
   for (const d of drafts) {
     if (d.category === 'cosmetic') {
-      unranked.push({ source: d.source, title: d.title, why: d.cosmeticWhy ?? 'cosmetic' });
+      unranked.push({
+        source: d.source,
+        title: d.title,
+        why: d.cosmeticWhy ?? 'cosmetic',
+        ...(d.inert ? { inert: true, when: d.when } : {}),
+      });
       continue;
     }
     const s = scoreOf(d, main, win);
@@ -203,6 +208,7 @@ export function rankDrafts(
       detail: d.detail,
       when: d.when,
       evidence,
+      ...(d.prove ? { prove: d.prove } : {}),
       ...s,
     };
     if (verdict === 'regression') suspects.push(suspect);

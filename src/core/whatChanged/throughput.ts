@@ -3,7 +3,9 @@ import type { ReducedSeries } from '../metrics/metricsProbe';
 import { restartsFromTimes } from '../metrics/restarts';
 import { pointTimes, withDerivedSpeed } from '../metrics/speedFromTime';
 import { speedDirection, throughputRank } from './categories';
-import { findChangepoints, medianOf, type Changepoint } from './changepoints';
+import { findChangepoints, type Changepoint } from './changepoints';
+import { medianOf } from './seriesStats';
+import { tooLittleAfterRestart } from './youngRestart';
 import { epochOf } from './causes/draft';
 import type { CheckpointFact, WhatChangedFacts } from './facts';
 import type { SeriesChangepoints, ThroughputSummary, WhatChangedReport } from './model';
@@ -154,14 +156,22 @@ export function logThroughput(
   const refStep = refCk?.step ?? (main ? main.cp.at : raw.x[0]!);
   const reference = levelAt(refStep);
   const nowLevel = levelAt(Infinity);
-  return (
-    byLaunch(facts.log, raw, tp) ?? {
-      key: tp.key,
-      reference,
-      now: nowLevel,
-      ratio: reference ? nowLevel / reference : null,
-    }
-  );
+  const log = byLaunch(facts.log, raw, tp) ?? {
+    key: tp.key,
+    reference,
+    now: nowLevel,
+    ratio: reference ? nowLevel / reference : null,
+  };
+  // a restart too young to judge: without a drop the verdict is `unknown`, never "steady" (issue 32 item 8)
+  const young = tooLittleAfterRestart(raw.x, launchStarts(facts.log, raw));
+  return young ? { ...log, young } : log;
+}
+
+/** The steps the run's launches after the first began at: the log's files and its restarts by time. */
+function launchStarts(log: NonNullable<WhatChangedFacts['log']>, raw: ReducedSeries): number[] {
+  return [...new Set([...launchesOf(log), ...restartsFromTimes(raw.x, raw.t).map((r) => r.step)])]
+    .filter((l) => l > raw.x[0]!)
+    .sort((a, b) => a - b);
 }
 
 /**
@@ -175,9 +185,7 @@ function byLaunch(
   raw: ReducedSeries,
   tp: SeriesChangepoints,
 ): ThroughputSummary['log'] {
-  const launches = [...new Set([...launchesOf(log), ...restartsFromTimes(raw.x, raw.t).map((r) => r.step)])]
-    .filter((l) => l > raw.x[0]!)
-    .sort((a, b) => a - b);
+  const launches = launchStarts(log, raw);
   const latest = launches[launches.length - 1];
   if (latest === undefined) return null;
   const prevStart = launches.length > 1 ? launches[launches.length - 2]! : -Infinity;
@@ -204,7 +212,7 @@ export function verdictOf(
     (log !== null && speedRatioOf(log) < DROP_RATIO) || (bench?.ratio != null && bench.ratio < DROP_RATIO);
   const verdict: WhatChangedReport['verdict'] = dropped
     ? 'regression'
-    : log === null && bench?.ratio == null && !series.length
+    : log?.young || (log === null && bench?.ratio == null && !series.length)
       ? 'unknown'
       : 'steady';
   return { dropped, verdict };

@@ -1,6 +1,6 @@
 import type { ArgValue } from '../../args/argsProbe';
 import { diffFlat, flattenArgs, inlineJson, sameArg } from '../../args/diff';
-import { argCategory, isBookkeepingArg } from '../categories';
+import { argCategory, inertArgWhy, isBookkeepingArg } from '../categories';
 import type { Changepoint } from '../changepoints';
 import type { ArgsFact, CheckpointFact, WhatChangedFacts } from '../facts';
 import type { DataFingerprint } from '../factsProbe';
@@ -80,6 +80,20 @@ interface ArgsContext {
   ckByLabel: Map<string, CheckpointFact>;
   refPaths: Map<string, string>;
   nowPaths: Map<string, string>;
+  /** Steps between two points of the speed series the shift is in (its median spacing), when known. */
+  window: number | undefined;
+}
+
+/** The median steps between two points of the shift's series: one speed window (a bucket, for a reduced log). */
+function speedWindow(facts: WhatChangedFacts, main: { key: string } | undefined): number | undefined {
+  const x = facts.log?.reduction.series.find((s) => s.key === main?.key)?.x;
+  if (!x || x.length < 3) return undefined;
+  const d = x
+    .slice(1)
+    .map((v, i) => v - x[i]!)
+    .filter((v) => v > 0)
+    .sort((a, b) => a - b);
+  return d.length ? d[d.length >> 1] : undefined;
 }
 
 export function argsDrafts(
@@ -115,6 +129,7 @@ export function argsDrafts(
     ckByLabel: new Map(facts.checkpoints.map((c) => [c.label, c])),
     nowPaths: dataPathsOf(na.args),
     refPaths: dataPathsOf(ra.args),
+    window: speedWindow(facts, main),
   };
   // the diff Compare Args shows (the evidence link opens it), on the values as read: data paths are looked up by them
   const d = diffFlat(fa, fb);
@@ -164,7 +179,8 @@ function argDraft(ctx: ArgsContext, key: string, va: ArgValue | undefined, vb: A
   const data = dataOfKey(ctx, key);
   evidence.push(...data.evidence);
   detailBits.push(...data.bits);
-  const category = argCategory(key, va, vb);
+  const category = argCategory(key, va, vb, ctx.window);
+  const inert = category === 'cosmetic' && !isBookkeepingArg(key) ? inertArgWhy(key, va, vb, ctx.window) : null;
   return {
     source: 'args',
     category,
@@ -176,9 +192,10 @@ function argDraft(ctx: ArgsContext, key: string, va: ArgValue | undefined, vb: A
       ? {
           cosmeticWhy: isBookkeepingArg(key)
             ? 'resume bookkeeping: where a launch starts, ends, resumes from and writes'
-            : 'names, places or times of the run itself',
+            : (inert ?? 'names, places or times of the run itself'),
         }
       : {}),
+    ...(inert !== null ? { inert: true } : {}),
   };
 }
 

@@ -1,5 +1,5 @@
 import type { CheckpointFact } from '../facts';
-import type { ChangeTime, CheckpointLink, EvidenceLink, SuspectCategory, SuspectSource } from '../model';
+import type { ChangeTime, CheckpointLink, EvidenceLink, ProveHint, SuspectCategory, SuspectSource } from '../model';
 
 /*
  * What a cause module hands analyze(): drafts of suspects, one per fact that differs between the reference and now.
@@ -15,6 +15,9 @@ export interface Draft {
   when: ChangeTime;
   evidence: EvidenceLink[];
   cosmeticWhy?: string;
+  /** Cosmetic because it changes no step's cost (categories.ts `inertArgWhy`): listed with its time. */
+  inert?: boolean;
+  prove?: ProveHint;
 }
 
 /** A checkpoint as a report links it. */

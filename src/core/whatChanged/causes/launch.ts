@@ -1,5 +1,5 @@
 import type { Restart } from '../../metrics/restarts';
-import { argCategory, envCategory, isBookkeepingArg, packageCategory } from '../categories';
+import { argCategory, envCategory, inertArgWhy, isBookkeepingArg, packageCategory } from '../categories';
 import type { WhatChangedFacts } from '../facts';
 import type { LaunchRecord, LaunchRecords } from '../factsProbe';
 import type { ChangeTime, EvidenceLink, SuspectCategory, WhatChangedReport } from '../model';
@@ -162,6 +162,8 @@ interface LaunchDiff {
   title: string;
   detail: string;
   cosmeticWhy?: string | undefined;
+  /** A flag that changes no step's cost (inertArgWhy). */
+  inert?: boolean;
 }
 
 /** Consecutive launch records of one source compared (see launchDrafts). */
@@ -227,6 +229,7 @@ function comparedLaunches(
         when,
         evidence,
         ...(d.cosmeticWhy ? { cosmeticWhy: d.cosmeticWhy } : {}),
+        ...(d.inert ? { inert: true } : {}),
       });
   }
   return out;
@@ -266,11 +269,13 @@ function flagDiffs(
       });
     else {
       const cat = argCategory(key, va, vb);
+      const inert = cat === 'cosmetic' ? inertArgWhy(key, va, vb) : null;
       out.push({
         category: cat === 'other' ? 'launch' : cat,
         title,
         detail,
-        cosmeticWhy: cat === 'cosmetic' ? 'names, places or times of the run itself' : undefined,
+        cosmeticWhy: cat === 'cosmetic' ? (inert ?? 'names, places or times of the run itself') : undefined,
+        ...(inert !== null ? { inert: true } : {}),
       });
     }
   }
