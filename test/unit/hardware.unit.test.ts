@@ -1,80 +1,18 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { GpuHeader, GpuProcess, GpuReading, GpuSample } from '../../src/core/hardware/gpuProbe';
+import type { GpuSample } from '../../src/core/hardware/gpuProbe';
 import { analyzeGpuNow, analyzeGpuTimeline } from '../../src/core/hardware/timeline';
+import { h200, header, proc, ranks as ranksOf, samples } from '../support/gpuTimeline';
 
 /*
- * The hardware findings of core/hardware/timeline.ts on timelines WRITTEN in the sampler's documented format
- * (python/kg_gpu_sampler.py), with readings of test/fixtures/nvidia-smi/'s H200 rows (themselves written from
- * NVIDIA's documentation: no GPU here). Each finding is checked with the time it began.
+ * The hardware findings of core/hardware/timeline.ts on timelines WRITTEN by hand, not recorded: no GPU is lent here.
+ * Their readings are test/fixtures/nvidia-smi/'s H200 rows, themselves written in the format NVIDIA documents for
+ * `nvidia-smi --query-gpu=… --format=csv,noheader,nounits` (field names, [N/A], Active/Not Active), as
+ * python/kg_gpu_sampler.py would record them. Each finding is checked with the time it began.
  */
 
-/** An H200 under load as r580-h200x8-steady.gpu.csv has it; `over` changes what a test needs. */
-function h200(index: number, over: Partial<GpuReading> = {}): GpuReading {
-  return {
-    index,
-    util: 100,
-    smClock: 1980,
-    smClockMax: 1980,
-    memClock: 3201,
-    memClockMax: 3201,
-    power: 612.45,
-    powerLimit: 700,
-    temp: 61,
-    memUsed: 121034,
-    memTotal: 143771,
-    reasons: [],
-    pcieGen: 5,
-    pcieGenMax: 5,
-    pcieWidth: 16,
-    pcieWidthMax: 16,
-    eccUncorrected: 0,
-    retiredSbe: null,
-    retiredDbe: null,
-    retiredPending: null,
-    remappedCorrectable: 0,
-    remappedUncorrectable: 0,
-    remappedPending: false,
-    remappedFailure: false,
-    ...over,
-  };
-}
-
-function proc(pid: number, gpu: number, over: Partial<GpuProcess> = {}): GpuProcess {
-  return {
-    gpu,
-    pid,
-    name: '/usr/bin/python3',
-    memMiB: 71020,
-    user: 'alice',
-    comm: 'python3',
-    ancestors: [],
-    seen: true,
-    ...over,
-  };
-}
-
-function header(t: number, pid: number, gpus = 2): GpuHeader {
-  const static_ = Array.from({ length: gpus }, (_, i) => ({
-    index: i,
-    uuid: `GPU-${i}`,
-    name: 'NVIDIA H200',
-    memTotal: 143771,
-  }));
-  return { t, pid, intervalS: 5, capBytes: 64 << 20, fields: {}, gpus: static_ };
-}
-
-/** `n` samples 5 s apart from `t0`, GPU i's reading and the processes from `at(k)`. */
-function samples(
-  t0: number,
-  n: number,
-  at: (k: number) => { gpus: GpuReading[]; processes: GpuProcess[] },
-): GpuSample[] {
-  return Array.from({ length: n }, (_, k) => ({ t: t0 + 5 * k, ...at(k) }));
-}
-
 const RUN = 4242;
-const ranks = (gpus: number[], root = RUN) => gpus.map((g, i) => proc(root + 1 + i, g, { ancestors: [root, 1] }));
+const ranks = (gpus: number[], root = RUN) => ranksOf(gpus, root);
 
 void describe('GPU timeline findings', () => {
   void it('a thermal slowdown from sample 10 on is dated between samples 9 and 10; a power cap held all along is there from the start', () => {
