@@ -1,3 +1,4 @@
+import type { RunData } from '../../src/core/dashboard/protocol';
 import type {
   GpuHeader,
   GpuHealth,
@@ -104,5 +105,44 @@ export function healthOf(run: string, headers: GpuHeader[], s: GpuSample[], now?
     now: last ? { ...last, fields: {} } : null,
     nowError: null,
     timeline: s.length || headers.length ? timeline : null,
+  };
+}
+
+const DASH_RUN = 4242;
+
+/**
+ * The dashboard's case (issue 34 item 2): 40 samples 5 s apart from t = 1000 on GPUs 0 and 1; GPU 1 at its power cap for samples 10–19; bob's process on
+ * GPU 0 from sample 24; the log logs a step a second from t = 1000 (step 10), its tok/s halving at step 130 (t = 1120).
+ */
+export function dashboardTimeline() {
+  return {
+    headers: [header(990, DASH_RUN)],
+    samples: samples(1000, 40, (k) => ({
+      gpus: [
+        h200(0, { smClock: 1980, util: 100, power: 650 }),
+        h200(1, k >= 10 && k < 20 ? { reasons: ['sw_power_cap'], smClock: 1500, power: 700 } : { smClock: 1900 }),
+      ],
+      processes: [...ranks([0, 1], DASH_RUN), ...(k >= 24 ? [proc(7001, 0, { user: 'bob', memMiB: 20480 })] : [])],
+    })),
+  };
+}
+
+export function dashboardLogRun(): RunData {
+  const x = Array.from({ length: 180 }, (_, i) => 10 + i);
+  const t = x.map((s) => 1000 + (s - 10));
+  const y = x.map((s) => (s < 130 ? 12800 : 6400));
+  return {
+    run: {
+      id: 'h:/r/train_log.jsonl',
+      label: 'r',
+      host: 'h',
+      path: '/r/train_log.jsonl',
+      lines: 180,
+      skipped: { malformed: 0, nonNumeric: 0, nonFinite: 0, noX: 0 },
+    },
+    series: [
+      { key: 'loss', x, min: y.map(() => 2), max: y.map(() => 2), last: y.map(() => 2), t },
+      { key: 'tok_s', x, min: y, max: y, last: y, t },
+    ],
   };
 }

@@ -5,6 +5,7 @@ import {
   dashboardStateSchema,
   type Checkpoint,
   type DashboardState,
+  type GpuPlot,
   type HostMessage,
   type HostSide,
   type RangeDataMessage,
@@ -32,6 +33,7 @@ import {
   upsertRun,
   xValues,
 } from './data';
+import { gpuMarks, gpuTitle, withGpu } from './gpu';
 import { createBenchPlot, SeriesPlot } from './plots';
 import { readTheme, watchTheme, type Theme } from './theme';
 import type { HostApi } from './vscodeApi';
@@ -54,6 +56,8 @@ export class Dashboard {
   /** Baseline drift and benchmark history per host of the runs. */
   private hosts: HostSide[] = [];
   private sidePending = false;
+  /** Each run's GPU timeline (by run id), when it has one: plotted under the throughput. */
+  private gpu = new Map<string, GpuPlot>();
   private selected: string[] | undefined;
   private smoothing: number;
   private axis: XAxis;
@@ -134,7 +138,13 @@ export class Dashboard {
         this.zoom = undefined;
         this.fine.clear();
         this.pending.clear();
+        this.gpu.clear();
         this.renderAll();
+        break;
+      case 'gpu':
+        this.gpu.set(message.run, message.plot);
+        this.renderControls();
+        this.renderPlots();
         break;
       case 'runData':
         this.runs = upsertRun(this.runs, message.data);
@@ -186,7 +196,7 @@ export class Dashboard {
   }
 
   private allSeries(): string[] {
-    return detectSeries(this.runs);
+    return detectSeries(withGpu(this.runs, this.gpu));
   }
 
   private visibleSeries(): string[] {
@@ -390,8 +400,9 @@ export class Dashboard {
       return;
     }
     this.els.plots.querySelector('.kg-empty')?.remove();
+    const plotted = withGpu(this.runs, this.gpu);
     for (const key of keys) {
-      const model = buildPlotModel(this.runs, key, this.axis, this.smoothing, this.override);
+      const model = buildPlotModel(plotted, key, this.axis, this.smoothing, this.override);
       const inPlot = new Set(model.runs.map((r) => r.runId));
       const marks = [
         ...checkpointMarks(
@@ -402,6 +413,7 @@ export class Dashboard {
         // level shifts of the lines themselves (on every axis: found on the plotted x), restarts as launches
         ...changepointMarks(model, this.axis === 'step' ? this.runs : []),
         ...restartMarks(this.runs, inPlot, this.axis),
+        ...gpuMarks(this.runs, this.gpu, inPlot, this.axis),
       ].sort((a, b) => a.x - b.x);
       const existing = this.plots.get(key);
       if (existing) {
@@ -412,7 +424,7 @@ export class Dashboard {
       }
       const card = h('div', 'kg-plot');
       card.dataset.series = key;
-      const title = h('h3', 'kg-plot-title', key);
+      const title = h('h3', 'kg-plot-title', gpuTitle(key, [...this.gpu.values()]));
       const canvasHost = h('div', 'kg-plot-canvas');
       card.append(title, canvasHost);
       this.els.plots.append(card);
