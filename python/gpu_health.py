@@ -17,13 +17,11 @@ import json
 import os
 import sys
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-if HERE not in sys.path:
-    sys.path.insert(0, HERE)
-
-import kg_common  # noqa: E402
-import kg_gpu  # noqa: E402
-import launch_sources  # noqa: E402
+# imported as the other probes import theirs: from the script's folder, or as sent (kg_modules) where there is no
+# file (Fleet's program on stdin, the resident helper): no __file__ to find a folder from
+import kg_common
+import kg_gpu
+import launch_sources
 
 NO_SMI = "no nvidia-smi on this host"
 DEFAULT_MAX_SAMPLES = 1000

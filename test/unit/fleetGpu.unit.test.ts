@@ -73,8 +73,11 @@ void test("a node whose GPUs all run at lower clocks than the fleet's is odd by 
   ]);
 });
 
-void test('an even fleet: no odd node, and the text says so', () => {
-  const g = compareGpuHealth(new Map(['n1', 'n2', 'n3'].map((n) => [n, node()])));
+void test('an even fleet: no odd node, and a power cap every node has is listed once, setting none apart', () => {
+  const capped = () => node((i) => (i === 3 ? { reasons: ['sw_power_cap'], smClock: 1830 } : {}));
+  const g = compareGpuHealth(new Map(['n1', 'n2', 'n3'].map((n) => [n, capped()])));
   assert.equal(g.oddest, null);
-  assert.match(renderGpuText(g, 'job 1 on x'), /^# no node stands out$/m);
+  const text = renderGpuText(g, 'job 1 on x');
+  assert.match(text, /^# no node stands out$/m);
+  assert.match(text, /^# on most nodes: GPU 3 throttling: sw_power_cap/m);
 });

@@ -33,6 +33,8 @@ export interface FleetGpu {
   /** Nodes with a reason to look, the most reasons first; `oddest` the first. */
   odd: string[];
   oddest: string | null;
+  /** Findings most nodes share: listed once, setting no node apart. */
+  shared: string[];
   /** Nodes without nvidia-smi (said once each) or whose reading failed. */
   unread: { node: string; message: string }[];
   failed: { node: string; message: string }[];
@@ -83,9 +85,13 @@ export function compareGpuHealth(
   const usualModel = [...models.entries()].sort((a, b) => b[1] - a[1])[0]?.[0];
   // a user on the GPUs of fewer than half the nodes is not the job's
   const users = count(rows.flatMap((r) => [...new Set(r.processes.map((p) => p.split(' ')[0]!))]));
+  // a finding most nodes share (the same GPU at its power cap on every node) is the fleet's, not what sets one apart
+  const seen = count(rows.flatMap((r) => r.findings));
+  const rare = (n: number) => rows.length <= 2 || n * 2 < rows.length;
+  const shared = [...seen.entries()].filter(([, n]) => !rare(n)).map(([f]) => f);
   for (const r of rows) {
     r.ratio = med && r.smMHz !== null ? r.smMHz / med : null;
-    if (r.findings.length) r.odd.push(...r.findings);
+    r.odd.push(...r.findings.filter((f) => rare(seen.get(f) ?? 0)));
     if (r.ratio !== null && r.ratio < SLOW_CLOCK_BELOW)
       r.odd.push(`SM clock ${Math.round(r.smMHz!)} MHz, ${Math.round(r.ratio * 100)} % of the fleet's median`);
     if (rows.length > 2 && usualModel !== undefined && r.gpus !== usualModel)
@@ -102,7 +108,7 @@ export function compareGpuHealth(
     .filter((r) => r.odd.length)
     .sort((a, b) => b.odd.length - a.odd.length || (a.ratio ?? 1) - (b.ratio ?? 1) || naturalCompare(a.node, b.node))
     .map((r) => r.node);
-  return { rows, medianSmMHz: med, odd, oddest: odd[0] ?? null, unread, failed: [...failed] };
+  return { rows, medianSmMHz: med, odd, oddest: odd[0] ?? null, shared, unread, failed: [...failed] };
 }
 
 export function renderGpuText(g: FleetGpu, what: string): string {
@@ -115,6 +121,7 @@ export function renderGpuText(g: FleetGpu, what: string): string {
       `# the odd node: ${g.oddest} (${first.odd[0]})${g.odd.length > 1 ? `; also ${g.odd.slice(1).join(', ')}` : ''}`,
     );
   } else if (n) out.push('# no node stands out');
+  for (const f of g.shared) out.push(`# on most nodes: ${f}`);
   const w = Math.max(4, ...g.rows.map((r) => r.node.length));
   const gw = Math.max(4, ...g.rows.map((r) => r.gpus.length));
   out.push('', `${'node'.padEnd(w)}  ${'GPUs'.padEnd(gw)}  ${'SM MHz'.padStart(7)}  vs median  processes`);
