@@ -1,28 +1,15 @@
-// One esbuild config for the extension host bundle, the CLI and the dashboard webview.
+// The esbuild builds of a checkout: the extension host bundle, the CLI and the dashboard webview.
 import * as esbuild from 'esbuild';
 import { mkdir, copyFile } from 'node:fs/promises';
+import { cliBundle, nodeBundle } from './bundles.mjs';
 
 const watch = process.argv.includes('--watch');
 const production = process.argv.includes('--production');
 
-/** ssh2 loads optional native addons inside try/catch; leaving them out makes it fall back to pure JS. */
-const nodeExternals = ['vscode', 'cpu-features', './crypto/build/Release/sshcrypto.node'];
-
-const common = {
-  bundle: true,
-  platform: 'node',
-  target: 'node20',
-  format: 'cjs',
-  sourcemap: !production,
-  minify: production,
-  external: nodeExternals,
-  logLevel: 'warning',
-  loader: { '.py': 'text' },
-};
-
 const builds = [
-  { ...common, entryPoints: { extension: 'src/extension.ts' }, outdir: 'dist' },
-  { ...common, entryPoints: { cli: 'src/cli/main.ts' }, outdir: 'dist', banner: { js: '#!/usr/bin/env node' } },
+  { ...nodeBundle(production), entryPoints: { extension: 'src/extension.ts' }, outdir: 'dist' },
+  // the CLI of a checkout (`node dist/cli.js`); the npm package's copy is built by scripts/cli-package.mjs
+  cliBundle('dist', production),
 ];
 
 async function webview() {

@@ -215,6 +215,8 @@ export interface PanelProbe {
   readonly firstInit: InitMessage | undefined;
   /** The last runData posted. */
   readonly lastRunData: (HostMessage & { type: 'runData' }) | undefined;
+  /** Follow polls ended so far, each with its look for new training processes done. */
+  readonly pollsDone: number;
   /** Handles `raw` as if the webview had posted it (validation included). */
   simulate(raw: unknown): void;
 }

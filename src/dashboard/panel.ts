@@ -14,9 +14,16 @@ import {
 import { seriesFromReduction } from '../core/dashboard/fromReduction';
 import { FROM_WALL_TIME, withDerivedSpeed } from '../core/metrics/speedFromTime';
 import { ProgressiveRuns, sideByHost, type LoadedRun } from '../core/dashboard/progressive';
-import { runCheckpoints, runId, type CheckpointSource, type RunSource } from '../core/dashboard/sources';
+import {
+  runCheckpoints,
+  runId,
+  runSpanOf,
+  type CheckpointSource,
+  type RunSource,
+  type RunSpan,
+} from '../core/dashboard/sources';
 import { messageOf } from '../core/errors';
-import { lastStep, withLiveRestart } from '../core/dashboard/liveRestarts';
+import { lastStep, liveRestartMark } from '../core/dashboard/liveRestarts';
 import { remotePathOf } from '../core/runs/model';
 import { readGpuPlot } from '../core/hardware/gpuPlot';
 import { newNonce } from '../core/util/nonce';
@@ -62,6 +69,7 @@ export class PanelRecorder implements PanelProbe {
   firstData: readonly RunData[] | undefined;
   firstInit: InitMessage | undefined;
   lastRunData: (HostMessage & { type: 'runData' }) | undefined;
+  pollsDone = 0;
 
   constructor(
     private readonly panel: { readonly title: string; readonly runs: readonly string[] },
@@ -117,6 +125,10 @@ export class DashboardPanel implements vscode.Disposable {
   private lastPollAt = Date.now();
   private disposed = false;
   private readonly openedAt = performance.now();
+  /** Per host: when the snapshots its drift may compare were captured (Unix seconds), as of the last side read. */
+  private readonly snapshotTimes = new Map<string, number[]>();
+  /** The series the page shows (its last selectSeries); undefined until it says. */
+  private shown: ReadonlySet<string> | undefined;
   /** `ready`s received: a restored panel turns following on at the first. */
   private readies = 0;
   /** The first init went out: later data goes as its own messages. */
@@ -148,6 +160,7 @@ export class DashboardPanel implements vscode.Disposable {
       previewBytes: options.previewBytes,
       maxBuckets: MAX_BUCKETS,
       log: (line) => log.info(line),
+      shown: () => this.shown,
     });
     const webview = panel.webview;
     webview.options = webviewOptions(services.extensionUri);
@@ -223,6 +236,9 @@ export class DashboardPanel implements vscode.Disposable {
         this.setFollow(m.on);
         return;
       case 'selectSeries':
+        this.shown = new Set(m.keys);
+        // a series shown now whose shifts were not kept current while following: found again, and sent
+        for (const run of this.loader.refreshShifts()) this.post({ type: 'runData', data: run.data });
         return;
       case 'openArgs': {
         const c = this.checkpoint(m.path);
@@ -259,12 +275,23 @@ export class DashboardPanel implements vscode.Disposable {
       this.sideAgain = true;
       return this.sideReading;
     }
-    const reading = sideByHost(
-      this.sources,
-      (id) => this.services.hostLabel(id),
-      (id) => this.services.sideData(id),
-      (line) => this.services.log.warn(line),
-    )
+    // each run's drift is limited to its time: read once the runs' data (a preview at least) says when they ran
+    const reading = (this.loading ?? Promise.resolve())
+      .then(() =>
+        sideByHost(
+          this.sources,
+          (id) => this.services.hostLabel(id),
+          async (id) => {
+            const runs = this.runsV
+              .filter((r) => r.src.hostId === id)
+              .map((r) => ({ id: r.id, label: r.src.label, span: runSpanOf(r.data) }));
+            const side = await this.services.sideData(id, runs);
+            this.snapshotTimes.set(id, side.snapshotTimes);
+            return side;
+          },
+          (line) => this.services.log.warn(line),
+        ),
+      )
       .then((hosts) => {
         if (this.disposed) return;
         this.side = hosts;
@@ -297,8 +324,8 @@ export class DashboardPanel implements vscode.Disposable {
    * The exact reads of sampled runs and the hosts' side data go on behind it and are posted as they land.
    */
   private async load(): Promise<void> {
-    void this.refreshSide();
     await this.loader.loadPreviews();
+    void this.refreshSide();
     void this.readGpu();
     if (this.probe) this.probe.firstData = this.runsV.map((r) => r.data);
     this.checkpoints = this.runsV.flatMap((r) => runCheckpoints(r.src, r.id));
@@ -425,6 +452,7 @@ export class DashboardPanel implements vscode.Disposable {
       const stepBefore = new Map(this.loader.runs.map((r) => [r, lastStep(r.data)]));
       const since = this.lastPollAt;
       this.lastPollAt = Date.now();
+      const spansBefore = new Map(this.loader.runs.map((r) => [r, runSpanOf(r.data)]));
       const grown: LoadedRun[] = [];
       await this.loader.follow({
         grew: (r) => {
@@ -434,9 +462,22 @@ export class DashboardPanel implements vscode.Disposable {
         failed: (r, message) => this.post({ type: 'error', message: `Following ${r.src.label}: ${message}` }),
       });
       await this.markRestarts(grown, stepBefore, since);
+      if (grown.some((r) => this.spanTookSnapshot(r, spansBefore.get(r)))) void this.refreshSide();
     } finally {
       this.polling = false;
+      if (this.probe) this.probe.pollsDone++;
     }
+  }
+
+  /**
+   * Whether a run's time now holds a snapshot of its host it did not hold before (its log grew past the capture, or
+   * was rewritten): its drift compares other snapshots now.
+   */
+  private spanTookSnapshot(run: LoadedRun, before: RunSpan | undefined): boolean {
+    const now = runSpanOf(run.data);
+    if (!now) return false;
+    const inside = (t: number, s: RunSpan | undefined) => s !== undefined && t >= s.from && t <= s.to;
+    return (this.snapshotTimes.get(run.src.hostId) ?? []).some((t) => inside(t, now) !== inside(t, before));
   }
 
   /**
@@ -462,10 +503,9 @@ export class DashboardPanel implements vscode.Disposable {
         const restart = s.restarts[s.restarts.length - 1];
         if (!restart || restart.seenAt < since) continue;
         for (const r of mine.filter((m) => runOf(m) === s.run)) {
-          const marked = withLiveRestart(r.data, restart, stepBefore.get(r));
-          if (marked === r.data) continue;
-          r.data = marked;
-          this.services.log.info(`dashboard: ${r.src.logPath}: ${marked.run.restarts?.at(-1)?.label ?? 'restart'}`);
+          const mark = liveRestartMark(restart, stepBefore.get(r));
+          if (!mark || !this.loader.addLiveRestart(r, mark)) continue;
+          this.services.log.info(`dashboard: ${r.src.logPath}: ${mark.label} at step ${mark.step}`);
           this.post({ type: 'runData', data: r.data });
         }
       }

@@ -3,8 +3,15 @@ import { checkpointOfEntry, type CheckpointRef as ArgsCheckpoint } from '../core
 import { captureSnapshot } from '../core/baselines/capture';
 import type { EnvSnapshot } from '../core/baselines/envProbe';
 import type { BaselineStore, StoreChange } from '../core/baselines/store';
-import type { BenchPoint, DriftSummary } from '../core/dashboard/protocol';
-import { benchHistory, benchReferenceOf, driftSummary, markBenchReference } from '../core/dashboard/sources';
+import type { BenchPoint, RunDriftInfo } from '../core/dashboard/protocol';
+import {
+  benchHistory,
+  benchReferenceOf,
+  markBenchReference,
+  nowMayFallInside,
+  runDrift,
+  type RunSpan,
+} from '../core/dashboard/sources';
 import { KnownGoodError, messageOf } from '../core/errors';
 import type { HostSpec } from '../core/hosts';
 import type { ProbeRunnerLike } from '../core/probes/probe';
@@ -17,9 +24,25 @@ import type { SettingsAccess } from '../shared/settings';
 import type { LiveRunState, LiveWatch } from '../core/whatChanged/liveWatch';
 import { showError } from '../window';
 
-/** How long the first init waits for a snapshot of "now" before it compares the two newest baselines instead. */
+/** How long the side data waits for a snapshot of "now" before it goes without one. */
 const NOW_BUDGET_MS = 2500;
+/** How long a snapshot of "now" is reused (per host). */
 const NOW_CACHE_MS = 5 * 60_000;
+
+/** A run of the panel, for its part of the drift panel: its id, label and time. */
+export interface RunOfSide {
+  id: string;
+  label: string;
+  span: RunSpan | undefined;
+}
+
+/** One host's side data: the drift during each of its runs, its benchmark history, and when its snapshots were taken. */
+export interface SideData {
+  bench: BenchPoint[];
+  runs: RunDriftInfo[];
+  /** Capture times (Unix seconds) of the snapshots the drift may compare: a run that grows past one compares anew. */
+  snapshotTimes: number[];
+}
 
 export interface CheckpointRef {
   hostId: string;
@@ -33,8 +56,8 @@ export interface DashboardServices {
   readonly log: Pick<vscode.LogOutputChannel, 'info' | 'warn' | 'error'>;
   probes(hostId: string): ProbeRunnerLike;
   hostLabel(hostId: string): string;
-  /** One host's baseline drift and benchmark history; the panel asks once per host of its runs. */
-  sideData(hostId: string | undefined): Promise<{ drift: DriftSummary | null; bench: BenchPoint[] }>;
+  /** One host's benchmark history and the drift during each of its runs; the panel asks once per host of its runs. */
+  sideData(hostId: string | undefined, runs: readonly RunOfSide[]): Promise<SideData>;
   openArgs(hostId: string, root: RootListing, entry: RunEntry): Promise<void>;
   diffArgs(checkpoints: CheckpointRef[]): Promise<void>;
   /** Marks a benchmark result of the host as its known-good reference (null unmarks). */
@@ -130,9 +153,9 @@ export class ContainerServices implements DashboardServices {
     }
   }
 
-  async sideData(hostId: string | undefined): Promise<{ drift: DriftSummary | null; bench: BenchPoint[] }> {
+  async sideData(hostId: string | undefined, runs: readonly RunOfSide[]): Promise<SideData> {
     const spec = hostId ? this.d.hosts.find(hostId) : undefined;
-    if (!spec) return { drift: null, bench: [] };
+    if (!spec) return { bench: [], runs: [], snapshotTimes: [] };
     const store = this.d.store;
     // Baselines are kept by the store key (the transport's id); the host's settings id is tried too.
     const ids = [...new Set([this.d.storeKeyOf(spec), spec.id])];
@@ -148,19 +171,33 @@ export class ContainerServices implements DashboardServices {
       list[0],
       await benchReferenceOf(store, ids),
     );
-    if (!list.length) return { drift: null, bench };
-    const now = await this.now(spec.id);
-    return { drift: driftSummary(list, now.snapshot, now.note), bench };
+    // A cached snapshot of now is always looked at (its capture time decides where it counts); a new one is taken
+    // only for a run that may still grow past it.
+    const capture = nowMayFallInside(
+      runs.map((r) => r.span),
+      Date.now() / 1000,
+      NOW_CACHE_MS / 1000,
+    );
+    const now = await this.now(spec.id, capture);
+    const snapshotTimes = list.map((b) => Date.parse(b.capturedAt) / 1000);
+    if (now.snapshot) snapshotTimes.push(Date.parse(now.snapshot.capturedAt) / 1000);
+    return {
+      bench,
+      runs: runs.map((r) => runDrift(r, list, now.snapshot, now.note)),
+      snapshotTimes: snapshotTimes.filter(Number.isFinite),
+    };
   }
 
   /**
    * A snapshot of the host now (no torch import: a few hundred ms through the resident helper), cached a few
-   * minutes per host. Past the budget the panel compares the two newest baselines and says so; the capture goes on
-   * and the next panel uses it.
+   * minutes per host; `capture`: take one when none is cached. Past the budget the side data goes without it and
+   * says so; the capture goes on and the next read uses it.
    */
-  private async now(hostId: string): Promise<{ snapshot?: EnvSnapshot; note?: string }> {
+  private async now(hostId: string, capture: boolean): Promise<{ snapshot?: EnvSnapshot; note?: string }> {
     let cached = this.nowCache.get(hostId);
-    if (!cached || Date.now() - cached.at > NOW_CACHE_MS) {
+    if (cached && Date.now() - cached.at > NOW_CACHE_MS) cached = undefined;
+    if (!cached) {
+      if (!capture) return {};
       // The options the baselines feature captures with (scripts, variables, caches), so only real changes show.
       const settings = this.d.settings.current.baselines;
       const snapshot = captureSnapshot(this.d.hosts.session(hostId), settings);
@@ -172,11 +209,10 @@ export class ContainerServices implements DashboardServices {
     const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), NOW_BUDGET_MS)));
     try {
       const r = await Promise.race([cached.snapshot, late]);
-      if (r === 'late')
-        return { note: 'Capturing the environment now took too long: compared the two newest baselines.' };
+      if (r === 'late') return { note: 'Capturing the environment now took too long: not compared with now.' };
       return { snapshot: r };
     } catch (e) {
-      return { note: `Could not capture the environment now (${messageOf(e)}): compared the two newest baselines.` };
+      return { note: `Could not capture the environment now (${messageOf(e)}): not compared with now.` };
     } finally {
       clearTimeout(timer);
     }

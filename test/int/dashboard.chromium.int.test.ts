@@ -14,6 +14,12 @@ import { CHROMIUM_ARGS } from '../../scripts/vscode/browser';
 import { dashboardHtml, DASHBOARD_SCRIPT, DASHBOARD_STYLES } from '../../webview/src/html';
 import { loadInitFixture } from '../fixtures/dashboard';
 import { parseWebviewMessage, type InitMessage } from '../../src/core/dashboard/protocol';
+import { runDataFromReduction } from '../../src/core/dashboard/fromReduction';
+import { runDrift, runSpanOf } from '../../src/core/dashboard/sources';
+import { baselineSchema, type Baseline } from '../../src/core/baselines/store';
+import type { EnvSnapshot } from '../../src/core/baselines/envProbe';
+import { h200KnownGood, h200Now } from '../fixtures/env';
+import { reduce } from '../support/runHistory';
 import { GPU_SERIES } from '../../src/core/hardware/gpuKeys';
 import { gpuPlotOf } from '../../src/core/hardware/gpuPlot';
 import { dashboardLogRun, dashboardTimeline } from '../support/gpuTimeline';
@@ -688,6 +694,111 @@ void test('benchmark: one point, marking a result known-good; checkpoints on the
   );
   assert.ok(withMarks > plain + 200, `no checkpoint markers drawn: ${plain} → ${withMarks} px`);
   await page.screenshot({ path: join(ARTIFACTS, 'dashboard-bench-one-point.png'), fullPage: true });
+  assert.deepEqual(problems, []);
+  await context.close();
+});
+
+void test("a restarted real run (plain-dataset-padded): every plot marks the restart, tok_s the report's drop at it; the drift is the run's own", async () => {
+  // the run as the host sends it: its log read by the real probe, marks from the report's function (logShifts)
+  const log = join(ROOT, 'test/fixtures/real/regressions/plain-dataset-padded/train_log.jsonl');
+  const data = runDataFromReduction(
+    { id: 'gpu-box:padded', label: 'plain-dataset-padded', host: 'gpu-box' },
+    reduce(log),
+  );
+  const span = runSpanOf(data)!;
+  const iso = (s: number) => new Date(s * 1000).toISOString();
+  const known = baselineSchema.parse({
+    schema: 1,
+    id: 'b-before',
+    label: 'known good',
+    host: 'gpu-box',
+    capturedAt: iso(span.from - 86_400),
+    snapshot: h200KnownGood,
+  });
+  const during = (label: string, at: number, snapshot: EnvSnapshot) =>
+    baselineSchema.parse({
+      schema: 1,
+      id: label.replace(/\W/g, '-'),
+      label,
+      host: 'gpu-box',
+      capturedAt: iso(at),
+      snapshot,
+    });
+  const side = (baselines: Baseline[]) => [
+    {
+      host: 'gpu-box',
+      label: 'gpu-box',
+      drift: null,
+      bench: [],
+      runs: [runDrift({ id: data.run.id, label: data.run.label, span }, baselines, undefined)],
+    },
+  ];
+  const { context, page, problems } = await openDashboard();
+  await applyTheme(page, 'vscode-dark', DARK);
+  const bare: InitMessage = { ...init, runs: [{ ...data, run: { ...data.run, restarts: [], shifts: [] } }] };
+  await page.evaluate((m) => window.postMessage(m, '*'), { ...bare, checkpoints: [], hosts: side([known]) });
+  const tokCanvas = '.kg-plot[data-series="tok_s"] canvas';
+  await page.waitForSelector(tokCanvas);
+  const unmarked = await nonTransparent(page, tokCanvas);
+  assert.equal(await page.locator('.kg-plot-marks').count(), 0, 'marks listed without any sent');
+
+  await page.evaluate((m) => window.postMessage(m, '*'), {
+    ...init,
+    runs: [data],
+    checkpoints: [],
+    hosts: side([known]),
+  });
+  const tokMarks = page.locator('.kg-plot[data-series="tok_s"] .kg-plot-marks');
+  await tokMarks.waitFor();
+  const words = await tokMarks.innerText();
+  assert.match(words, /^shift 2\d\d\.\dK → 9\d\.\dK \(0\.38×\) at step 600$/m);
+  assert.match(words, /^restart \(time-gap\) at step 610$/m);
+  // the restart on every plot, the drop on tok_s only where the report has it
+  const plots = await page.locator('.kg-plot').evaluateAll((els) =>
+    els.map((e) => ({
+      key: (e as HTMLElement).dataset.series,
+      restarts: e.querySelectorAll('.kg-plot-mark[data-kind="restart"]').length,
+    })),
+  );
+  assert.ok(plots.length >= 3, JSON.stringify(plots));
+  for (const p of plots) assert.equal(p.restarts, 1, `${p.key}: ${JSON.stringify(plots)}`);
+  const marked = await eventually(
+    () => nonTransparent(page, tokCanvas),
+    (n) => n > unmarked + 100,
+  );
+  assert.ok(marked > unmarked + 100, `the marks are not drawn: ${unmarked} → ${marked} px`);
+  // no baseline during the run (the host's is from the day before): said, and no drift from another time
+  const drift = page.locator('.kg-drift');
+  assert.match(await drift.innerText(), /No baseline captured during this run/);
+  assert.equal(await drift.locator('.kg-drift-text').count(), 0);
+  await page.mouse.move(5, 5);
+  await page.screenshot({ path: join(ARTIFACTS, 'dashboard-restart-and-shift-marks.png'), fullPage: true });
+
+  // on the time axis the same marks, at their wall times
+  await page.evaluate(() => {
+    const d = document.querySelector<HTMLSelectElement>('[data-control="axis"]')!;
+    d.value = 'time';
+    d.dispatchEvent(new Event('change'));
+  });
+  const timeWords = await eventually(
+    () => tokMarks.innerText(),
+    (t) => !/at step/.test(t),
+  );
+  assert.match(timeWords, /^shift .* \(0\.38×\) at \d{4}-\d\d-\d\d \d\d:\d\d$/m);
+  assert.match(timeWords, /^restart \(time-gap\) at \d{4}-\d\d-\d\d \d\d:\d\d$/m);
+
+  // two baselines captured during the run: their drift, and only theirs
+  const mid = (span.from + span.to) / 2;
+  await page.evaluate((m) => window.postMessage(m, '*'), {
+    type: 'side',
+    hosts: side([known, during('at launch', span.from + 1, h200KnownGood), during('mid-run', mid, h200Now)]),
+  });
+  await drift.locator('.kg-drift-text').waitFor();
+  const text = await drift.innerText();
+  assert.match(text, /baseline "at launch" → baseline "mid-run"/);
+  assert.match(text, /run: \d{4}-\d\d-\d\d \d\d:\d\d – \d{4}-\d\d-\d\d \d\d:\d\d/);
+  assert.doesNotMatch(text, /known good/);
+  await page.screenshot({ path: join(ARTIFACTS, 'dashboard-drift-during-run.png'), fullPage: true });
   assert.deepEqual(problems, []);
   await context.close();
 });

@@ -22,7 +22,7 @@ with open(os.path.join(REAL, "ground_truth.json")) as _f:
 FAKE_HUB_TOKEN = "hf_FAKEfixtureTOKEN00000000000000000000"
 FAKE_WANDB_KEY = "FAKEwandb0123456789abcdef0123456789abcdef"
 # What a header of the result says about the file itself, not about its args.
-FILE_FIELDS = ("format", "path", "bytes", "bytesRead", "mtime", "step")
+FILE_FIELDS = ("format", "path", "bytes", "bytesRead", "mtime", "step", "stat")
 
 
 def probe(rel, *argv):

@@ -3,6 +3,7 @@ import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { trainLogLine, trainLogPoints } from '../../scripts/demo/trainLog';
+import { materializeRealRuns } from '../support/realRuns';
 import { reloadWindow, scenario, type Workbench } from './harness';
 
 /** The demo's story in small: run-a's loss falls, then rises a little after step 690 when lr was halved. */
@@ -107,10 +108,23 @@ scenario('Open Dashboard on the demo run in Remote Runs (context menu)', options
 const driftScripts = mkdtempSync(join(tmpdir(), 'kg-ui-dashboard-scripts-'));
 writeFileSync(join(driftScripts, 'train.py'), 'lr = 3e-4\n');
 
+// A run logging now (its points from an hour ago to two hours ahead): what the scenario captures is in its time, and
+// the drift panel shows only what was captured during a run.
+const liveRoot = mkdtempSync(join(tmpdir(), 'kg-ui-dashboard-live-'));
+{
+  const t0 = Math.floor(Date.now() / 1000) - 3600;
+  mkdirSync(join(liveRoot, 'run-live'));
+  const lines = Array.from({ length: 180 }, (_, i) =>
+    JSON.stringify({ step: (i + 1) * 10, time: t0 + i * 60, loss: 2 }),
+  );
+  writeFileSync(join(liveRoot, 'run-live', 'train_log.jsonl'), lines.join('\n') + '\n');
+}
+
 scenario(
-  'The open dashboard follows Capture and Compare Environment on its host: the drift block changes without reopening',
+  "The open dashboard follows Capture and Compare Environment during its run: the run's drift changes without reopening",
   {
     ...options,
+    localRoots: [liveRoot],
     settings: {
       ...options.settings,
       'knownGood.env.scriptGlobs': [join(driftScripts, '*.py')],
@@ -125,29 +139,38 @@ scenario(
     const rows = page.locator('.quick-input-list .monaco-list-row');
     await vs.openView('Known Good');
     await vs.commandPalette('Known Good: Open Dashboard');
-    await rows.filter({ hasText: 'run-a' }).first().waitFor({ timeout: 30_000 });
+    await rows.filter({ hasText: 'run-live' }).first().waitFor({ timeout: 30_000 });
     await page.keyboard.press('Enter');
     const dash = page.frameLocator('iframe.webview.ready').frameLocator('#active-frame');
     const drift = dash.locator('.kg-drift');
     await dash.locator('.kg-plot').first().waitFor({ timeout: 60_000 });
-    await drift.getByText('No baseline recorded for this host.').waitFor({ timeout: 30_000 });
+    // the panel's own snapshot of now falls in the live run's time: alone, it has nothing to compare with (or, taken
+    // too slowly, none is there)
+    await drift
+      .getByText(/^(No baseline captured|Only now \(.*\) was captured) during this run/)
+      .waitFor({ timeout: 30_000 });
+    await drift.getByText(/^run: \d{4}-\d\d-\d\d \d\d:\d\d – /).waitFor();
 
-    // Capture (one host: only the label is asked): the dashboard shows it at once, no drift from itself.
+    // Capture (one host: only the label is asked): the dashboard shows it at once, the run's only snapshot.
     await vs.commandPalette('Known Good: Capture Environment Baseline');
     await input.waitFor();
     await input.fill('dash known good');
     await page.keyboard.press('Enter');
-    await drift.locator('.kg-muted', { hasText: /dash known good.*no drift/ }).waitFor({ timeout: 90_000 });
+    await drift
+      .getByText(/^Only baseline "dash known good" .* was captured during this run: nothing to compare it with/)
+      .waitFor({ timeout: 90_000 });
 
-    // Compare after an edit: the compare's snapshot is the dashboard's "now" too.
+    // Compare after an edit: the compare's snapshot is the dashboard's "now" too, and in the run's time.
     writeFileSync(join(driftScripts, 'train.py'), 'lr = 1e-3  # "just a quick tweak"\n');
     await vs.commandPalette('Known Good: Compare Environment with Baseline');
     await input.fill('dash known good');
     await rows.filter({ hasText: 'dash known good' }).first().waitFor();
     await page.keyboard.press('Enter');
     await page.getByRole('tab', { name: /"dash known good" ↔ now/ }).waitFor({ timeout: 90_000 });
-    await page.getByRole('tab', { name: /^Dashboard: run-a/ }).click();
-    await drift.locator('.kg-muted', { hasText: /dash known good.*1 changed/ }).waitFor({ timeout: 30_000 });
+    await page.getByRole('tab', { name: /^Dashboard: run-live/ }).click();
+    await drift
+      .locator('.kg-muted', { hasText: /baseline "dash known good" → now \(.*1 changed/ })
+      .waitFor({ timeout: 30_000 });
     await drift.locator('.kg-drift-text', { hasText: /scripts/ }).waitFor();
     await vs.page.mouse.move(1100, 700);
     await vs.screenshot('dashboard-drift-after-compare');
@@ -222,5 +245,47 @@ scenario(
     // Unmark again: the host's one reference is What Changed?'s too.
     await bench.getByRole('button', { name: 'Unmark' }).click();
     await bench.getByRole('button', { name: 'Mark known-good' }).waitFor({ timeout: 30_000 });
+  },
+);
+
+// The real regressions corpus as written on the GPU box (test/fixtures/real/regressions): plain-dataset-padded was
+// restarted at step 600 on a padded copy of its data and fell to 0.38× tokens/s (truth.json).
+const realRoot = materializeRealRuns(
+  'regressions',
+  join(mkdtempSync(join(tmpdir(), 'kg-ui-dashboard-real-')), 'regressions'),
+);
+
+scenario(
+  "A restarted real run's dashboard marks the restart on every plot and the report's drop at it, also after a reload",
+  { ...options, localRoots: [realRoot], timeoutMs: 240_000 },
+  async (vs) => {
+    await vs.openView('Known Good');
+    await darkTheme(vs);
+    await vs.expand('This machine');
+    const run = /\/plain-dataset-padded(\s|,|$)|^plain-dataset-padded(\s|,|$)/;
+    await vs.treeItem(run).waitFor({ timeout: 30_000 });
+    await vs.contextMenu(run, 'Open Dashboard');
+    const check = async (shot: string) => {
+      const dash = vs.page.frameLocator('iframe.webview.ready').frameLocator('#active-frame');
+      const tok = dash.locator('.kg-plot[data-series="tok_s"] .kg-plot-marks');
+      await tok.waitFor({ timeout: 60_000 });
+      // What Changed?'s changepoint of tok_s (the drop, at the restart) and the restart, in words under the plot
+      await tok.getByText(/^shift 2\d\d\.\dK → 9\d\.\dK \(0\.38×\) at step 600$/).waitFor({ timeout: 60_000 });
+      await tok.getByText('restart (time-gap) at step 610').waitFor();
+      const perPlot = await dash
+        .locator('.kg-plot')
+        .evaluateAll((els) =>
+          els.map((e) => [(e as HTMLElement).dataset.series, e.querySelectorAll('[data-kind="restart"]').length]),
+        );
+      assert.ok(perPlot.length >= 3, JSON.stringify(perPlot));
+      for (const [key, n] of perPlot) assert.equal(n, 1, `restart marks on ${key}: ${JSON.stringify(perPlot)}`);
+      await vs.page.mouse.move(1100, 700);
+      await vs.page.waitForTimeout(500);
+      await vs.screenshot(shot);
+    };
+    await check('dashboard-restart-marks');
+    await reloadWindow(vs);
+    await vs.page.locator('.tabs-container .tab', { hasText: /^Dashboard: / }).waitFor({ timeout: 60_000 });
+    await check('dashboard-restart-marks-after-reload');
   },
 );

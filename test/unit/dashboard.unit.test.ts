@@ -402,15 +402,14 @@ void test('reduction → run data: only the drawn fields cross, and the result i
     path: '/runs/a/train_log.jsonl',
     lines: 7,
     skipped: { malformed: 1, nonNumeric: 2, nonFinite: 3, noX: 1 },
+    // exact data: the report's changepoints were looked for (too few points for any)
+    shifts: [],
   });
   assert.ok(parseHostMessage({ type: 'runData', data }).ok);
 });
 
 void test('follow: appended buckets extend the run, re-read ones are dropped, extremes survive coarsening', () => {
-  const first = runDataFromReduction(
-    { id: 'r', label: 'r', host: 'h' },
-    reduction([{ key: 'loss', x: [1, 2, 3, 4], last: [9, 8, 7, 6] }], 4),
-  );
+  const first = reduction([{ key: 'loss', x: [1, 2, 3, 4], last: [9, 8, 7, 6] }], 4);
   const more = reduction(
     [
       { key: 'loss', x: [4, 5, 6], last: [100, 5, 4] },
@@ -419,13 +418,15 @@ void test('follow: appended buckets extend the run, re-read ones are dropped, ex
     3,
     { malformed: 1, nonNumeric: 0, nonFinite: 0, noX: 0 },
   );
-  const next = appendReduction(first, more, 100);
+  const nextReduction = appendReduction(first, more, 100);
+  const next = runDataFromReduction({ id: 'r', label: 'r', host: 'h' }, nextReduction);
   const loss = next.series.find((s) => s.key === 'loss')!;
   assert.deepEqual(loss.x, [1, 2, 3, 4, 5, 6]);
   assert.deepEqual(loss.last, [9, 8, 7, 6, 5, 4]);
   assert.deepEqual(next.series.find((s) => s.key === 'acc')?.x, [5]);
   assert.equal(next.run.lines, 7);
   assert.equal(next.run.skipped.malformed, 1);
+  assert.equal(nextReduction.series.find((s) => s.key === 'loss')?.lastX, 6);
   const small = appendReduction(first, more, 2).series.find((s) => s.key === 'loss')!;
   assert.ok(small.x.length <= 2);
   assert.equal(Math.max(...small.max), 10, 'the largest max survives');
@@ -434,7 +435,7 @@ void test('follow: appended buckets extend the run, re-read ones are dropped, ex
   // A rewritten log (reset) replaces the run's data instead of extending it.
   const fresh = appendReduction(first, metricsReductionSchema.parse({ ...more, reset: true }), 100);
   assert.deepEqual(fresh.series.find((s) => s.key === 'loss')?.x, [4, 5, 6]);
-  assert.equal(fresh.run.lines, 3);
+  assert.equal(fresh.lines, 3);
   const c = coarsen({ key: 'k', x: [1, 2, 3], min: [0, -5, 1], max: [1, 2, 9], last: [1, 2, 3] }, 2);
   assert.deepEqual(c, { key: 'k', x: [2, 3], min: [-5, 1], max: [2, 9], last: [2, 3] });
 });

@@ -297,8 +297,8 @@ describe('dashboard: side data per host', () => {
         asked.push(id);
         if (id === 'a') return Promise.reject(new Error('store unreadable'));
         return Promise.resolve({
-          drift: { baseline: 'base-b', changes: 2, text: 'torch 2.5 → 2.6' },
           bench: [{ time: 1, tokPerS: 1000, baseline: true }],
+          runs: [{ run: 'r', label: 'run', span: null, drift: null, note: 'no wall times' }],
         });
       },
       (line) => warnings.push(line),
@@ -308,10 +308,11 @@ describe('dashboard: side data per host', () => {
       {
         host: 'b',
         label: 'Host B',
-        drift: { baseline: 'base-b', changes: 2, text: 'torch 2.5 → 2.6' },
+        drift: null,
         bench: [{ time: 1, tokPerS: 1000, baseline: true }],
+        runs: [{ run: 'r', label: 'run', span: null, drift: null, note: 'no wall times' }],
       },
-      { host: 'a', label: 'Host A', drift: null, bench: [] },
+      { host: 'a', label: 'Host A', drift: null, bench: [], runs: [] },
     ]);
     assert.match(warnings.join('\n'), /Host A: store unreadable/);
     assert.ok(parseHostMessage({ type: 'side', hosts }).ok);
@@ -320,10 +321,10 @@ describe('dashboard: side data per host', () => {
   it('the webview takes hosts when sent, else the one host of drift/bench (older init messages)', () => {
     const drift = { baseline: 'b', changes: 0, text: 'same' };
     const bench = [{ time: 5, tokPerS: 9, baseline: false }];
-    assert.deepEqual(sideHosts({ drift, bench, hosts: undefined }), [{ host: '', label: '', drift, bench }]);
+    assert.deepEqual(sideHosts({ drift, bench, hosts: undefined }), [{ host: '', label: '', drift, bench, runs: [] }]);
     const two: HostSide[] = [
-      { host: 'a', label: 'A', drift: null, bench: [] },
-      { host: 'b', label: 'B', drift, bench },
+      { host: 'a', label: 'A', drift: null, bench: [], runs: [] },
+      { host: 'b', label: 'B', drift, bench, runs: [] },
     ];
     assert.deepEqual(sideHosts({ drift: null, bench: [], hosts: two }), two);
   });

@@ -2,11 +2,13 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { describe, it } from 'node:test';
 import { baselineSchema, type Baseline, type ThroughputResult } from '../../src/core/baselines/store';
-import { initMessageSchema } from '../../src/core/dashboard/protocol';
+import { initMessageSchema, type RunData } from '../../src/core/dashboard/protocol';
 import {
   benchHistory,
-  driftSummary,
   findMetricsLog,
+  nowMayFallInside,
+  runDrift,
+  runSpanOf,
   isMetricsLog,
   parseRunId,
   runCheckpoints,
@@ -17,6 +19,8 @@ import {
   sourceOfRun,
   tokensPerSecond,
 } from '../../src/core/dashboard/sources';
+import { computeDrift, driftCount } from '../../src/core/baselines/drift';
+import type { EnvSnapshot } from '../../src/core/baselines/envProbe';
 import type { RootListing, RunEntry, RunsListing } from '../../src/core/runs/listRuns';
 import { cloneSnapshot, h200KnownGood, h200Now } from '../fixtures/env';
 
@@ -251,33 +255,119 @@ describe('dashboard sources: benchmark history and drift', () => {
       initMessageSchema.safeParse({ type: 'init', runs: [], checkpoints: [], drift: null, bench: points }).success,
     );
   });
+});
 
-  it('drift: the newest baseline against now, with the changes counted', () => {
-    const d = driftSummary(
-      [baseline('old', '2025-01-01T00:00:00Z', h200Now), baseline('good run', '2026-01-01T00:00:00Z')],
-      h200Now,
-    )!;
-    assert.equal(d.baseline, 'good run');
-    assert.ok(d.changes > 0);
-    assert.match(d.text, /between baseline "good run" and now/);
-    assert.match(d.text, /torch: /);
-    const same = driftSummary([baseline('good run', '2026-01-01T00:00:00Z')], cloneSnapshot(h200KnownGood))!;
-    assert.equal(same.changes, 0);
-    assert.match(same.text, /^No drift/);
+/** When `iso` was captured, as Unix seconds. */
+const at = (iso: string) => Date.parse(iso) / 1000;
+/** A snapshot of now captured at `iso` (the panel's, cached for 5 minutes). */
+const nowAt = (iso: string, from = h200Now): EnvSnapshot => ({ ...cloneSnapshot(from), capturedAt: iso });
+
+/** A run that logged from 10:00 to 12:00 on 2026-03-01 (UTC). */
+const run = { id: 'r1', label: 'run-a', span: { from: at('2026-03-01T10:00:00Z'), to: at('2026-03-01T12:00:00Z') } };
+
+describe("dashboard drift: limited to the run's time (issue 32 item 6)", () => {
+  const before = baseline('before the run', '2026-02-20T09:00:00Z', h200KnownGood);
+  const first = baseline('at launch', '2026-03-01T10:05:00Z', h200KnownGood);
+  const second = baseline('mid-run', '2026-03-01T11:00:00Z', h200Now);
+  const after = baseline('after the run', '2026-03-05T09:00:00Z', h200KnownGood);
+
+  it('compares the first snapshot captured during the run with the last, never one from before or after it', () => {
+    // the newest baseline and now are both after the run (the old panel compared those two: the host's drift)
+    const d = runDrift(run, [before, first, second, after], nowAt('2026-03-06T08:00:00Z'));
+    assert.equal(d.drift?.baseline, 'baseline "at launch" → baseline "mid-run"');
+    assert.ok(d.drift.changes > 0);
+    assert.equal(d.drift.changes, driftCount(computeDrift(h200KnownGood, h200Now)));
+    assert.match(d.drift.text, /between baseline "at launch" and baseline "mid-run"/);
+    assert.doesNotMatch(d.drift.text, /before the run|after the run|now/);
+    assert.deepEqual(d.span, run.span);
+    assert.match(d.note, /^2 snapshots captured during this run/);
+    // the same baselines, another run's time: another answer
+    const later = { ...run, span: { from: at('2026-03-04T00:00:00Z'), to: at('2026-03-06T00:00:00Z') } };
+    assert.equal(runDrift(later, [before, first, second, after], undefined).drift, null);
   });
 
-  it('drift without a snapshot of now: the two newest baselines, saying why', () => {
-    const d = driftSummary(
-      [baseline('before', '2025-06-01T00:00:00Z'), baseline('after', '2026-01-01T00:00:00Z', h200Now)],
+  it('no baseline captured during the run: says so, and no drift from another time', () => {
+    const d = runDrift(run, [before, after], nowAt('2026-03-06T08:00:00Z'));
+    assert.equal(d.drift, null);
+    assert.match(d.note, /^No baseline captured during this run\. /);
+    assert.match(d.note, /The host's newest, "after the run", is from 2026-03-05/);
+    assert.equal(runDrift(run, [], undefined).drift, null);
+    assert.match(runDrift(run, [], undefined).note, /^No baseline captured during this run/);
+  });
+
+  it('one baseline during the run: nothing to compare it with (unless now was captured during the run too)', () => {
+    const only = runDrift(run, [before, first, after], undefined);
+    assert.equal(only.drift, null);
+    assert.match(
+      only.note,
+      /^Only baseline "at launch" \(2026-03-01 .*\) was captured during this run: nothing to compare it with\.$/,
+    );
+    // a live run: the panel's snapshot of now was taken while it logged (its last point is later)
+    const live = runDrift(run, [before, first, after], nowAt('2026-03-01T11:58:00Z'));
+    assert.match(live.drift?.baseline ?? '', /^baseline "at launch" → now \(2026-03-01 \d\d:58:00/);
+    assert.ok(live.drift!.changes > 0);
+    assert.match(live.drift!.text, /and now \(\d{4}-\d\d-\d\d \d\d:58:00 \(UTC/);
+    // now alone in the run's time: named once, with its time once
+    const alone = runDrift(run, [before], nowAt('2026-03-01T11:58:00Z'));
+    assert.equal(alone.drift, null);
+    assert.match(alone.note, /^Only now \(\d{4}-\d\d-\d\d \d\d:58:00 \([^)]*\)\) was captured during this run: /);
+  });
+
+  it("the 5-minute cache of now: a snapshot taken before the run began, or after its last point, is not the run's", () => {
+    // cached 3 minutes before the run's first point (the panel opened on the host just before the launch)
+    const early = runDrift(run, [first], nowAt('2026-03-01T09:57:00Z'));
+    assert.equal(early.drift, null);
+    assert.match(early.note, /^Only baseline "at launch"/);
+    // cached after the run's last point: the run ended before it
+    assert.equal(runDrift(run, [first], nowAt('2026-03-01T12:00:01Z')).drift, null);
+    // a baseline just captured is the cached now too (the same capture): one snapshot, not a drift from itself
+    const same = runDrift(run, [first], nowAt('2026-03-01T10:05:00Z', h200KnownGood));
+    assert.equal(same.drift, null);
+    assert.match(same.note, /^Only baseline "at launch"/);
+    // at the edges it counts: the run logged at that second
+    assert.ok(runDrift(run, [first], nowAt('2026-03-01T12:00:00Z')).drift);
+    // a new one is taken only for a run that may still grow past it: one whose last point is within the cache's life
+    const end = run.span.to;
+    assert.equal(nowMayFallInside([run.span], end + 299, 300), true);
+    assert.equal(nowMayFallInside([run.span], end + 301, 300), false);
+    assert.equal(nowMayFallInside([undefined, run.span], end + 301, 300), false);
+    assert.equal(nowMayFallInside([undefined, run.span], end + 10, 300), true);
+  });
+
+  it("a deep baseline against now is compared without its deep part (the panel's capture does not import torch)", () => {
+    const deep = baseline('deep', '2026-03-01T10:30:00Z', { ...cloneSnapshot(h200KnownGood), deep: true });
+    const d = runDrift(run, [deep], nowAt('2026-03-01T11:00:00Z', h200KnownGood));
+    assert.equal(d.drift?.changes, 0, d.drift?.text);
+  });
+
+  it('a log without wall times has no time: no baseline placed in it', () => {
+    const d = runDrift({ ...run, span: undefined }, [first, second], nowAt('2026-03-01T11:00:00Z'));
+    assert.equal(d.drift, null);
+    assert.equal(d.span, null);
+    assert.match(d.note, /no wall times/);
+  });
+
+  it("a run's span: its first and last wall time over every series, and its restarts'", () => {
+    const data: RunData = {
+      run: {
+        id: 'r1',
+        label: 'run-a',
+        host: 'h',
+        path: '/p',
+        lines: 3,
+        skipped: { malformed: 0, nonNumeric: 0, nonFinite: 0, noX: 0 },
+        restarts: [{ step: 5, time: 90, label: 'restart (time-gap)' }],
+      },
+      series: [
+        { key: 'loss', x: [1, 2], min: [1, 1], max: [1, 1], last: [1, 1], t: [100, 200] },
+        { key: 'tok_s', x: [3, 9], min: [1, 1], max: [1, 1], last: [1, 1], t: [150, 400] },
+      ],
+    };
+    assert.deepEqual(runSpanOf(data), { from: 90, to: 400 });
+    assert.equal(
+      runSpanOf({ ...data, run: { ...data.run, restarts: [] }, series: [{ ...data.series[0]!, t: undefined }] }),
       undefined,
-      'Capturing the environment now took too long: compared the two newest baselines.',
-    )!;
-    assert.equal(d.baseline, 'before → after');
-    assert.ok(d.changes > 0);
-    assert.match(d.text, /between baseline "before" and baseline "after"/);
-    assert.match(d.text, /took too long/);
-    assert.equal(driftSummary([], undefined), null);
-    assert.match(driftSummary([baseline('only', '2026-01-01T00:00:00Z')], undefined)!.text, /Only one baseline/);
+    );
   });
 });
 

@@ -156,7 +156,7 @@ void describe('snapshot values people read', () => {
 
 void describe('the dashboard drift text', () => {
   it('names the time of "now" readably, not as ISO', async () => {
-    const { driftSummary } = await import('../../src/core/dashboard/sources');
+    const { runDrift } = await import('../../src/core/dashboard/sources');
     const { baselineSchema } = await import('../../src/core/baselines/store');
     const base = baselineSchema.parse({
       schema: 1,
@@ -166,7 +166,9 @@ void describe('the dashboard drift text', () => {
       capturedAt: '2026-01-01T00:00:00Z',
       snapshot: h200KnownGood,
     });
-    const d = driftSummary([base], h200Now)!;
+    const span = { from: Date.parse('2025-12-31T23:00:00Z') / 1000, to: Date.parse('2026-01-01T02:00:00Z') / 1000 };
+    const now = { ...h200Now, capturedAt: '2026-01-01T01:00:00Z' };
+    const d = runDrift({ id: 'r', label: 'run', span }, [base], now).drift!;
     assert.doesNotMatch(d.text, /\d{4}-\d\d-\d\dT\d\d:/);
     assert.match(d.text, /now \(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \(UTC/);
     assert.equal(d.changes, driftCount(computeDrift(h200KnownGood, h200Now)));

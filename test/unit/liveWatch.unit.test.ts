@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { lastStep, withLiveRestart } from '../../src/core/dashboard/liveRestarts';
+import { lastStep, liveRestartMark } from '../../src/core/dashboard/liveRestarts';
 import type { RunData } from '../../src/core/dashboard/protocol';
 import type { RunEntry, RunsListing } from '../../src/core/runs/listRuns';
 import { launchRecordSchema } from '../../src/core/whatChanged/factsProbe';
@@ -46,7 +46,7 @@ void describe('live process on the run row and the dashboard', () => {
     assert.deepEqual(liveRowText(undefined), { tooltip: [] });
   });
 
-  void it('the dashboard marks a restart where the old process points end, once', () => {
+  void it('the dashboard marks a restart where the old process points end', () => {
     const data: RunData = {
       run: {
         id: 'r',
@@ -60,9 +60,12 @@ void describe('live process on the run row and the dashboard', () => {
     };
     assert.equal(lastStep(data), 610);
     const restart = { seenAt: T * 1000, before: proc(41), after: proc(57) };
-    const marked = withLiveRestart(data, restart, 610);
-    assert.deepEqual(marked.run.restarts, [{ step: 610, time: T + 57, label: 'restart (new process, PID 41 → 57)' }]);
-    assert.equal(withLiveRestart(marked, restart, 700), marked);
+    assert.deepEqual(liveRestartMark(restart, lastStep(data)), {
+      step: 610,
+      time: T + 57,
+      label: 'restart (new process, PID 41 → 57)',
+    });
+    assert.equal(liveRestartMark(restart, undefined), undefined, 'no point yet: nowhere to mark it');
   });
 
   void it('the runs a poll looks at: run folders with a log, most recently written first, at most 16', () => {

@@ -397,3 +397,40 @@ void test("a launch record's own start is the launch's: an edit written after it
   f.probe!.launches = [];
   assert.equal(analyze(f).suspects[0]?.coincides, true);
 });
+
+void test('an uncommitted edit the launch records also saw (their diff hash changed): one suspect, the records its evidence', () => {
+  const f = facts({
+    dirty: true,
+    dirtyFiles: ['train.py'],
+    dirtyChanges: [
+      {
+        file: 'train.py',
+        python: true,
+        status: 'modified',
+        mtime: IN_GAP,
+        functions: ['main'],
+        hunkCount: 1,
+        hunks: [AUTOCAST],
+      },
+    ],
+  });
+  const records = [
+    { time: at(10) - 5, gitDiff: null },
+    { time: IN_GAP + 10, gitDiff: 'b'.repeat(64) },
+  ].map((r) => launchRecordSchema.parse({ source: 'kg_record', gitHead: 'a'.repeat(40), ...r }));
+  f.probe!.launches = [launchRecordsSchema.parse({ path: '/r/.known-good/launches.jsonl', exists: true, records })];
+  const r = analyze(f);
+  // no second suspect naming the same edit by its hash
+  assert.ok(!r.suspects.some((s) => /uncommitted changes differ/.test(s.title)), titles(r));
+  assert.ok(!r.unranked.some((u) => /uncommitted changes differ/.test(u.title)), titles(r));
+  const edit = r.suspects[0]!;
+  assert.match(edit.title, /^train\.py \(main\(\)\): uncommitted edit, precision\/autocast changed/, titles(r));
+  assert.match(
+    edit.detail,
+    /; the launch records agree: at the restart at step 610 \(launch records 1 → 2\), the uncommitted diff of the script's checkout \(sha256 none → b{64}\)$/,
+  );
+  assert.ok(edit.evidence.some((e) => e.kind === 'text-diff' && e.title === 'kg_record launch 1 ↔ 2'));
+  // without the file-by-file compare, the records' hash is all there is: it stays a suspect of its own
+  f.probe!.git = [gitStateSchema.parse({ path: '/r', repo: '/r', head: 'a'.repeat(40), branch: 'main' })];
+  assert.ok(analyze(f).suspects.some((s) => /^launch: uncommitted changes differ/.test(s.title)));
+});

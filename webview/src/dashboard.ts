@@ -5,11 +5,13 @@ import {
   dashboardStateSchema,
   type Checkpoint,
   type DashboardState,
+  type DriftSummary,
   type GpuPlot,
   type HostMessage,
   type HostSide,
   type RangeDataMessage,
   type RunData,
+  type RunDriftInfo,
   type SeriesData,
   type XAxis,
 } from '../../src/core/dashboard/protocol';
@@ -17,7 +19,9 @@ import { badge, button, checkbox, dataGrid, divider, dropdown, slider } from './
 import {
   buildPlotModel,
   changepointMarks,
+  marksInWords,
   restartMarks,
+  type CheckpointMark,
   checkpointMarks,
   detectSeries,
   formatValue,
@@ -59,6 +63,8 @@ export class Dashboard {
   /** Each run's GPU timeline (by run id), when it has one: plotted under the throughput. */
   private gpu = new Map<string, GpuPlot>();
   private selected: string[] | undefined;
+  /** The plots shown, as last told to the host (keys joined by NUL). */
+  private shownPosted: string | undefined;
   private smoothing: number;
   private axis: XAxis;
   private follow: boolean;
@@ -289,7 +295,6 @@ export class Dashboard {
           if (on) now.add(key);
           else now.delete(key);
           this.selected = this.allSeries().filter((k) => now.has(k));
-          this.host.post({ type: 'selectSeries', keys: this.selected });
           this.renderPlots();
           this.saveState();
         },
@@ -380,6 +385,11 @@ export class Dashboard {
   private renderPlots(recreate = false): void {
     const theme = (this.theme ??= readTheme());
     const keys = this.visibleSeries();
+    // the host keeps the shifts of the plots shown current (while following it finds only theirs again)
+    if (keys.join('\u0000') !== this.shownPosted) {
+      this.shownPosted = keys.join('\u0000');
+      this.host.post({ type: 'selectSeries', keys });
+    }
     if (recreate) {
       for (const { card, plot } of this.plots.values()) {
         plot.destroy();
@@ -410,8 +420,8 @@ export class Dashboard {
           this.runs,
           this.axis,
         ),
-        // level shifts of the lines themselves (on every axis: found on the plotted x), restarts as launches
-        ...changepointMarks(model, this.axis === 'step' ? this.runs : []),
+        // the report's level shifts of this series and the runs' restarts, as the host computed them
+        ...changepointMarks(this.runs, key, inPlot, this.axis),
         ...restartMarks(this.runs, inPlot, this.axis),
         ...gpuMarks(this.runs, this.gpu, inPlot, this.axis),
       ].sort((a, b) => a.x - b.x);
@@ -419,6 +429,7 @@ export class Dashboard {
       if (existing) {
         existing.plot.setMarks(marks);
         existing.plot.update(model, this.zoom);
+        this.renderMarkList(existing.card, marks);
         this.els.plots.append(existing.card);
         continue;
       }
@@ -427,6 +438,7 @@ export class Dashboard {
       const title = h('h3', 'kg-plot-title', gpuTitle(key, [...this.gpu.values()]));
       const canvasHost = h('div', 'kg-plot-canvas');
       card.append(title, canvasHost);
+      this.renderMarkList(card, marks);
       this.els.plots.append(card);
       const plot = new SeriesPlot(
         canvasHost,
@@ -443,6 +455,28 @@ export class Dashboard {
       if (this.zoom) plot.setWindow(this.zoom.min, this.zoom.max);
       this.plots.set(key, { card, plot });
     }
+  }
+
+  /** The restarts and shifts a plot marks, in words under it (nothing when it marks none). */
+  private renderMarkList(card: HTMLElement, marks: readonly CheckpointMark[]): void {
+    const shown = marks.filter((m) => m.kind === 'restart' || m.kind === 'shift');
+    const words = marksInWords(shown, this.axis, (id) => this.runs.find((r) => r.run.id === id)?.run.label);
+    let list = card.querySelector<HTMLElement>('.kg-plot-marks');
+    if (!words.length) {
+      list?.remove();
+      return;
+    }
+    if (!list) {
+      list = h('ul', 'kg-plot-marks');
+      card.append(list);
+    }
+    list.replaceChildren(
+      ...words.map((w, i) => {
+        const li = h('li', 'kg-plot-mark', w);
+        li.dataset.kind = shown[i]!.kind!;
+        return li;
+      }),
+    );
   }
 
   /** The zoom window in words beside Reset zoom (`steps 500–701`), empty when the whole run shows. */
@@ -585,18 +619,40 @@ export class Dashboard {
       group.dataset.host = x.host;
       const title = this.hostHeading(x);
       if (title) group.append(title);
+      // each run's drift is limited to its own time (older hosts sent the host's newest drift instead)
+      if (x.runs.length) {
+        for (const r of x.runs) group.append(this.runDrift(r, x.runs.length > 1 || this.runs.length > 1));
+        return [group];
+      }
       const d = x.drift;
       if (!d) {
         group.append(h('p', 'kg-empty', 'No baseline recorded for this host.'));
         return [group];
       }
-      const sub = h('p', 'kg-muted', `${d.baseline}${d.capturedAt ? ` · ${readableTime(d.capturedAt)}` : ''}`);
-      sub.append(' ', badge(d.changes === 0 ? 'no drift' : `${d.changes} changed`));
-      group.append(sub, h('pre', 'kg-drift-text', d.text));
+      group.append(...this.driftBlock(d));
       return [group];
     });
     if (parts.length === 0) parts.push(h('p', 'kg-empty', 'No baseline recorded for this host.'));
     this.els.drift.replaceChildren(heading, ...parts);
+  }
+
+  /** One drift: what it compares (and when), a badge with the count, the text. */
+  private driftBlock(d: DriftSummary): HTMLElement[] {
+    const sub = h('p', 'kg-muted', `${d.baseline}${d.capturedAt ? ` · ${readableTime(d.capturedAt)}` : ''}`);
+    sub.append(' ', badge(d.changes === 0 ? 'no drift' : `${d.changes} changed`));
+    return [sub, h('pre', 'kg-drift-text', d.text)];
+  }
+
+  /** A run's part of the drift panel: its time, then the drift between the snapshots taken in it, or why there is none. */
+  private runDrift(r: RunDriftInfo, named: boolean): HTMLElement {
+    const part = h('div', 'kg-run-drift');
+    part.dataset.run = r.run;
+    if (named) part.append(h('h3', 'kg-run-drift-title', r.label));
+    if (r.span)
+      part.append(h('p', 'kg-muted kg-run-span', `run: ${readableTime(r.span.from)} – ${readableTime(r.span.to)}`));
+    if (r.drift) part.append(...this.driftBlock(r.drift));
+    else part.append(h('p', 'kg-empty', r.note));
+    return part;
   }
 
   /** The newest results of a host, each with the button that marks it as the known-good reference (or unmarks it). */

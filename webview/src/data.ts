@@ -12,8 +12,6 @@ import type {
 import { GPU_SERIES } from '../../src/core/hardware/gpuKeys';
 import { MIN_SERIES_POINTS } from '../../src/core/metrics/speedFromTime';
 import { throughputRank } from '../../src/core/whatChanged/categories';
-import { findChangepoints } from '../../src/core/whatChanged/changepoints';
-import { pointTimes } from '../../src/core/metrics/speedFromTime';
 
 /** Keys that are an x axis rather than a metric; plotting them against step is a straight line. */
 const X_LIKE = new Set([
@@ -341,7 +339,7 @@ export function yExtent(model: PlotModel, i0: number, i1: number): [number, numb
 /** The side data per host: `hosts` when the host sent it, else the one host of `drift`/`bench` (older messages). */
 export function sideHosts(init: Pick<InitMessage, 'hosts' | 'drift' | 'bench'>): HostSide[] {
   if (init.hosts) return init.hosts;
-  return [{ host: '', label: '', drift: init.drift, bench: init.bench }];
+  return [{ host: '', label: '', drift: init.drift, bench: init.bench, runs: [] }];
 }
 
 /** How much of the log a preview read, for people: "7%", "less than 1%", never "0%" or "100%" for a sample. */
@@ -397,6 +395,8 @@ export interface CheckpointMark {
   x: number;
   label: string;
   run?: string;
+  /** What it marks: a checkpoint (the default), a restart, or a level shift of the plotted series. */
+  kind?: 'checkpoint' | 'restart' | 'shift';
 }
 
 /**
@@ -428,38 +428,50 @@ export function checkpointMarks(
   return out.sort((a, b) => a.x - b.x);
 }
 
+/** Short numbers for the shift labels: 12.8K, 4.3M. */
+function short(v: number): string {
+  const a = Math.abs(v);
+  if (a >= 1e9) return `${(v / 1e9).toFixed(1)}G`;
+  if (a >= 1e6) return `${(v / 1e6).toFixed(1)}M`;
+  if (a >= 1e3) return `${(v / 1e3).toFixed(1)}K`;
+  return formatValue(v);
+}
+
+/** A step of a run's series on the chosen axis: the step, or the wall time of its bucket (hours since the start). */
+function stepOnAxis(run: RunData, key: string, step: number, axis: XAxis): number | undefined {
+  if (axis === 'step') return step;
+  const s = run.series.find((x) => x.key === key && x.t);
+  if (!s?.t) return undefined;
+  // the bucket that holds the step: the first whose last step is at or past it
+  let i = s.x.findIndex((x) => x >= step);
+  if (i < 0) i = s.x.length - 1;
+  const t = s.t[i];
+  if (t === undefined) return undefined;
+  if (axis === 'time') return t;
+  const origin = runTimeOrigin(run);
+  return origin !== undefined ? (t - origin) / 3600 : undefined;
+}
+
 /**
- * Where each run's line shifts level (the changepoints What Changed? uses: binary segmentation on de-stalled medians, see
- * src/core/whatChanged/changepoints.ts), as marks labelled with the shift: `shift 12.8K → 4.3K (0.34×)`.
+ * Where each shown run's series `key` shifts level, as marks labelled with the shift (`shift 12.8K → 4.3K (0.34×)`):
+ * What Changed?'s changepoints of the run, which the host computed with the report's own function (`run.shifts`,
+ * core/whatChanged/throughput.ts logShifts), never found again here, so the plot marks what the report says.
  */
-export function changepointMarks(model: PlotModel, runs: readonly RunData[] = []): CheckpointMark[] {
-  const launchesOf = new Map(runs.map((r) => [r.run.id, (r.run.restarts ?? []).map((x) => x.step)]));
-  const short = (v: number) => {
-    const a = Math.abs(v);
-    if (a >= 1e9) return `${(v / 1e9).toFixed(1)}G`;
-    if (a >= 1e6) return `${(v / 1e6).toFixed(1)}M`;
-    if (a >= 1e3) return `${(v / 1e3).toFixed(1)}K`;
-    return formatValue(v);
-  };
-  const byId = new Map(runs.map((r) => [r.run.id, r]));
+export function changepointMarks(
+  runs: readonly RunData[],
+  key: string,
+  inPlot: ReadonlySet<string>,
+  axis: XAxis,
+): CheckpointMark[] {
   const out: CheckpointMark[] = [];
-  for (const r of model.runs) {
-    const launches = launchesOf.get(r.runId) ?? [];
-    // On the step axis a run's own series is read as What Changed? reads it (its last values, its wall times, so a
-    // launch's settling is warm-up, not a shift); otherwise the plotted line on the plot's x.
-    const all = byId.get(r.runId)?.series ?? [];
-    const own = all.find((s) => s.key === model.key);
-    const times = own && pointTimes(own, all);
-    const found = own
-      ? findChangepoints(own.x, own.last, { launches, ...(times ? { times } : {}) })
-      : findChangepoints(
-          model.x,
-          r.line.map((v) => (v === null ? NaN : v)),
-          { launches },
-        );
-    for (const c of found.changepoints) {
+  for (const r of runs) {
+    if (!inPlot.has(r.run.id)) continue;
+    for (const c of r.run.shifts ?? []) {
+      if (c.key !== key) continue;
+      const x = stepOnAxis(r, key, c.at, axis);
+      if (x === undefined || !Number.isFinite(x)) continue;
       const ratio = c.ratio !== null ? ` (${c.ratio.toFixed(2)}×)` : '';
-      out.push({ x: c.at, label: `shift ${short(c.before)} → ${short(c.after)}${ratio}`, run: r.runId });
+      out.push({ x, label: `shift ${short(c.before)} → ${short(c.after)}${ratio}`, run: r.run.id, kind: 'shift' });
     }
   }
   return out.sort((a, b) => a.x - b.x);
@@ -485,10 +497,30 @@ export function restartMarks(runs: readonly RunData[], inPlot: ReadonlySet<strin
               : origin !== undefined
                 ? (x.time - origin) / 3600
                 : undefined;
-      if (at !== undefined && Number.isFinite(at)) out.push({ x: at, label: x.label, run: r.run.id });
+      if (at !== undefined && Number.isFinite(at)) out.push({ x: at, label: x.label, run: r.run.id, kind: 'restart' });
     }
   }
   return out.sort((a, b) => a.x - b.x);
+}
+
+/**
+ * The restart and shift marks of a plot in words, for the line under it (the canvas cannot be read by a screen reader
+ * or a test): `restart (time-gap) at step 610`, with the run's label when the plot shows several runs.
+ */
+export function marksInWords(
+  marks: readonly CheckpointMark[],
+  axis: XAxis,
+  labelOf: (run: string) => string | undefined,
+): string[] {
+  const runs = new Set(marks.map((m) => m.run));
+  const where = (x: number) =>
+    axis === 'step' ? `step ${formatValue(x)}` : axis === 'time' ? readableTime(x) : `${formatValue(x)} h`;
+  return marks
+    .filter((m) => m.kind === 'restart' || m.kind === 'shift')
+    .map((m) => {
+      const who = runs.size > 1 && m.run !== undefined ? `${labelOf(m.run) ?? m.run}: ` : '';
+      return `${who}${m.label} at ${where(m.x)}`;
+    });
 }
 
 /**

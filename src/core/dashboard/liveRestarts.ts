@@ -1,5 +1,5 @@
 import type { LiveRestart } from '../whatChanged/liveWatch';
-import type { RunData } from './protocol';
+import type { RestartMark, RunData } from './protocol';
 
 /** The last step a run's data reaches (undefined: no point yet). */
 export function lastStep(data: RunData): number | undefined {
@@ -12,15 +12,12 @@ export function lastStep(data: RunData): number | undefined {
 }
 
 /**
- * A restart the follow poll saw (a new training process after the one before ended: core/whatChanged/liveWatch.ts)
- * marked on the run's plots where the old process's points end, like the restarts its history already shows. A
- * restart already marked (the same new PID) is not marked twice.
+ * A restart the follow poll saw (a new training process after the one before ended: core/whatChanged/liveWatch.ts),
+ * to be marked on the run's plots where the old process's points end, like the restarts its history shows
+ * (ProgressiveRuns.addLiveRestart keeps it, once per new PID). Undefined while the run has no point to mark it at.
  */
-export function withLiveRestart(data: RunData, restart: LiveRestart, step: number | undefined): RunData {
-  if (step === undefined) return data;
+export function liveRestartMark(restart: LiveRestart, step: number | undefined): RestartMark | undefined {
+  if (step === undefined) return undefined;
   const label = `restart (new process, PID ${restart.before.pid ?? '?'} → ${restart.after.pid ?? '?'})`;
-  const restarts = data.run.restarts ?? [];
-  if (restarts.some((r) => r.label === label)) return data;
-  const mark = { step, time: restart.after.time, label };
-  return { ...data, run: { ...data.run, restarts: [...restarts, mark].sort((a, b) => a.step - b.step) } };
+  return { step, time: restart.after.time, label };
 }

@@ -3,11 +3,12 @@
 // whose preview was sampled, the exact read that replaces it. Following reads from an exact read's nextOffset only.
 // Pure (the probe is a function passed in), so it is tested in Node; src/dashboard/panel.ts adapts it.
 import { KnownGoodError, messageOf } from '../errors';
-import { historyReduction, stitchReductions, type HistoryPart } from '../metrics/history';
+import type { HistoryPart } from '../metrics/history';
 import type { MetricsReduceOptions, MetricsReduction } from '../metrics/metricsProbe';
-import type { Restart } from '../metrics/restarts';
-import { appendReduction, runDataFromReduction } from './fromReduction';
-import type { HostSide, RunData } from './protocol';
+import { STEPS_PER_SEC_KEY, TOKENS_PER_SEC_KEY } from '../metrics/speedFromTime';
+import { throughputRank } from '../whatChanged/categories';
+import { appendReduction, runDataFromParts } from './fromReduction';
+import type { HostSide, RestartMark, RunData } from './protocol';
 import { runId, type RunSource } from './sources';
 
 /** Reads one run's log with metrics_reduce (through its host's resident helper, in the panel). */
@@ -17,6 +18,12 @@ export interface LoadedRun {
   readonly src: RunSource;
   readonly id: string;
   data: RunData;
+  /** The reductions of the files of its history (one file: one), the newest grown by following: what `data` is of. */
+  parts: HistoryPart[];
+  /** Restarts the follow poll saw (new training processes), kept across every rebuild of `data`. */
+  live: RestartMark[];
+  /** The series whose shifts are of `data` as it is ('all', or those kept current while following). */
+  shiftsOf: ReadonlySet<string> | 'all';
   /** Where following reads next: an exact read's nextOffset; undefined while the data is a preview. */
   nextOffset: number | undefined;
   /** `pending`: the data is a preview and the exact read is yet to land; `failed`: it did not, the preview stays. */
@@ -31,6 +38,11 @@ export interface ProgressiveOptions {
   /** Buckets per series kept while following. */
   maxBuckets: number;
   log?: (line: string) => void;
+  /**
+   * The series the page shows (undefined: not said yet). Following, only their shifts (and the speed's) are found
+   * again; the others keep theirs until shown (`refreshShifts`).
+   */
+  shown?: () => ReadonlySet<string> | undefined;
 }
 
 export interface ExactEvents {
@@ -75,17 +87,14 @@ export class ProgressiveRuns {
 
   /** The exact reads of the older files of each run's history, read once: only the newest file grows. */
   private older = new Map<RunSource, Promise<HistoryPart[]>>();
-  /** The restarts of each run's stitched history, for the run info. */
-  private restartsOf = new Map<RunSource, Restart[]>();
-
   /**
    * One read of a run: of its log, or, for a run with several files (its history), of every file with `options` (a
-   * preview samples each; the older files' exact reads are kept, they do not change), stitched into one history
-   * (core/metrics/history.ts). The result is a preview when any file's part is.
+   * preview samples each; the older files' exact reads are kept, they do not change), to be stitched into one
+   * history (core/metrics/history.ts). The result is a preview when any file's part is.
    */
-  private async read(src: RunSource, options: Omit<MetricsReduceOptions, 'path'>): Promise<MetricsReduction> {
+  private async read(src: RunSource, options: Omit<MetricsReduceOptions, 'path'>): Promise<HistoryPart[]> {
     const files = src.history;
-    if (!files || files.length < 2) return this.o.reduce(src, options);
+    if (!files || files.length < 2) return [{ path: src.logPath, reduction: await this.o.reduce(src, options) }];
     const preview = options.preview === true || options.previewBytes !== undefined;
     const exact = !preview && options.offset === undefined;
     // a preview of the history reads what a preview of one file would: the budget is shared by its files
@@ -113,10 +122,7 @@ export class ProgressiveRuns {
       older ?? readOlder(options),
       this.o.reduce({ ...src, logPath: newest }, options),
     ]);
-    const all = [...parts, { path: newest, reduction: last }];
-    const h = stitchReductions(all);
-    this.restartsOf.set(src, h.restarts);
-    return historyReduction(all, h);
+    return [...parts, { path: newest, reduction: last }];
   }
 
   /** The newest file of a run's history (what grows), or its one log. */
@@ -125,20 +131,66 @@ export class ProgressiveRuns {
     return files && files.length > 1 ? { ...src, logPath: files[files.length - 1]! } : src;
   }
 
-  private restartInfo(src: RunSource): NonNullable<RunData['run']['restarts']> | undefined {
-    const rs = this.restartsOf.get(src);
-    if (!rs?.length) return undefined;
-    return rs.map((r) => ({ step: r.step, time: r.time, label: `restart (${r.signals.join(', ')})` }));
+  private loaded(src: RunSource, parts: HistoryPart[]): LoadedRun {
+    const id = runId(src.hostId, src.logPath);
+    const data = runDataFromParts({ id, label: src.label, host: this.o.hostLabel(src.hostId) }, parts);
+    const sampled = parts.some((p) => p.reduction.sample !== null);
+    const newest = parts[parts.length - 1]!.reduction;
+    // A preview's nextOffset is where it started: following from it would read the whole log again as "appended".
+    return {
+      src,
+      id,
+      data,
+      parts,
+      live: [],
+      shiftsOf: 'all',
+      nextOffset: sampled ? undefined : newest.nextOffset,
+      exact: sampled ? 'pending' : 'done',
+    };
   }
 
-  private loaded(src: RunSource, r: MetricsReduction): LoadedRun {
-    const id = runId(src.hostId, src.logPath);
-    const data = runDataFromReduction({ id, label: src.label, host: this.o.hostLabel(src.hostId) }, r);
-    const restarts = this.restartInfo(src);
-    if (restarts) data.run.restarts = restarts;
-    const sampled = r.sample !== null;
-    // A preview's nextOffset is where it started: following from it would read the whole log again as "appended".
-    return { src, id, data, nextOffset: sampled ? undefined : r.nextOffset, exact: sampled ? 'pending' : 'done' };
+  /**
+   * The run's data again from its parts and live restarts: after an exact read with every shift ('all'), after
+   * following or a restart seen with those of the series shown and the speed ('shown').
+   */
+  private rebuild(run: LoadedRun, scope: 'all' | 'shown'): void {
+    const shown = scope === 'shown' ? this.o.shown?.() : undefined;
+    if (!shown) {
+      run.data = runDataFromParts(run.data.run, run.parts, run.live);
+      run.shiftsOf = 'all';
+      return;
+    }
+    const keys = [STEPS_PER_SEC_KEY, TOKENS_PER_SEC_KEY, ...run.parts.flatMap((p) => p.reduction.keys)];
+    const only = new Set([...shown, ...keys.filter((k) => throughputRank(k) > 0)]);
+    run.data = runDataFromParts(run.data.run, run.parts, run.live, { only, previous: run.data.run.shifts ?? [] });
+    run.shiftsOf = only;
+  }
+
+  /**
+   * The shown series changed: the runs whose shifts of a shown series are older than their data get them found
+   * again. Returns those runs (their data to be posted).
+   */
+  refreshShifts(): LoadedRun[] {
+    const shown = this.o.shown?.();
+    if (!shown) return [];
+    const stale = this.runsV.filter((r) => {
+      const of = r.shiftsOf;
+      if (r.exact !== 'done' || of === 'all') return false;
+      return [...shown].some((k) => !of.has(k) && r.data.series.some((s) => s.key === k));
+    });
+    for (const r of stale) this.rebuild(r, 'shown');
+    return stale;
+  }
+
+  /**
+   * Marks a restart the follow poll saw (a new training process) on the run's plots, kept through every later read.
+   * False when it is marked already (the same label).
+   */
+  addLiveRestart(run: LoadedRun, mark: RestartMark): boolean {
+    if (run.live.some((m) => m.label === mark.label)) return false;
+    run.live = [...run.live, mark];
+    this.rebuild(run, 'shown');
+    return true;
   }
 
   /**
@@ -152,25 +204,26 @@ export class ProgressiveRuns {
     const t0 = performance.now();
     const loaded = await Promise.all(
       this.sources.map(async (src) => {
-        let r: MetricsReduction;
+        let parts: HistoryPart[];
         try {
-          r = await this.read(src, preview);
+          parts = await this.read(src, preview);
         } catch (first) {
           this.o.log?.(`dashboard: ${src.logPath}: preview failed (${messageOf(first)}), reading it whole`);
           try {
-            r = await this.read(src, { x: X });
+            parts = await this.read(src, { x: X });
           } catch (e) {
             this.errors.push(`${src.label}: ${messageOf(e)}`);
             return undefined;
           }
         }
+        const r = parts[parts.length - 1]!.reduction;
         const what = r.sample
           ? `preview of ${Math.round(r.sample.bytes / 1024)} KiB of ${Math.round(r.sample.of / 1024)} KiB (${r.sample.windows} windows)`
           : `exact (${r.source})`;
         this.o.log?.(
           `dashboard: ${src.logPath}: ${what}: ${r.lines} lines, ${r.series.length} series in ${Math.round(performance.now() - t0)} ms (probe ${Math.round(r.elapsedMs)} ms)`,
         );
-        return this.loaded(src, r);
+        return this.loaded(src, parts);
       }),
     );
     this.runsV = loaded.filter((r): r is LoadedRun => r !== undefined);
@@ -184,12 +237,13 @@ export class ProgressiveRuns {
         .map(async (run) => {
           const t0 = performance.now();
           try {
-            const r = await this.read(run.src, { x: X });
+            const parts = await this.read(run.src, { x: X });
             // An exact read never carries a sample; if the helper sent one anyway, following from it would be wrong.
-            if (r.sample !== null) throw new KnownGoodError('bad-output', 'the exact read came back sampled');
-            run.data = runDataFromReduction(run.data.run, r);
-            const restarts = this.restartInfo(run.src);
-            if (restarts) run.data.run.restarts = restarts;
+            if (parts.some((p) => p.reduction.sample !== null))
+              throw new KnownGoodError('bad-output', 'the exact read came back sampled');
+            const r = parts[parts.length - 1]!.reduction;
+            run.parts = parts;
+            this.rebuild(run, 'all');
             run.nextOffset = r.nextOffset;
             run.exact = 'done';
             this.o.log?.(
@@ -219,7 +273,11 @@ export class ProgressiveRuns {
         const value = await this.o.reduce(this.growing(run.src), { x: X, offset: from });
         run.nextOffset = value.nextOffset;
         if (value.lines === 0 && !value.reset) continue;
-        run.data = appendReduction(run.data, value, this.o.maxBuckets);
+        const newest = run.parts.length - 1;
+        run.parts = run.parts.map((p, i) =>
+          i === newest ? { path: p.path, reduction: appendReduction(p.reduction, value, this.o.maxBuckets) } : p,
+        );
+        this.rebuild(run, 'shown');
         on.grew(run);
       } catch (e) {
         on.failed(run, messageOf(e));
@@ -234,24 +292,25 @@ export function hostsOf(sources: readonly Pick<RunSource, 'hostId'>[]): string[]
 }
 
 /**
- * The side data of every host of the runs, read at once, in run order. A host whose baselines or benchmarks cannot
- * be read shows as having none (and `warn` says why): the other hosts' data still shows.
+ * The side data of every host of the runs, read at once, in run order: its benchmark history and the drift during
+ * each of its runs. A host whose baselines or benchmarks cannot be read shows as having none (and `warn` says why): the
+ * other hosts' data still shows.
  */
 export async function sideByHost(
   sources: readonly Pick<RunSource, 'hostId'>[],
   hostLabel: (hostId: string) => string,
-  read: (hostId: string) => Promise<Pick<HostSide, 'drift' | 'bench'>>,
+  read: (hostId: string) => Promise<Pick<HostSide, 'bench' | 'runs'>>,
   warn?: (line: string) => void,
 ): Promise<HostSide[]> {
   return Promise.all(
     hostsOf(sources).map(async (host) => {
       const label = hostLabel(host);
       try {
-        const { drift, bench } = await read(host);
-        return { host, label, drift, bench };
+        const { bench, runs } = await read(host);
+        return { host, label, drift: null, bench, runs };
       } catch (e) {
         warn?.(`dashboard: baseline/benchmark history of ${label}: ${messageOf(e)}`);
-        return { host, label, drift: null, bench: [] };
+        return { host, label, drift: null, bench: [], runs: [] };
       }
     }),
   );

@@ -19,6 +19,29 @@ export const skippedCountsSchema = z.object({
 });
 export type SkippedCounts = z.infer<typeof skippedCountsSchema>;
 
+/** A restart on the plots: at the first step the new launch logged (`prevStep`: the last one before it). */
+export const restartMarkSchema = z.object({
+  step: finite,
+  time: finite.nullable(),
+  label: z.string(),
+  prevStep: finite.nullable().optional(),
+});
+export type RestartMark = z.infer<typeof restartMarkSchema>;
+
+/** A level shift of one series (a changepoint): `at` the last step at the old level, `firstAfter` the first at the new. */
+export const shiftMarkSchema = z.object({
+  key: z.string().min(1),
+  at: finite,
+  firstAfter: finite,
+  before: finite,
+  after: finite,
+  /** after / before; null when before is 0. */
+  ratio: finite.nullable(),
+  /** The restart (its first step) the shift came with. */
+  launch: finite.optional(),
+});
+export type ShiftMark = z.infer<typeof shiftMarkSchema>;
+
 export const runInfoSchema = z.object({
   /** Stable id chosen by the host (e.g. `host:path`); every other message names the run by it. */
   id: z.string().min(1),
@@ -35,8 +58,16 @@ export const runInfoSchema = z.object({
    * that read did not succeed, so the preview is all there is.
    */
   sample: z.object({ bytes: count, of: count, failed: z.boolean().default(false) }).optional(),
-  /** The run's launches after the first (its stitched history's restarts): marked on every plot. */
-  restarts: z.array(z.object({ step: finite, time: finite.nullable(), label: z.string() })).optional(),
+  /**
+   * The run's launches after the first, marked on every plot: its stitched history's restarts (What Changed?'s
+   * report's), and the new training processes the follow poll saw.
+   */
+  restarts: z.array(restartMarkSchema).optional(),
+  /**
+   * Where the run's series shift level: What Changed?'s changepoints of the same data (core/whatChanged/throughput.ts
+   * `logShifts`, the function the report uses), computed by the host. Absent while the data is a preview.
+   */
+  shifts: z.array(shiftMarkSchema).optional(),
 });
 export type RunInfo = z.infer<typeof runInfoSchema>;
 
@@ -102,14 +133,34 @@ export const benchPointSchema = z.object({
 });
 export type BenchPoint = z.infer<typeof benchPointSchema>;
 
-/** Beside the plots, per host of the runs: its newest baseline's drift and its benchmark history. */
+/**
+ * One run's part of the drift panel: what changed on its host between the environment snapshots captured during the
+ * run (core/dashboard/sources.ts runDrift).
+ */
+export const runDriftSchema = z.object({
+  /** The run (RunInfo.id). */
+  run: z.string(),
+  label: z.string(),
+  /** The run's time (Unix seconds, its first log point to its last); null when its log has no wall times. */
+  span: z.object({ from: finite, to: finite }).nullable(),
+  /** The first snapshot captured in that time against the last; null when fewer than two were. */
+  drift: driftSummarySchema.nullable(),
+  /** What the drift compares, or why there is none. */
+  note: z.string(),
+});
+export type RunDriftInfo = z.infer<typeof runDriftSchema>;
+
+/** Beside the plots, per host of the runs: the drift during each of its runs and its benchmark history. */
 export const hostSideSchema = z.object({
   /** The host's id (as in the run ids). */
   host: z.string(),
   /** Its name as the user knows it; shown above its sections when the runs come from several hosts. */
   label: z.string(),
+  /** The host's drift whatever the runs' time: sent by older hosts only (null now; `runs` has each run's). */
   drift: driftSummarySchema.nullable(),
   bench: z.array(benchPointSchema),
+  /** The drift during each run of the host, in run order. */
+  runs: z.array(runDriftSchema).default([]),
 });
 export type HostSide = z.infer<typeof hostSideSchema>;
 

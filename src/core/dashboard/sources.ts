@@ -10,7 +10,7 @@ import { formatLocalTime } from '../util/format';
 import { lightningCheckpoints, trainingStep } from '../runs/model';
 import { metricsLogsOf } from '../metrics/history';
 import { isMetricsLog, metricsLogOf } from '../metrics/metricsLog';
-import type { BenchPoint, Checkpoint, DriftSummary } from './protocol';
+import type { BenchPoint, Checkpoint, RunData, RunDriftInfo } from './protocol';
 
 /** One run to plot: where its log is on which host, and the listing entries it came from (when known). */
 export interface RunSource {
@@ -270,51 +270,125 @@ export function benchHistory(
   return out.sort((a, b) => a.time - b.time);
 }
 
+/** A run's time on its host's clock (Unix seconds): from its first log point to its last. */
+export interface RunSpan {
+  from: number;
+  to: number;
+}
+
 /**
- * The drift summary of the panel: the newest baseline against `now` (a snapshot captured for the panel), or, when
- * there is none, against the baseline before it. A deep baseline is compared without its deep part (the panel's
- * capture does not import torch).
+ * The span of a run's data: the earliest and latest wall time of its points (and of its restarts); undefined when its
+ * log has no wall times (then no snapshot can be placed in the run's time).
  */
-export function driftSummary(
+export function runSpanOf(data: RunData): RunSpan | undefined {
+  let from = Infinity;
+  let to = -Infinity;
+  for (const s of data.series) {
+    const first = s.t?.[0];
+    const last = s.t?.[s.t.length - 1];
+    if (first !== undefined && first < from) from = first;
+    if (last !== undefined && last > to) to = last;
+  }
+  for (const r of data.run.restarts ?? []) {
+    if (r.time !== null && r.time < from) from = r.time;
+    if (r.time !== null && r.time > to) to = r.time;
+  }
+  return from <= to ? { from, to } : undefined;
+}
+
+/**
+ * Whether a snapshot of now, taken at `nowS` and reused for `cacheS` seconds, can fall inside any of these runs' time:
+ * only a run still logging can grow past it, so one whose last point is older than the cache's life gets none taken
+ * for it (the capture is a new login on the host).
+ */
+export function nowMayFallInside(spans: readonly (RunSpan | undefined)[], nowS: number, cacheS: number): boolean {
+  return spans.some((s) => s !== undefined && s.to >= nowS - cacheS);
+}
+
+/** A snapshot the drift can compare: a kept baseline's, or the panel's capture of now. */
+interface Snap {
+  at: number;
+  title: string;
+  /** The title with its capture time, for a note (now's title has it already). */
+  dated: string;
+  snapshot: EnvSnapshot;
+}
+
+/** Without the deep part (torch, GPUs) when only one side has it: the panel's capture of now does not import torch. */
+function comparable(a: EnvSnapshot, b: EnvSnapshot): [EnvSnapshot, EnvSnapshot] {
+  const shallow = (x: EnvSnapshot): EnvSnapshot => {
+    const out = { ...x, deep: false };
+    delete (out as { deepInfo?: unknown }).deepInfo;
+    return out;
+  };
+  return a.deep && !b.deep ? [shallow(a), b] : b.deep && !a.deep ? [a, shallow(b)] : [a, b];
+}
+
+const when = (seconds: number) => formatLocalTime(seconds * 1000);
+
+/**
+ * The drift panel of one run: what changed on its host between the environment snapshots captured during the run
+ * (`span`, its first log point to its last), the earliest against the latest: kept baselines, and the panel's snapshot
+ * of now (`now`, cached a few minutes) only when it was captured inside that time too — a run that ended before it
+ * was captured, or began after, is not compared with it. Fewer than two snapshots in that time: no drift, and the note
+ * says so (never the host's drift from another time).
+ */
+export function runDrift(
+  run: { id: string; label: string; span: RunSpan | undefined },
   baselines: readonly Baseline[],
   now: EnvSnapshot | undefined,
   note?: string,
-): DriftSummary | null {
-  const [newest, previous] = [...baselines].sort((a, b) => b.capturedAt.localeCompare(a.capturedAt));
-  if (!newest) return null;
-  let other: EnvSnapshot;
-  let nowTitle: string;
-  let base: EnvSnapshot = newest.snapshot;
-  if (now) {
-    other = now;
-    const at = Date.parse(now.capturedAt);
-    nowTitle = `now (${Number.isNaN(at) ? now.capturedAt : formatLocalTime(at)})`;
-    if (base.deep && !other.deep) {
-      base = { ...base, deep: false };
-      delete (base as { deepInfo?: unknown }).deepInfo;
-    }
-  } else if (previous) {
-    // The newest baseline is the newest snapshot there is: show what changed since the one before.
-    base = previous.snapshot;
-    other = newest.snapshot;
-    nowTitle = `baseline "${newest.label}"`;
-  } else {
+): RunDriftInfo {
+  const span = run.span ?? null;
+  const base = { run: run.id, label: run.label, span };
+  const tail = note ? ` ${note}` : '';
+  if (!span)
     return {
-      baseline: newest.label,
-      capturedAt: newest.capturedAt,
-      changes: 0,
-      text: `Only one baseline and no snapshot of now to compare it with.${note ? `\n${note}` : ''}`,
+      ...base,
+      drift: null,
+      note: `This run's log has no wall times, so no baseline can be placed in its time.${tail}`,
     };
+  const inside = (at: number) => Number.isFinite(at) && at >= span.from && at <= span.to;
+  const snaps: Snap[] = baselines
+    .map((b) => {
+      const at = Date.parse(b.capturedAt) / 1000;
+      const title = `baseline "${b.label}"`;
+      return { at, title, dated: `${title} (${when(at)})`, snapshot: b.snapshot };
+    })
+    .filter((x) => inside(x.at));
+  const nowAt = now ? Date.parse(now.capturedAt) / 1000 : NaN;
+  // a baseline just captured is the panel's now too (the same capture): counted once, as the baseline
+  if (now && inside(nowAt) && !snaps.some((x) => x.at === nowAt)) {
+    const title = `now (${when(nowAt)})`;
+    snaps.push({ at: nowAt, title, dated: title, snapshot: now });
   }
-  const d = computeDrift(base, other);
-  const baseTitle = now ? `baseline "${newest.label}"` : `baseline "${previous?.label ?? ''}"`;
-  let text = renderDriftText(d, { baseline: baseTitle, now: nowTitle });
+  snaps.sort((a, b) => a.at - b.at);
+  const first = snaps[0];
+  const last = snaps[snaps.length - 1];
+  if (!first || !last || first === last) {
+    const newest = [...baselines].sort((a, b) => b.capturedAt.localeCompare(a.capturedAt))[0];
+    const what = first
+      ? `Only ${first.dated} was captured during this run: nothing to compare it with.`
+      : 'No baseline captured during this run.';
+    const host =
+      !first && newest
+        ? ` The host's newest, "${newest.label}", is from ${formatLocalTime(Date.parse(newest.capturedAt))}.`
+        : '';
+    return { ...base, drift: null, note: `${what}${host}${tail}` };
+  }
+  const [a, b] = comparable(first.snapshot, last.snapshot);
+  const d = computeDrift(a, b);
+  let text = renderDriftText(d, { baseline: first.title, now: last.title });
   if (note) text += `${note}\n`;
   return {
-    baseline: now ? newest.label : `${previous?.label ?? ''} → ${newest.label}`,
-    capturedAt: newest.capturedAt,
-    changes: driftCount(d),
-    text,
+    ...base,
+    drift: {
+      baseline: `${first.title} → ${last.title}`,
+      capturedAt: new Date(first.at * 1000).toISOString(),
+      changes: driftCount(d),
+      text,
+    },
+    note: `${snaps.length} snapshots captured during this run: the first against the last.`,
   };
 }
 

@@ -7,23 +7,14 @@ import { dataDrafts } from './causes/data';
 import { link, type Draft } from './causes/draft';
 import { envDrafts } from './causes/environment';
 import { hardwareDrafts } from './causes/hardware';
-import { launchDrafts, launchSummaryOf } from './causes/launch';
+import { foldUncommittedLaunches, launchDrafts, launchSummaryOf } from './causes/launch';
 import { restartDrafts, restartsOf } from './causes/restart';
 import type { CheckpointFact, WhatChangedFacts } from './facts';
 import { headline } from './headline';
 import type { UnknownFact, WhatChangedReport } from './model';
 import { pickBaseline, pickReference, withBaseline } from './reference';
 import { rankDrafts, shiftEvidence, windowOf } from './scoring';
-import {
-  benchOf,
-  CHANGEPOINT_WHY,
-  launchesOf,
-  logSeriesOf,
-  logThroughput,
-  mainChangepoint,
-  seriesChangepoints,
-  verdictOf,
-} from './throughput';
+import { benchOf, CHANGEPOINT_WHY, logShifts, logThroughput, mainChangepoint, verdictOf } from './throughput';
 
 /*
  * What Changed?'s analysis: the report, from the facts gathered (gather.ts). It finds the shift and the reference
@@ -34,8 +25,7 @@ import {
 /** The report, from the facts: pure, no I/O. */
 export function analyze(facts: WhatChangedFacts, generatedAt = new Date()): WhatChangedReport {
   const unknown: UnknownFact[] = [...facts.unknown];
-  const logSeries = logSeriesOf(facts.log);
-  const series = seriesChangepoints(logSeries, launchesOf(facts.log));
+  const { series: logSeries, changepoints: series } = logShifts(facts.log);
   const main = mainChangepoint(series);
   const ref0 = pickReference(facts, main);
   const base = pickBaseline(facts, ref0.time);
@@ -128,5 +118,5 @@ function causeDrafts(facts: WhatChangedFacts, c: CauseContext, unknown: UnknownF
   drafts.push(...dataDrafts(facts, c.refTime, changedDataPaths(facts, c.refCk, c.nowCk), unknown));
   drafts.push(...restartDrafts(facts, unknown));
   drafts.push(...hardwareDrafts(facts, c.main, unknown));
-  return drafts;
+  return foldUncommittedLaunches(drafts);
 }

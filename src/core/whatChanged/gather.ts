@@ -15,7 +15,7 @@ import { dataPathsOf } from './causes/args';
 import { resumePair } from './causes/restart';
 import { resumeFactsProbe } from './resumeFacts';
 import { pickReference } from './reference';
-import { launchesOf, logSeriesOf, mainChangepoint, seriesChangepoints } from './throughput';
+import { logShifts, mainChangepoint } from './throughput';
 import type { ArgsFact, CheckpointFact, DataRecord, KnownGoodMarks, ResumeSide, WhatChangedFacts } from './facts';
 import { whatChangedProbe, type LaunchRecord, type WhatChangedProbeResult } from './factsProbe';
 import type { UnknownFact, WhatChangedReport } from './model';
@@ -248,7 +248,7 @@ export async function gatherFacts(
     marks,
     ...(options.baselineId ? { chosenBaselineId: options.baselineId } : {}),
   };
-  const main = logFact ? mainChangepoint(seriesChangepoints(logSeriesOf(logFact), launchesOf(logFact))) : undefined;
+  const main = logFact ? mainChangepoint(logShifts(logFact).changepoints) : undefined;
   const ref = pickReference(partial, main);
   const paths = new Set<string>();
   for (const a of argsFacts) {

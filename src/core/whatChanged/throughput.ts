@@ -1,6 +1,6 @@
 import type { ThroughputResult } from '../baselines/store';
 import type { ReducedSeries } from '../metrics/metricsProbe';
-import { restartsFromTimes } from '../metrics/restarts';
+import { restartsFromTimes, type Restart } from '../metrics/restarts';
 import { pointTimes, withDerivedSpeed } from '../metrics/speedFromTime';
 import { speedDirection, throughputRank } from './categories';
 import { findChangepoints, type Changepoint } from './changepoints';
@@ -30,15 +30,17 @@ export const CHANGEPOINT_WHY =
 
 /**
  * The changepoints of each series long enough. `launches`: the steps where a restart's launch began (the stitched
- * history's restarts); a series with wall times adds the restarts its own clock shows.
+ * history's restarts); a series with wall times adds the restarts its own clock shows. `only`: of these keys only (a
+ * series' changepoints do not depend on which others are searched).
  */
 export function seriesChangepoints(
   series: readonly ReducedSeries[],
   launches: readonly number[] = [],
+  only?: ReadonlySet<string>,
 ): SeriesChangepoints[] {
   const out: SeriesChangepoints[] = [];
   for (const s of series) {
-    if (s.x.length < MIN_POINTS) continue;
+    if (s.x.length < MIN_POINTS || (only && !only.has(s.key))) continue;
     const own = restartsFromTimes(s.x, s.t).map((r) => r.step);
     const all = [...new Set([...launches, ...own])].sort((a, b) => a - b);
     const times = pointTimes(s, series);
@@ -61,9 +63,29 @@ export function launchesOf(log: WhatChangedFacts['log']): number[] {
   return (log?.restarts ?? []).map((r) => r.step);
 }
 
-/** The log's series, with steps/s (and tokens/s) from its wall times when it logs no speed of its own. */
-export function logSeriesOf(log: WhatChangedFacts['log']): ReducedSeries[] {
-  return log ? withDerivedSpeed(log.reduction.series, launchesOf(log)) : [];
+/**
+ * A run's log as What Changed? reads it: its series (steps/s and tokens/s from its wall times when it logs no speed of
+ * its own), their changepoints, its restarts.
+ */
+export interface LogShifts {
+  series: ReducedSeries[];
+  changepoints: SeriesChangepoints[];
+  restarts: Restart[];
+}
+
+/**
+ * The shifts and restarts of a run's log (its stitched history: core/metrics/history.ts), the one place both What
+ * Changed?'s report and the dashboard's marks come from, so the plot never marks what the report does not say.
+ * `only`: the changepoints of these series only (a followed dashboard keeps those it shows current).
+ */
+export function logShifts(
+  log: { reduction: { series: readonly ReducedSeries[] }; restarts?: readonly Restart[] | undefined } | null,
+  only?: ReadonlySet<string>,
+): LogShifts {
+  const restarts = [...(log?.restarts ?? [])];
+  const launches = restarts.map((r) => r.step);
+  const series = log ? withDerivedSpeed(log.reduction.series, launches) : [];
+  return { series, changepoints: seriesChangepoints(series, launches, only), restarts };
 }
 
 /** How much slower the run got at a changepoint (>1: slower), for a speed series; 0 for a speed-up. */

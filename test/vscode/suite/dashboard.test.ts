@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import * as vscode from 'vscode';
 import type { CaptureOutcome, CompareOutcome } from '../../../src/api';
-import type { DriftSummary } from '../../../src/core/dashboard/protocol';
+import type { RunDriftInfo } from '../../../src/core/dashboard/protocol';
 import { childrenOf, rootNode, type EntryNode } from '../../../src/core/runs/model';
 import { activated, setSetting, waitFor, type KnownGoodApi } from './helpers';
 
@@ -222,6 +222,11 @@ describe('Dashboard', () => {
         },
         30_000,
       );
+      // The poll that read step 303 looks for the training process after it posts the data: killing the first
+      // before that look would let it see the second already, and mark the restart at 302. Polls run one at a time:
+      // once one more has ended, the one that read step 303 has ended too, its look included.
+      const polls = panel.pollsDone;
+      await waitFor('the poll that read step 303 ended', () => (panel.pollsDone > polls ? true : undefined), 30_000);
       first.kill('SIGKILL');
       second = await started({ ...env, CUDA_LAUNCH_BLOCKING: '1' });
       appendFileSync(log, '{"step": 304, "loss": 2.0, "lr": 0.0003}\n');
@@ -246,26 +251,28 @@ describe('Dashboard', () => {
     }
   });
 
-  it("keeps its drift block current: a capture and a compare on the host re-send the side data, with the compare's now", async function () {
+  it("keeps its drift block current, limited to the run's time: a capture and a compare during the run re-send it", async function () {
     this.timeout(180_000);
     const api = await activated();
-    await runNodes(api, root);
+    // a run logging now: its points span the next ten minutes, so what is captured during the test is in its time
+    // (outside the tree's root, so the other tests' listings do not change)
+    const t0 = Math.floor(Date.now() / 1000) - 60;
+    const lines = Array.from({ length: 120 }, (_, i) => `{"step": ${i + 1}, "time": ${t0 + i * 5}, "loss": 2.5}`);
+    const liveDir = mkdtempSync(join(tmpdir(), 'kg-dashboard-live-'));
+    const logPath = join(liveDir, 'train_log.jsonl');
+    writeFileSync(logPath, lines.join('\n') + '\n');
     await setSetting('baselines.copyToRemote', false);
     await setSetting('env.extraVariables', undefined);
-    const logPath = join(root, 'run-b', 'train_log.jsonl');
-    await vscode.commands.executeCommand('knownGood.dashboard.open', { hostId: 'local', logPath });
-    const panel = await waitFor('the run-b dashboard', () =>
-      api.dashboard.panels().find((p) => p.title === 'Dashboard: run-b'),
-    );
+    const panel = await api.dashboard.open([{ hostId: 'local', logPath, label: 'run-live' }]);
     await waitFor('ready and init', () => (panel.received.includes('ready') ? panel.lastInit : undefined), 60_000);
-    /** The drift of This machine in the newest side message posted since `from` (messages posted), if it passes `ok`. */
-    const driftSince = (what: string, from: number, ok: (d: DriftSummary) => boolean) =>
+    /** The run's drift in the newest side message posted since `from` (messages posted), if it passes `ok`. */
+    const driftSince = (what: string, from: number, ok: (d: RunDriftInfo) => boolean) =>
       waitFor(
         what,
         () => {
           const m = panel.lastPosted;
-          const drift = panel.posted.length > from && m?.type === 'side' ? m.hosts[0]?.drift : undefined;
-          return drift && ok(drift) ? drift : undefined;
+          const d = panel.posted.length > from && m?.type === 'side' ? m.hosts[0]?.runs[0] : undefined;
+          return d && ok(d) ? d : undefined;
         },
         60_000,
       );
@@ -279,11 +286,13 @@ describe('Dashboard', () => {
         { label },
       );
       assert.ok(captured, 'the baseline was not captured');
-      // The capture is the newest snapshot of the host: the open panel compares with it, without being reopened.
-      const same = await driftSince('the side data after the capture', from, (d) => d.baseline === label);
-      assert.equal(same.changes, 0, same.text);
+      // Captured during the run and re-sent without reopening: the only snapshot of the run's time, no drift yet.
+      const one = await driftSince('the side data after the capture', from, (d) => d.note.includes(label));
+      assert.equal(one.drift, null);
+      assert.match(one.note, new RegExp(`^Only baseline "${label}" \\(.*\\) was captured during this run`));
+      assert.equal(one.span?.from, t0);
 
-      // One more variable recorded: the compare's "now" has it, the baseline does not.
+      // One more variable recorded: the compare's "now" has it, the baseline does not; both are in the run's time.
       await setSetting('env.extraVariables', ['HOME']);
       from = panel.posted.length;
       const out = await vscode.commands.executeCommand<CompareOutcome | undefined>('knownGood.baselines.compare', {
@@ -292,13 +301,29 @@ describe('Dashboard', () => {
       });
       assert.ok(out);
       assert.equal(out.unchanged, false, out.headline);
-      const drift = await driftSince('the side data after the compare', from, (d) => d.changes > 0);
-      assert.equal(drift.baseline, label);
-      assert.match(drift.text, /HOME/);
+      const d = await driftSince('the side data after the compare', from, (x) => (x.drift?.changes ?? 0) > 0);
+      assert.match(d.drift!.baseline, new RegExp(`^baseline "${label}" → now \\(`));
+      assert.match(d.drift!.text, /HOME/);
+
+      // The same host seen from a run of January: nothing captured in its time, so no drift shown for it.
+      const old = await api.dashboard.open([
+        { hostId: 'local', logPath: join(root, 'run-b', 'train_log.jsonl'), label: 'run-b in January' },
+      ]);
+      const oldDrift = await waitFor(
+        "the January run's side data",
+        () => {
+          const m = old.lastPosted;
+          return m?.type === 'side' ? m.hosts[0]?.runs[0] : old.lastInit?.hosts?.[0]?.runs[0];
+        },
+        60_000,
+      );
+      assert.equal(oldDrift.drift, null);
+      assert.match(oldDrift.note, /^No baseline captured during this run\./);
     } finally {
       await setSetting('env.extraVariables', undefined);
       await setSetting('baselines.copyToRemote', undefined);
       if (captured) rmSync(captured.file, { force: true });
+      rmSync(liveDir, { recursive: true, force: true });
     }
   });
 

@@ -4,7 +4,7 @@ import type { ReducedSeries } from '../../metrics/metricsProbe';
 import type { Changepoint } from '../changepoints';
 import type { WhatChangedFacts } from '../facts';
 import type { ChangeTime, EvidenceLink, UnknownFact } from '../model';
-import { logSeriesOf } from '../throughput';
+import { logShifts } from '../throughput';
 import { isoOf, type Draft } from './draft';
 
 /*
@@ -97,9 +97,9 @@ export function hardwareDrafts(
     return [];
   }
   unknown.push(...analysis.notes);
-  const series = main
-    ? logSeriesOf(facts.log).find((s) => s.key === main.key && s.t)
-    : logSeriesOf(facts.log).find((s) => s.t);
+  // the log's series as the report reads them (speed from wall times included), none of their changepoints again
+  const logSeries = logShifts(facts.log, new Set()).series;
+  const series = main ? logSeries.find((s) => s.key === main.key && s.t) : logSeries.find((s) => s.t);
   const file = tl?.files[tl.files.length - 1]?.path;
   const fileLink: EvidenceLink[] =
     recorded && file ? [{ kind: 'file', title: `GPU timeline ${file}`, hostId: facts.host.id, path: file }] : [];

@@ -352,15 +352,40 @@ function libraryDiffs(a: LaunchRecord, b: LaunchRecord): LaunchDiff[] {
   return out;
 }
 
+const UNCOMMITTED_DIFFER = 'launch: uncommitted changes differ';
+
 /** The uncommitted diff of the script's checkout, at the same HEAD. */
 function codeDiffs(a: LaunchRecord, b: LaunchRecord): LaunchDiff[] {
   if (a.gitHead === b.gitHead && a.gitDiff !== b.gitDiff)
     return [
       {
         category: 'code',
-        title: 'launch: uncommitted changes differ',
+        title: UNCOMMITTED_DIFFER,
         detail: `the uncommitted diff of the script's checkout (sha256 ${a.gitDiff ?? 'none'} → ${b.gitDiff ?? 'none'})`,
       },
     ];
   return [];
+}
+
+/**
+ * One suspect per edit: where the code cause compared the uncommitted edits file by file (causes/code.ts), a launch
+ * record's "uncommitted changes differ" names the same edits by a hash only. It is folded into them — its launch diff
+ * kept as their evidence, the restart it dates said in their detail — instead of ranking beside them.
+ */
+export function foldUncommittedLaunches(drafts: readonly Draft[]): Draft[] {
+  const edits = drafts.filter((d) => d.source === 'code' && d.category !== 'cosmetic' && /uncommitted/.test(d.title));
+  const launch = drafts.filter((d) => d.source === 'launch' && d.title.startsWith(UNCOMMITTED_DIFFER));
+  if (!edits.length || !launch.length) return [...drafts];
+  const said = launch.map((d) => `${d.when.text}, ${d.detail}`).join('; ');
+  return drafts
+    .filter((d) => !launch.includes(d))
+    .map((d) =>
+      edits.includes(d)
+        ? {
+            ...d,
+            detail: `${d.detail}; the launch records agree: ${said}`,
+            evidence: [...d.evidence, ...launch.flatMap((l) => l.evidence.filter((e) => e.kind === 'text-diff'))],
+          }
+        : d,
+    );
 }
