@@ -21,6 +21,7 @@ import { benchLaunchFacts } from './cases/launchFacts';
 import { benchBisect } from './cases/bisect';
 import { benchLinks } from './cases/links';
 import { benchReplay } from './cases/replay';
+import { benchGpuTimeline } from './cases/gpuTimeline';
 
 type Case = { name: string; run: (ctx: BenchContext) => Promise<BenchResult | BenchResult[]> };
 
@@ -43,6 +44,7 @@ const cases: Case[] = [
   { name: 'bisect', run: () => benchBisect() },
   { name: 'links', run: benchLinks },
   { name: 'replay', run: () => benchReplay() },
+  { name: 'gpu-timeline', run: () => benchGpuTimeline() },
 ];
 
 function fmt(ms: number): string {
