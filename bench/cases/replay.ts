@@ -16,7 +16,7 @@ import { gatherFacts } from '../../src/core/whatChanged/gather';
 import { endpointOf, recordingPrompts, sshOptions } from '../../test/support/hosts';
 import { makeReplayRun, type ReplayKind } from '../../test/support/replayRuns';
 import { TORCH_PYTHON, requireTorch } from '../../test/support/require';
-import { startSshd, type TestSshd } from '../../test/support/sshd';
+import { opensshArgs, startSshd, type TestSshd } from '../../test/support/sshd';
 import { median, MeasuredProbeRunner, takeRequestCosts, type BenchResult } from '../context';
 
 /*
@@ -72,26 +72,7 @@ function counted(t: Transport): { transport: Transport; take: () => { n: number;
 }
 
 /** `ssh … user@127.0.0.1 CMD` with the OpenSSH client, as a person types it: a login each time. */
-function sshArgv(s: TestSshd, command: string): string[] {
-  return [
-    '-p',
-    String(s.port),
-    '-i',
-    s.identityFile,
-    '-o',
-    `UserKnownHostsFile=${s.knownHostsFile}`,
-    '-o',
-    'StrictHostKeyChecking=yes',
-    '-o',
-    'BatchMode=yes',
-    '-o',
-    'LogLevel=ERROR',
-    `${s.user}@127.0.0.1`,
-    command,
-  ];
-}
-
-const ssh = (s: TestSshd, command: string) => run('ssh', sshArgv(s, command), { maxBuffer: 64 << 20 });
+const ssh = (s: TestSshd, command: string) => run('ssh', opensshArgs(s, command), { maxBuffer: 64 << 20 });
 
 export async function benchReplay(): Promise<BenchResult[]> {
   requireTorch();
