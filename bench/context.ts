@@ -4,7 +4,7 @@ import { pythonDir } from '../src/core/probes/sources';
 import { SshPool } from '../src/core/transport/ssh';
 import type { Transport } from '../src/core/transport/types';
 import { endpointOf, recordingPrompts, sshOptions } from '../test/support/hosts';
-import { startSshd, type TestSshd } from '../test/support/sshd';
+import { opensshArgs, startSshd, type TestSshd } from '../test/support/sshd';
 
 export interface BenchResult {
   case: string;
@@ -159,24 +159,7 @@ export class BenchContext {
 
   /** `ssh … user@127.0.0.1 CMD` with the OpenSSH client: the usual way, a new connection and login shell each time. */
   async sshArgv(command: string): Promise<string[]> {
-    const s = await this.sshd();
-    return [
-      'ssh',
-      '-p',
-      String(s.port),
-      '-i',
-      s.identityFile,
-      '-o',
-      `UserKnownHostsFile=${s.knownHostsFile}`,
-      '-o',
-      'StrictHostKeyChecking=yes',
-      '-o',
-      'BatchMode=yes',
-      '-o',
-      'LogLevel=ERROR',
-      `${s.user}@127.0.0.1`,
-      command,
-    ];
+    return ['ssh', ...opensshArgs(await this.sshd(), command)];
   }
 
   async dispose(): Promise<void> {

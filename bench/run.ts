@@ -20,6 +20,8 @@ import { benchStitching } from './cases/stitching';
 import { benchLaunchFacts } from './cases/launchFacts';
 import { benchBisect } from './cases/bisect';
 import { benchLinks } from './cases/links';
+import { benchReplay } from './cases/replay';
+import { benchGpuTimeline } from './cases/gpuTimeline';
 
 type Case = { name: string; run: (ctx: BenchContext) => Promise<BenchResult | BenchResult[]> };
 
@@ -41,6 +43,8 @@ const cases: Case[] = [
   { name: 'launch-facts', run: () => benchLaunchFacts() },
   { name: 'bisect', run: () => benchBisect() },
   { name: 'links', run: benchLinks },
+  { name: 'replay', run: () => benchReplay() },
+  { name: 'gpu-timeline', run: () => benchGpuTimeline() },
 ];
 
 function fmt(ms: number): string {

@@ -1,6 +1,7 @@
 """Record the facts of one launch of a training command, then run the command itself.
 
-Usage: python3 kg_record.py [--run DIR] [--home] [--timeout SECONDS] -- CMD [ARGS...]
+Usage: python3 kg_record.py [--run DIR] [--home] [--timeout SECONDS] [--gpu-interval SECONDS] [--gpu-cap SIZE]
+                            -- CMD [ARGS...]
 
 Appends one JSON line to DIR/.known-good/launches.jsonl (DIR: the current folder unless --run names one; with --home
 to ~/.known-good/runs/<hash of DIR's real path>/launches.jsonl instead, nothing written in the run folder): the time,
@@ -14,14 +15,19 @@ reading included: a fact that fails or is late is named in the record's ``errors
 whole record is at most MAX_RECORD_BYTES: what the cap leaves out (packages, long values, variables) is named in its
 ``truncated``. The record is appended only to a regular file of the user's own, opened without following a link and
 without blocking (a run folder may be shared: a link, a FIFO or another user's file planted as launches.jsonl is
-refused); a record that cannot be written costs one line on stderr, never the launch. stdlib only, Python 3.8+.
+refused); a record that cannot be written costs one line on stderr, never the launch.
+
+When nvidia-smi is on PATH it also starts the launch's GPU timeline (kg_gpu_sampler.py): a sampler of its own, every
+--gpu-interval seconds (default 5; 0: none), into gpu-timeline.jsonl beside the records, at most --gpu-cap bytes
+(default 64M; K and M suffixes), for as long as the command runs. Whether it started, and why not, is the record's
+``gpuTimeline``; without nvidia-smi nothing starts and the record says so once. stdlib only, Python 3.8+.
 """
 import hashlib
 import json
 import os
+import re
 import shutil
 import signal
-import stat
 import subprocess
 import sys
 import threading
@@ -34,6 +40,8 @@ if HERE not in sys.path:
 import env_python  # noqa: E402
 import env_tools  # noqa: E402
 import kg_common  # noqa: E402
+import kg_gpu_sampler  # noqa: E402
+from kg_append import NotRecorded, open_record  # noqa: E402
 import kg_redact  # noqa: E402
 import launch_sources  # noqa: E402
 
@@ -64,40 +72,64 @@ GIT_ENV = {"GIT_TERMINAL_PROMPT": "0", "GIT_OPTIONAL_LOCKS": "0", "GIT_PAGER": "
 
 
 def usage(message):
-    sys.stderr.write("kg_record.py: %s\nusage: python3 kg_record.py [--run DIR] [--home] [--timeout SECONDS] -- CMD "
-                     "[ARGS...]\n" % message)
+    sys.stderr.write("kg_record.py: %s\nusage: python3 kg_record.py [--run DIR] [--home] [--timeout SECONDS] "
+                     "[--gpu-interval SECONDS] [--gpu-cap SIZE] -- CMD [ARGS...]\n" % message)
     sys.exit(2)
 
 
+def _seconds(name, text):
+    try:
+        v = float(text)
+    except ValueError:
+        v = -1.0
+    if not v >= 0 or v == float("inf"):
+        usage("%s takes seconds, got %r" % (name, text))
+    return v
+
+
+def _size(text):
+    m = re.match(r"^(\d+)([KMkm]?)$", text.strip())
+    if m is None:
+        return usage("--gpu-cap takes a size in bytes (K and M suffixes), got %r" % text)
+    n = int(m.group(1)) << {"": 0, "k": 10, "m": 20}[m.group(2).lower()]
+    if n < kg_gpu_sampler.MIN_CAP:
+        usage("--gpu-cap takes at least %dK" % (kg_gpu_sampler.MIN_CAP >> 10))
+    return n
+
+
 def parse_argv(argv):
+    """(run folder, timeout, command, home, gpu: {"interval", "cap"})."""
     run_dir = None
     timeout = DEFAULT_TIMEOUT_S
     home = False
+    gpu = {"interval": kg_gpu_sampler.DEFAULT_INTERVAL_S, "cap": kg_gpu_sampler.DEFAULT_CAP}
+    valued = ("--run", "--timeout", "--gpu-interval", "--gpu-cap")
     i = 0
     while i < len(argv):
         a = argv[i]
         if a == "--":
             i += 1
             break
-        if a in ("--run", "--timeout") and i + 1 < len(argv):
-            if a == "--run":
-                run_dir = argv[i + 1]
-            else:
+        name, eq, value = a.partition("=")
+        if name in valued and (eq or i + 1 < len(argv)):
+            if not eq:
+                value = argv[i + 1]
+                i += 1
+            if name == "--run":
+                run_dir = value
+            elif name == "--timeout":
                 try:
-                    timeout = float(argv[i + 1])
+                    timeout = float(value)
                 except ValueError:
-                    usage("--timeout takes seconds, got %r" % argv[i + 1])
-            i += 2
+                    usage("--timeout takes seconds, got %r" % value)
+            elif name == "--gpu-interval":
+                gpu["interval"] = _seconds(name, value)
+            else:
+                gpu["cap"] = _size(value)
+            i += 1
             continue
         if a == "--home":
             home = True
-        elif a.startswith("--run="):
-            run_dir = a[len("--run="):]
-        elif a.startswith("--timeout="):
-            try:
-                timeout = float(a[len("--timeout="):])
-            except ValueError:
-                usage("--timeout takes seconds, got %r" % a)
         elif a in ("-h", "--help"):
             sys.stdout.write(__doc__ or "")
             sys.exit(0)
@@ -107,7 +139,7 @@ def parse_argv(argv):
     command = argv[i:]
     if not command:
         usage("no command given")
-    return run_dir or os.getcwd(), timeout, command, home
+    return run_dir or os.getcwd(), timeout, command, home, gpu
 
 
 class Deadline(object):
@@ -440,82 +472,25 @@ def fit(doc, cap=MAX_RECORD_BYTES):
 
 # ------------------------------------------------------------------------------------------------ the file
 
-class NotRecorded(Exception):
-    """Why the record was not written, in one line for stderr (the command runs all the same)."""
-
-
-def _what_is(path, dir_fd=None):
-    try:
-        return kg_common.file_kind(os.stat(path, dir_fd=dir_fd, follow_symlinks=False).st_mode)
-    except OSError:
-        return None
-
-
-def _refused(path, kind, wanted):
-    if kind == "a symbolic link":
-        return "%s is a symbolic link: not followed" % path
-    return "%s is %s, not %s: not written to" % (path, kind, wanted)
-
-
-def _check_owned(st, path):
-    if st.st_uid != os.geteuid():
-        raise NotRecorded("%s belongs to another user (uid %d): only a file of your own is written" % (path, st.st_uid))
-
-
-def open_record(target):
-    """A descriptor to append to `target`, a regular file of the user's own (created 0644 in a folder created 0700).
-
-    A run folder may be shared: a link planted as ``.known-good`` or ``launches.jsonl`` is never followed (O_NOFOLLOW,
-    the file opened relative to the folder's own descriptor), a FIFO never blocks the launch (O_NONBLOCK) and a
-    device, folder, other user's file or file with other names (hard links) is refused after the open, by fstat of
-    the descriptor itself, so that nothing swapped in between a check and the open is written to."""
-    folder, name = os.path.split(target)
-    parent = os.path.dirname(folder)
-    if parent:
-        os.makedirs(parent, exist_ok=True)
-    try:
-        os.mkdir(folder, 0o700)
-    except FileExistsError:
-        pass
-    nofollow = getattr(os, "O_NOFOLLOW", 0)
-    cloexec = getattr(os, "O_CLOEXEC", 0)
-    try:
-        dfd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | nofollow | cloexec)
-    except OSError as e:
-        kind = _what_is(folder)
-        if kind not in (None, "a folder"):
-            raise NotRecorded(_refused(folder, kind, "a folder"))
-        raise NotRecorded("cannot open %s: %s" % (folder, e.strerror or e))
-    try:
-        _check_owned(os.fstat(dfd), folder)
-        flags = (os.O_WRONLY | os.O_APPEND | os.O_CREAT | nofollow | getattr(os, "O_NONBLOCK", 0) | cloexec
-                 | getattr(os, "O_NOCTTY", 0))
-        try:
-            fd = os.open(name, flags, 0o644, dir_fd=dfd)
-        except OSError as e:
-            kind = _what_is(name, dfd)
-            if kind not in (None, "a file"):
-                raise NotRecorded(_refused(target, kind, "a regular file"))
-            raise NotRecorded("cannot open %s: %s" % (target, e.strerror or e))
-    finally:
-        os.close(dfd)
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise NotRecorded(_refused(target, kg_common.file_kind(st.st_mode), "a regular file"))
-        _check_owned(st, target)
-        if st.st_nlink != 1:
-            raise NotRecorded("%s has %d hard links (another name may be another file of yours): not written to"
-                              % (target, st.st_nlink))
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd
-
-
 # ------------------------------------------------------------------------------------------------ the record
 
-def record(run_dir, timeout, command, home=False):
+def records_path(run_dir, home):
+    """Where the launch records go (the GPU timeline beside them)."""
+    return launch_sources.home_records(run_dir) if home else os.path.join(run_dir, ".known-good", "launches.jsonl")
+
+
+def start_timeline(run_dir, home, gpu):
+    """The launch's GPU timeline started (kg_gpu_sampler.start), as the record says it; a why worth saying on stderr
+    (not "no nvidia-smi", not a sampler already running for this run) is said there once."""
+    if gpu["interval"] <= 0:
+        return {"path": None, "why": "not asked for (--gpu-interval 0)"}
+    t = kg_gpu_sampler.start(os.path.dirname(records_path(run_dir, home)), os.getpid(), gpu["interval"], gpu["cap"])
+    if t.pop("said", False):
+        sys.stderr.write("kg_record.py: GPU timeline not recorded: %s (the command runs as usual)\n" % t["why"])
+    return t
+
+
+def record(run_dir, timeout, command, home=False, timeline=None):
     started = time.time()
     deadline = Deadline(timeout)
     facts = {}
@@ -574,6 +549,8 @@ def record(run_dir, timeout, command, home=False):
         "errors": errors,
         "truncated": truncated,
     }
+    if timeline is not None:
+        doc["gpuTimeline"] = timeline
 
     def settle(name, t):
         t.join(deadline.left())
@@ -592,7 +569,7 @@ def record(run_dir, timeout, command, home=False):
     settle("torch", fact("torch", collect_torch, pk.get("packages") if pk else None))
     doc["tookMs"] = round((time.time() - started) * 1000, 1)
     line = fit(doc)
-    target = launch_sources.home_records(run_dir) if home else os.path.join(run_dir, ".known-good", "launches.jsonl")
+    target = records_path(run_dir, home)
     fd = open_record(target)
     try:
         data = (line + "\n").encode("utf-8")
@@ -605,9 +582,14 @@ def record(run_dir, timeout, command, home=False):
 
 
 def main(argv):
-    run_dir, timeout, command, home = parse_argv(argv)
+    run_dir, timeout, command, home, gpu = parse_argv(argv)
+    timeline = None
     try:
-        record(run_dir, timeout, command, home)
+        timeline = start_timeline(run_dir, home, gpu)
+    except BaseException as e:  # the launch matters more than its GPU timeline
+        sys.stderr.write("kg_record.py: GPU timeline not recorded (%s: %s)\n" % (type(e).__name__, e))
+    try:
+        record(run_dir, timeout, command, home, timeline)
     except NotRecorded as e:
         sys.stderr.write("kg_record.py: launch not recorded: %s (the command runs as usual)\n" % e)
     except BaseException as e:  # the launch matters more than its record

@@ -1,5 +1,6 @@
 import { parseArgs } from 'node:util';
 import { KnownGoodError } from '../core/errors';
+import type { GpuChoice } from '../core/replay/gpus';
 import { containerSchema, type ContainerSettings } from '../core/settings';
 import { parseTimeout, printable } from './output';
 
@@ -56,6 +57,8 @@ export interface CliOptions {
   stepsFlag?: string;
   /** replay: print the plan, run nothing. */
   dryRun?: boolean;
+  /** replay: which GPUs the runs go to (auto, none, or indexes). */
+  gpus?: GpuChoice;
   /** replay/bisect: the smallest relative difference that counts. */
   threshold?: number;
 }

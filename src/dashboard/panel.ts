@@ -5,6 +5,7 @@ import {
   parseWebviewMessage,
   type HostMessage,
   type HostMessageInput,
+  type GpuPlot,
   type HostSide,
   type InitMessage,
   type RunData,
@@ -24,6 +25,7 @@ import {
 import { messageOf } from '../core/errors';
 import { lastStep, liveRestartMark } from '../core/dashboard/liveRestarts';
 import { remotePathOf } from '../core/runs/model';
+import { readGpuPlot } from '../core/hardware/gpuPlot';
 import { newNonce } from '../core/util/nonce';
 import { metricsReduceProbe } from '../core/metrics/metricsProbe';
 import { DASHBOARD_SCRIPT, DASHBOARD_STYLES, dashboardHtml } from '../../webview/src/html';
@@ -108,6 +110,8 @@ export class DashboardPanel implements vscode.Disposable {
   private checkpoints: CheckpointSource[] = [];
   /** Per host of the runs; undefined while it is being read (the first init does not wait for it). */
   private side: HostSide[] | undefined;
+  /** Each run's recorded GPU timeline (by run id), posted after every init. */
+  private gpuPlots = new Map<string, GpuPlot>();
   private sideReading: Promise<void> | undefined;
   private sideAgain = false;
   private loading: Promise<void> | undefined;
@@ -322,6 +326,7 @@ export class DashboardPanel implements vscode.Disposable {
   private async load(): Promise<void> {
     await this.loader.loadPreviews();
     void this.refreshSide();
+    void this.readGpu();
     if (this.probe) this.probe.firstData = this.runsV.map((r) => r.data);
     this.checkpoints = this.runsV.flatMap((r) => runCheckpoints(r.src, r.id));
     if (this.loader.anyPending) {
@@ -347,6 +352,22 @@ export class DashboardPanel implements vscode.Disposable {
     }
   }
 
+  /** Each run's GPU timeline (.known-good/gpu-timeline.jsonl of its folder, kg_record's sampler), when it has one. */
+  private async readGpu(): Promise<void> {
+    await Promise.all(
+      this.runsV.map(async (r) => {
+        try {
+          const plot = await readGpuPlot(this.services.probes(r.src.hostId), runFolderOf(r));
+          if (!plot || this.disposed) return;
+          this.gpuPlots.set(r.id, plot);
+          if (this.initPosted) this.post({ type: 'gpu', run: r.id, plot });
+        } catch (e) {
+          this.services.log.warn(`dashboard: ${r.src.logPath}: no GPU timeline read: ${messageOf(e)}`);
+        }
+      }),
+    );
+  }
+
   /** Records exactDataMs the first time the webview has exact data for every run. */
   private noteExact(): void {
     if (this.exactDataMs !== undefined || !this.isReady || this.disposed || !this.loader.allExact) return;
@@ -368,6 +389,7 @@ export class DashboardPanel implements vscode.Disposable {
       sidePending: this.side === undefined,
       follow: this.following,
     });
+    for (const [run, plot] of this.gpuPlots) this.post({ type: 'gpu', run, plot });
     if (this.firstDataMs === undefined && this.runsV.length) {
       this.firstDataMs = performance.now() - this.openedAt;
       if (this.probe) this.probe.firstDataMs = this.firstDataMs;
@@ -468,8 +490,7 @@ export class DashboardPanel implements vscode.Disposable {
     since: number,
   ): Promise<void> {
     if (!this.services.live || !grown.length) return;
-    const runOf = (r: LoadedRun) =>
-      r.src.root && r.src.run ? remotePathOf(r.src.root, r.src.run).remotePath : posix.dirname(r.src.logPath);
+    const runOf = runFolderOf;
     for (const hostId of new Set(grown.map((r) => r.src.hostId))) {
       const mine = grown.filter((r) => r.src.hostId === hostId);
       const states = await this.services.live(
@@ -529,4 +550,9 @@ export class DashboardPanel implements vscode.Disposable {
     this.onDisposed(this);
     this.panel.dispose();
   }
+}
+
+/** The run folder of a loaded run on its host: its listing's, else the folder holding its log. */
+function runFolderOf(r: LoadedRun): string {
+  return r.src.root && r.src.run ? remotePathOf(r.src.root, r.src.run).remotePath : posix.dirname(r.src.logPath);
 }

@@ -20,6 +20,9 @@ import { baselineSchema, type Baseline } from '../../src/core/baselines/store';
 import type { EnvSnapshot } from '../../src/core/baselines/envProbe';
 import { h200KnownGood, h200Now } from '../fixtures/env';
 import { reduce } from '../support/runHistory';
+import { GPU_SERIES } from '../../src/core/hardware/gpuKeys';
+import { gpuPlotOf } from '../../src/core/hardware/gpuPlot';
+import { dashboardLogRun, dashboardTimeline } from '../support/gpuTimeline';
 
 const CHROMIUM = '/usr/bin/chromium';
 const ROOT = resolve(__dirname, '../..');
@@ -796,6 +799,37 @@ void test("a restarted real run (plain-dataset-padded): every plot marks the res
   assert.match(text, /run: \d{4}-\d\d-\d\d \d\d:\d\d – \d{4}-\d\d-\d\d \d\d:\d\d/);
   assert.doesNotMatch(text, /known good/);
   await page.screenshot({ path: join(ARTIFACTS, 'dashboard-drift-during-run.png'), fullPage: true });
+  assert.deepEqual(problems, []);
+  await context.close();
+});
+
+void test("a run's GPU timeline plots right under its throughput, on its steps, with the power cap and the neighbour marked", async () => {
+  // the timeline is WRITTEN (H200 rows in NVIDIA's documented nvidia-smi format: test/support/gpuTimeline.ts)
+  const { context, page, problems } = await openDashboard();
+  await applyTheme(page, 'vscode-dark', DARK);
+  const run = dashboardLogRun();
+  await page.evaluate((m) => window.postMessage(m, '*'), { ...init, runs: [run], checkpoints: [] });
+  const tok = '.kg-plot[data-series="tok_s"] canvas';
+  await page.waitForSelector(tok);
+  const before = await nonTransparent(page, tok);
+  assert.equal(await page.locator('.kg-plot[data-series^="gpu: "]').count(), 0);
+
+  const plot = gpuPlotOf(dashboardTimeline())!;
+  await page.evaluate((m) => window.postMessage(m, '*'), { type: 'gpu', run: run.run.id, plot });
+  await page.waitForSelector(`.kg-plot[data-series="${GPU_SERIES.sm}"] canvas`);
+  const order = await page.locator('.kg-plot').evaluateAll((els) => els.map((e) => (e as HTMLElement).dataset.series));
+  assert.deepEqual(order.slice(0, 4), ['tok_s', GPU_SERIES.sm, GPU_SERIES.util, GPU_SERIES.power]);
+  assert.equal(
+    await page.locator(`.kg-plot[data-series="${GPU_SERIES.sm}"] .kg-plot-title`).innerText(),
+    'gpu: SM clock MHz (line: GPU 1, the slowest; band: GPUs 0, 1)',
+  );
+  // the marks (power cap from/to, the neighbour) are drawn on the throughput plot too
+  const after = await eventually(
+    () => nonTransparent(page, tok),
+    (n) => n > before + 100,
+  );
+  assert.ok(after > before + 100, `no GPU marks drawn on the throughput: ${before} → ${after} px`);
+  await page.screenshot({ path: join(ARTIFACTS, 'dashboard-gpu-timeline.png'), fullPage: true });
   assert.deepEqual(problems, []);
   await context.close();
 });

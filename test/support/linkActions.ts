@@ -22,7 +22,7 @@ import { whatChanged } from '../../src/core/whatChanged/gather';
 import type { DelayRelayProcess, LinkCount } from './delayRelay';
 import { recordingPrompts } from './hosts';
 import { TORCH_PYTHON } from './require';
-import type { TestSshd } from './sshd';
+import { opensshArgs, type TestSshd } from './sshd';
 import { writeStory } from './whatChangedStory';
 
 /*
@@ -341,22 +341,7 @@ export async function prepareLinkHost(h: LinkHost): Promise<void> {
 /** One `ssh HOST CMD` of the OpenSSH client through the relay (a new connection and login each time). */
 export function usualSsh(sshd: TestSshd, f: LinkFixture, relayPort: number) {
   return async (command: string): Promise<string> => {
-    const argv = [
-      '-p',
-      String(relayPort),
-      '-i',
-      sshd.identityFile,
-      '-o',
-      `UserKnownHostsFile=${f.knownHosts}`,
-      '-o',
-      'StrictHostKeyChecking=yes',
-      '-o',
-      'BatchMode=yes',
-      '-o',
-      'LogLevel=ERROR',
-      `${sshd.user}@127.0.0.1`,
-      command,
-    ];
+    const argv = opensshArgs(sshd, command, { port: relayPort, knownHosts: f.knownHosts });
     const { stdout } = await run('ssh', argv, { maxBuffer: 1 << 26, timeout: 600_000 });
     return stdout;
   };

@@ -37,6 +37,29 @@ export interface TestSshd {
 
 const SSHD = '/usr/sbin/sshd';
 
+/**
+ * The OpenSSH client's argv (without `ssh`) for one `ssh HOST CMD` to the test sshd: the usual way a person runs a
+ * command, a new connection and login each time. `port` and `knownHosts` for a relay in front of it.
+ */
+export function opensshArgs(s: TestSshd, command: string, via: { port?: number; knownHosts?: string } = {}): string[] {
+  return [
+    '-p',
+    String(via.port ?? s.port),
+    '-i',
+    s.identityFile,
+    '-o',
+    `UserKnownHostsFile=${via.knownHosts ?? s.knownHostsFile}`,
+    '-o',
+    'StrictHostKeyChecking=yes',
+    '-o',
+    'BatchMode=yes',
+    '-o',
+    'LogLevel=ERROR',
+    `${s.user}@127.0.0.1`,
+    command,
+  ];
+}
+
 export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const s = createServer();

@@ -179,9 +179,18 @@ function bisectReport(kind: 'culprit' | 'not-reproduced', confirmed: boolean): B
 
 function outcome(r: BisectReport, headline: string): ReplayOutcome {
   return {
-    plan: { ...plan, id: 'x', dir: '/h/.known-good/replays/r/x', stack: 'plain', overrides: [], guessed: [], text: '' },
+    plan: {
+      ...plan,
+      id: 'x',
+      dir: '/h/.known-good/replays/r/x',
+      stack: 'plain',
+      overrides: [],
+      guessed: [],
+      text: '',
+      gpus: { slots: [], needsWord: false, text: '' },
+    },
     report: r,
-    runs: Array.from({ length: 18 }, () => ({ state: [], speed: 1, outDir: '', message: '' })),
+    runs: Array.from({ length: 18 }, () => ({ state: [], speed: 1, outDir: '', message: '', gpu: null })),
     headline,
     markdown: '',
   };

@@ -6,6 +6,7 @@ import {
   type Checkpoint,
   type DashboardState,
   type DriftSummary,
+  type GpuPlot,
   type HostMessage,
   type HostSide,
   type RangeDataMessage,
@@ -36,6 +37,7 @@ import {
   upsertRun,
   xValues,
 } from './data';
+import { gpuMarks, gpuTitle, withGpu } from './gpu';
 import { createBenchPlot, SeriesPlot } from './plots';
 import { readTheme, watchTheme, type Theme } from './theme';
 import type { HostApi } from './vscodeApi';
@@ -58,6 +60,8 @@ export class Dashboard {
   /** Baseline drift and benchmark history per host of the runs. */
   private hosts: HostSide[] = [];
   private sidePending = false;
+  /** Each run's GPU timeline (by run id), when it has one: plotted under the throughput. */
+  private gpu = new Map<string, GpuPlot>();
   private selected: string[] | undefined;
   /** The plots shown, as last told to the host (keys joined by NUL). */
   private shownPosted: string | undefined;
@@ -140,7 +144,13 @@ export class Dashboard {
         this.zoom = undefined;
         this.fine.clear();
         this.pending.clear();
+        this.gpu.clear();
         this.renderAll();
+        break;
+      case 'gpu':
+        this.gpu.set(message.run, message.plot);
+        this.renderControls();
+        this.renderPlots();
         break;
       case 'runData':
         this.runs = upsertRun(this.runs, message.data);
@@ -192,7 +202,7 @@ export class Dashboard {
   }
 
   private allSeries(): string[] {
-    return detectSeries(this.runs);
+    return detectSeries(withGpu(this.runs, this.gpu));
   }
 
   private visibleSeries(): string[] {
@@ -400,8 +410,9 @@ export class Dashboard {
       return;
     }
     this.els.plots.querySelector('.kg-empty')?.remove();
+    const plotted = withGpu(this.runs, this.gpu);
     for (const key of keys) {
-      const model = buildPlotModel(this.runs, key, this.axis, this.smoothing, this.override);
+      const model = buildPlotModel(plotted, key, this.axis, this.smoothing, this.override);
       const inPlot = new Set(model.runs.map((r) => r.runId));
       const marks = [
         ...checkpointMarks(
@@ -412,6 +423,7 @@ export class Dashboard {
         // the report's level shifts of this series and the runs' restarts, as the host computed them
         ...changepointMarks(this.runs, key, inPlot, this.axis),
         ...restartMarks(this.runs, inPlot, this.axis),
+        ...gpuMarks(this.runs, this.gpu, inPlot, this.axis),
       ].sort((a, b) => a.x - b.x);
       const existing = this.plots.get(key);
       if (existing) {
@@ -423,7 +435,7 @@ export class Dashboard {
       }
       const card = h('div', 'kg-plot');
       card.dataset.series = key;
-      const title = h('h3', 'kg-plot-title', key);
+      const title = h('h3', 'kg-plot-title', gpuTitle(key, [...this.gpu.values()]));
       const canvasHost = h('div', 'kg-plot-canvas');
       card.append(title, canvasHost);
       this.renderMarkList(card, marks);

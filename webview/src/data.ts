@@ -9,6 +9,7 @@ import type {
   SkippedCounts,
   XAxis,
 } from '../../src/core/dashboard/protocol';
+import { GPU_SERIES } from '../../src/core/hardware/gpuKeys';
 import { MIN_SERIES_POINTS } from '../../src/core/metrics/speedFromTime';
 import { throughputRank } from '../../src/core/whatChanged/categories';
 
@@ -40,10 +41,15 @@ const PRIORITY = [
 /** Counters (epoch, batch index, tokens seen): plotted after everything else. */
 const COUNTER = /(^|[/._])(epoch|batch_idx|num_input_tokens_seen|tokens_seen|total_flos)$/i;
 
+const GPU_ORDER: readonly string[] = Object.values(GPU_SERIES);
+
 function rank(key: string, points: number): number {
   // throughput first (tok/s before samples/s before steps/s and step time), as What Changed? ranks them; an
   // end-of-run summary (HF's train_samples_per_second, one point a launch) is no series of the speed: last
   const tp = throughputRank(key);
+  // the GPU timeline right under the throughput, clocks first (webview/src/gpu.ts)
+  const gpu = GPU_ORDER.indexOf(key);
+  if (gpu >= 0) return -0.5 + gpu / 10;
   if (tp > 0) return points < MIN_SERIES_POINTS ? PRIORITY.length + 2 : -tp;
   if (COUNTER.test(key)) return PRIORITY.length + 1;
   const i = PRIORITY.findIndex((re) => re.test(key));

@@ -5,7 +5,8 @@ import { KnownGoodError } from '../../core/errors';
 import { renderDriftText } from '../../core/baselines/drift';
 import { renderBenchText } from '../../core/fleet/bench';
 import { compareFleetWithBaseline, FleetBaselineStore, renderFleetDriftText } from '../../core/fleet/baseline';
-import { benchFleet, captureFleet, describeTarget, failedNodes } from '../../core/fleet/fleet';
+import { benchFleet, captureFleet, describeTarget, failedNodes, gpuFleet } from '../../core/fleet/fleet';
+import { renderGpuText } from '../../core/fleet/gpu';
 import { compareWithMajority, renderMatrixText } from '../../core/fleet/matrix';
 import { runOnNodes, type FleetTarget } from '../../core/fleet/run';
 import { slurmSettings } from '../../core/fleet/settings';
@@ -41,14 +42,14 @@ function target(ctx: CliContext): FleetTarget {
 }
 
 /**
- * `known-good fleet HOST --job J env|bench|probe NAME`: a probe on every node of a Slurm job, through srun on the
+ * `known-good fleet HOST --job J env|bench|gpu|probe NAME`: a probe on every node of a Slurm job, through srun on the
  * login node HOST. `env` prints the fields that differ between nodes (exit 1 when any node differs or did not
  * answer); `--save LABEL` keeps the snapshots as a fleet baseline; `--diff BASELINE` says which node drifted since.
  */
 export const fleetCommand: CliCommand = {
   name: 'fleet',
-  usage: 'fleet HOST --job J env|bench|probe NAME [--json]',
-  summary: 'every node of a Slurm job: compare environments, benchmark, or run a probe',
+  usage: 'fleet HOST --job J env|bench|gpu|probe NAME [--json]',
+  summary: 'every node of a Slurm job: compare environments, benchmark, GPU health, or run a probe',
   options: [
     valued('job', 'JOBID', 'the Slurm job whose nodes to use', (o, v) => (o.job = v)),
     valued(
@@ -150,6 +151,15 @@ export const fleetCommand: CliCommand = {
         );
         return r.bench.flagged.length || r.bench.failed.length ? 1 : 0;
       }
+      if (what === 'gpu') {
+        const r = await gpuFleet(host, tgt, { signal: ac.signal, onNode: progress });
+        out.write(
+          options.json
+            ? JSON.stringify({ gpu: r.gpu, results: Object.fromEntries(r.results) }, null, 2) + '\n'
+            : printable(renderGpuText(printableTree(r.gpu), title)),
+        );
+        return r.gpu.odd.length || r.gpu.failed.length ? 1 : 0;
+      }
       if (what === 'probe') {
         const [name, ...probeArgs] = args;
         if (!name) throw new KnownGoodError('settings', 'fleet probe: NAME is missing');
@@ -167,7 +177,7 @@ export const fleetCommand: CliCommand = {
       }
       throw new KnownGoodError(
         'settings',
-        `fleet: expected env, bench or probe NAME after HOST (got ${what ?? 'nothing'})`,
+        `fleet: expected env, bench, gpu or probe NAME after HOST (got ${what ?? 'nothing'})`,
       );
     }
   },

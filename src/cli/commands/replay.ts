@@ -1,8 +1,9 @@
 import { bisectEventLine } from '../../core/bisect/render';
-import { KnownGoodError } from '../../core/errors';
+import { KnownGoodError, messageOf } from '../../core/errors';
 import { setupFromFacts } from '../../core/replay/fromFacts';
 import { launchesText } from '../../core/replay/sources';
 import { shellQuote } from '../../core/quote';
+import { gpuSlotLabel, parseGpuChoice } from '../../core/replay/gpus';
 import { planReplay, runReplay } from '../../core/replay/replay';
 import { analyze } from '../../core/whatChanged/analyze';
 import { gatherFacts } from '../../core/whatChanged/gather';
@@ -44,7 +45,7 @@ function positiveInt(name: string, v: string, max: number): number {
 export const replayCommand: CliCommand = {
   name: 'replay',
   usage:
-    "replay HOST RUN [--launch 'CMD …' [--cwd DIR] | --script PATH] [--change ID…] [--steps N] [--dry-run] [--json]",
+    "replay HOST RUN [--launch 'CMD …' [--cwd DIR] | --script PATH] [--change ID…] [--steps N] [--gpus auto|none|0,1,3] [--dry-run] [--json]",
   summary: 'prove which change costs the speed by resuming the run from its known-good checkpoint',
   options: [
     valued(
@@ -106,6 +107,18 @@ export const replayCommand: CliCommand = {
       if (!(f > 0 && f < 1)) throw new KnownGoodError('settings', `--threshold ${v}: a fraction between 0 and 1`);
       o.threshold = f;
     }),
+    valued(
+      'gpus',
+      'auto|none|LIST',
+      'where the runs go: auto (default) the free GPUs, side by side; none: one at a time as launched; LIST (0,1,3): these GPUs even when busy',
+      (o, v) => {
+        try {
+          o.gpus = parseGpuChoice(v);
+        } catch (e) {
+          throw new KnownGoodError('settings', messageOf(e));
+        }
+      },
+    ),
     flag('dry-run', 'print the plan (launches, overrides, changes), run nothing', (o) => (o.dryRun = true)),
     jsonOption('the outcome as JSON'),
   ],
@@ -143,13 +156,14 @@ export const replayCommand: CliCommand = {
       ...(options.threshold !== undefined ? { threshold: options.threshold } : {}),
       runTimeoutMs: Math.max(options.timeoutMs, 60_000),
     });
+    const setupGpus = options.gpus !== undefined ? { ...setup, gpus: options.gpus } : setup;
     const replayHost = {
       transport: session.transport,
       probes: session.probes,
       label: session.label,
       python: session.spec.python,
     };
-    const plan = await planReplay(replayHost, setup, signal);
+    const plan = await planReplay(replayHost, setupGpus, signal);
     // where each launch came from, and the flags that give the same launches again (kept by the person, per run)
     const repeat = setup.launches.repeat
       ? `Repeat with: known-good replay ${shellQuote(session.label)} ${shellQuote(run)} ${setup.launches.repeat}\n`
@@ -158,19 +172,20 @@ export const replayCommand: CliCommand = {
     if (options.dryRun) {
       out.write(
         options.json
-          ? JSON.stringify({ plan, setup }, null, 2) + '\n'
+          ? JSON.stringify({ plan, setup: setupGpus }, null, 2) + '\n'
           : `${eachLine(launches)}\n${eachLine(plan.text)}\n`,
       );
       return 0;
     }
     err.write(eachLine(launches) + '\n');
     const t0 = Date.now();
-    const o = await runReplay(replayHost, plan, setup, {
+    const slotLabel = gpuSlotLabel(plan.gpus);
+    const o = await runReplay(replayHost, plan, setupGpus, {
       signal,
       onText: (t) => err.write(eachLine(t) + '\n'),
       onEvent: (e, changes) => {
         if (e.kind === 'done') return;
-        const line = bisectEventLine(e, changes, {});
+        const line = bisectEventLine(e, changes, slotLabel ? { slotLabel } : {});
         if (line !== undefined) err.write(printableLines(line) + '\n');
       },
     });

@@ -18,9 +18,13 @@ export interface BisectChange {
 
 /**
  * ONE run's speed, higher is better. `applied` holds the ids of the changes taken from the BAD state onto the GOOD
- * one: ∅ is the good state (the baseline), every id is the bad state (now).
+ * one: ∅ is the good state (the baseline), every id is the bad state (now). `slot` (0 … slots − 1) is where the run
+ * goes (a replay's GPU); with `slots` > 1 up to that many runs are in flight at once, one per slot.
  */
-export type Measure = (applied: ReadonlySet<string>, signal?: AbortSignal) => Promise<number>;
+export type Measure = (applied: ReadonlySet<string>, signal?: AbortSignal, slot?: number) => Promise<number>;
+
+/** The most slots a bisect takes (the GPUs of one node). */
+export const MAX_SLOTS = 64;
 
 export interface BisectOptions {
   /** Runs of each state in a round (at least 3; default 3). */
@@ -29,6 +33,17 @@ export interface BisectOptions {
   readonly threshold?: number;
   readonly signal?: AbortSignal;
   readonly onEvent?: (e: BisectEvent) => void;
+  /**
+   * Runs side by side (default 1: one at a time). Run r of state j in a round goes to slot (j + r) mod slots, so
+   * every state meets every slot (equally often when its runs are a multiple of the slots) and one slow slot widens
+   * every state's spread alike instead of slowing one state.
+   */
+  readonly slots?: number;
+  /**
+   * 'by-state' pins state j to slot j mod slots for the whole round: what rotation prevents (a slow slot then makes
+   * its state slow). Only for showing that (tests, bench); default 'rotate'.
+   */
+  readonly assign?: 'rotate' | 'by-state';
 }
 
 export type Decision = 'slower' | 'faster' | 'same' | 'unclear';
@@ -38,8 +53,10 @@ export interface StateStats {
   readonly name: string;
   /** Ids applied onto the good state, in the changes' order. */
   readonly applied: readonly string[];
-  /** Every run's speed, in the order they ran. */
+  /** Every run's speed, in the order they ran (with slots: in the order they were started). */
   readonly samples: readonly number[];
+  /** With slots > 1: the slot of each sample (`slots[i]` ran `samples[i]`). */
+  readonly slots?: readonly number[];
   readonly median: number;
   /** The spread a difference must clear: the samples' range (with 6 or more, one outlier per side left out). */
   readonly low: number;
@@ -98,6 +115,8 @@ export interface BisectReport {
   readonly changes: readonly BisectChange[];
   readonly repeats: number;
   readonly threshold: number;
+  /** Runs side by side, when more than one. */
+  readonly slots?: number;
   readonly budget: { readonly rounds: number; readonly runs: number };
   readonly rounds: readonly BisectRound[];
   /** The medians of the first round. */
@@ -111,7 +130,14 @@ export interface BisectReport {
 }
 
 export type BisectEvent =
-  | { readonly kind: 'budget'; readonly changes: number; readonly rounds: number; readonly runs: number }
+  | {
+      readonly kind: 'budget';
+      readonly changes: number;
+      readonly rounds: number;
+      readonly runs: number;
+      /** Runs side by side, when more than one. */
+      readonly slots?: number;
+    }
   | {
       readonly kind: 'round';
       readonly index: number;
@@ -124,6 +150,8 @@ export type BisectEvent =
       readonly state: string;
       readonly applied: readonly string[];
       readonly value: number;
+      /** Where it ran (0 when one at a time). */
+      readonly slot: number;
     }
   | { readonly kind: 'extend'; readonly round: number }
   | { readonly kind: 'decided'; readonly round: BisectRound }
@@ -183,6 +211,8 @@ interface Search {
   readonly measure: Measure;
   readonly repeats: number;
   readonly threshold: number;
+  readonly slots: number;
+  readonly assign: 'rotate' | 'by-state';
   readonly signal?: AbortSignal;
   readonly emit: (e: BisectEvent) => void;
   readonly rounds: BisectRound[];
@@ -193,23 +223,95 @@ function checkAborted(signal: AbortSignal | undefined): void {
   if (signal?.aborted) throw new KnownGoodError('cancelled', 'Bisect cancelled');
 }
 
-function statsOf(p: Planned, samples: readonly number[]): StateStats {
-  return { name: p.name, applied: p.applied, samples, median: medianOf(samples), ...spreadOf(samples) };
+/** A state's runs in a round: every speed, and with slots the slot of each, in the order they were started. */
+interface Samples {
+  readonly values: number[];
+  readonly slots: number[];
 }
 
-/** Runs the states interleaved (A B C A B C …) so that a drift of the machine hits every state alike. */
-async function runStates(s: Search, index: number, states: readonly Planned[], times: number, into: number[][]) {
-  for (let r = 0; r < times; r++) {
-    for (const [i, p] of states.entries()) {
-      checkAborted(s.signal);
-      const value = await s.measure(new Set(p.applied), s.signal);
-      if (!Number.isFinite(value) || value < 0)
-        throw new KnownGoodError('bad-output', `The benchmark gave no usable speed (${value}) for ${p.name}`);
-      s.runs++;
-      into[i]!.push(value);
-      s.emit({ kind: 'sample', round: index, state: p.name, applied: p.applied, value });
+function statsOf(s: Search, p: Planned, got: Samples): StateStats {
+  const samples = got.values;
+  return {
+    name: p.name,
+    applied: p.applied,
+    samples,
+    ...(s.slots > 1 ? { slots: got.slots } : {}),
+    median: medianOf(samples),
+    ...spreadOf(samples),
+  };
+}
+
+/** Where run `r` of state `j` goes: rotated, so that state j meets slot j, j + 1, … on its successive runs. */
+export function slotOf(j: number, r: number, slots: number, assign: 'rotate' | 'by-state' = 'rotate'): number {
+  return (assign === 'rotate' ? j + r : j) % slots;
+}
+
+async function measured(s: Search, p: Planned, slot: number, signal: AbortSignal | undefined): Promise<number> {
+  const value = await s.measure(new Set(p.applied), signal, slot);
+  if (!Number.isFinite(value) || value < 0)
+    throw new KnownGoodError('bad-output', `The benchmark gave no usable speed (${value}) for ${p.name}`);
+  return value;
+}
+
+/**
+ * Runs the states interleaved (A B C A B C …) so that a drift of the machine hits every state alike. With slots,
+ * each slot takes its own runs of that sequence in order, one at a time, all slots at once; a sample is kept at its
+ * place in the sequence whatever order the runs end in, so the statistics are those of one-at-a-time runs.
+ */
+async function runStates(s: Search, index: number, states: readonly Planned[], times: number, into: Samples[]) {
+  const first = into[0]!.values.length;
+  if (s.slots === 1) {
+    for (let r = 0; r < times; r++) {
+      for (const [i, p] of states.entries()) {
+        checkAborted(s.signal);
+        const value = await measured(s, p, 0, s.signal);
+        s.runs++;
+        into[i]!.values.push(value);
+        into[i]!.slots.push(0);
+        s.emit({ kind: 'sample', round: index, state: p.name, applied: p.applied, value, slot: 0 });
+      }
     }
+    return;
   }
+  checkAborted(s.signal);
+  const queues: { i: number; r: number }[][] = Array.from({ length: s.slots }, () => []);
+  for (let r = first; r < first + times; r++)
+    for (let i = 0; i < states.length; i++) queues[slotOf(i, r, s.slots, s.assign)]!.push({ i, r });
+  const got = states.map(() => new Array<number>(times));
+  // One run failing stops the runs in flight on the other slots (their measure sees this signal), and the failure,
+  // not their cancellation, is what the bisect reports.
+  const stop = new AbortController();
+  const onAbort = () => stop.abort();
+  s.signal?.addEventListener('abort', onAbort, { once: true });
+  let failure: { error: unknown } | undefined;
+  const slot = async (k: number) => {
+    for (const { i, r } of queues[k]!) {
+      if (failure || stop.signal.aborted) return;
+      const p = states[i]!;
+      try {
+        const value = await measured(s, p, k, stop.signal);
+        s.runs++;
+        got[i]![r - first] = value;
+        s.emit({ kind: 'sample', round: index, state: p.name, applied: p.applied, value, slot: k });
+      } catch (e) {
+        failure ??= { error: e };
+        stop.abort();
+        return;
+      }
+    }
+  };
+  try {
+    await Promise.all(queues.map((_, k) => slot(k)));
+  } finally {
+    s.signal?.removeEventListener('abort', onAbort);
+  }
+  if (failure && !s.signal?.aborted) throw failure.error;
+  checkAborted(s.signal);
+  for (let r = first; r < first + times; r++)
+    for (let i = 0; i < states.length; i++) {
+      into[i]!.values.push(got[i]![r - first]!);
+      into[i]!.slots.push(slotOf(i, r, s.slots, s.assign));
+    }
 }
 
 type Judgements = (stats: readonly StateStats[]) => Comparison[];
@@ -233,16 +335,16 @@ async function round(
 }> {
   const index = s.rounds.length + 1;
   s.emit({ kind: 'round', index, round: kind, states });
-  const samples = states.map(() => [] as number[]);
+  const samples = states.map((): Samples => ({ values: [], slots: [] }));
   await runStates(s, index, states, s.repeats, samples);
-  let stats = states.map((p, i) => statsOf(p, samples[i]!));
+  let stats = states.map((p, i) => statsOf(s, p, samples[i]!));
   let comparisons = judgements(stats);
   let extended = false;
   if (comparisons.some((c) => c.decision === 'unclear') || extendIf(comparisons)) {
     extended = true;
     s.emit({ kind: 'extend', round: index });
     await runStates(s, index, states, s.repeats, samples);
-    stats = states.map((p, i) => statsOf(p, samples[i]!));
+    stats = states.map((p, i) => statsOf(s, p, samples[i]!));
     comparisons = judgements(stats);
   }
   const finish = (decision: string): BisectRound => {
@@ -281,10 +383,24 @@ export async function bisect(
   const repeats = Math.max(3, Math.floor(opts.repeats ?? DEFAULT_REPEATS));
   const threshold = opts.threshold ?? DEFAULT_THRESHOLD;
   if (!(threshold > 0 && threshold < 1)) throw new KnownGoodError('usage', 'The threshold must be between 0 and 1');
+  const slots = opts.slots ?? 1;
+  if (!Number.isInteger(slots) || slots < 1 || slots > MAX_SLOTS)
+    throw new KnownGoodError('usage', `Slots must be a whole number 1–${MAX_SLOTS}, not ${slots}`);
   const emit = (e: BisectEvent): void => opts.onEvent?.(e);
   const budget = { rounds: budgetRounds(changes.length), runs: budgetRuns(changes.length, repeats) };
-  emit({ kind: 'budget', changes: changes.length, ...budget });
-  const s: Search = { changes, measure, repeats, threshold, signal: opts.signal, emit, rounds: [], runs: 0 };
+  emit({ kind: 'budget', changes: changes.length, ...budget, ...(slots > 1 ? { slots } : {}) });
+  const s: Search = {
+    changes,
+    measure,
+    repeats,
+    threshold,
+    slots,
+    assign: opts.assign ?? 'rotate',
+    signal: opts.signal,
+    emit,
+    rounds: [],
+    runs: 0,
+  };
 
   const good: Planned = { name: 'good', applied: [] };
   const bad: Planned = { name: 'bad', applied: ids };
@@ -297,6 +413,7 @@ export async function bisect(
       changes,
       repeats,
       threshold,
+      ...(slots > 1 ? { slots } : {}),
       budget,
       rounds: s.rounds,
       good: g0.median,

@@ -5,7 +5,11 @@ export interface RenderOptions {
   readonly unit?: string;
   /** What was bisected, for the title ("env of gpu-box vs baseline h200-good"). */
   readonly subject?: string;
+  /** What a slot is called ("GPU 3"), for runs made side by side; default "slot N". */
+  readonly slotLabel?: (slot: number) => string;
 }
+
+const slotName = (opts: RenderOptions, slot: number) => opts.slotLabel?.(slot) ?? `slot ${slot}`;
 
 function labelsOf(changes: readonly BisectChange[], ids: readonly string[]): string[] {
   const byId = new Map(changes.map((c) => [c.id, c.label]));
@@ -38,8 +42,9 @@ export function bisectHeadline(report: BisectReport, by?: string): string {
   }
 }
 
-function samplesText(st: StateStats): string {
-  return st.samples.map(fmt).join(', ');
+function samplesText(st: StateStats, opts: RenderOptions): string {
+  const slots = st.slots;
+  return st.samples.map((v, i) => (slots ? `${fmt(v)} (${slotName(opts, slots[i]!)})` : fmt(v))).join(', ');
 }
 
 /** The report document: the budget, the verdict with its evidence, every round with every sample. */
@@ -63,7 +68,7 @@ export function renderBisectMarkdown(report: BisectReport, opts: RenderOptions =
       `change${report.changes.length === 1 ? '' : 's'}; ` +
       `budget ${report.budget.rounds} rounds (⌈log₂ ${report.changes.length}⌉ + 2), ${report.budget.runs} runs; ` +
       `used ${report.rounds.length} rounds, ${report.runs} runs. Each state ran ${report.repeats}× per round, ` +
-      `interleaved; a difference is trusted at ≥ ${(report.threshold * 100).toFixed(0)} % between medians with ` +
+      `interleaved${report.slots ? `, ${report.slots} runs side by side, each state moved to the next slot on its next run` : ''}; a difference is trusted at ≥ ${(report.threshold * 100).toFixed(0)} % between medians with ` +
       `spreads that do not overlap.`,
     '',
   );
@@ -76,7 +81,7 @@ export function renderBisectMarkdown(report: BisectReport, opts: RenderOptions =
     for (const st of r.states) {
       out.push(
         `| ${st.name} | ${appliedText(report.changes, st.applied)} | ${fmt(st.median)}${unit} | ` +
-          `${fmt(st.low)}–${fmt(st.high)} | ${samplesText(st)} |`,
+          `${fmt(st.low)}–${fmt(st.high)} | ${samplesText(st, opts)} |`,
       );
     }
     out.push('');
@@ -95,14 +100,17 @@ export function bisectEventLine(
   const unit = opts.unit ? ` ${opts.unit}` : '';
   switch (e.kind) {
     case 'budget':
-      return `Bisecting ${e.changes} change${e.changes === 1 ? '' : 's'}: budget ${e.rounds} rounds (⌈log₂ ${e.changes}⌉ + 2), at most ${e.runs} runs`;
+      return (
+        `Bisecting ${e.changes} change${e.changes === 1 ? '' : 's'}: budget ${e.rounds} rounds (⌈log₂ ${e.changes}⌉ + 2), at most ${e.runs} runs` +
+        (e.slots ? `, ${e.slots} side by side` : '')
+      );
     case 'round':
       return (
         `Round ${e.index} (${e.round}): ` +
         e.states.map((s) => `${s.name} = ${appliedText(changes, s.applied)}`).join('; ')
       );
     case 'sample':
-      return `  ${e.state}: ${fmt(e.value)}${unit}`;
+      return `  ${e.state}: ${fmt(e.value)}${unit}${opts.slotLabel ? ` on ${opts.slotLabel(e.slot)}` : ''}`;
     case 'extend':
       return `  unclear: ${'running each state again'}`;
     case 'decided':

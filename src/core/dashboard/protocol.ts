@@ -212,6 +212,46 @@ export const zoomMessageSchema = z.object({
   series: z.string().min(1).optional(),
 });
 
+// ---- a run's GPU timeline (issue 34; built by core/hardware/gpuPlot.ts) ----
+
+export const gpuMarkSchema = z.object({
+  kind: z.enum(['throttle', 'clocks', 'neighbour', 'link', 'memory-errors', 'straggler']),
+  label: z.string(),
+  /** The first sample that showed it (host seconds). */
+  from: finite,
+  /** The last sample that showed it; null while it lasts to the timeline's end. */
+  to: finite.nullable(),
+});
+export type GpuMark = z.infer<typeof gpuMarkSchema>;
+
+export const gpuPlotSchema = z
+  .object({
+    /** The GPUs drawn: the run's (seen with its processes), else every GPU the samples have. */
+    gpus: z.array(z.number().int()),
+    /** The line's GPU; null without a reading. */
+    slowest: z.number().int().nullable(),
+    t: z.array(finite),
+    series: z.array(
+      z.object({
+        key: z.string().min(1),
+        min: z.array(finite.nullable()),
+        max: z.array(finite.nullable()),
+        last: z.array(finite.nullable()),
+      }),
+    ),
+    marks: z.array(gpuMarkSchema),
+    /** Samples left out (more than MAX_POINTS): the plot is thinned evenly. */
+    thinned: z.number().int().nonnegative(),
+  })
+  .refine((p) => p.series.every((s) => s.min.length === p.t.length && s.max.length === p.t.length), {
+    message: 'every GPU series has one value a sample',
+  });
+export type GpuPlot = z.infer<typeof gpuPlotSchema>;
+
+/** A run's GPU timeline, drawn under its throughput; sent when the run has one. */
+export const gpuMessageSchema = z.object({ type: z.literal('gpu'), run: z.string().min(1), plot: gpuPlotSchema });
+export type GpuMessage = z.infer<typeof gpuMessageSchema>;
+
 export const hostMessageSchema = z.discriminatedUnion('type', [
   initMessageSchema,
   runDataMessageSchema,
@@ -220,6 +260,7 @@ export const hostMessageSchema = z.discriminatedUnion('type', [
   errorMessageSchema,
   sideMessageSchema,
   zoomMessageSchema,
+  gpuMessageSchema,
 ]);
 export type HostMessage = z.infer<typeof hostMessageSchema>;
 export type InitMessage = z.infer<typeof initMessageSchema>;

@@ -3,6 +3,8 @@ import { throughputBenchProbe, type BenchConfig, type BenchResult } from '../ben
 import { KnownGoodError } from '../errors';
 import type { HostSession } from '../registry';
 import { compareBench, type FleetBench } from './bench';
+import { compareGpuHealth, type FleetGpu } from './gpu';
+import { gpuHealthProbe, type GpuHealth } from '../hardware/gpuProbe';
 import { compareNodes, type NodeMatrix } from './matrix';
 import { answered, runOnNodes, type FleetRunOptions, type FleetRunResult, type FleetTarget } from './run';
 import type { FleetHost } from './slurm';
@@ -74,4 +76,21 @@ export async function benchFleet(
   const run = await runOnNodes(host, throughputBenchProbe(config), target, options);
   const results = answered(run);
   return { run, results, bench: compareBench(results, failedNodes(run)) };
+}
+
+export interface FleetGpuRun {
+  run: FleetRunResult<GpuHealth>;
+  results: Map<string, GpuHealth>;
+  gpu: FleetGpu;
+}
+
+/** GPU health on every node: gpu_health.py's reading now on each node at once, the odd node named. */
+export async function gpuFleet(
+  host: FleetHost,
+  target: FleetTarget,
+  options: FleetRunOptions = {},
+): Promise<FleetGpuRun> {
+  const run = await runOnNodes(host, gpuHealthProbe(), target, options);
+  const results = answered(run);
+  return { run, results, gpu: compareGpuHealth(results, failedNodes(run)) };
 }

@@ -13,6 +13,7 @@ import { remoteHome } from '../restore/run';
 import type { Transport } from '../transport/types';
 import { flagValue, overrideValue } from './argv';
 import { codeChanges, launchChanges, stateOf, type LaunchWords, type ReplayChange, type Skipped } from './changes';
+import { gpuListOf, gpuListProbe, gpuSlotLabel, planGpus, withGpu, type GpuChoice, type GpuPlan } from './gpus';
 import { replayCleanProbe, replayInspectProbe, replayStateProbe, type ReplayInspect } from './prep';
 import { applyOverrides, overridesFor, STACKS, stackOf, type OverrideRole, type Stack } from './stacks';
 
@@ -64,6 +65,8 @@ export interface ReplaySetup {
   readonly threshold?: number;
   /** The run's own speed before the restart, for the restart-itself comparison. */
   readonly before?: { readonly level: number; readonly key: string };
+  /** Which GPUs the runs go to (core/replay/gpus.ts; default `auto`: the free ones, side by side). */
+  readonly gpus?: GpuChoice;
 }
 
 export interface ReplayPlan {
@@ -77,6 +80,8 @@ export interface ReplayPlan {
   readonly changes: readonly ReplayChange[];
   readonly skipped: readonly Skipped[];
   readonly checkout: { readonly repo: string | null; readonly cwdRel: string; readonly good: string | null };
+  /** Where the runs go: a GPU per slot, or none; `needsWord` when every GPU is busy. */
+  readonly gpus: GpuPlan;
   /** What the person reads before the first run. */
   readonly text: string;
 }
@@ -86,6 +91,8 @@ export interface ReplayRun {
   readonly speed: number;
   readonly outDir: string;
   readonly message: string;
+  /** The GPU it ran on (its nvidia-smi index), or null when the runs have none of their own. */
+  readonly gpu: number | null;
 }
 
 export interface ReplayOutcome {
@@ -135,7 +142,7 @@ export async function planReplay(host: ReplayHost, s: ReplaySetup, signal?: Abor
   const goodData = launch.filter((c) => c.kind === 'data' && c.good !== null);
   const candidates = relativeWords(s.now.argv).map((w) => absolute(s.now.cwd, w));
   const opts = signal ? { signal, timeoutMs: 120_000 } : { timeoutMs: 120_000 };
-  const [home, inspect] = await Promise.all([
+  const [home, inspect, gpuList] = await Promise.all([
     remoteHome(host.transport, signal),
     host.probes
       .run(
@@ -151,7 +158,9 @@ export async function planReplay(host: ReplayHost, s: ReplaySetup, signal?: Abor
         opts,
       )
       .then((o) => o.value),
+    s.gpus === 'none' ? undefined : host.probes.run(gpuListProbe(), opts).then((o) => gpuListOf(o.value)),
   ]);
+  const gpus = planGpus(gpuList, s.gpus ?? 'auto', host.label);
   const exists = new Map(inspect.paths.map((p) => [p.path, p]));
   if (!exists.get(s.reference.path)?.exists)
     throw new KnownGoodError('not-found', `the reference checkpoint ${s.reference.path} is not on ${host.label}`);
@@ -202,6 +211,7 @@ export async function planReplay(host: ReplayHost, s: ReplaySetup, signal?: Abor
         .map((c) => ({ id: c.id, label: c.label, why: 'not asked for (--change): kept as now in every state' })),
     ],
     checkout: { repo: inspect.repo, cwdRel: inspect.cwdRel ?? '', good: inspect.good },
+    gpus,
   };
   return { ...plan, text: planText(plan, s, table.title) };
 }
@@ -243,6 +253,7 @@ function planText(p: Omit<ReplayPlan, 'text'>, s: ReplaySetup, title: string): s
     ...p.changes.map((c) => `  ${c.id}  ${c.label}`),
     ...p.skipped.map((c) => `  left out: ${c.label}: ${c.why}`),
   );
+  lines.push(p.gpus.text);
   if (p.changes.length)
     lines.push(
       `Budget: ${budgetRounds(p.changes.length)} rounds (⌈log₂ ${p.changes.length}⌉ + 2), at most ` +
@@ -256,6 +267,8 @@ export interface ReplayOptions {
   readonly onEvent?: (e: BisectEvent, changes: readonly ReplayChange[]) => void;
   /** Free text for the live view: the plan, each run's state, its output's last lines. */
   readonly onText?: (text: string) => void;
+  /** The person's word to run although every GPU is busy (`plan.gpus.needsWord`): one at a time on the least used. */
+  readonly allowBusy?: boolean;
 }
 
 /** Runs the plan: the states interleaved under the engine, each a real resumed run; then its checkpoints removed. */
@@ -290,9 +303,12 @@ export async function runReplay(
     }
     return dir;
   };
-  const measure = async (applied: ReadonlySet<string>, signal?: AbortSignal): Promise<number> => {
+  const measure = async (applied: ReadonlySet<string>, signal?: AbortSignal, slot = 0): Promise<number> => {
     const state = stateOf(s.now, plan.changes, applied, plan.stack);
-    const out = `${plan.dir}/runs/${++n}`;
+    const run = ++n;
+    const out = `${plan.dir}/runs/${run}`;
+    const gpu = plan.gpus.slots[slot];
+    const on = gpu ? ` on GPU ${gpu.index}` : '';
     const { overrides } = overridesFor(
       table,
       state.argv,
@@ -307,40 +323,53 @@ export async function runReplay(
       argv = absolutizeData(argv, s.now.cwd, plan.checkout.repo);
     }
     const names = applied.size ? [...applied].join(', ') : 'known-good';
-    o.onText?.(`run ${n}: ${names}\n`);
+    o.onText?.(`run ${run}: ${names}${on}\n`);
     const r = await runAction(
       host.transport,
-      { argv, env: state.env, cwd, timeoutMs: s.runTimeoutMs ?? 30 * 60_000, tailBytes: 256 * 1024 },
+      { argv, env: withGpu(state.env, gpu), cwd, timeoutMs: s.runTimeoutMs ?? 30 * 60_000, tailBytes: 256 * 1024 },
       { python: host.python, ...(signal ? { signal } : {}) },
     );
-    const failed = actionFailure(r, `replay run ${n}`, host.label);
+    const failed = actionFailure(r, `replay run ${run}${on}`, host.label);
     if (failed) throw failed;
     const speed = await speedOf(host, s.speed, out, cwd, r.stdout + r.stderr, signal);
     if (speed === undefined)
       throw new KnownGoodError(
         'bad-output',
-        `replay run ${n} gave no speed (${s.speed.kind === 'jsonl' ? `no ${s.speed.key} in ${out}/${s.speed.rel}` : `nothing matched ${s.speed.regex}`}): ${r.stdout.trim().split('\n').slice(-3).join(' | ')}`,
+        `replay run ${run}${on} gave no speed (${s.speed.kind === 'jsonl' ? `no ${s.speed.key} in ${out}/${s.speed.rel}` : `nothing matched ${s.speed.regex}`}): ${r.stdout.trim().split('\n').slice(-3).join(' | ')}`,
       );
-    runs.push({ state: [...applied], speed, outDir: out, message: r.message });
-    o.onText?.(`run ${n}: ${names}: ${speed.toPrecision(4)}\n`);
+    runs.push({ state: [...applied], speed, outDir: out, message: r.message, gpu: gpu ? gpu.index : null });
+    o.onText?.(`run ${run}: ${names}: ${speed.toPrecision(4)}${on}\n`);
     return speed;
   };
   o.onText?.(plan.text);
+  const slotLabel = gpuSlotLabel(plan.gpus);
   try {
     if (plan.changes.length === 0) {
       const headline = 'Nothing to replay: the known-good launch and now differ in nothing a replay can take back';
       return { plan, runs, headline, markdown: `# Replay\n\n**${headline}**\n\n${plan.text}` };
     }
+    if (plan.gpus.needsWord && !o.allowBusy)
+      throw new KnownGoodError(
+        'usage',
+        `replay: every GPU on ${host.label} is busy; nothing was run. Run anyway (one at a time on GPU ` +
+          `${plan.gpus.slots[0]?.index ?? '?'}, the least used), or name the GPUs to use (--gpus 0,1)`,
+        { needsWord: true },
+      );
     const report = await bisect(plan.changes, measure, {
       ...(s.repeats !== undefined ? { repeats: s.repeats } : {}),
       ...(s.threshold !== undefined ? { threshold: s.threshold } : {}),
       ...(o.signal ? { signal: o.signal } : {}),
+      // every GPU busy and run anyway: one at a time, on the least used
+      slots: plan.gpus.needsWord ? 1 : Math.max(1, plan.gpus.slots.length),
       onEvent: (e) => o.onEvent?.(e, plan.changes),
     });
     const restart = s.before ? restartCheck(report, s.before) : undefined;
     const headline = replayHeadline(report);
     const md = [
-      renderBisectMarkdown(report, { subject: `replay of ${s.run} from ${s.reference.label}` }),
+      renderBisectMarkdown(report, {
+        subject: `replay of ${s.run} from ${s.reference.label}`,
+        ...(slotLabel ? { slotLabel } : {}),
+      }),
       ...(restart ? ['', '## The restart itself', '', restart.text] : []),
       '',
       '## The plan',

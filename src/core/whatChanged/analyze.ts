@@ -6,6 +6,7 @@ import { gitDrafts } from './causes/code';
 import { dataDrafts } from './causes/data';
 import { link, type Draft } from './causes/draft';
 import { envDrafts } from './causes/environment';
+import { hardwareDrafts } from './causes/hardware';
 import { foldUncommittedLaunches, launchDrafts, launchSummaryOf } from './causes/launch';
 import { restartDrafts, restartsOf } from './causes/restart';
 import type { CheckpointFact, WhatChangedFacts } from './facts';
@@ -127,5 +128,6 @@ function causeDrafts(facts: WhatChangedFacts, c: CauseContext, unknown: UnknownF
     });
   drafts.push(...dataDrafts(facts, c.refTime, changedDataPaths(facts, c.refCk, c.nowCk), unknown));
   drafts.push(...restartDrafts(facts, unknown));
+  drafts.push(...hardwareDrafts(facts, c.main, unknown));
   return foldUncommittedLaunches(drafts);
 }

@@ -1,5 +1,6 @@
 import type { Restart } from '../metrics/restarts';
 import type { ArgValue } from '../args/argsProbe';
+import type { GpuHealth } from '../hardware/gpuProbe';
 import type { EnvSnapshot } from '../baselines/envProbe';
 import type { Baseline, ThroughputResult } from '../baselines/store';
 import type { MetricsReduction } from '../metrics/metricsProbe';
@@ -80,6 +81,8 @@ export interface WhatChangedFacts {
   resume?: { restart: number; before: ResumeSide; after: ResumeSide };
   /** The run's live processes seen by earlier reports (one record a process, oldest first): a new PID is a restart. */
   liveHistory?: LaunchRecord[];
+  /** The GPUs now and the run's recorded GPU timeline (python/gpu_health.py); null when it could not be read. */
+  gpu?: GpuHealth | null;
   unknown: UnknownFact[];
   /** `roundMs`: how long each round took (local reads included in the first). */
   gathered: { roundTrips: number; requests: number; elapsedMs: number; roundMs?: number[] };

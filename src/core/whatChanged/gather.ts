@@ -2,6 +2,7 @@ import { posix } from 'node:path';
 import { ckptArgsProbe } from '../args/argsProbe';
 import { argsPathOf } from '../args/target';
 import { envSnapshotProbe, type EnvSnapshot } from '../baselines/envProbe';
+import { gpuHealthProbe } from '../hardware/gpuProbe';
 import type { Baseline, BaselineStore, ThroughputResult } from '../baselines/store';
 import { messageOf } from '../errors';
 import { historyReduction, metricsLogsOf, stitchReductions, type HistoryPart } from '../metrics/history';
@@ -148,6 +149,8 @@ export async function gatherFacts(
     }),
     true,
   );
+  // The GPUs now and the run's GPU timeline: needs nothing else, so it runs beside everything
+  const gpuP = call(gpuHealthProbe(run !== null ? { timeline: run } : {}));
   // A host with no run: the environment and the benchmarks only.
   const listing = run !== null ? await call(listRunsProbe([run], { depth: 3 })) : undefined;
 
@@ -292,6 +295,9 @@ export async function gatherFacts(
   if (facts.ok) probe = facts.value;
   else unknown.push({ fact: 'data fingerprints and git state', why: facts.why });
 
+  const gpu = await gpuP;
+  if (!gpu.ok) unknown.push({ fact: 'the GPUs (clocks, throttling, other processes)', why: gpu.why });
+
   if (wcStore && probe && run !== null && options.keepData !== false) {
     try {
       await wcStore.saveData(host.id, run, { at: probe.now, paths: probe.paths });
@@ -322,6 +328,7 @@ export async function gatherFacts(
     dataHistory,
     liveHistory,
     ...(resume ? { resume } : {}),
+    gpu: gpu.ok ? gpu.value : null,
     unknown,
     gathered: { roundTrips: rounds, requests, elapsedMs: Math.round(performance.now() - started), roundMs },
   };

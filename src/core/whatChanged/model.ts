@@ -61,7 +61,7 @@ export type EvidenceLink =
   | { kind: 'replay'; title: string; hostId: string; run: string };
 
 /** `restart`: the restart itself (what the resumed process loaded differs from what the launch before it had). */
-export type SuspectSource = 'args' | 'env' | 'code' | 'data' | 'caches' | 'bench' | 'launch' | 'restart';
+export type SuspectSource = 'args' | 'env' | 'code' | 'data' | 'caches' | 'bench' | 'launch' | 'restart' | 'gpu';
 
 /** What kind of change, by how well it is known to move throughput. */
 export type SuspectCategory =

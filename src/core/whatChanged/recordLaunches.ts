@@ -145,6 +145,13 @@ export function recordSetupText(o: {
     ].join(' '),
     '',
     [
+      'With nvidia-smi on the host it also samples the GPUs every 5 s for as long as the command runs (--gpu-interval,',
+      '0 for none): clocks, power, temperature, throttle reasons, PCIe link, ECC and the processes on each GPU, into',
+      'gpu-timeline.jsonl beside the records (at most 64 MiB: --gpu-cap). The sampler is a process of its own that',
+      'stops when the command ends; What Changed? reads it for the hardware causes (docs/hardware.md).',
+    ].join(' '),
+    '',
+    [
       'What Changed? compares consecutive launches around each restart: a changed flag, environment variable,',
       'interpreter, torch, driver, package or launch config becomes a ranked suspect with both records as evidence.',
     ].join(' '),

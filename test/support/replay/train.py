@@ -2,7 +2,8 @@
 
 torch.save every --save_every steps to <out_dir>/ckpt/step_N.pt (model, optimizer, step, args); one line of
 <out_dir>/train_log.jsonl every --log_every steps: tok_s is tokens per CPU-second of this process (the replay tests
-run beside other work: the CPU clock keeps a state's speed its own). Resume with --resume <out_dir>/ckpt/step_N.pt.
+run beside other work: the CPU clock keeps a state's speed its own), devices the CUDA_VISIBLE_DEVICES it was given (the
+GPU a replay chose for it). Resume with --resume <out_dir>/ckpt/step_N.pt.
 What costs speed, each on its own: --work (mixing passes a step), --data (a file whose first line says the sample
 length: attention costs grow with it), KG_REPLAY_SLOW=1 (each step done three times), and model.py's code.
 """
@@ -59,7 +60,8 @@ def main():
         tokens += args.batch * seq
         if step % args.log_every == 0:
             cpu = time.process_time()
-            rec = {"step": step, "loss": round(float(loss), 5), "tok_s": tokens / max(cpu - cpu0, 1e-6), "time": time.time()}
+            rec = {"step": step, "loss": round(float(loss), 5), "tok_s": tokens / max(cpu - cpu0, 1e-6), "time": time.time(),
+                   "devices": os.environ.get("CUDA_VISIBLE_DEVICES")}
             log.write(json.dumps(rec) + "\n")
             log.flush()
             print("step %d tok/s %.1f" % (step, rec["tok_s"]), flush=True)
