@@ -8,7 +8,7 @@ import { BaselineCommands, BenchCommands, BisectCommands, Commands, VIEW_REMOTE_
 import { BaselineStore } from './core/baselines/store';
 import { LiveWatch } from './core/whatChanged/liveWatch';
 import { WhatChangedStore } from './core/whatChanged/store';
-import { resolveHosts, type HostSpec } from './core/hosts';
+import { LOCAL_HOST_ID, resolveHosts, type HostSpec } from './core/hosts';
 import { HostRegistry } from './core/registry';
 import { Listings } from './core/runs/listings';
 import { RemoteRunsViewState } from './core/runs/viewState';
@@ -29,7 +29,7 @@ import { AgeTicker, AutoRefresh } from './tree/autoRefresh';
 import { RemoteRunsProvider } from './tree/provider';
 import { KeepViewState } from './tree/viewState';
 import type { TreeNode } from './shared/treeSection';
-import { registerWalkthrough } from './walkthrough/register';
+import { registerWalkthrough, setHasRemoteHost } from './walkthrough/register';
 import { registerWhatChanged } from './whatChanged/register';
 import { registerBisect } from './bisect/register';
 import { executeCommand, getConfiguration, showError } from './window';
@@ -297,6 +297,7 @@ export class Container implements vscode.Disposable {
       );
     if (current.localPython) hosts[0] = { ...hosts[0]!, python: current.localPython };
     this.registry.setHosts(hosts);
+    setHasRemoteHost(hosts.some((h) => h.id !== LOCAL_HOST_ID));
   }
 
   track<T extends vscode.Disposable>(d: T): T {
