@@ -182,13 +182,15 @@ export function registerArgs(c: ArgsDeps): ArgsApi {
       const b = checkpointOf(input.modified);
       if (a && b) return changed(a, b);
     }
+    // On a checkpoint: what changed since the step before it in its run (as Compare with Previous Step), whatever
+    // is still selected for compare; the selection only serves a run's first checkpoint.
     const ref = need(t, call);
-    if (selected && !sameRef(selected, ref)) return changed(selected, ref);
     const prev = previousOf(call.resolved);
     if (prev) return changed(prev, ref);
+    if (selected && !sameRef(selected, ref)) return changed(selected, ref);
     throw new KnownGoodError(
       'usage',
-      `Show Changed Args Only: select a checkpoint for compare first, or pick one with an earlier step`,
+      `Show Changed Args Only: ${ref.label} is the first checkpoint of its run; select another for compare first`,
     );
   });
 
