@@ -24,6 +24,12 @@ export function registerBaselines(d: BaselinesDeps): BaselinesApi {
     }
   });
   d.track(d.registerSection(section));
+  // a benchmark result is kept by the benchmark commands: its host's Baselines lists it from then on
+  d.track(
+    d.store.onDidChange((change) => {
+      if (change.kind === 'result') for (const g of section.groupNodesOf(change.hostId)) d.refresh(g);
+    }),
+  );
   const feature = { ...d, section, content };
   const diffs = registerBaselineCommands(feature);
   registerCacheCommands(feature);
