@@ -184,6 +184,7 @@ export class Container implements vscode.Disposable {
     const baselines = registerBaselines({
       ...common,
       documents,
+      kept: context.workspaceState,
       store,
       storeKeyOf,
       registerSection: (s) => this.tree.registerSection(s),
@@ -239,6 +240,7 @@ export class Container implements vscode.Disposable {
     });
     registerFleet({
       ...common,
+      kept: context.workspaceState,
       baselinesDir: fleetBaselinesDir(context.globalStorageUri.fsPath),
       storeKeyOf,
       registerSection: (s) => this.tree.registerSection(s),

@@ -7,15 +7,9 @@ import { checkpointOf, checkpointRefOf, previousCheckpoint, type CheckpointRef }
 import { ARGS_SCHEME, sameRef } from '../core/args/uri';
 import type { CommandTarget } from '../core/runs/targets';
 import type { ResolvedTarget } from '../core/runs/listings';
-import {
-  executeCommand,
-  registerTextDocumentContentProvider,
-  showError,
-  showInfo,
-  showTextDocument,
-  showWarning,
-} from '../window';
+import { executeCommand, showError, showInfo, showTextDocument, showWarning } from '../window';
 import type { CommandCall, RegisterCommand } from '../shared/commands';
+import { registerReadonlyDocuments } from '../shared/documents';
 import type { Hosts } from '../shared/hosts';
 import type { SettingsAccess } from '../shared/settings';
 import { ArgsDocuments, argsUri } from './documents';
@@ -96,7 +90,8 @@ export function registerArgs(c: ArgsDeps): ArgsApi {
       void showError(m);
     }),
   );
-  c.track(registerTextDocumentContentProvider(ARGS_SCHEME, docs));
+  // a read-only file system, so VS Code restores the args editors and diffs after a reload (their URIs say it all)
+  c.track(registerReadonlyDocuments(ARGS_SCHEME, (uri) => docs.provideTextDocumentContent(uri), docs.onDidChange));
 
   let selected: CheckpointRef | undefined;
   const setSelected = (ref: CheckpointRef | undefined) => {

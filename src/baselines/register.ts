@@ -13,7 +13,7 @@ export type { BaselinesApi, SnapshotSide } from './save';
  * what other features may ask of baselines (save a snapshot as one), wired by the container.
  */
 export function registerBaselines(d: BaselinesDeps): BaselinesApi {
-  const { provider: content, disposable } = registerEnvContent(d.store);
+  const { provider: content, disposable } = registerEnvContent(d.store, d.kept);
   d.track(disposable);
   const section = new BaselinesSection(d.store, (hostId) => {
     const spec = d.hosts.find(hostId);
