@@ -88,6 +88,11 @@ export const ProbeCommands = {
 export const WalkthroughCommands = {
   getStarted: 'knownGood.getStarted',
 } as const;
+/**
+ * True while Remote Runs has a host besides This machine: the walkthrough's "Add a GPU machine" is checked off by it
+ * (completionEvents `onContext:`), so an Add Host… started and cancelled checks nothing.
+ */
+export const HAS_REMOTE_HOST_CONTEXT = 'knownGood.hasRemoteHost';
 export const WALKTHROUGH_ID = 'knownGood.start';
 /** VS Code's own Workspace Trust editor (offered when Restricted Mode is why a command cannot run). */
 export const MANAGE_WORKSPACE_TRUST = 'workbench.trust.manage';

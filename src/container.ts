@@ -15,7 +15,7 @@ import {
 import { BaselineStore } from './core/baselines/store';
 import { LiveWatch } from './core/whatChanged/liveWatch';
 import { WhatChangedStore } from './core/whatChanged/store';
-import { resolveHosts, type HostSpec } from './core/hosts';
+import { LOCAL_HOST_ID, resolveHosts, type HostSpec } from './core/hosts';
 import { HostRegistry } from './core/registry';
 import { Listings } from './core/runs/listings';
 import { RemoteRunsViewState } from './core/runs/viewState';
@@ -36,7 +36,7 @@ import { AgeTicker, AutoRefresh } from './tree/autoRefresh';
 import { RemoteRunsProvider } from './tree/provider';
 import { KeepViewState } from './tree/viewState';
 import type { TreeNode } from './shared/treeSection';
-import { registerWalkthrough } from './walkthrough/register';
+import { registerWalkthrough, setHasRemoteHost } from './walkthrough/register';
 import { registerWhatChanged } from './whatChanged/register';
 import { registerBisect } from './bisect/register';
 import { registerReplay } from './replay/register';
@@ -255,6 +255,7 @@ export class Container implements vscode.Disposable {
     });
     registerFleet({
       ...common,
+      kept: context.workspaceState,
       baselinesDir: fleetBaselinesDir(context.globalStorageUri.fsPath),
       storeKeyOf,
       registerSection: (s) => this.tree.registerSection(s),
@@ -313,6 +314,7 @@ export class Container implements vscode.Disposable {
       );
     if (current.localPython) hosts[0] = { ...hosts[0]!, python: current.localPython };
     this.registry.setHosts(hosts);
+    setHasRemoteHost(hosts.some((h) => h.id !== LOCAL_HOST_ID));
   }
 
   track<T extends vscode.Disposable>(d: T): T {

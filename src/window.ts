@@ -17,6 +17,7 @@ export const showQuickPick = <T extends vscode.QuickPickItem>(
   items: readonly T[] | Thenable<readonly T[]>,
   options: vscode.QuickPickOptions,
 ) => vscode.window.showQuickPick(items, options);
+export const createQuickPick = <T extends vscode.QuickPickItem>() => vscode.window.createQuickPick<T>();
 export const withProgress = <R>(
   options: vscode.ProgressOptions,
   task: (

@@ -116,6 +116,12 @@ export interface ServerOptions {
    * (`--disable-workspace-trust`), which every scenario but the trust one wants.
    */
   workspaceTrust?: boolean;
+  /**
+   * An extension folder installed as a user would have it (linked into the extensions folder and listed in its
+   * extensions.json): it runs in Production mode, as from the Marketplace, where a development path runs in
+   * Development mode. Open the window without `extensionDevelopmentPath` then.
+   */
+  installExtension?: string;
   log?: Log;
 }
 
@@ -240,6 +246,7 @@ export async function startServer(opts: ServerOptions = {}): Promise<VsCodeServe
     mkdirSync(join(home, '.ssh'), { recursive: true, mode: 0o700 });
     writeFileSync(join(home, '.ssh', 'config'), opts.sshConfig, { mode: 0o600 });
   }
+  if (opts.installExtension) installExtensionFolder(opts.installExtension, join(stateDir, 'extensions'));
   const trust = opts.workspaceTrust
     ? { 'security.workspace.trust.enabled': true, 'security.workspace.trust.startupPrompt': 'never' }
     : {};
@@ -362,6 +369,31 @@ export async function startServer(opts: ServerOptions = {}): Promise<VsCodeServe
       },
     };
   }
+}
+
+/**
+ * Installs an extension folder into an extensions folder as VS Code's own install leaves it: a folder named
+ * `<publisher>.<name>-<version>` (here a link) and its entry in `extensions.json`, the list VS Code reads at start.
+ */
+function installExtensionFolder(extensionPath: string, extensionsDir: string): void {
+  const ext = resolve(extensionPath);
+  const manifest = JSON.parse(readFileSync(join(ext, 'package.json'), 'utf8')) as {
+    publisher: string;
+    name: string;
+    version: string;
+  };
+  const id = `${manifest.publisher}.${manifest.name}`;
+  const folder = `${id}-${manifest.version}`;
+  const location = join(extensionsDir, folder);
+  symlinkSync(ext, location);
+  const entry = {
+    identifier: { id },
+    version: manifest.version,
+    location: { $mid: 1, path: location, scheme: 'file' },
+    relativeLocation: folder,
+    metadata: { installedTimestamp: Date.now(), source: 'vsix', pinned: true },
+  };
+  writeFileSync(join(extensionsDir, 'extensions.json'), JSON.stringify([entry]) + '\n');
 }
 
 /**

@@ -7,15 +7,9 @@ import { checkpointOf, checkpointRefOf, previousCheckpoint, type CheckpointRef }
 import { ARGS_SCHEME, sameRef } from '../core/args/uri';
 import type { CommandTarget } from '../core/runs/targets';
 import type { ResolvedTarget } from '../core/runs/listings';
-import {
-  executeCommand,
-  registerTextDocumentContentProvider,
-  showError,
-  showInfo,
-  showTextDocument,
-  showWarning,
-} from '../window';
+import { executeCommand, showError, showInfo, showTextDocument, showWarning } from '../window';
 import type { CommandCall, RegisterCommand } from '../shared/commands';
+import { registerReadonlyDocuments } from '../shared/documents';
 import type { Hosts } from '../shared/hosts';
 import type { SettingsAccess } from '../shared/settings';
 import { ArgsDocuments, argsUri } from './documents';
@@ -96,7 +90,8 @@ export function registerArgs(c: ArgsDeps): ArgsApi {
       void showError(m);
     }),
   );
-  c.track(registerTextDocumentContentProvider(ARGS_SCHEME, docs));
+  // a read-only file system, so VS Code restores the args editors and diffs after a reload (their URIs say it all)
+  c.track(registerReadonlyDocuments(ARGS_SCHEME, (uri) => docs.provideTextDocumentContent(uri), docs.onDidChange));
 
   let selected: CheckpointRef | undefined;
   const setSelected = (ref: CheckpointRef | undefined) => {
@@ -182,13 +177,15 @@ export function registerArgs(c: ArgsDeps): ArgsApi {
       const b = checkpointOf(input.modified);
       if (a && b) return changed(a, b);
     }
+    // On a checkpoint: what changed since the step before it in its run (as Compare with Previous Step), whatever
+    // is still selected for compare; the selection only serves a run's first checkpoint.
     const ref = need(t, call);
-    if (selected && !sameRef(selected, ref)) return changed(selected, ref);
     const prev = previousOf(call.resolved);
     if (prev) return changed(prev, ref);
+    if (selected && !sameRef(selected, ref)) return changed(selected, ref);
     throw new KnownGoodError(
       'usage',
-      `Show Changed Args Only: select a checkpoint for compare first, or pick one with an earlier step`,
+      `Show Changed Args Only: ${ref.label} is the first checkpoint of its run; select another for compare first`,
     );
   });
 

@@ -1,6 +1,7 @@
 import * as vscode from 'vscode';
 import type { BaselineStore } from '../core/baselines/store';
 import type { HostSpec } from '../core/hosts';
+import type { KeptStorage } from '../core/util/keptDocs';
 import type { RegisterCommand } from '../shared/commands';
 import type { Documents } from '../shared/documents';
 import type { Hosts } from '../shared/hosts';
@@ -25,8 +26,11 @@ export interface BaselinesDeps {
   refresh(node?: unknown): void;
   /** Plans and reports open as read-only documents kept with the workspace (back after a reload). */
   documents: Pick<Documents, 'show' | 'showReplacing'>;
-  /** The workspace's storage: which restore a plan document's Run runs (after a reload too). */
-  kept: Pick<vscode.Memento, 'get' | 'update'>;
+  /**
+   * The workspace's storage: which restore a plan document's Run runs, and the captures of "now" (so their compares
+   * come back after a reload).
+   */
+  kept: KeptStorage;
 }
 
 /** What the baselines commands share: the deps and what registerBaselines built once. */

@@ -1,6 +1,9 @@
 import * as vscode from 'vscode';
 import { diffDocuments, snapshotDocument, baselineTitle, type EnvSide } from '../core/baselines/documents';
-import type { EnvSnapshot } from '../core/baselines/envProbe';
+import { z } from 'zod';
+import { envSnapshotSchema, type EnvSnapshot } from '../core/baselines/envProbe';
+import type { KeptStorage } from '../core/util/keptDocs';
+import { registerReadonlyDocuments } from '../shared/documents';
 import type { BaselineStore } from '../core/baselines/store';
 import { fromEnvUri, toEnvUri, ENV_SCHEME, type EnvDoc, type EnvRef } from '../core/baselines/uri';
 import { KnownGoodError } from '../core/errors';
@@ -12,16 +15,31 @@ interface Capture {
 }
 
 const MAX_CAPTURES = 20;
+/** Captures kept in the workspace's storage for after a reload: the newest few (a snapshot lists every package). */
+const MAX_KEPT_CAPTURES = 6;
+const KEPT_KEY = 'knownGood.envCaptures';
+
+/** What the storage holds: data from an earlier window, parsed before use. */
+const keptSchema = z.array(
+  z.object({
+    id: z.string(),
+    capture: z.object({ snapshot: envSnapshotSchema, title: z.string(), hostLabel: z.string() }),
+  }),
+);
 
 /**
  * Read-only documents of the `knownGood-env:` scheme: stored baselines read from the store, captures of "now"
- * kept in memory for the session (the newest 20).
+ * kept for the session (the newest 20) and the newest few in the workspace's storage, so that a compare's editors
+ * come back after a reload.
  */
-export class EnvContentProvider implements vscode.TextDocumentContentProvider {
+export class EnvContentProvider {
   private readonly captures = new Map<string, Capture>();
   private next = 1;
 
-  constructor(private readonly store: BaselineStore) {}
+  constructor(
+    private readonly store: BaselineStore,
+    private readonly kept?: KeptStorage,
+  ) {}
 
   remember(capture: Capture): EnvRef {
     const id = `c${Date.now().toString(36)}-${this.next++}`;
@@ -30,16 +48,30 @@ export class EnvContentProvider implements vscode.TextDocumentContentProvider {
       if (this.captures.size <= MAX_CAPTURES) break;
       this.captures.delete(k);
     }
+    if (this.kept) {
+      const all = [...this.keptCaptures().filter((c) => c.id !== id), { id, capture }].slice(-MAX_KEPT_CAPTURES);
+      // a lost write only loses this compare's editors at the next reload
+      void Promise.resolve(this.kept.update(KEPT_KEY, all)).then(undefined, () => undefined);
+    }
     return { kind: 'capture', id };
+  }
+
+  private keptCaptures(): z.infer<typeof keptSchema> {
+    const r = keptSchema.safeParse(this.kept?.get(KEPT_KEY));
+    return r.success ? r.data : [];
+  }
+
+  private capture(id: string): Capture | undefined {
+    return this.captures.get(id) ?? this.keptCaptures().find((c) => c.id === id)?.capture;
   }
 
   async side(ref: EnvRef): Promise<EnvSide & { meta: string[] }> {
     if (ref.kind === 'capture') {
-      const c = this.captures.get(ref.id);
+      const c = this.capture(ref.id);
       if (!c)
         throw new KnownGoodError(
           'not-found',
-          'this capture is gone (captures of "now" last for the session): compare again',
+          'this capture is gone (the newest captures of "now" are kept): compare again',
         );
       return { snapshot: c.snapshot, title: c.title, meta: [`host ${c.hostLabel}`] };
     }
@@ -79,10 +111,15 @@ export function envUri(doc: EnvDoc): vscode.Uri {
   return vscode.Uri.from(toEnvUri(doc));
 }
 
-export function registerEnvContent(store: BaselineStore): {
+export function registerEnvContent(
+  store: BaselineStore,
+  kept: KeptStorage,
+): {
   provider: EnvContentProvider;
   disposable: vscode.Disposable;
 } {
-  const provider = new EnvContentProvider(store);
-  return { provider, disposable: vscode.workspace.registerTextDocumentContentProvider(ENV_SCHEME, provider) };
+  const provider = new EnvContentProvider(store, kept);
+  // a read-only file system, so VS Code restores a compare's editors after a reload
+  const disposable = registerReadonlyDocuments(ENV_SCHEME, (uri) => provider.provideTextDocumentContent(uri));
+  return { provider, disposable };
 }

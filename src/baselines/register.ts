@@ -13,7 +13,7 @@ export type { BaselinesApi, SnapshotSide } from './save';
  * what other features may ask of baselines (save a snapshot as one), wired by the container.
  */
 export function registerBaselines(d: BaselinesDeps): BaselinesApi {
-  const { provider: content, disposable } = registerEnvContent(d.store);
+  const { provider: content, disposable } = registerEnvContent(d.store, d.kept);
   d.track(disposable);
   const section = new BaselinesSection(d.store, (hostId) => {
     const spec = d.hosts.find(hostId);
@@ -24,6 +24,12 @@ export function registerBaselines(d: BaselinesDeps): BaselinesApi {
     }
   });
   d.track(d.registerSection(section));
+  // a benchmark result is kept by the benchmark commands: its host's Baselines lists it from then on
+  d.track(
+    d.store.onDidChange((change) => {
+      if (change.kind === 'result') for (const g of section.groupNodesOf(change.hostId)) d.refresh(g);
+    }),
+  );
   const feature = { ...d, section, content };
   const diffs = registerBaselineCommands(feature);
   registerCacheCommands(feature);

@@ -1,23 +1,28 @@
 import { basename } from 'node:path';
 import * as vscode from 'vscode';
 import { baselineDescription, shortTime } from '../core/baselines/documents';
-import type { Baseline, BaselineStore } from '../core/baselines/store';
+import type { Baseline, BaselineStore, ThroughputResult } from '../core/baselines/store';
+import { formatRate } from '../core/bench/compare';
+import { resultLabel, sampleOf } from '../core/bench/records';
+import { timeAgo } from '../core/util/format';
 import type { HostSpec } from '../core/hosts';
 import type { CommandTarget } from '../core/runs/targets';
 import type { SectionNode, TreeSection } from '../shared/treeSection';
-import { BaselineCommands } from '../constants';
+import { BaselineCommands, BenchCommands } from '../constants';
 import { SECTION_ID } from './ids';
 
 /** What a node of this section stands for; kept here, keyed by node, so `data` needs no cast. */
 export type BaselineItem =
   | { kind: 'group'; hostId: string }
   | { kind: 'baseline'; hostId: string; storeHost: string; baseline: Baseline; file: string }
+  | { kind: 'result'; hostId: string; result: ThroughputResult; label: string; file: string }
   | { kind: 'problem'; hostId: string; file: string; message: string }
   | { kind: 'empty'; hostId: string };
 
 /**
- * "Baselines" under each host of Remote Runs: the host's baselines newest first (label, age, torch version); a
- * file that fails validation shows as an error node naming it, and the others still list.
+ * "Baselines" under each host of Remote Runs: the host's baselines newest first (label, age, torch version), then
+ * the benchmark results kept with them, newest first (label, tok/s, age); a file that fails validation shows as an
+ * error node naming it, and the others still list.
  */
 export class BaselinesSection implements TreeSection {
   readonly id = SECTION_ID;
@@ -51,6 +56,11 @@ export class BaselinesSection implements TreeSection {
     return this.groups.get(hostId);
   }
 
+  /** The Baselines nodes of the hosts whose store key is `storeKey` (a result kept for it re-lists them). */
+  groupNodesOf(storeKey: string): SectionNode[] {
+    return [...this.groups].filter(([hostId]) => this.storeHost(hostId) === storeKey).map(([, g]) => g);
+  }
+
   /** The item behind a node this section made (the tree hands back the same object), else undefined. */
   item(node: unknown): BaselineItem | undefined {
     return typeof node === 'object' && node !== null ? this.items.get(node) : undefined;
@@ -61,7 +71,10 @@ export class BaselinesSection implements TreeSection {
     if (it?.kind !== 'group') return [];
     const storeHost = this.storeHost(node.hostId);
     if (!storeHost) return [];
-    const { baselines, problems } = await this.store.list(storeHost);
+    const [{ baselines, problems }, results] = await Promise.all([
+      this.store.list(storeHost),
+      this.store.listResults(storeHost),
+    ]);
     const out: SectionNode[] = [];
     const add = (key: string, item: BaselineItem) => {
       const target: CommandTarget =
@@ -73,7 +86,17 @@ export class BaselinesSection implements TreeSection {
       out.push(n);
     };
     for (const b of baselines) add(`b:${b.baseline.id}`, { kind: 'baseline', hostId: node.hostId, storeHost, ...b });
-    for (const p of problems) add(`p:${p.file}`, { kind: 'problem', hostId: node.hostId, ...p });
+    const kept = baselines.map((b) => b.baseline);
+    for (const r of [...results.results].reverse())
+      add(`r:${r.result.id}`, {
+        kind: 'result',
+        hostId: node.hostId,
+        result: r.result,
+        label: resultLabel(r.result, kept),
+        file: r.file,
+      });
+    for (const p of [...problems, ...results.problems])
+      add(`p:${p.file}`, { kind: 'problem', hostId: node.hostId, ...p });
     if (!out.length) add('empty', { kind: 'empty', hostId: node.hostId });
     return out;
   }
@@ -112,6 +135,29 @@ export class BaselinesSection implements TreeSection {
           ].join('\n'),
         );
         t.command = { command: BaselineCommands.open, title: 'Open Baseline', arguments: [node] };
+        return t;
+      }
+      case 'result': {
+        const sample = sampleOf(it.result);
+        const t = new vscode.TreeItem(it.label, None);
+        t.description = `${sample ? `${formatRate(sample.tokensPerSec)} tok/s · ` : ''}${timeAgo(it.result.at)}`;
+        t.iconPath = new vscode.ThemeIcon('pulse');
+        // the tooltip is Markdown: name the row by what it shows
+        t.accessibilityInformation = { label: `${it.label}, ${String(t.description)}` };
+        t.contextValue = 'benchResult';
+        t.tooltip = new vscode.MarkdownString(
+          [
+            `**${md(it.label)}**: benchmark result`,
+            `- ${sample ? `${formatRate(sample.tokensPerSec)} tok/s` : 'no tokens/s'}, kept ${shortTime(it.result.at)}`,
+            `- \`${md(it.file)}\``,
+            'Click: compare the newest result with this one.',
+          ].join('\n'),
+        );
+        t.command = {
+          command: BenchCommands.compare,
+          title: 'Compare Throughput',
+          arguments: [{ hostId: it.hostId }, { reference: it.result.id }],
+        };
         return t;
       }
       case 'problem': {

@@ -1,4 +1,4 @@
-import { readdirSync } from 'node:fs';
+import { closeSync, openSync, readdirSync, readSync, statSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { parseUserHostPort } from './hosts';
@@ -12,16 +12,48 @@ import type { ContainerSettings, HostSettings } from './settings';
 /** How the host authenticates: a key file, or whatever ssh-agent (and the default ~/.ssh keys) offer. */
 export type KeyChoice = { kind: 'file'; path: string } | { kind: 'agent' };
 
-/** `id_*` private keys in a folder (default ~/.ssh), `.pub` files left out, sorted. */
-export function listKeyFiles(dir = join(homedir(), '.ssh')): string[] {
+/** The first line of a private key file, in the formats ssh and ssh2 read (OpenSSH, PEM, PKCS#8, PuTTY). */
+const PRIVATE_KEY_HEADER =
+  /^(-----BEGIN (OPENSSH |RSA |DSA |EC |ENCRYPTED )?PRIVATE KEY-----|PuTTY-User-Key-File-\d+:)/;
+/** A private key is a few KB; a bigger file in ~/.ssh is something else and is not read. */
+const MAX_KEY_BYTES = 64 * 1024;
+
+/** Whether `path` is a regular file that starts as a private key does (only its first bytes are read). */
+function looksLikePrivateKey(path: string): boolean {
+  let fd: number | undefined;
   try {
-    return readdirSync(dir)
-      .filter((f) => /^id_[^.]+$/.test(f))
-      .sort()
-      .map((f) => join(dir, f));
+    const st = statSync(path);
+    if (!st.isFile() || st.size > MAX_KEY_BYTES) return false;
+    fd = openSync(path, 'r');
+    const head = Buffer.alloc(64);
+    const n = readSync(fd, head, 0, head.length, 0);
+    return PRIVATE_KEY_HEADER.test(head.subarray(0, n).toString('latin1'));
   } catch {
-    return [];
+    return false;
+  } finally {
+    if (fd !== undefined) closeSync(fd);
   }
+}
+
+/**
+ * The private keys the wizard offers: the files ~/.ssh/config names (`named`, its IdentityFile lines, those that
+ * exist), then those of a folder (default ~/.ssh) named `id_*` or whose content starts as a private key does, sorted;
+ * `.pub` halves left out.
+ */
+export function listKeyFiles(dir = join(homedir(), '.ssh'), named: readonly string[] = []): string[] {
+  const out = named.filter((p) => !p.includes('%') && looksLikePrivateKey(p));
+  let names: string[];
+  try {
+    names = readdirSync(dir).sort();
+  } catch {
+    names = [];
+  }
+  for (const f of names) {
+    if (f.endsWith('.pub')) continue;
+    const path = join(dir, f);
+    if (/^id_[^.]+$/.test(f) || looksLikePrivateKey(path)) out.push(path);
+  }
+  return [...new Set(out)];
 }
 
 /**

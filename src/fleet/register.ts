@@ -14,19 +14,14 @@ import { compareWithMajority } from '../core/fleet/matrix';
 import type { FleetRunOptions, FleetTarget, NodeResult } from '../core/fleet/run';
 import { listJobs, listNodes, type FleetHost } from '../core/fleet/slurm';
 import type { HostSpec } from '../core/hosts';
+import type { KeptStorage } from '../core/util/keptDocs';
 import type { TargetOf } from '../core/runs/targets';
 import type { RegisterCommand } from '../shared/commands';
+import { keptTexts, registerReadonlyDocuments } from '../shared/documents';
 import type { Hosts } from '../shared/hosts';
 import { withCancellableProgress, type Report } from '../shared/progress';
 import type { TreeSection } from '../shared/treeSection';
-import {
-  activeEditorUri,
-  registerTextDocumentContentProvider,
-  showInfo,
-  showInputBox,
-  showQuickPick,
-  showTextDocument,
-} from '../window';
+import { activeEditorUri, showInfo, showInputBox, showQuickPick, showTextDocument } from '../window';
 import { FleetSection, type NodeStanding } from './section';
 
 /** A snapshot to diff, as the baselines feature takes it. */
@@ -50,6 +45,8 @@ export interface FleetDeps {
   registerSection(section: TreeSection): vscode.Disposable;
   /** Re-renders a node of Remote Runs (its children are asked for again). */
   refresh(node?: unknown): void;
+  /** The workspace's storage: the texts of open Fleet documents are kept there for after a reload. */
+  kept: KeptStorage;
   /** The usual environment diff of two snapshots (the baselines feature's capability). */
   diffSnapshots(left: FleetSnapshotSide, right: FleetSnapshotSide, title: string): Promise<CompareOutcome>;
 }
@@ -109,17 +106,22 @@ export function registerFleet(d: FleetDeps): void {
     },
   );
   d.track(d.registerSection(section));
+  // A read-only file system, so VS Code restores the editors after a reload; a result is held by this window only,
+  // so the text each document last showed is kept with the workspace and shown again then.
+  const texts = keptTexts(d.kept, 'knownGood.fleetDocs', 12);
   d.track(
-    registerTextDocumentContentProvider(FLEET_SCHEME, {
-      async provideTextDocumentContent(uri) {
-        const doc = fromFleetUri(uri);
-        if (!doc) return `# not a Known Good Fleet document: ${uri.toString()}\n`;
-        try {
-          return await results.text(doc, store);
-        } catch (e) {
-          return `# ${e instanceof Error ? e.message : String(e)}\n`;
-        }
-      },
+    registerReadonlyDocuments(FLEET_SCHEME, async (uri) => {
+      const doc = fromFleetUri(uri);
+      if (!doc) return `# not a Known Good Fleet document: ${uri.toString()}\n`;
+      const key = uri.toString();
+      if (!results.holds(doc)) return texts.get(key) ?? (await results.text(doc, store));
+      try {
+        const text = await results.text(doc, store);
+        texts.set(key, text);
+        return text;
+      } catch (e) {
+        return `# ${e instanceof Error ? e.message : String(e)}\n`;
+      }
     }),
   );
 

@@ -1,3 +1,4 @@
+import { statSync } from 'node:fs';
 import * as vscode from 'vscode';
 import {
   containerText,
@@ -9,8 +10,8 @@ import {
 } from '../core/hostEntry';
 import { parseUserHostPort, resolveEndpoint, sshAddress } from '../core/hosts';
 import type { HostSettings } from '../core/settings';
-import { parseSshConfig, readUserSshConfig } from '../core/sshConfig';
-import { showInputBox, showOpenDialog, showQuickPick } from '../window';
+import { expandHome, parseSshConfig, readUserSshConfig } from '../core/sshConfig';
+import { createQuickPick, showInputBox, showOpenDialog, showQuickPick } from '../window';
 
 export interface WizardStart {
   /** The settings entry being edited (Edit Host on a settings host). */
@@ -26,8 +27,8 @@ const STEPS = 6;
 
 /**
  * Add Host / Edit Host: address (an ~/.ssh/config alias or user@host[:port]), the name shown in the tree (offered:
- * the alias, else user@host; Edit Host renames), key (a ~/.ssh/id_* file, the SSH agent, or Browse…), container,
- * Python, roots. Returns the settings entry, or undefined when cancelled.
+ * the alias, else user@host; Edit Host renames), key (a private key of ~/.ssh or named by ~/.ssh/config, a typed
+ * path, the SSH agent, or Browse…), container, Python, roots. Returns the settings entry, or undefined when cancelled.
  */
 export async function hostWizard(start: WizardStart): Promise<HostSettings | undefined> {
   const { previous } = start;
@@ -115,13 +116,18 @@ async function pickKey(
   current: string | undefined,
   sshConfig: ReturnType<typeof parseSshConfig>,
 ): Promise<KeyChoice | undefined> {
-  type Item = vscode.QuickPickItem & { choice?: KeyChoice; browse?: true };
+  type Item = vscode.QuickPickItem & { choice?: KeyChoice; browse?: true; typed?: string };
   const configKeys = sshConfig.lookup(parseUserHostPort(target)?.host ?? target)?.identityFiles ?? [];
-  const files = [...new Set([...(current ? [current] : []), ...listKeyFiles()])];
+  const named = [...configKeys, ...sshConfig.hosts.flatMap((h) => h.identityFiles)];
+  const files = [...new Set([...(current ? [current] : []), ...listKeyFiles(undefined, named)])];
   const items: Item[] = [
     ...files.map((path) => ({
       label: `$(key) ${path}`,
-      ...(path === current ? { description: 'current' } : {}),
+      ...(path === current
+        ? { description: 'current' }
+        : named.includes(path)
+          ? { description: 'named in ~/.ssh/config' }
+          : {}),
       choice: { kind: 'file', path } as const,
     })),
     {
@@ -129,13 +135,13 @@ async function pickKey(
       description: configKeys.length
         ? `and ${configKeys.join(', ')} from ~/.ssh/config`
         : 'and the default ~/.ssh keys',
-      ...(!current ? { picked: true } : {}),
       choice: { kind: 'agent' },
     },
     { label: '$(folder-opened) Browse…', description: 'another private key file', browse: true },
   ];
-  const pick = await showQuickPick(items, { title, placeHolder: `The key for ${target}`, ignoreFocusOut: true });
+  const pick = await pickWithTypedPath(items, title, `The key for ${target}, or type a key file's path`);
   if (!pick) return undefined;
+  if (pick.typed !== undefined) return { kind: 'file', path: pick.typed };
   if (pick.choice) return pick.choice;
   const uris = await showOpenDialog({
     title: 'Private key file',
@@ -146,4 +152,58 @@ async function pickKey(
   });
   const path = uris?.[0]?.fsPath;
   return path ? { kind: 'file', path } : undefined;
+}
+
+/**
+ * A picker that also takes a typed path (`~/keys/gpu`, `/etc/keys/a`): while the text looks like a path, an entry for
+ * it comes first; Enter on it takes the path when it is a file there, and says so on the entry when it is not.
+ */
+async function pickWithTypedPath<T extends vscode.QuickPickItem & { typed?: string }>(
+  items: T[],
+  title: string,
+  placeholder: string,
+): Promise<T | undefined> {
+  const qp = createQuickPick<T>();
+  qp.title = title;
+  qp.placeholder = placeholder;
+  qp.ignoreFocusOut = true;
+  qp.items = items;
+  const typedItem = (value: string, problem?: string): T =>
+    ({
+      label: value,
+      description: problem ?? 'the key file typed',
+      alwaysShow: true,
+      typed: expandHome(value),
+    }) as T;
+  const looksLikePath = (v: string) => /^(~|\.{0,2}\/)/.test(v);
+  qp.onDidChangeValue((v) => {
+    const value = v.trim();
+    qp.items = looksLikePath(value) ? [typedItem(value), ...items] : items;
+  });
+  try {
+    return await new Promise<T | undefined>((resolvePick) => {
+      qp.onDidHide(() => resolvePick(undefined));
+      qp.onDidAccept(() => {
+        const pick = qp.selectedItems[0];
+        if (pick?.typed !== undefined && !isFile(pick.typed)) {
+          const problem = typedItem(pick.label, `no file at ${pick.typed}`);
+          qp.items = [problem, ...items];
+          return;
+        }
+        resolvePick(pick);
+        qp.hide();
+      });
+      qp.show();
+    });
+  } finally {
+    qp.dispose();
+  }
+}
+
+function isFile(path: string): boolean {
+  try {
+    return statSync(path).isFile();
+  } catch {
+    return false;
+  }
 }

@@ -1,5 +1,6 @@
 import * as vscode from 'vscode';
 import { messageOf } from '../core/errors';
+import { z } from 'zod';
 import { fromKeptDocUri, KEPT_DOC_SCHEME, KeptDocuments, toKeptDocUri, type KeptStorage } from '../core/util/keptDocs';
 import { closeTabs, openTabs, registerReadonlyFileSystemProvider, showTextDocument } from '../window';
 
@@ -8,25 +9,32 @@ import { closeTabs, openTabs, registerReadonlyFileSystemProvider, showTextDocume
  * reads it. A file system, not a TextDocumentContentProvider: VS Code (1.100) saves and restores the editors of a
  * file system's files across Reload Window and keeps none of a content provider's (it has no serializer for them);
  * read-only, such an editor takes no typing and closes without asking to save. Nothing is ever listed, written or
- * watched: the files change only when VS Code reads them again.
+ * watched: a file changes when `onDidChange` names it, and VS Code reads it again.
  */
 export function registerReadonlyDocuments(
   scheme: string,
   read: (uri: vscode.Uri) => string | Promise<string>,
+  /** A document to read again (its source changed): VS Code re-reads an open one only when its mtime moved. */
+  onDidChange?: vscode.Event<vscode.Uri>,
 ): vscode.Disposable {
-  const never = new vscode.EventEmitter<vscode.FileChangeEvent[]>();
+  const changed = new vscode.EventEmitter<vscode.FileChangeEvent[]>();
+  const versions = new Map<string, number>();
+  const changes = onDidChange?.((uri) => {
+    versions.set(uri.toString(), (versions.get(uri.toString()) ?? 0) + 1);
+    changed.fire([{ type: vscode.FileChangeType.Changed, uri }]);
+  });
   const refuse = (uri: vscode.Uri): never => {
     throw vscode.FileSystemError.NoPermissions(uri);
   };
   const provider: vscode.FileSystemProvider = {
-    onDidChangeFile: never.event,
+    onDidChangeFile: changed.event,
     watch: () => new vscode.Disposable(() => undefined),
-    // A fixed time and no size: the text is made when read (a data folder's listing runs probes); VS Code reads the
-    // whole file whatever the size says, and a file that never changes is never read twice for one open model.
-    stat: () => ({
+    // A fixed time (moved only by onDidChange) and no size: the text is made when read (a data folder's listing runs
+    // probes); VS Code reads the whole file whatever the size says, and a file whose time stays is read once a model.
+    stat: (uri) => ({
       type: vscode.FileType.File,
       ctime: 0,
-      mtime: 0,
+      mtime: versions.get(uri.toString()) ?? 0,
       size: 0,
       permissions: vscode.FilePermission.Readonly,
     }),
@@ -49,7 +57,8 @@ export function registerReadonlyDocuments(
   const registration = registerReadonlyFileSystemProvider(scheme, provider);
   return new vscode.Disposable(() => {
     registration.dispose();
-    never.dispose();
+    changes?.dispose();
+    changed.dispose();
   });
 }
 
@@ -105,6 +114,28 @@ export function registerDocuments(
     showReplacing,
     dispose: () => {
       registration.dispose();
+    },
+  };
+}
+
+/**
+ * Texts by document URI in the workspace's storage, the newest `max`: what a document showed, for after a reload,
+ * when what it was made from (a result this window held) is gone.
+ */
+export function keptTexts(
+  storage: KeptStorage,
+  key: string,
+  max: number,
+): { get(uri: string): string | undefined; set(uri: string, text: string): void } {
+  const schema = z.array(z.tuple([z.string(), z.string()]));
+  // data from an earlier window: anything but this shape is taken as nothing kept
+  const all = () => schema.safeParse(storage.get(key)).data ?? [];
+  return {
+    get: (uri) => all().find(([u]) => u === uri)?.[1],
+    set: (uri, text) => {
+      const next = [...all().filter(([u]) => u !== uri), [uri, text]].slice(-max);
+      // a lost write only loses this document's text at the next reload
+      void Promise.resolve(storage.update(key, next)).then(undefined, () => undefined);
     },
   };
 }

@@ -1,4 +1,4 @@
-import { WALKTHROUGH_ID, WalkthroughCommands } from '../constants';
+import { HAS_REMOTE_HOST_CONTEXT, WALKTHROUGH_ID, WalkthroughCommands } from '../constants';
 import type { KeptStore } from '../core/runs/viewState';
 import { firstTime } from '../core/util/firstTime';
 import type { RegisterCommand } from '../shared/commands';
@@ -21,9 +21,16 @@ export interface WalkthroughDeps {
 
 export const WALKTHROUGH_OPENED_KEY = 'knownGood.walkthrough.opened';
 
+/** Says whether a host besides This machine is configured (called whenever the hosts are set). */
+export function setHasRemoteHost(has: boolean): void {
+  void executeCommand('setContext', HAS_REMOTE_HOST_CONTEXT, has);
+}
+
 /**
  * Known Good: Get Started (package.json contributes.walkthroughs): opened by its command, from Remote Runs' welcome,
- * and once by itself after the install. VS Code checks each step off when its command runs (completionEvents).
+ * and once by itself after the install (the extension activates on startup for it: VS Code opens it only when the
+ * install happened in that window). VS Code checks a step off when its command runs (completionEvents), the first
+ * when a host exists.
  */
 export function registerWalkthrough(d: WalkthroughDeps): void {
   const open = () => executeCommand('workbench.action.openWalkthrough', `${d.extensionId}#${WALKTHROUGH_ID}`, false);

@@ -56,7 +56,7 @@ scenario(
     // right-click step_600 → Select for Compare; right-click step_690 → Compare with Selected
     await contextMenu('step_600', 'Select for Compare');
     await contextMenu('step_690', 'Compare with Selected');
-    const diffTab = page.locator('.tabs-container .tab', { hasText: 'args: step_600 ↔ step_690 (This machine)' });
+    const diffTab = page.locator('.tabs-container .tab', { hasText: 'args: step_600 ↔ step_690 (This machine/run-a)' });
     await diffTab.waitFor({ timeout: 30_000 });
     const diff = page.locator('.monaco-diff-editor').first();
     await diff.waitFor();
@@ -87,5 +87,60 @@ scenario(
     );
     assert.doesNotMatch(plain(await changed.textContent()), /batch_size/);
     await vs.screenshot('args-changed-only');
+  },
+);
+
+/*
+ * Issue 36 item 4c/4d: run-a (steps 600, 690, 780) and run-b (600, 690). The same two steps compared in two runs get
+ * two tab titles, each naming its host and run; Show Changed Args Only on step_780 shows what changed since step_690,
+ * the step before it, although step_600 is still selected for compare.
+ */
+const twoRuns = mkdtempSync(join(tmpdir(), 'kg-ui-args-runs-'));
+for (const [run, step, lr, batch] of [
+  ['run-a', 600, 3e-4, 32],
+  ['run-a', 690, 1.5e-4, 32],
+  ['run-a', 780, 1.5e-4, 64],
+  ['run-b', 600, 3e-4, 32],
+  ['run-b', 690, 1e-4, 32],
+] as const)
+  writeDemoCheckpoint(join(twoRuns, run, `step_${step}`), step, { batch_size: batch, model: 'gpt-small', lr });
+
+scenario(
+  'Two runs’ compares get two tab titles (host/run); Show Changed Args Only compares with the previous step',
+  { localRoots: [twoRuns], timeoutMs: 240_000 },
+  async (vs) => {
+    const { page, row } = vs;
+    const menu = (label: string, command: string, nth = 0) =>
+      rowMenu(page, row(label).nth(nth), page.getByRole('menuitem', { name: new RegExp(`^${command}`) }));
+    const tab = (text: string) => page.locator('.tabs-container .tab', { hasText: text });
+    await vs.openView('Known Good');
+    await vs.expand('This machine');
+    await row('run-a').waitFor({ timeout: 90_000 });
+    await row('run-a').click();
+    await row('step_780').waitFor({ timeout: 30_000 });
+
+    // step_600 selected for compare, then Show Changed Args Only on step_780: step_690 ↔ step_780, batch_size only
+    await menu('step_600', 'Select for Compare');
+    await row('step_600').filter({ hasText: 'selected for compare' }).waitFor({ timeout: 15_000 });
+    await menu('step_780', 'Show Changed Args Only');
+    await tab('step_690 ↔ step_780 changed args.txt').waitFor({ timeout: 30_000 });
+    const changed = page.locator('.editor-group-container .monaco-editor .view-lines').first();
+    await page.waitForFunction(
+      (el) => el?.textContent?.replace(/\u00a0/g, ' ').includes('batch_size: 32') ?? false,
+      await changed.elementHandle(),
+      { timeout: 30_000 },
+    );
+    assert.doesNotMatch(plain(await changed.textContent()), /lr:/, 'lr changed at step_690, not since');
+    assert.equal(await tab('step_600 ↔ step_780').count(), 0);
+    await vs.screenshot('args-changed-since-previous-step');
+
+    // the same pair of steps in each run: two titles
+    await menu('step_690', 'Compare with Previous Step');
+    await tab('args: step_600 ↔ step_690 (This machine/run-a)').waitFor({ timeout: 30_000 });
+    await row('run-b').click();
+    await row('step_690').nth(1).waitFor({ timeout: 30_000 });
+    await menu('step_690', 'Compare with Previous Step', 1);
+    await tab('args: step_600 ↔ step_690 (This machine/run-b)').waitFor({ timeout: 30_000 });
+    await vs.screenshot('args-two-runs-two-titles');
   },
 );

@@ -182,7 +182,7 @@ scenario(
       await timed(
         `compare with selected (${where})`,
         () => menu('step_690', /^Compare with Selected/),
-        () => tab(`args: step_600 ↔ step_690 (${hostName})`).waitFor({ timeout: 60_000 }),
+        () => tab(`args: step_600 ↔ step_690 (${hostName}/run-a)`).waitFor({ timeout: 60_000 }),
       );
       if (where === 'This machine') {
         // run-b's step_600 against run-a's: one checkpoint name, so the runs name the sides (and the tab)

@@ -58,6 +58,11 @@ export interface ScenarioOptions {
   workspaceSettings?: (ctx: { tmp: string; sshd: TestSshd | undefined }) => Record<string, unknown>;
   /** Workspace trust on and the folder not trusted: the window opens in Restricted Mode (default: trust off). */
   restrictedMode?: boolean;
+  /**
+   * The extension installed as a user has it (Production mode, as from the Marketplace) instead of loaded as the
+   * extension under development: for what it does only when installed (opening Get Started on the first run).
+   */
+  installed?: boolean;
   /** Per-scenario time limit (default 120 s). */
   timeoutMs?: number;
 }
@@ -240,13 +245,14 @@ export function scenario(name: string, options: ScenarioOptions, body: (vs: Work
         settings,
         ...(workspace ? { workspace } : {}),
         ...(options.restrictedMode ? { workspaceTrust: true } : {}),
+        ...(options.installed ? { installExtension: repoRoot } : {}),
         log: () => undefined,
       });
       browser = await launchBrowser({ headless: process.env['KG_UI_HEADED'] !== '1' });
       const page = browser.page;
       page.on('console', (m) => consoleLines.push(`[${m.type()}] ${m.text()}`));
       page.on('pageerror', (e) => consoleLines.push(`[pageerror] ${e.message}`));
-      await page.goto(server.url({ extensionDevelopmentPath: repoRoot }));
+      await page.goto(server.url(options.installed ? {} : { extensionDevelopmentPath: repoRoot }));
       await page.locator('.monaco-workbench').waitFor({ timeout: 60_000 });
       await body(makeWorkbench(page, server, sshd, tmp));
     } catch (e) {

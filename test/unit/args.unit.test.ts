@@ -134,12 +134,32 @@ void test('labels and diff titles', () => {
   assert.equal(checkpointLabel('/c/dcp/.metadata'), '.metadata');
   assert.equal(
     argsDiffTitle({ host: 'g', path: '/a/step_600.pt' }, { host: 'g', path: '/a/step_690.pt' }),
-    'args: step_600 ↔ step_690 (g)',
+    'args: step_600 ↔ step_690 (g/a)',
   );
   assert.equal(
     argsDiffTitle({ host: 'g', path: '/a/s1.pt' }, { host: 'h', path: '/b/s1.pt' }),
-    'args: s1 (g) ↔ s1 (h)',
+    'args: g/a/s1 ↔ h/b/s1',
   );
+  // the same two steps of two runs: two titles (and two tabs), each naming its run
+  assert.equal(
+    argsDiffTitle(
+      { host: 'g', path: '/c/run-a/step_600/checkpoint.pt', label: 'step_600' },
+      { host: 'g', path: '/c/run-a/step_690/checkpoint.pt', label: 'step_690' },
+    ),
+    'args: step_600 ↔ step_690 (g/run-a)',
+  );
+  assert.equal(
+    argsDiffTitle(
+      { host: 'g', path: '/c/run-b/step_600/checkpoint.pt', label: 'step_600' },
+      { host: 'g', path: '/c/run-b/step_690/checkpoint.pt', label: 'step_690' },
+    ),
+    'args: step_600 ↔ step_690 (g/run-b)',
+  );
+  assert.equal(
+    argsDiffTitle({ host: 'g', path: '/c/run-a/step_600.pt' }, { host: 'g', path: '/c/run-b/step_690.pt' }),
+    'args: run-a/step_600 ↔ run-b/step_690 (g)',
+  );
+  assert.equal(argsDiffTitle({ host: 'g', path: '/s1.pt' }, { host: 'g', path: '/s2.pt' }), 'args: s1 ↔ s2 (g)');
   // one name in two runs: the runs tell the two compares (and their tabs) apart
   assert.equal(
     argsDiffTitle({ host: 'g', path: '/c/run-a/step_600' }, { host: 'g', path: '/c/run-b/step_600' }),

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
@@ -27,6 +27,26 @@ void describe('Add/Edit Host wizard: names, keys and the settings entry', () => 
       writeFileSync(join(dir, f), '');
     assert.deepEqual(listKeyFiles(dir), [join(dir, 'id_ed25519'), join(dir, 'id_rsa')]);
     assert.deepEqual(listKeyFiles(join(dir, 'missing')), []);
+  });
+
+  it('offers any private key of the folder by its first line, and the keys ~/.ssh/config names, first', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'kg-keys-'));
+    const elsewhere = mkdtempSync(join(tmpdir(), 'kg-keys-elsewhere-'));
+    const key = (header: string) => `-----BEGIN ${header}-----\nAAAA\n-----END ${header}-----\n`;
+    writeFileSync(join(dir, 'work_key'), key('OPENSSH PRIVATE KEY'));
+    writeFileSync(join(dir, 'legacy.pem'), key('RSA PRIVATE KEY'));
+    writeFileSync(join(dir, 'cloud.ppk'), 'PuTTY-User-Key-File-3: ssh-ed25519\n');
+    writeFileSync(join(dir, 'work_key.pub'), 'ssh-ed25519 AAAA me@host\n');
+    writeFileSync(join(dir, 'config'), 'Host *\n  IdentityFile ~/keys/gpu\n');
+    writeFileSync(join(dir, 'known_hosts'), '[127.0.0.1]:22 ssh-ed25519 AAAA\n');
+    writeFileSync(join(dir, 'notes.txt'), `see ${key('OPENSSH PRIVATE KEY')}`);
+    mkdirSync(join(dir, 'sockets'));
+    writeFileSync(join(elsewhere, 'gpu'), key('OPENSSH PRIVATE KEY'));
+    writeFileSync(join(dir, 'huge'), key('OPENSSH PRIVATE KEY') + 'x'.repeat(100_000));
+    assert.deepEqual(
+      listKeyFiles(dir, [join(elsewhere, 'gpu'), join(elsewhere, 'missing'), join(dir, 'work_key'), '/x/%h.key']),
+      [join(elsewhere, 'gpu'), join(dir, 'work_key'), join(dir, 'cloud.ppk'), join(dir, 'legacy.pem')],
+    );
   });
 
   it('writes the key file, container, python and roots; the agent writes no identityFile', () => {

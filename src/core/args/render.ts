@@ -101,16 +101,35 @@ function distinctLabels(pa: string, pb: string, label: string): [string, string]
 
 const checkpointName = (segments: string[]) => segments[segments.length - 1] ?? '';
 
-/** The diff editor's title: `args: step_600 ↔ step_690 (gpu-box)`, naming both hosts when they differ. */
+/** The folder a checkpoint sits in (its run): `run-a` for `/c/run-a/step_600/checkpoint.pt` labelled `step_600`. */
+function runOf(path: string, label: string): string | undefined {
+  const segs = path.replace(/\/+$/, '').split('/');
+  const at = segs.map(checkpointLabel).lastIndexOf(label);
+  return (at > 0 ? segs[at - 1] : segs[segs.length - 2]) || undefined;
+}
+
+/**
+ * The diff editor's title, which is also its tab's: host, run and checkpoint, each said once, so compares of two runs
+ * (or two hosts) never share a title: `args: step_600 ↔ step_690 (gpu-box/run-a)`, `args: run-a/step_600 ↔
+ * run-b/step_690 (gpu-box)`, `args: gpu-box/run-a/step_600 ↔ spare/run-a/step_600`.
+ */
 export function argsDiffTitle(
   a: { host: string; path: string; label?: string },
   b: { host: string; path: string; label?: string },
 ): string {
   let la = a.label ?? checkpointLabel(a.path);
   let lb = b.label ?? checkpointLabel(b.path);
-  if (la === lb && a.host === b.host) [la, lb] = distinctLabels(a.path, b.path, la);
-  if (a.host === b.host) return `args: ${la} ↔ ${lb} (${a.host})`;
-  return `args: ${la} (${a.host}) ↔ ${lb} (${b.host})`;
+  if (la === lb && a.host === b.host) {
+    // one name twice: the nearest folders where the paths differ already tell the sides apart
+    [la, lb] = distinctLabels(a.path, b.path, la);
+    return `args: ${la} ↔ ${lb} (${a.host})`;
+  }
+  const ra = runOf(a.path, la);
+  const rb = runOf(b.path, lb);
+  const side = (...parts: (string | undefined)[]) => parts.filter((p) => p !== undefined).join('/');
+  if (a.host !== b.host) return `args: ${side(a.host, ra, la)} ↔ ${side(b.host, rb, lb)}`;
+  if (ra !== rb) return `args: ${side(ra, la)} ↔ ${side(rb, lb)} (${a.host})`;
+  return `args: ${la} ↔ ${lb} (${side(a.host, ra)})`;
 }
 
 /** The read-only args document: a short `//` header, then the args as stable JSON. */

@@ -93,6 +93,11 @@ export class FleetResults {
     return key;
   }
 
+  /** Whether this window still holds the result a document is made from (not after a reload). */
+  holds(doc: FleetDoc): boolean {
+    return doc.view === 'bench' ? this.benches.has(doc.run) : this.captures.has(doc.capture);
+  }
+
   /** The text of a Fleet document; a result no longer held is said so, not thrown. */
   async text(doc: FleetDoc, store?: FleetBaselineStore): Promise<string> {
     const gone =

@@ -68,7 +68,7 @@ describe('checkpoint args', () => {
     await vscode.commands.executeCommand('knownGood.args.compareWithSelected', b);
     const diff = await waitFor('a knownGood diff tab', () => diffTabs()[0]);
     const tab = vscode.window.tabGroups.all.flatMap((g) => g.tabs).find((t) => t.input === diff);
-    assert.equal(tab?.label, 'args: step_600 ↔ step_690 (This machine)');
+    assert.equal(tab?.label, 'args: step_600 ↔ step_690 (This machine/run-a)');
     const left = await textOf(diff.original);
     const right = await textOf(diff.modified);
     assert.match(left, /"lr": 0\.0003,/);
