@@ -11,7 +11,7 @@ import { SshPool } from '../../src/core/transport/ssh';
 import { analyze } from '../../src/core/whatChanged/analyze';
 import { gatherFacts } from '../../src/core/whatChanged/gather';
 import { endpointOf, recordingPrompts, sshOptions } from '../support/hosts';
-import { makeReplayRun, REPLAY_CHANGE_ID, type ReplayKind } from '../support/replayRuns';
+import { makeReplayRun, makeRestartRun, REPLAY_CHANGE_ID, type ReplayKind } from '../support/replayRuns';
 import { TORCH_PYTHON, requireTorch } from '../support/require';
 import { startSshd, type TestSshd } from '../support/sshd';
 
@@ -101,6 +101,37 @@ void describe('replay from the known-good checkpoint, one kind of change at a ti
     assert.deepEqual(
       plan.changes.map((c) => c.id),
       ['arg:--lr'],
+    );
+    assert.equal(o.report?.verdict.kind, 'not-reproduced', o.markdown);
+    assert.match(o.headline, /^Not reproduced by replay/);
+  });
+
+  void it('the restart itself, with nothing else changed: a resume that costs speed is the culprit, confirmed', async () => {
+    // resumed "onto the GPU" (test/support/resumeRun/train.py): the resumed runs are slower than fresh starts
+    const dir = makeRestartRun(root, 'cuda');
+    const { o, plan } = await replay(dir);
+    assert.deepEqual(
+      plan.changes.map((c) => c.id),
+      ['restart'],
+      plan.text,
+    );
+    assert.match(
+      plan.text,
+      /^The restart \(restart\): the launch started fresh \(no resume, steps 0→12\) against it resumed from step_48\.pt \(steps 48→60\)/m,
+    );
+    assert.match(plan.text, /for reference, not a state: the run's own tok_s before the restart was \d/);
+    assert.equal(o.report?.verdict.kind, 'culprit', o.markdown);
+    assert.deepEqual(o.report?.verdict.ids, ['restart']);
+    assert.equal(o.report?.confirmation?.confirmed, true, o.markdown);
+    assert.ok(o.report.bad < o.report.good, o.markdown);
+  });
+
+  void it('the restart itself, a harmless resume: not reproduced', async () => {
+    const dir = makeRestartRun(root, 'cpu');
+    const { o, plan } = await replay(dir);
+    assert.deepEqual(
+      plan.changes.map((c) => c.id),
+      ['restart'],
     );
     assert.equal(o.report?.verdict.kind, 'not-reproduced', o.markdown);
     assert.match(o.headline, /^Not reproduced by replay/);

@@ -11,6 +11,7 @@ import { TORCH_PYTHON } from './require';
  */
 
 const LOOP = join(__dirname, 'replay');
+const RESUME_LOOP = join(__dirname, 'resumeRun', 'train.py');
 const RECORD = join(__dirname, '..', '..', 'python', 'kg_record.py');
 
 export type ReplayKind = 'arg' | 'env' | 'code' | 'uncommitted' | 'data';
@@ -80,5 +81,27 @@ export function makeReplayRun(root: string, kind: ReplayKind, o: ReplayRunOption
     writeFileSync(join(dir, 'train.py'), train.replace('repeat = 3 if', 'repeat = 4 if not'));
   }
   launch(['--data', data, ...args, '--lr', lr], env);
+  return dir;
+}
+
+/**
+ * A run folder under `root` restarted with nothing changed but how it resumes (test/support/resumeRun/train.py, its
+ * RESUME_MAP line: "cuda" stands in for AdamW's step counters loaded onto the GPU, a resume that costs speed; "cpu"
+ * a harmless one), launched twice through kg_record.py (48 steps; then resumed from ckpt/step_48.pt to 72) with the
+ * same flags. Not a git checkout. Returns its path.
+ */
+export function makeRestartRun(root: string, resumeMap: 'cpu' | 'cuda', name = `restart-${resumeMap}`): string {
+  const dir = join(root, name);
+  mkdirSync(dir, { recursive: true });
+  const train = readFileSync(RESUME_LOOP, 'utf8');
+  writeFileSync(join(dir, 'train.py'), train.replace(/^RESUME_MAP = "cpu"$/m, `RESUME_MAP = "${resumeMap}"`));
+  const launch = (...extra: string[]) =>
+    execFileSync(
+      TORCH_PYTHON,
+      [RECORD, '--run', dir, '--', TORCH_PYTHON, 'train.py', '--log_every', '3', '--save_every', '24', ...extra],
+      { cwd: dir, stdio: 'pipe' },
+    );
+  launch('--steps', '48');
+  launch('--steps', '72', '--resume', 'ckpt/step_48.pt');
   return dir;
 }

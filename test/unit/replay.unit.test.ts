@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { flagValue, withFlag, withoutFlag, withOverride } from '../../src/core/replay/argv';
-import { launchChanges, stateOf } from '../../src/core/replay/changes';
-import { applyOverrides, overridesFor, STACKS, stackOf } from '../../src/core/replay/stacks';
+import { launchChanges, restartChange, stateOf } from '../../src/core/replay/changes';
+import { applyOverrides, overridesFor, STACKS, stackOf, withoutName } from '../../src/core/replay/stacks';
 
 /* Replay's override table and its states (issue 33 items 2 and 3): pure functions of the recorded launches. */
 
@@ -143,5 +143,20 @@ void describe('changes and states', () => {
     const goodState = stateOf(now, changes, new Set(), 'plain');
     assert.equal(flagValue(goodState.argv, '--work'), undefined, 'a flag the known-good launch lacked is removed');
     assert.deepEqual(goodState.env.unset, ['KG_X']);
+    assert.equal(goodState.fresh, false, 'without the restart among the changes every state resumes');
+  });
+
+  void it('the restart taken back is a fresh start: the resume flag dropped in its own style, nothing else', () => {
+    const changes = [restartChange('step_48.pt')];
+    assert.deepEqual(changes[0], { id: 'restart', kind: 'restart', label: 'the resume from step_48.pt' });
+    assert.equal(stateOf(now, changes, new Set(), 'plain').fresh, true);
+    assert.equal(stateOf(now, changes, new Set(['restart']), 'plain').fresh, false);
+    assert.deepEqual(withoutName(STACKS.plain, now.argv, '--resume'), now.argv.slice(0, -2));
+    assert.deepEqual(withoutName(STACKS.lightning, ['p', 'fit', '--ckpt_path=/c.pt', '--x=1'], '--ckpt_path'), [
+      'p',
+      'fit',
+      '--x=1',
+    ]);
+    assert.deepEqual(withoutName(STACKS.hydra, ['p', '+ckpt_path=/c.pt', 'x=1'], 'ckpt_path'), ['p', 'x=1']);
   });
 });

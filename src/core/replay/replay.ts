@@ -12,10 +12,19 @@ import { displayWord } from '../terminal/command';
 import { remoteHome } from '../restore/run';
 import type { Transport } from '../transport/types';
 import { flagValue, overrideValue } from './argv';
-import { codeChanges, launchChanges, stateOf, type LaunchWords, type ReplayChange, type Skipped } from './changes';
+import {
+  codeChanges,
+  launchChanges,
+  restartChange,
+  RESTART_ID,
+  stateOf,
+  type LaunchWords,
+  type ReplayChange,
+  type Skipped,
+} from './changes';
 import { gpuListOf, gpuListProbe, gpuSlotLabel, planGpus, withGpu, type GpuChoice, type GpuPlan } from './gpus';
 import { replayCleanProbe, replayInspectProbe, replayStateProbe, type ReplayInspect } from './prep';
-import { applyOverrides, overridesFor, STACKS, stackOf, type OverrideRole, type Stack } from './stacks';
+import { applyOverrides, overridesFor, STACKS, stackOf, withoutName, type OverrideRole, type Stack } from './stacks';
 
 /*
  * Replay (issue 33): the user's own run, resumed from its known-good checkpoint for a short window, in the known-good
@@ -179,7 +188,15 @@ export async function planReplay(host: ReplayHost, s: ReplaySetup, signal?: Abor
   const code = codeOf(inspect, s);
   changes.push(...code.changes);
   skipped.push(...code.skipped);
-  const chosen = s.only?.length ? changes.filter((c) => s.only!.includes(c.id)) : changes;
+  // The restart itself is replayed when asked for, or when the launches differ in nothing else: bisected beside other
+  // changes unasked, its fresh-start states would double every state's start-up cost for a change no one suspects.
+  const others = changes.length;
+  changes.push(restartChange(s.reference.label));
+  const chosen = s.only?.length
+    ? changes.filter((c) => s.only!.includes(c.id))
+    : others
+      ? changes.filter((c) => c.kind !== 'restart')
+      : changes;
   for (const id of s.only ?? [])
     if (!changes.some((c) => c.id === id))
       throw new KnownGoodError(
@@ -208,7 +225,14 @@ export async function planReplay(host: ReplayHost, s: ReplaySetup, signal?: Abor
       ...skipped,
       ...changes
         .filter((c) => !chosen.includes(c))
-        .map((c) => ({ id: c.id, label: c.label, why: 'not asked for (--change): kept as now in every state' })),
+        .map((c) => ({
+          id: c.id,
+          label: c.label,
+          why:
+            c.kind === 'restart'
+              ? `not asked for (--change ${RESTART_ID}): every state resumes from ${s.reference.label}`
+              : 'not asked for (--change): kept as now in every state',
+        })),
     ],
     checkout: { repo: inspect.repo, cwdRel: inspect.cwdRel ?? '', good: inspect.good },
     gpus,
@@ -253,6 +277,14 @@ function planText(p: Omit<ReplayPlan, 'text'>, s: ReplaySetup, title: string): s
     ...p.changes.map((c) => `  ${c.id}  ${c.label}`),
     ...p.skipped.map((c) => `  left out: ${c.label}: ${c.why}`),
   );
+  if (p.changes.some((c) => c.kind === 'restart'))
+    lines.push(
+      `The restart (${RESTART_ID}): the launch started fresh (no resume, steps 0→${s.steps}) against it resumed from ` +
+        `${s.reference.label} (steps ${s.reference.step}→${s.reference.step + s.steps}), interleaved; every other change as the state has it`,
+      s.before
+        ? `  for reference, not a state: the run's own ${s.before.key} before the restart was ${s.before.level.toPrecision(4)} (its log)`
+        : "  (the run's log gives no speed before the restart to show beside it)",
+    );
   lines.push(p.gpus.text);
   if (p.changes.length)
     lines.push(
@@ -312,10 +344,18 @@ export async function runReplay(
     const { overrides } = overridesFor(
       table,
       state.argv,
-      { resume: s.reference.path, output: out, steps: String(s.reference.step + s.steps) },
+      { resume: s.reference.path, output: out, steps: String(state.fresh ? s.steps : s.reference.step + s.steps) },
       s.names,
     );
-    let argv = applyOverrides(table, state.argv, overrides);
+    // the restart taken back: the same launch started fresh, without its resume flag, for the window's steps
+    const resume = overrides.find((x) => x.role === 'resume')!;
+    let argv = state.fresh
+      ? applyOverrides(
+          table,
+          withoutName(table, state.argv, resume.name),
+          overrides.filter((x) => x !== resume),
+        )
+      : applyOverrides(table, state.argv, overrides);
     let cwd = s.now.cwd;
     if (plan.checkout.repo !== null) {
       const dir = await codeDir(state.goodFiles);
@@ -363,7 +403,9 @@ export async function runReplay(
       slots: plan.gpus.needsWord ? 1 : Math.max(1, plan.gpus.slots.length),
       onEvent: (e) => o.onEvent?.(e, plan.changes),
     });
-    const restart = s.before ? restartCheck(report, s.before) : undefined;
+    // with the restart among the changes the bisect itself compares resumed and fresh runs; else the history check
+    const restart =
+      s.before && !plan.changes.some((c) => c.kind === 'restart') ? restartCheck(report, s.before) : undefined;
     const headline = replayHeadline(report);
     const md = [
       renderBisectMarkdown(report, {
