@@ -194,6 +194,7 @@ function outcome(r: BisectReport, headline: string): ReplayOutcome {
       stack: 'plain',
       overrides: [],
       guessed: [],
+      local: [],
       text: '',
       gpus: { slots: [], needsWord: false, text: '' },
     },

@@ -23,7 +23,7 @@ import {
   type Skipped,
 } from './changes';
 import { gpuListOf, gpuListProbe, gpuSlotLabel, planGpus, withGpu, type GpuChoice, type GpuPlan } from './gpus';
-import { replayCleanProbe, replayInspectProbe, replayStateProbe, type ReplayInspect } from './prep';
+import { replayCleanProbe, replayInspectProbe, replayRunDirProbe, replayStateProbe, type ReplayInspect } from './prep';
 import { applyOverrides, overridesFor, STACKS, stackOf, withoutName, type OverrideRole, type Stack } from './stacks';
 
 /*
@@ -89,6 +89,9 @@ export interface ReplayPlan {
   readonly changes: readonly ReplayChange[];
   readonly skipped: readonly Skipped[];
   readonly checkout: { readonly repo: string | null; readonly cwdRel: string; readonly good: string | null };
+  /** Relative words of the launches that name something in the launch's folder, made absolute: with no checkout a
+   * run starts in a folder of its own under `dir`, so its script and data are named by their absolute paths. */
+  readonly local: readonly string[];
   /** Where the runs go: a GPU per slot, or none; `needsWord` when every GPU is busy. */
   readonly gpus: GpuPlan;
   /** What the person reads before the first run. */
@@ -149,7 +152,9 @@ export async function planReplay(host: ReplayHost, s: ReplaySetup, signal?: Abor
   const table = STACKS[stack];
   const { changes: launch, skipped } = launchChanges(s.good, s.now, stack);
   const goodData = launch.filter((c) => c.kind === 'data' && c.good !== null);
-  const candidates = relativeWords(s.now.argv).map((w) => absolute(s.now.cwd, w));
+  const candidates = [...new Set([...relativeWords(s.now.argv), ...relativeWords(s.good.argv)])].map((w) =>
+    absolute(s.now.cwd, w),
+  );
   const opts = signal ? { signal, timeoutMs: 120_000 } : { timeoutMs: 120_000 };
   const [home, inspect, gpuList] = await Promise.all([
     remoteHome(host.transport, signal),
@@ -235,6 +240,7 @@ export async function planReplay(host: ReplayHost, s: ReplaySetup, signal?: Abor
         })),
     ],
     checkout: { repo: inspect.repo, cwdRel: inspect.cwdRel ?? '', good: inspect.good },
+    local: candidates.filter((p) => exists.get(p)?.exists),
     gpus,
   };
   return { ...plan, text: planText(plan, s, table.title) };
@@ -356,22 +362,33 @@ export async function runReplay(
           overrides.filter((x) => x !== resume),
         )
       : applyOverrides(table, state.argv, overrides);
-    let cwd = s.now.cwd;
+    // Never in the run folder: a copy of the checkout, else an empty folder of the run's own under the replay's
+    let cwd: string;
+    let env = state.env;
     if (plan.checkout.repo !== null) {
       const dir = await codeDir(state.goodFiles);
       cwd = plan.checkout.cwdRel ? `${dir}/${plan.checkout.cwdRel}` : dir;
       argv = absolutizeData(argv, s.now.cwd, plan.checkout.repo);
+    } else {
+      const made = await host.probes.run(replayRunDirProbe({ replay: plan.dir, run }), {
+        timeoutMs: 120_000,
+        ...(signal ? { signal } : {}),
+      });
+      cwd = made.value.dir;
+      argv = absolutizeLocal(argv, s.now.cwd, plan.local);
+      // the script and its modules stay in the run folder: their bytecode goes to the replay's folder, not beside them
+      env = { ...env, set: { ...env.set, PYTHONPYCACHEPREFIX: `${plan.dir}/pycache` } };
     }
     const names = applied.size ? [...applied].join(', ') : 'known-good';
     o.onText?.(`run ${run}: ${names}${on}\n`);
     const r = await runAction(
       host.transport,
-      { argv, env: withGpu(state.env, gpu), cwd, timeoutMs: s.runTimeoutMs ?? 30 * 60_000, tailBytes: 256 * 1024 },
+      { argv, env: withGpu(env, gpu), cwd, timeoutMs: s.runTimeoutMs ?? 30 * 60_000, tailBytes: 256 * 1024 },
       { python: host.python, ...(signal ? { signal } : {}) },
     );
     const failed = actionFailure(r, `replay run ${run}${on}`, host.label);
     if (failed) throw failed;
-    const speed = await speedOf(host, s.speed, out, cwd, r.stdout + r.stderr, signal);
+    const speed = await speedOf(host, s.speed, plan.dir, [out, cwd], r.stdout + r.stderr, signal);
     if (speed === undefined)
       throw new KnownGoodError(
         'bad-output',
@@ -458,11 +475,22 @@ function absolutizeData(argv: readonly string[], cwd: string, repo: string): str
   });
 }
 
+/** Words naming something in the launch's folder (`local`, checked on the host by the plan) made absolute. */
+function absolutizeLocal(argv: readonly string[], cwd: string, local: readonly string[]): string[] {
+  const there = new Set(local);
+  return argv.map((w, i) => {
+    if (i === 0 || w.startsWith('-') || w.startsWith('/') || w.includes('=')) return w;
+    const abs = absolute(cwd, w);
+    return there.has(abs) ? abs : w;
+  });
+}
+
+/** A run's speed from what it printed, or its log under one of `bases` — only ever inside the replay's folder. */
 async function speedOf(
   host: ReplayHost,
   speed: SpeedSource,
-  out: string,
-  cwd: string,
+  replayDir: string,
+  bases: readonly string[],
   printed: string,
   signal?: AbortSignal,
 ): Promise<number | undefined> {
@@ -471,7 +499,8 @@ async function speedOf(
     if (!all) return undefined;
     return throughputFromOutput(printed, speed.regex, laterHalf(all.found))?.tokensPerSec;
   }
-  for (const base of [out, cwd]) {
+  for (const base of bases) {
+    if (!base.startsWith(`${replayDir}/`)) continue;
     const r = await host.transport.exec(['tail', '-c', '4194304', '--', `${base}/${speed.rel}`], {
       timeoutMs: 60_000,
       ...(signal ? { signal } : {}),
