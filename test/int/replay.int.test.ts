@@ -151,6 +151,7 @@ void describe('replay from the known-good checkpoint, one kind of change at a ti
       /^The restart \(restart\): the launch started fresh \(no resume, steps 0→12\) against it resumed from step_48\.pt \(steps 48→60\)/m,
     );
     assert.match(plan.text, /for reference, not a state: the run's own tok_s before the restart was \d/);
+    assert.match(plan.text, /^Each run is stopped after 30 min, its start-up included \(--run-timeout SECONDS\)$/m);
     assert.equal(o.report?.verdict.kind, 'culprit', o.markdown);
     assert.deepEqual(o.report?.verdict.ids, ['restart']);
     assert.equal(o.report?.confirmation?.confirmed, true, o.markdown);

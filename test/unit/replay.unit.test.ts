@@ -1,7 +1,10 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { replayCommand, runTimeoutMs } from '../../src/cli/commands/replay';
+import { commandHelp, parseCommandLine } from '../../src/cli/options';
 import { flagValue, withFlag, withoutFlag, withOverride } from '../../src/core/replay/argv';
 import { launchChanges, restartChange, stateOf } from '../../src/core/replay/changes';
+import { durationText, RUN_TIMEOUT_MS } from '../../src/core/replay/replay';
 import { applyOverrides, overridesFor, STACKS, stackOf, withoutName } from '../../src/core/replay/stacks';
 
 /* Replay's override table and its states (issue 33 items 2 and 3): pure functions of the recorded launches. */
@@ -158,5 +161,30 @@ void describe('changes and states', () => {
       '--x=1',
     ]);
     assert.deepEqual(withoutName(STACKS.hydra, ['p', '+ckpt_path=/c.pt', 'x=1'], 'ckpt_path'), ['p', 'x=1']);
+  });
+});
+
+void describe("the CLI's limit on each replay run", () => {
+  const limit = (...words: string[]) => runTimeoutMs(parseCommandLine(replayCommand, ['host', '/r', ...words]).options);
+
+  void it('is --run-timeout, else 30 minutes: never the global --timeout (it bounds the gathering)', () => {
+    assert.equal(RUN_TIMEOUT_MS, 30 * 60_000);
+    assert.equal(limit(), RUN_TIMEOUT_MS);
+    assert.equal(limit('--timeout', '20'), RUN_TIMEOUT_MS);
+    assert.equal(limit('--timeout', '20', '--run-timeout', '5400'), 5_400_000);
+    assert.equal(limit('--run-timeout', '45'), 45_000);
+    for (const bad of ['0', '-5', '1.5', 'soon'])
+      assert.throws(() => limit('--run-timeout', bad), /--run-timeout .*: a whole number/);
+    assert.match(
+      commandHelp(replayCommand),
+      /--run-timeout SECONDS\s+the limit on each run, its start-up included \(default 30 min\)/,
+    );
+  });
+
+  void it('is said in words in the plan', () => {
+    assert.equal(durationText(RUN_TIMEOUT_MS), '30 min');
+    assert.equal(durationText(90_000), '1 min 30 s');
+    assert.equal(durationText(45_000), '45 s');
+    assert.equal(durationText(3_900_000), '1 h 5 min');
   });
 });

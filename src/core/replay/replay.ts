@@ -69,6 +69,7 @@ export interface ReplaySetup {
   readonly stack?: Stack;
   /** Only these change ids are bisected (`--change`); the rest stay as now. */
   readonly only?: readonly string[];
+  /** The limit on each run, its start-up included (default RUN_TIMEOUT_MS). */
   readonly runTimeoutMs?: number;
   readonly repeats?: number;
   readonly threshold?: number;
@@ -120,6 +121,16 @@ export interface ReplayOutcome {
   };
   readonly headline: string;
   readonly markdown: string;
+}
+
+/** Each run's limit unless the person gives another: a real resumed run, its imports and checkpoint load included. */
+export const RUN_TIMEOUT_MS = 30 * 60_000;
+
+/** `30 min`, `90 s`, `1 h 5 min`: a run's limit in words, for the plan. */
+export function durationText(ms: number): string {
+  const s = Math.round(ms / 1000);
+  const [h, m, sec] = [Math.floor(s / 3600), Math.floor((s % 3600) / 60), s % 60];
+  return [h ? `${h} h` : '', m ? `${m} min` : '', sec || s === 0 ? `${sec} s` : ''].filter(Boolean).join(' ');
 }
 
 /** A folder name for a run on the host: its last part and a hash of its path. */
@@ -297,6 +308,9 @@ function planText(p: Omit<ReplayPlan, 'text'>, s: ReplaySetup, title: string): s
       `Budget: ${budgetRounds(p.changes.length)} rounds (⌈log₂ ${p.changes.length}⌉ + 2), at most ` +
         `${budgetRuns(p.changes.length, s.repeats ?? 3)} runs (${s.repeats ?? 3} of each state per round, interleaved)`,
     );
+  lines.push(
+    `Each run is stopped after ${durationText(s.runTimeoutMs ?? RUN_TIMEOUT_MS)}, its start-up included (--run-timeout SECONDS)`,
+  );
   return redactText(lines.join('\n')) + '\n';
 }
 
@@ -383,7 +397,7 @@ export async function runReplay(
     o.onText?.(`run ${run}: ${names}${on}\n`);
     const r = await runAction(
       host.transport,
-      { argv, env: withGpu(env, gpu), cwd, timeoutMs: s.runTimeoutMs ?? 30 * 60_000, tailBytes: 256 * 1024 },
+      { argv, env: withGpu(env, gpu), cwd, timeoutMs: s.runTimeoutMs ?? RUN_TIMEOUT_MS, tailBytes: 256 * 1024 },
       { python: host.python, ...(signal ? { signal } : {}) },
     );
     const failed = actionFailure(r, `replay run ${run}${on}`, host.label);
