@@ -6,6 +6,9 @@
   replay_prep.py state --replay DIR --name NAME --repo ROOT [--good COMMIT] [--good-file REL]...
       DIR/code-NAME/: the checkout's tracked files as they are now, with each --good-file at its known-good version
       (removed where the known-good commit had none). Made once: a state that exists is reused.
+  replay_prep.py rundir --replay DIR --run N
+      DIR/runs/N/cwd/, made empty: the folder a run starts in when the launch's folder is no git checkout (a run never
+      starts in the run folder). Refused when it exists already.
   replay_prep.py clean --replay DIR
       DIR/runs/: every file but the logs removed (checkpoints, caches); the logs stay for the report.
 
@@ -185,6 +188,18 @@ def make_state(replay, name, repo, good, good_files):
     return {"dir": dest, "reused": False, "files": len(tracked), "bytes": total}
 
 
+def make_run_dir(replay, run):
+    if not (run.isdigit() and len(run) <= 9):
+        raise kg_common.ProbeError("a run's number is digits: %s" % run, "bad-args")
+    dest = os.path.join(replay, "runs", str(int(run)), "cwd")
+    os.makedirs(os.path.dirname(dest), mode=0o700, exist_ok=True)
+    try:
+        os.mkdir(dest, 0o700)
+    except FileExistsError:
+        raise kg_common.ProbeError("%s exists already: a run starts in a folder of its own" % dest, "bad-args")
+    return {"dir": dest}
+
+
 def clean(replay):
     runs = os.path.join(replay, "runs")
     removed, kept, freed = 0, 0, 0
@@ -214,7 +229,8 @@ def clean(replay):
 
 def main(argv):
     p = kg_common.arg_parser("replay_prep.py")
-    p.add_argument("mode", choices=["inspect", "state", "clean"])
+    p.add_argument("mode", choices=["inspect", "state", "rundir", "clean"])
+    p.add_argument("--run")
     p.add_argument("--cwd")
     p.add_argument("--good")
     p.add_argument("--path", action="append", default=[])
@@ -232,6 +248,10 @@ def main(argv):
     replay = check_replay_dir(a.replay)
     if a.mode == "clean":
         return clean(replay)
+    if a.mode == "rundir":
+        if not a.run:
+            raise kg_common.ProbeError("rundir needs --run", "bad-args")
+        return make_run_dir(replay, a.run)
     if not (a.name and a.repo):
         raise kg_common.ProbeError("state needs --name and --repo", "bad-args")
     if a.good_files and not a.good:

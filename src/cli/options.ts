@@ -55,6 +55,8 @@ export interface CliOptions {
   resumeFlag?: string;
   outputFlag?: string;
   stepsFlag?: string;
+  /** replay: the limit on each run, in seconds (`--run-timeout`; not the global --timeout). */
+  runTimeoutS?: number;
   /** replay: print the plan, run nothing. */
   dryRun?: boolean;
   /** replay: which GPUs the runs go to (auto, none, or indexes). */

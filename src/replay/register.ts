@@ -10,6 +10,7 @@ import { KnownGoodError, messageOf } from '../core/errors';
 import type { HostSpec } from '../core/hosts';
 import { setupFromFacts, type SetupChoices } from '../core/replay/fromFacts';
 import { planReplay, runReplay, type ReplayHost, type ReplayPlan, type ReplaySetup } from '../core/replay/replay';
+import { RESTART_ID } from '../core/replay/changes';
 import { roleName, STACKS, type OverrideRole } from '../core/replay/stacks';
 import { changesOfSubject, culpritIdOf, proofOf, suspectSubjectSchema } from '../core/replay/suspects';
 import type { TargetOf } from '../core/runs/targets';
@@ -125,15 +126,11 @@ async function planFor(
     ...(choices.regex !== undefined ? { regex: choices.regex } : {}),
   };
   const setup = setupFromFacts(facts, report, c);
+  // never empty: launches that differ in nothing else replay the restart itself
   const all = await planReplay(host, setup, signal);
-  if (all.changes.length === 0)
-    throw new KnownGoodError(
-      'usage',
-      `Nothing to replay: the two recorded launches of ${setup.run} differ in nothing a replay can take back` +
-        (all.skipped.length ? ` (${all.skipped.map((s) => `${s.label}: ${s.why}`).join('; ')})` : ''),
-    );
-  if (subject === null || subject.kind === 'restart') return { setup, plan: all };
-  const { ids } = changesOfSubject(subject, all, setup.now.cwd, title);
+  if (subject === null) return { setup, plan: all };
+  // the restart itself is offered only when asked for once the launches differ in more (core/replay/replay.ts)
+  const ids = subject.kind === 'restart' ? [RESTART_ID] : changesOfSubject(subject, all, setup.now.cwd, title).ids;
   if (ids.length === all.changes.length) return { setup, plan: all };
   const only = { ...setup, only: ids };
   return { setup: only, plan: await planReplay(host, only, signal) };

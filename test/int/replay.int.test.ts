@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -11,7 +11,7 @@ import { SshPool } from '../../src/core/transport/ssh';
 import { analyze } from '../../src/core/whatChanged/analyze';
 import { gatherFacts } from '../../src/core/whatChanged/gather';
 import { endpointOf, recordingPrompts, sshOptions } from '../support/hosts';
-import { makeReplayRun, REPLAY_CHANGE_ID, type ReplayKind } from '../support/replayRuns';
+import { folderPrint, makeReplayRun, makeRestartRun, REPLAY_CHANGE_ID, type ReplayKind } from '../support/replayRuns';
 import { TORCH_PYTHON, requireTorch } from '../support/require';
 import { startSshd, type TestSshd } from '../support/sshd';
 
@@ -101,6 +101,69 @@ void describe('replay from the known-good checkpoint, one kind of change at a ti
     assert.deepEqual(
       plan.changes.map((c) => c.id),
       ['arg:--lr'],
+    );
+    assert.equal(o.report?.verdict.kind, 'not-reproduced', o.markdown);
+    assert.match(o.headline, /^Not reproduced by replay/);
+  });
+
+  void it('a launch folder that is no git checkout: each run starts in its own folder, the run folder unchanged byte for byte', async () => {
+    // the loop appends to launches.txt where it starts and writes its log under --out_dir (test/support/replay/train.py)
+    const dir = makeReplayRun(root, 'arg', { git: false, name: 'run-arg-nogit' });
+    const print = folderPrint(dir);
+    assert.ok(
+      print.some((l) => l.startsWith('launches.txt file')) && print.some((l) => l.startsWith('train_log.jsonl')),
+    );
+    const { o, plan } = await replay(dir);
+    assert.equal(plan.checkout.repo, null);
+    assert.deepEqual(
+      plan.changes.map((c) => c.id),
+      ['arg:--work'],
+      plan.text,
+    );
+    assert.equal(o.report?.verdict.kind, 'culprit', o.markdown);
+    assert.equal(o.report?.confirmation?.confirmed, true, o.markdown);
+    assert.deepEqual(folderPrint(dir), print, 'the run folder is byte for byte as it was');
+    // each run started in runs/N/cwd, the script and its data named by their absolute paths
+    const started = execFileSync('find', [`${plan.dir}/runs`, '-name', 'launches.txt'], { encoding: 'utf8' })
+      .trim()
+      .split('\n');
+    assert.equal(started.length, o.runs.length);
+    for (const f of started) {
+      assert.match(f, /\/runs\/\d+\/cwd\/launches\.txt$/);
+      const argv = JSON.parse(readFileSync(f, 'utf8')) as string[];
+      assert.equal(argv[argv.indexOf('--data') + 1], join(dir, 'data/a.txt'));
+    }
+  });
+
+  void it('the restart itself, with nothing else changed: a resume that costs speed is the culprit, confirmed', async () => {
+    // resumed "onto the GPU" (test/support/resumeRun/train.py): the resumed runs are slower than fresh starts
+    const dir = makeRestartRun(root, 'cuda');
+    const print = folderPrint(dir);
+    const { o, plan } = await replay(dir);
+    assert.deepEqual(folderPrint(dir), print, 'the run folder (no git checkout) is byte for byte as it was');
+    assert.deepEqual(
+      plan.changes.map((c) => c.id),
+      ['restart'],
+      plan.text,
+    );
+    assert.match(
+      plan.text,
+      /^The restart \(restart\): the launch started fresh \(no resume, steps 0→12\) against it resumed from step_48\.pt \(steps 48→60\)/m,
+    );
+    assert.match(plan.text, /for reference, not a state: the run's own tok_s before the restart was \d/);
+    assert.match(plan.text, /^Each run is stopped after 30 min, its start-up included \(--run-timeout SECONDS\)$/m);
+    assert.equal(o.report?.verdict.kind, 'culprit', o.markdown);
+    assert.deepEqual(o.report?.verdict.ids, ['restart']);
+    assert.equal(o.report?.confirmation?.confirmed, true, o.markdown);
+    assert.ok(o.report.bad < o.report.good, o.markdown);
+  });
+
+  void it('the restart itself, a harmless resume: not reproduced', async () => {
+    const dir = makeRestartRun(root, 'cpu');
+    const { o, plan } = await replay(dir);
+    assert.deepEqual(
+      plan.changes.map((c) => c.id),
+      ['restart'],
     );
     assert.equal(o.report?.verdict.kind, 'not-reproduced', o.markdown);
     assert.match(o.headline, /^Not reproduced by replay/);

@@ -1,5 +1,6 @@
 import { execFileSync } from 'node:child_process';
-import { cpSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { cpSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { TORCH_PYTHON } from './require';
 
@@ -11,6 +12,7 @@ import { TORCH_PYTHON } from './require';
  */
 
 const LOOP = join(__dirname, 'replay');
+const RESUME_LOOP = join(__dirname, 'resumeRun', 'train.py');
 const RECORD = join(__dirname, '..', '..', 'python', 'kg_record.py');
 
 export type ReplayKind = 'arg' | 'env' | 'code' | 'uncommitted' | 'data';
@@ -38,6 +40,8 @@ export interface ReplayRunOptions {
   name?: string;
   /** The interpreter that runs the loop (default Debian's python3 with torch). */
   python?: string;
+  /** false: the run folder is no git checkout (only for kinds that change no code). */
+  git?: boolean;
 }
 
 /**
@@ -53,9 +57,11 @@ export function makeReplayRun(root: string, kind: ReplayKind, o: ReplayRunOption
   writeFileSync(join(dir, '.gitignore'), 'data/\nckpt/\n*.jsonl\n__pycache__/\n');
   writeFileSync(join(dir, 'data', 'a.txt'), 'seq=32\n');
   writeFileSync(join(dir, 'data', 'b.txt'), 'seq=256\n');
-  git(dir, 'init', '-q');
-  git(dir, 'add', '.');
-  git(dir, 'commit', '-q', '-m', 'a small loop');
+  if (o.git !== false) {
+    git(dir, 'init', '-q');
+    git(dir, 'add', '.');
+    git(dir, 'commit', '-q', '-m', 'a small loop');
+  }
   const launch = (extra: string[], env: Record<string, string> = {}) =>
     execFileSync(
       python,
@@ -81,4 +87,50 @@ export function makeReplayRun(root: string, kind: ReplayKind, o: ReplayRunOption
   }
   launch(['--data', data, ...args, '--lr', lr], env);
   return dir;
+}
+
+/**
+ * A run folder under `root` restarted with nothing changed but how it resumes (test/support/resumeRun/train.py, its
+ * RESUME_MAP line: "cuda" stands in for AdamW's step counters loaded onto the GPU, a resume that costs speed; "cpu"
+ * a harmless one), launched twice through kg_record.py (48 steps; then resumed from ckpt/step_48.pt to 72) with the
+ * same flags. Not a git checkout. Returns its path.
+ */
+export function makeRestartRun(root: string, resumeMap: 'cpu' | 'cuda', name = `restart-${resumeMap}`): string {
+  const dir = join(root, name);
+  mkdirSync(dir, { recursive: true });
+  const train = readFileSync(RESUME_LOOP, 'utf8');
+  writeFileSync(join(dir, 'train.py'), train.replace(/^RESUME_MAP = "cpu"$/m, `RESUME_MAP = "${resumeMap}"`));
+  const launch = (...extra: string[]) =>
+    execFileSync(
+      TORCH_PYTHON,
+      [RECORD, '--run', dir, '--', TORCH_PYTHON, 'train.py', '--log_every', '3', '--save_every', '24', ...extra],
+      { cwd: dir, stdio: 'pipe' },
+    );
+  launch('--steps', '48');
+  launch('--steps', '72', '--resume', 'ckpt/step_48.pt');
+  return dir;
+}
+
+/** Every entry under `dir`, sorted, as `path kind mode size sha256` (a link: its target): what "unchanged" is compared by. */
+export function folderPrint(dir: string): string[] {
+  const out: string[] = [];
+  const walk = (rel: string) => {
+    for (const name of readdirSync(join(dir, rel)).sort()) {
+      const r = rel ? `${rel}/${name}` : name;
+      const st = lstatSync(join(dir, r));
+      const mode = (st.mode & 0o7777).toString(8);
+      if (st.isDirectory()) {
+        out.push(`${r}/ dir ${mode}`);
+        walk(r);
+      } else if (st.isSymbolicLink()) out.push(`${r} link -> ${readlinkSync(join(dir, r))}`);
+      else
+        out.push(
+          `${r} file ${mode} ${st.size} ${createHash('sha256')
+            .update(readFileSync(join(dir, r)))
+            .digest('hex')}`,
+        );
+    }
+  };
+  walk('');
+  return out;
 }

@@ -21,6 +21,7 @@ function sampleValue(o: CliOption): string[] {
     repeats: '5',
     steps: '40',
     threshold: '0.2',
+    'run-timeout': '90',
     gpus: '0,1',
   };
   return [`--${o.name}`, value[o.name] ?? `v-${o.name}`];
@@ -78,6 +79,7 @@ void describe('every command has its own options table', () => {
       if (own.includes('cpu-clock')) assert.equal(r.options.cpuClock, true);
       if (own.includes('key')) assert.deepEqual(r.options.keys, ['v-key']);
       if (own.includes('change')) assert.deepEqual(r.options.changes, ['v-change']);
+      if (own.includes('run-timeout')) assert.equal(r.options.runTimeoutS, 90);
       if (own.includes('steps')) assert.equal(r.options.steps, 40);
       if (own.includes('gpus')) assert.deepEqual(r.options.gpus, [0, 1]);
     });

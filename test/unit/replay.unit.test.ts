@@ -1,8 +1,11 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { replayCommand, runTimeoutMs } from '../../src/cli/commands/replay';
+import { commandHelp, parseCommandLine } from '../../src/cli/options';
 import { flagValue, withFlag, withoutFlag, withOverride } from '../../src/core/replay/argv';
-import { launchChanges, stateOf } from '../../src/core/replay/changes';
-import { applyOverrides, overridesFor, STACKS, stackOf } from '../../src/core/replay/stacks';
+import { launchChanges, restartChange, stateOf } from '../../src/core/replay/changes';
+import { durationText, RUN_TIMEOUT_MS } from '../../src/core/replay/replay';
+import { applyOverrides, overridesFor, STACKS, stackOf, withoutName } from '../../src/core/replay/stacks';
 
 /* Replay's override table and its states (issue 33 items 2 and 3): pure functions of the recorded launches. */
 
@@ -143,5 +146,45 @@ void describe('changes and states', () => {
     const goodState = stateOf(now, changes, new Set(), 'plain');
     assert.equal(flagValue(goodState.argv, '--work'), undefined, 'a flag the known-good launch lacked is removed');
     assert.deepEqual(goodState.env.unset, ['KG_X']);
+    assert.equal(goodState.fresh, false, 'without the restart among the changes every state resumes');
+  });
+
+  void it('the restart taken back is a fresh start: the resume flag dropped in its own style, nothing else', () => {
+    const changes = [restartChange('step_48.pt')];
+    assert.deepEqual(changes[0], { id: 'restart', kind: 'restart', label: 'the resume from step_48.pt' });
+    assert.equal(stateOf(now, changes, new Set(), 'plain').fresh, true);
+    assert.equal(stateOf(now, changes, new Set(['restart']), 'plain').fresh, false);
+    assert.deepEqual(withoutName(STACKS.plain, now.argv, '--resume'), now.argv.slice(0, -2));
+    assert.deepEqual(withoutName(STACKS.lightning, ['p', 'fit', '--ckpt_path=/c.pt', '--x=1'], '--ckpt_path'), [
+      'p',
+      'fit',
+      '--x=1',
+    ]);
+    assert.deepEqual(withoutName(STACKS.hydra, ['p', '+ckpt_path=/c.pt', 'x=1'], 'ckpt_path'), ['p', 'x=1']);
+  });
+});
+
+void describe("the CLI's limit on each replay run", () => {
+  const limit = (...words: string[]) => runTimeoutMs(parseCommandLine(replayCommand, ['host', '/r', ...words]).options);
+
+  void it('is --run-timeout, else 30 minutes: never the global --timeout (it bounds the gathering)', () => {
+    assert.equal(RUN_TIMEOUT_MS, 30 * 60_000);
+    assert.equal(limit(), RUN_TIMEOUT_MS);
+    assert.equal(limit('--timeout', '20'), RUN_TIMEOUT_MS);
+    assert.equal(limit('--timeout', '20', '--run-timeout', '5400'), 5_400_000);
+    assert.equal(limit('--run-timeout', '45'), 45_000);
+    for (const bad of ['0', '-5', '1.5', 'soon'])
+      assert.throws(() => limit('--run-timeout', bad), /--run-timeout .*: a whole number/);
+    assert.match(
+      commandHelp(replayCommand),
+      /--run-timeout SECONDS\s+the limit on each run, its start-up included \(default 30 min\)/,
+    );
+  });
+
+  void it('is said in words in the plan', () => {
+    assert.equal(durationText(RUN_TIMEOUT_MS), '30 min');
+    assert.equal(durationText(90_000), '1 min 30 s');
+    assert.equal(durationText(45_000), '45 s');
+    assert.equal(durationText(3_900_000), '1 h 5 min');
   });
 });

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { BisectReport } from '../../src/core/bisect/engine';
-import type { ReplayChange, Skipped } from '../../src/core/replay/changes';
+import { restartChange, type ReplayChange, type Skipped } from '../../src/core/replay/changes';
 import type { ReplayOutcome, ReplayPlan } from '../../src/core/replay/replay';
 import {
   argName,
@@ -22,7 +22,7 @@ import { NO_OTHER_FACTS } from '../support/facts';
 /*
  * Prove by Replay (issue 33): a What Changed? suspect's subject found among the replay plan's changes — an arg key of
  * the checkpoints against the launch's flag, a variable, the files of a commit or of uncommitted edits, a data path
- * against a flag's value, the restart itself as every change — and what a replay said put on the report.
+ * against a flag's value, the restart itself as the `restart` change — and what a replay said put on the report.
  */
 
 const CWD = '/runs/r';
@@ -124,10 +124,18 @@ void describe("a suspect's subject as the replay's changes", () => {
     assert.equal(of(/^README\.md/), undefined);
   });
 
-  void it('the restart itself is every change (the replay then compares the known-good launch with history)', () => {
-    assert.deepEqual(
-      ids({ kind: 'restart' }),
-      changes.map((c) => c.id),
+  void it('the restart itself is the `restart` change only, and where it was left out that says why', () => {
+    const withRestart = { ...plan, changes: [...changes, restartChange('step_48.pt')] };
+    assert.deepEqual(changesOfSubject({ kind: 'restart' }, withRestart, CWD).ids, ['restart']);
+    assert.throws(
+      () =>
+        changesOfSubject(
+          { kind: 'restart' },
+          { ...plan, skipped: [{ id: 'restart', label: 'the resume from step_48.pt', why: 'not asked for' }] },
+          CWD,
+          'the restart itself',
+        ),
+      /the restart itself cannot be replayed: the resume from step_48\.pt: not asked for/,
     );
   });
 
@@ -186,6 +194,7 @@ function outcome(r: BisectReport, headline: string): ReplayOutcome {
       stack: 'plain',
       overrides: [],
       guessed: [],
+      local: [],
       text: '',
       gpus: { slots: [], needsWord: false, text: '' },
     },

@@ -4,11 +4,11 @@ import { setupFromFacts } from '../../core/replay/fromFacts';
 import { launchesText } from '../../core/replay/sources';
 import { shellQuote } from '../../core/quote';
 import { gpuSlotLabel, parseGpuChoice } from '../../core/replay/gpus';
-import { planReplay, runReplay } from '../../core/replay/replay';
+import { durationText, planReplay, runReplay, RUN_TIMEOUT_MS } from '../../core/replay/replay';
 import { analyze } from '../../core/whatChanged/analyze';
 import { gatherFacts } from '../../core/whatChanged/gather';
 import { BaselineStore } from '../../core/baselines/store';
-import { flag, jsonOption, valued } from '../options';
+import { flag, jsonOption, valued, type CliOptions } from '../options';
 import { printable, printableLines } from '../output';
 import { cliBaselineDir } from './env';
 import type { CliCommand } from './types';
@@ -34,6 +34,11 @@ function positiveInt(name: string, v: string, max: number): number {
   if (!Number.isInteger(n) || n < 1 || n > max)
     throw new KnownGoodError('settings', `${name} ${v}: a whole number 1–${max}`);
   return n;
+}
+
+/** Each run's limit: `--run-timeout`, else the core's default; never the global --timeout (it bounds the gathering). */
+export function runTimeoutMs(o: Pick<CliOptions, 'runTimeoutS'>): number {
+  return o.runTimeoutS !== undefined ? o.runTimeoutS * 1000 : RUN_TIMEOUT_MS;
 }
 
 /**
@@ -119,6 +124,12 @@ export const replayCommand: CliCommand = {
         }
       },
     ),
+    valued(
+      'run-timeout',
+      'SECONDS',
+      `the limit on each run, its start-up included (default ${durationText(RUN_TIMEOUT_MS)})`,
+      (o, v) => (o.runTimeoutS = positiveInt('--run-timeout', v, 7 * 24 * 3600)),
+    ),
     flag('dry-run', 'print the plan (launches, overrides, changes), run nothing', (o) => (o.dryRun = true)),
     jsonOption('the outcome as JSON'),
   ],
@@ -154,7 +165,7 @@ export const replayCommand: CliCommand = {
       ...(options.regex !== undefined ? { regex: options.regex } : {}),
       ...(options.repeats !== undefined ? { repeats: options.repeats } : {}),
       ...(options.threshold !== undefined ? { threshold: options.threshold } : {}),
-      runTimeoutMs: Math.max(options.timeoutMs, 60_000),
+      runTimeoutMs: runTimeoutMs(options),
     });
     const setupGpus = options.gpus !== undefined ? { ...setup, gpus: options.gpus } : setup;
     const replayHost = {

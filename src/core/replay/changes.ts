@@ -7,8 +7,9 @@ import { STACKS, type OverrideRole, type Stack } from './stacks';
 /*
  * Every kind of change a replay can prove, as the bisect engine's changes (it stays blind to kinds): a flag of the
  * launch, a variable of its environment, a file of its code (committed or not), a data path (a flag whose value is a
- * path: replayable only while the old one still exists). A state is the NOW launch with every change that is not
- * applied taken back to the known-good launch's value — as the environment bisect builds its states.
+ * path: replayable only while the old one still exists), the restart itself (the resume from the reference checkpoint:
+ * taken back, the run starts fresh). A state is the NOW launch with every change that is not applied taken back to
+ * the known-good launch's value — as the environment bisect builds its states.
  */
 
 export type ReplayChange =
@@ -24,7 +25,16 @@ export type ReplayChange =
       readonly good: string | null;
       readonly now: string | null;
     })
-  | (BisectChange & { readonly kind: 'code'; readonly path: string; readonly how: CodeHow });
+  | (BisectChange & { readonly kind: 'code'; readonly path: string; readonly how: CodeHow })
+  | (BisectChange & { readonly kind: 'restart' });
+
+/** The restart itself's change id: applied, a run resumes from the reference checkpoint; taken back, it starts fresh. */
+export const RESTART_ID = 'restart';
+
+/** The restart itself as a change: the resume from the reference, against a fresh start of the same launch. */
+export function restartChange(reference: string): ReplayChange {
+  return { id: RESTART_ID, kind: 'restart', label: `the resume from ${reference}` };
+}
 
 /** A file differs from the known-good commit by commits since, by an edit not committed, or by both. */
 export type CodeHow = 'committed' | 'uncommitted' | 'both';
@@ -147,6 +157,8 @@ export interface StateLaunch {
   readonly env: EnvMap;
   /** The files of the code that are at their known-good version in this state (relative to the repository). */
   readonly goodFiles: string[];
+  /** The restart taken back: the run starts fresh (no resume) and makes the window's steps from step 0. */
+  readonly fresh: boolean;
 }
 
 /** The state with `applied` taken from now: every other change back at its known-good value. */
@@ -161,6 +173,7 @@ export function stateOf(
   const set: Record<string, string> = {};
   const unset: string[] = [];
   const goodFiles: string[] = [];
+  let fresh = false;
   for (const c of changes) {
     const take = applied.has(c.id);
     if (c.kind === 'arg' || c.kind === 'data') {
@@ -180,6 +193,7 @@ export function stateOf(
       if (value === null) unset.push(c.name);
       else set[c.name] = value;
     } else if (c.kind === 'code' && !take) goodFiles.push(c.path);
+    else if (c.kind === 'restart' && !take) fresh = true;
   }
-  return { argv, env: { set, unset }, goodFiles };
+  return { argv, env: { set, unset }, goodFiles, fresh };
 }

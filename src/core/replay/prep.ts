@@ -61,6 +61,14 @@ export const replayStateProbe = defineProbe(
   { modules: ['kg_git'] },
 );
 
+/** `<replay>/runs/<run>/cwd`, made empty: where a run starts when the launch's folder is no git checkout. */
+export const replayRunDirProbe = defineProbe(
+  'replay_prep',
+  z.looseObject({ dir: z.string() }),
+  (o: { replay: string; run: number }) => ['rundir', `--replay=${o.replay}`, `--run=${o.run}`],
+  { modules: ['kg_git'] },
+);
+
 export const replayCleanProbe = defineProbe(
   'replay_prep',
   z.looseObject({ removed: z.number(), kept: z.number(), freed: z.number() }),

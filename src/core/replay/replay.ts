@@ -12,10 +12,19 @@ import { displayWord } from '../terminal/command';
 import { remoteHome } from '../restore/run';
 import type { Transport } from '../transport/types';
 import { flagValue, overrideValue } from './argv';
-import { codeChanges, launchChanges, stateOf, type LaunchWords, type ReplayChange, type Skipped } from './changes';
+import {
+  codeChanges,
+  launchChanges,
+  restartChange,
+  RESTART_ID,
+  stateOf,
+  type LaunchWords,
+  type ReplayChange,
+  type Skipped,
+} from './changes';
 import { gpuListOf, gpuListProbe, gpuSlotLabel, planGpus, withGpu, type GpuChoice, type GpuPlan } from './gpus';
-import { replayCleanProbe, replayInspectProbe, replayStateProbe, type ReplayInspect } from './prep';
-import { applyOverrides, overridesFor, STACKS, stackOf, type OverrideRole, type Stack } from './stacks';
+import { replayCleanProbe, replayInspectProbe, replayRunDirProbe, replayStateProbe, type ReplayInspect } from './prep';
+import { applyOverrides, overridesFor, STACKS, stackOf, withoutName, type OverrideRole, type Stack } from './stacks';
 
 /*
  * Replay (issue 33): the user's own run, resumed from its known-good checkpoint for a short window, in the known-good
@@ -60,6 +69,7 @@ export interface ReplaySetup {
   readonly stack?: Stack;
   /** Only these change ids are bisected (`--change`); the rest stay as now. */
   readonly only?: readonly string[];
+  /** The limit on each run, its start-up included (default RUN_TIMEOUT_MS). */
   readonly runTimeoutMs?: number;
   readonly repeats?: number;
   readonly threshold?: number;
@@ -80,6 +90,9 @@ export interface ReplayPlan {
   readonly changes: readonly ReplayChange[];
   readonly skipped: readonly Skipped[];
   readonly checkout: { readonly repo: string | null; readonly cwdRel: string; readonly good: string | null };
+  /** Relative words of the launches that name something in the launch's folder, made absolute: with no checkout a
+   * run starts in a folder of its own under `dir`, so its script and data are named by their absolute paths. */
+  readonly local: readonly string[];
   /** Where the runs go: a GPU per slot, or none; `needsWord` when every GPU is busy. */
   readonly gpus: GpuPlan;
   /** What the person reads before the first run. */
@@ -108,6 +121,16 @@ export interface ReplayOutcome {
   };
   readonly headline: string;
   readonly markdown: string;
+}
+
+/** Each run's limit unless the person gives another: a real resumed run, its imports and checkpoint load included. */
+export const RUN_TIMEOUT_MS = 30 * 60_000;
+
+/** `30 min`, `90 s`, `1 h 5 min`: a run's limit in words, for the plan. */
+export function durationText(ms: number): string {
+  const s = Math.round(ms / 1000);
+  const [h, m, sec] = [Math.floor(s / 3600), Math.floor((s % 3600) / 60), s % 60];
+  return [h ? `${h} h` : '', m ? `${m} min` : '', sec || s === 0 ? `${sec} s` : ''].filter(Boolean).join(' ');
 }
 
 /** A folder name for a run on the host: its last part and a hash of its path. */
@@ -140,7 +163,9 @@ export async function planReplay(host: ReplayHost, s: ReplaySetup, signal?: Abor
   const table = STACKS[stack];
   const { changes: launch, skipped } = launchChanges(s.good, s.now, stack);
   const goodData = launch.filter((c) => c.kind === 'data' && c.good !== null);
-  const candidates = relativeWords(s.now.argv).map((w) => absolute(s.now.cwd, w));
+  const candidates = [...new Set([...relativeWords(s.now.argv), ...relativeWords(s.good.argv)])].map((w) =>
+    absolute(s.now.cwd, w),
+  );
   const opts = signal ? { signal, timeoutMs: 120_000 } : { timeoutMs: 120_000 };
   const [home, inspect, gpuList] = await Promise.all([
     remoteHome(host.transport, signal),
@@ -179,7 +204,15 @@ export async function planReplay(host: ReplayHost, s: ReplaySetup, signal?: Abor
   const code = codeOf(inspect, s);
   changes.push(...code.changes);
   skipped.push(...code.skipped);
-  const chosen = s.only?.length ? changes.filter((c) => s.only!.includes(c.id)) : changes;
+  // The restart itself is replayed when asked for, or when the launches differ in nothing else: bisected beside other
+  // changes unasked, its fresh-start states would double every state's start-up cost for a change no one suspects.
+  const others = changes.length;
+  changes.push(restartChange(s.reference.label));
+  const chosen = s.only?.length
+    ? changes.filter((c) => s.only!.includes(c.id))
+    : others
+      ? changes.filter((c) => c.kind !== 'restart')
+      : changes;
   for (const id of s.only ?? [])
     if (!changes.some((c) => c.id === id))
       throw new KnownGoodError(
@@ -208,9 +241,17 @@ export async function planReplay(host: ReplayHost, s: ReplaySetup, signal?: Abor
       ...skipped,
       ...changes
         .filter((c) => !chosen.includes(c))
-        .map((c) => ({ id: c.id, label: c.label, why: 'not asked for (--change): kept as now in every state' })),
+        .map((c) => ({
+          id: c.id,
+          label: c.label,
+          why:
+            c.kind === 'restart'
+              ? `not asked for (--change ${RESTART_ID}): every state resumes from ${s.reference.label}`
+              : 'not asked for (--change): kept as now in every state',
+        })),
     ],
     checkout: { repo: inspect.repo, cwdRel: inspect.cwdRel ?? '', good: inspect.good },
+    local: candidates.filter((p) => exists.get(p)?.exists),
     gpus,
   };
   return { ...plan, text: planText(plan, s, table.title) };
@@ -253,12 +294,23 @@ function planText(p: Omit<ReplayPlan, 'text'>, s: ReplaySetup, title: string): s
     ...p.changes.map((c) => `  ${c.id}  ${c.label}`),
     ...p.skipped.map((c) => `  left out: ${c.label}: ${c.why}`),
   );
+  if (p.changes.some((c) => c.kind === 'restart'))
+    lines.push(
+      `The restart (${RESTART_ID}): the launch started fresh (no resume, steps 0→${s.steps}) against it resumed from ` +
+        `${s.reference.label} (steps ${s.reference.step}→${s.reference.step + s.steps}), interleaved; every other change as the state has it`,
+      s.before
+        ? `  for reference, not a state: the run's own ${s.before.key} before the restart was ${s.before.level.toPrecision(4)} (its log)`
+        : "  (the run's log gives no speed before the restart to show beside it)",
+    );
   lines.push(p.gpus.text);
   if (p.changes.length)
     lines.push(
       `Budget: ${budgetRounds(p.changes.length)} rounds (⌈log₂ ${p.changes.length}⌉ + 2), at most ` +
         `${budgetRuns(p.changes.length, s.repeats ?? 3)} runs (${s.repeats ?? 3} of each state per round, interleaved)`,
     );
+  lines.push(
+    `Each run is stopped after ${durationText(s.runTimeoutMs ?? RUN_TIMEOUT_MS)}, its start-up included (--run-timeout SECONDS)`,
+  );
   return redactText(lines.join('\n')) + '\n';
 }
 
@@ -312,26 +364,45 @@ export async function runReplay(
     const { overrides } = overridesFor(
       table,
       state.argv,
-      { resume: s.reference.path, output: out, steps: String(s.reference.step + s.steps) },
+      { resume: s.reference.path, output: out, steps: String(state.fresh ? s.steps : s.reference.step + s.steps) },
       s.names,
     );
-    let argv = applyOverrides(table, state.argv, overrides);
-    let cwd = s.now.cwd;
+    // the restart taken back: the same launch started fresh, without its resume flag, for the window's steps
+    const resume = overrides.find((x) => x.role === 'resume')!;
+    let argv = state.fresh
+      ? applyOverrides(
+          table,
+          withoutName(table, state.argv, resume.name),
+          overrides.filter((x) => x !== resume),
+        )
+      : applyOverrides(table, state.argv, overrides);
+    // Never in the run folder: a copy of the checkout, else an empty folder of the run's own under the replay's
+    let cwd: string;
+    let env = state.env;
     if (plan.checkout.repo !== null) {
       const dir = await codeDir(state.goodFiles);
       cwd = plan.checkout.cwdRel ? `${dir}/${plan.checkout.cwdRel}` : dir;
       argv = absolutizeData(argv, s.now.cwd, plan.checkout.repo);
+    } else {
+      const made = await host.probes.run(replayRunDirProbe({ replay: plan.dir, run }), {
+        timeoutMs: 120_000,
+        ...(signal ? { signal } : {}),
+      });
+      cwd = made.value.dir;
+      argv = absolutizeLocal(argv, s.now.cwd, plan.local);
+      // the script and its modules stay in the run folder: their bytecode goes to the replay's folder, not beside them
+      env = { ...env, set: { ...env.set, PYTHONPYCACHEPREFIX: `${plan.dir}/pycache` } };
     }
     const names = applied.size ? [...applied].join(', ') : 'known-good';
     o.onText?.(`run ${run}: ${names}${on}\n`);
     const r = await runAction(
       host.transport,
-      { argv, env: withGpu(state.env, gpu), cwd, timeoutMs: s.runTimeoutMs ?? 30 * 60_000, tailBytes: 256 * 1024 },
+      { argv, env: withGpu(env, gpu), cwd, timeoutMs: s.runTimeoutMs ?? RUN_TIMEOUT_MS, tailBytes: 256 * 1024 },
       { python: host.python, ...(signal ? { signal } : {}) },
     );
     const failed = actionFailure(r, `replay run ${run}${on}`, host.label);
     if (failed) throw failed;
-    const speed = await speedOf(host, s.speed, out, cwd, r.stdout + r.stderr, signal);
+    const speed = await speedOf(host, s.speed, plan.dir, [out, cwd], r.stdout + r.stderr, signal);
     if (speed === undefined)
       throw new KnownGoodError(
         'bad-output',
@@ -363,7 +434,9 @@ export async function runReplay(
       slots: plan.gpus.needsWord ? 1 : Math.max(1, plan.gpus.slots.length),
       onEvent: (e) => o.onEvent?.(e, plan.changes),
     });
-    const restart = s.before ? restartCheck(report, s.before) : undefined;
+    // with the restart among the changes the bisect itself compares resumed and fresh runs; else the history check
+    const restart =
+      s.before && !plan.changes.some((c) => c.kind === 'restart') ? restartCheck(report, s.before) : undefined;
     const headline = replayHeadline(report);
     const md = [
       renderBisectMarkdown(report, {
@@ -416,11 +489,22 @@ function absolutizeData(argv: readonly string[], cwd: string, repo: string): str
   });
 }
 
+/** Words naming something in the launch's folder (`local`, checked on the host by the plan) made absolute. */
+function absolutizeLocal(argv: readonly string[], cwd: string, local: readonly string[]): string[] {
+  const there = new Set(local);
+  return argv.map((w, i) => {
+    if (i === 0 || w.startsWith('-') || w.startsWith('/') || w.includes('=')) return w;
+    const abs = absolute(cwd, w);
+    return there.has(abs) ? abs : w;
+  });
+}
+
+/** A run's speed from what it printed, or its log under one of `bases` — only ever inside the replay's folder. */
 async function speedOf(
   host: ReplayHost,
   speed: SpeedSource,
-  out: string,
-  cwd: string,
+  replayDir: string,
+  bases: readonly string[],
   printed: string,
   signal?: AbortSignal,
 ): Promise<number | undefined> {
@@ -429,7 +513,8 @@ async function speedOf(
     if (!all) return undefined;
     return throughputFromOutput(printed, speed.regex, laterHalf(all.found))?.tokensPerSec;
   }
-  for (const base of [out, cwd]) {
+  for (const base of bases) {
+    if (!base.startsWith(`${replayDir}/`)) continue;
     const r = await host.transport.exec(['tail', '-c', '4194304', '--', `${base}/${speed.rel}`], {
       timeoutMs: 60_000,
       ...(signal ? { signal } : {}),

@@ -1,5 +1,5 @@
 import { KnownGoodError } from '../errors';
-import { flagValue, overrideValue, withFlag, withOverride } from './argv';
+import { flagValue, overrideValue, withFlag, withoutFlag, withOverride } from './argv';
 
 /*
  * How a replay makes a launch do what it needs, per training stack (docs/replay.md "Overrides"): resume from the
@@ -131,6 +131,13 @@ export function overridesFor(
 
 function displayOf(table: StackTable, name: string, value: string): string {
   return table.style === 'space' ? `${name} ${value}` : `${name}=${value}`;
+}
+
+/** argv without the flag (or Hydra key) `name` and its value: a run that starts fresh drops the launch's resume. */
+export function withoutName(table: StackTable, argv: readonly string[], name: string): string[] {
+  return table.style === 'override'
+    ? argv.filter((w) => !w.replace(/^\+*/, '').startsWith(`${name}=`))
+    : withoutFlag(argv, name);
 }
 
 /** argv with the overrides applied, each where the launch has it, else appended in the stack's style. */

@@ -69,12 +69,12 @@ function matches(
       );
     }
     case 'restart':
-      return true;
+      return kind === 'restart';
   }
 }
 
 export interface SuspectChanges {
-  /** The plan's change ids that are the suspect's (every change for the restart itself). */
+  /** The plan's change ids that are the suspect's (`restart` for the restart itself). */
   readonly ids: string[];
   /** Why a change of the suspect's is left out of the replay (`the old data is gone`), if one is. */
   readonly skipped: readonly Skipped[];
@@ -89,7 +89,7 @@ export function changesOfSubject(
 ): SuspectChanges {
   const where = { cwd, repo: plan.checkout.repo };
   const ids = plan.changes.filter((c) => matches(subject, { id: c.id, change: c }, where)).map((c) => c.id);
-  const skipped = plan.skipped.filter((s) => subject.kind !== 'restart' && matches(subject, { id: s.id }, where));
+  const skipped = plan.skipped.filter((s) => matches(subject, { id: s.id }, where));
   if (ids.length === 0) {
     const why = skipped.length
       ? skipped.map((s) => `${s.label}: ${s.why}`).join('; ')
@@ -139,7 +139,7 @@ export function proofForSuspect(
   plan: Pick<ReplayPlan, 'changes' | 'skipped' | 'checkout'>,
   cwd: string,
 ): ReplayProof | undefined {
-  if (proof.verdict !== 'confirmed' || culpritId === null || subject.kind === 'restart') return undefined;
+  if (proof.verdict !== 'confirmed' || culpritId === null) return undefined;
   try {
     return changesOfSubject(subject, plan, cwd).ids.includes(culpritId) ? proof : undefined;
   } catch {

@@ -6,10 +6,13 @@ run beside other work: the CPU clock keeps a state's speed its own), devices the
 GPU a replay chose for it). Resume with --resume <out_dir>/ckpt/step_N.pt.
 What costs speed, each on its own: --work (mixing passes a step), --data (a file whose first line says the sample
 length: attention costs grow with it), KG_REPLAY_SLOW=1 (each step done three times), and model.py's code.
+Each launch also appends its argv to launches.txt in the folder it starts in, as real scripts write wandb/ or
+lightning_logs/ there: a replay that started it in the run folder would change the run folder.
 """
 import argparse
 import json
 import os
+import sys
 import time
 
 import torch
@@ -45,6 +48,8 @@ def main():
         net.load_state_dict(ck["model"])
         opt.load_state_dict(ck["optimizer"])
         start = ck["step"]
+    with open("launches.txt", "a") as f:
+        f.write(json.dumps(sys.argv[1:]) + "\n")
     os.makedirs(os.path.join(args.out_dir, "ckpt"), exist_ok=True)
     repeat = 3 if os.environ.get("KG_REPLAY_SLOW") == "1" else 1
     log = open(os.path.join(args.out_dir, "train_log.jsonl"), "a")
