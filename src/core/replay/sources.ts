@@ -134,35 +134,31 @@ export function launchSides(
     };
   }
   // a pair a tool recorded beats one launch with the known-good side derived; kg_record's beat wandb's
-  if (kg.length >= 2) {
-    const [g, n] = [kg[kg.length - 2]!, kg[kg.length - 1]!];
+  const pair = (
+    recs: readonly LaunchRecord[],
+    from: (g: LaunchRecord, n: LaunchRecord) => LaunchSides['from'],
+  ): LaunchSides & { reference: CheckpointFact } => {
+    const [g, n] = [recs[recs.length - 2]!, recs[recs.length - 1]!];
     return {
       good: fromRecord(g, 'known-good', cwd),
       now: fromRecord(n, 'latest', cwd),
       stack: stackFor(n.argv),
       reference: reference(n.time),
-      from: {
-        good: 'the launch record before the latest (kg_record.py)',
-        now: 'the latest launch record (kg_record.py)',
-      },
+      from: from(g, n),
       notes,
     };
-  }
+  };
+  if (kg.length >= 2)
+    return pair(kg, () => ({
+      good: 'the launch record before the latest (kg_record.py)',
+      now: 'the latest launch record (kg_record.py)',
+    }));
   const wandb = of('wandb').filter((r) => r.argv.length && r.interpreter !== null);
-  if (wandb.length >= 2) {
-    const [g, n] = [wandb[wandb.length - 2]!, wandb[wandb.length - 1]!];
-    return {
-      good: fromRecord(g, 'known-good', cwd),
-      now: fromRecord(n, 'latest', cwd),
-      stack: stackFor(n.argv),
-      reference: reference(n.time),
-      from: {
-        good: `wandb's run before the latest (${g.where ?? 'wandb-metadata.json'})`,
-        now: `wandb's latest run (${n.where ?? 'wandb-metadata.json'})`,
-      },
-      notes,
-    };
-  }
+  if (wandb.length >= 2)
+    return pair(wandb, (g, n) => ({
+      good: `wandb's run before the latest (${g.where ?? 'wandb-metadata.json'})`,
+      now: `wandb's latest run (${n.where ?? 'wandb-metadata.json'})`,
+    }));
   const lightning = of('lightning').filter((r) => extras.parse(r).lightningConfig);
   const hydra = of('hydra');
   const tool = lightning.length >= 2 ? 'lightning' : hydra.length >= 2 ? 'hydra' : undefined;
