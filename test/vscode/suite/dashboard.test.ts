@@ -266,16 +266,26 @@ describe('Dashboard', () => {
     const panel = await api.dashboard.open([{ hostId: 'local', logPath, label: 'run-live' }]);
     await waitFor('ready and init', () => (panel.received.includes('ready') ? panel.lastInit : undefined), 60_000);
     /** The run's drift in the newest side message posted since `from` (messages posted), if it passes `ok`. */
-    const driftSince = (what: string, from: number, ok: (d: RunDriftInfo) => boolean) =>
-      waitFor(
-        what,
-        () => {
-          const m = panel.lastPosted;
-          const d = panel.posted.length > from && m?.type === 'side' ? m.hosts[0]?.runs[0] : undefined;
-          return d && ok(d) ? d : undefined;
-        },
-        60_000,
-      );
+    const driftSince = async (what: string, from: number, ok: (d: RunDriftInfo) => boolean) => {
+      let seen: RunDriftInfo | undefined;
+      try {
+        return await waitFor(
+          what,
+          () => {
+            const m = panel.lastPosted;
+            const d = panel.posted.length > from && m?.type === 'side' ? m.hosts[0]?.runs[0] : undefined;
+            if (d) seen = d;
+            return d && ok(d) ? d : undefined;
+          },
+          60_000,
+        );
+      } catch (e) {
+        // what the panel did send, so that a failure says which part of the drift is missing
+        throw new Error(
+          `${String(e)}; posted since: ${panel.posted.slice(from).join(', ')}; last drift seen: ${JSON.stringify(seen)}`,
+        );
+      }
+    };
     let captured: CaptureOutcome | undefined;
     try {
       let from = panel.posted.length;
