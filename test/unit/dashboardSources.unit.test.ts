@@ -313,6 +313,17 @@ describe("dashboard drift: limited to the run's time (issue 32 item 6)", () => {
     assert.match(alone.note, /^Only now \(\d{4}-\d\d-\d\d \d\d:58:00 \([^)]*\)\) was captured during this run: /);
   });
 
+  it('a compare in the same second as a capture: counted once only when it is the same snapshot', () => {
+    // capturedAt is whole seconds: the baseline just captured is also the panel's now (the same capture) ...
+    const same = runDrift(run, [first], nowAt('2026-03-01T10:05:00Z', h200KnownGood));
+    assert.equal(same.drift, null);
+    assert.match(same.note, /^Only baseline "at launch"/);
+    // ... but a compare within that second took a snapshot of its own, and what changed between them is drift
+    const other = runDrift(run, [first], nowAt('2026-03-01T10:05:00Z'));
+    assert.match(other.drift?.baseline ?? '', /^baseline "at launch" → now /);
+    assert.equal(other.drift!.changes, driftCount(computeDrift(h200KnownGood, h200Now)));
+  });
+
   it("the 5-minute cache of now: a snapshot taken before the run began, or after its last point, is not the run's", () => {
     // cached 3 minutes before the run's first point (the panel opened on the host just before the launch)
     const early = runDrift(run, [first], nowAt('2026-03-01T09:57:00Z'));

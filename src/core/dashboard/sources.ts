@@ -357,8 +357,11 @@ export function runDrift(
     })
     .filter((x) => inside(x.at));
   const nowAt = now ? Date.parse(now.capturedAt) / 1000 : NaN;
-  // a baseline just captured is the panel's now too (the same capture): counted once, as the baseline
-  if (now && inside(nowAt) && !snaps.some((x) => x.at === nowAt)) {
+  // a baseline just captured is the panel's now too (the same capture): counted once, as the baseline. The time alone
+  // cannot tell (whole seconds: a compare can follow a capture within one), so a snapshot that differs is another.
+  const sameCapture = (x: Snap) =>
+    x.at === nowAt && now !== undefined && computeDrift(...comparable(x.snapshot, now)).unchanged;
+  if (now && inside(nowAt) && !snaps.some(sameCapture)) {
     const title = `now (${when(nowAt)})`;
     snaps.push({ at: nowAt, title, dated: title, snapshot: now });
   }
