@@ -1,9 +1,9 @@
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { waitUntil } from '../../test/support/process';
-import { installFakeSmi } from '../../test/support/fakeNvidiaSmi';
+import { installFakeSmi, timelineLines } from '../../test/support/fakeNvidiaSmi';
 import type { BenchResult } from '../context';
 
 /*
@@ -34,13 +34,7 @@ export async function benchGpuTimeline(): Promise<BenchResult[]> {
     for (const d of [bin, run]) mkdirSync(d);
     installFakeSmi(bin, dir, { driver: 'r580', gpu: 'r580-h200x8-steady.gpu.csv', apps: 'r580-h200x8.apps.csv' });
     const file = join(run, '.known-good', 'gpu-timeline.jsonl');
-    const lines = (): Line[] =>
-      existsSync(file)
-        ? readFileSync(file, 'utf8')
-            .split('\n')
-            .filter((l) => l.endsWith('}'))
-            .map((l) => JSON.parse(l) as Line)
-        : [];
+    const lines = () => timelineLines<Line>(file);
     const child = spawn(
       'python3',
       [

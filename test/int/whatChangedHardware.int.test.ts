@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -11,7 +11,7 @@ import type { Transport } from '../../src/core/transport/types';
 import { analyze } from '../../src/core/whatChanged/analyze';
 import { gatherFacts } from '../../src/core/whatChanged/gather';
 import { renderWhatChangedMarkdown } from '../../src/core/whatChanged/render';
-import { installFakeSmi, type FakeSmi, type FakeSmiState } from '../support/fakeNvidiaSmi';
+import { installFakeSmi, type FakeSmi, type FakeSmiState, timelineLines } from '../support/fakeNvidiaSmi';
 import { endpointOf, recordingPrompts, sshOptions } from '../support/hosts';
 import { waitUntil } from '../support/process';
 import { startSshd, type TestSshd } from '../support/sshd';
@@ -63,13 +63,7 @@ void describe('What Changed? with a recorded GPU timeline, over a real sshd', ()
     const run = join(dir, 'run');
     mkdirSync(run);
     const file = join(run, '.known-good', 'gpu-timeline.jsonl');
-    const lines = (): Line[] =>
-      existsSync(file)
-        ? readFileSync(file, 'utf8')
-            .split('\n')
-            .filter((l) => l.endsWith('}'))
-            .map((l) => JSON.parse(l) as Line)
-        : [];
+    const lines = () => timelineLines<Line>(file);
     const withPid = (pid: number) =>
       lines().filter((l) => l.kind === 'sample' && l.processes?.some((p) => p.pid === pid));
     const state = (rows: string[]): FakeSmiState => ({

@@ -1,4 +1,4 @@
-import { chmodSync, renameSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 /*
@@ -41,4 +41,14 @@ export function installFakeSmi(binDir: string, stateDir: string, state: FakeSmiS
   );
   chmodSync(path, 0o755);
   return { path, set };
+}
+
+/** The whole lines of a gpu-timeline.jsonl the sampler has written so far (none before the file exists). */
+export function timelineLines<T>(file: string): T[] {
+  return existsSync(file)
+    ? readFileSync(file, 'utf8')
+        .split('\n')
+        .filter((l) => l.endsWith('}'))
+        .map((l) => JSON.parse(l) as T)
+    : [];
 }
